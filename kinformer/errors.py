@@ -1,0 +1,250 @@
+"""The exception tree of kinformer, in one place.
+
+::
+
+    KinformerError
+      ConfigurationError(ValueError)        a bad argument or option
+      LifecycleError
+        AlreadyStartedError                 a second start/run, or a setter after start
+        StoppedError                        an operation on something already stopped
+      ShutDown                              WorkQueue.get after shut_down
+      SyncTimeoutError(TimeoutError)        a wait for cache sync ran out of time
+      IndexerError(KeyError)                an unknown index name
+      IndexerConflictError(ValueError)      add_indexers with a name that exists
+      KeyFuncError(KeyError)                an object has no metadata to key by
+      FIFOClosedError                       DeltaFIFO.pop on a closed, drained queue
+      DecodeError(ValueError)               a response body or watch line that is not what it should be
+      VeryShortWatchError                   a watch closed within a second with no events
+      TerminalError                         raised by a reconciler: log it, do not retry
+      APIError(status, reason, body)        an API server answered with an error Status
+        BadRequestError                       400
+        UnauthorizedError                     401
+        ForbiddenError                        403
+        NotFoundError(LookupError)            404 (also raised by listers)
+        MethodNotAllowedError                 405
+        ConflictError                         409 (AlreadyExists or Conflict)
+        GoneError                             410 (Expired/Gone: the reflector relists)
+        InvalidError                          422
+        TooManyRequestsError                  429
+        ServerError                           5xx
+          ServerTimeoutError                    504 (reason Timeout)
+
+:func:`api_error_from_status` maps an HTTP status and a ``Status`` body onto this tree
+through one table. Errors carry what a log line needs, never credentials.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+
+class KinformerError(Exception):
+    """Base class of every error kinformer raises on purpose."""
+
+
+class ConfigurationError(KinformerError, ValueError):
+    """A bad argument or option."""
+
+
+class LifecycleError(KinformerError):
+    """An operation that does not fit the component's lifecycle state."""
+
+
+class AlreadyStartedError(LifecycleError):
+    """A component that runs once was started again, or configured after it started."""
+
+
+class StoppedError(LifecycleError):
+    """An operation on a component that has already stopped."""
+
+
+class ShutDown(KinformerError):  # noqa: N818 - client-go's noun
+    """The work queue is shutting down and has nothing more to hand out."""
+
+
+class SyncTimeoutError(KinformerError, TimeoutError):
+    """A wait for cache sync ran out of time."""
+
+
+class IndexerError(KinformerError, KeyError):
+    """An index name that the indexer does not know."""
+
+    def __str__(self) -> str:
+        return str(self.args[0]) if self.args else ""
+
+
+class IndexerConflictError(KinformerError, ValueError):
+    """``add_indexers`` was given a name that already exists; nothing was added."""
+
+
+class KeyFuncError(KinformerError, KeyError):
+    """A key could not be computed for an object (``object has no meta: ...``)."""
+
+    def __str__(self) -> str:
+        return str(self.args[0]) if self.args else ""
+
+
+class FIFOClosedError(KinformerError):
+    """``DeltaFIFO.pop`` on a queue that is closed and drained."""
+
+    def __init__(self, message: str = "DeltaFIFO: manipulating with closed queue") -> None:
+        super().__init__(message)
+
+
+class DecodeError(KinformerError, ValueError):
+    """A response body or watch line that could not be decoded into what was expected."""
+
+
+class VeryShortWatchError(KinformerError):
+    """A watch closed within a second of starting without delivering any event."""
+
+
+class TerminalError(KinformerError):
+    """Raised by a reconciler for a failure that retrying cannot fix: log it, do not requeue."""
+
+
+class APIError(KinformerError):
+    """An error answer from the API server.
+
+    ``status`` is the HTTP code, ``reason`` the ``Status`` reason (``NotFound``, ``Expired``...),
+    ``body`` the decoded ``Status`` object when there was one.
+    """
+
+    def __init__(
+        self,
+        status: int,
+        reason: str = "",
+        message: str = "",
+        body: dict[str, Any] | None = None,
+    ) -> None:
+        self.status = status
+        self.reason = reason
+        self.message = message
+        self.body = body or {}
+        super().__init__(status, reason, message)
+
+    @property
+    def causes(self) -> list[dict[str, Any]]:
+        details = self.body.get("details") or {}
+        causes = details.get("causes") or []
+        return [c for c in causes if isinstance(c, dict)]
+
+    def __str__(self) -> str:
+        text = f"({self.status}) {self.reason or 'Error'}"
+        return f"{text}: {self.message}" if self.message else text
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}(status={self.status!r}, reason={self.reason!r}, message={self.message!r})"
+
+
+class BadRequestError(APIError):
+    """HTTP 400."""
+
+
+class UnauthorizedError(APIError):
+    """HTTP 401."""
+
+
+class ForbiddenError(APIError):
+    """HTTP 403."""
+
+
+class NotFoundError(APIError, LookupError):
+    """HTTP 404, or a lister that has no such object (worded like the API server)."""
+
+
+class MethodNotAllowedError(APIError):
+    """HTTP 405."""
+
+
+class ConflictError(APIError):
+    """HTTP 409: AlreadyExists, or Conflict on a stale resourceVersion."""
+
+
+class GoneError(APIError):
+    """HTTP 410: the requested resourceVersion is too old (reason Expired or Gone)."""
+
+
+class InvalidError(APIError):
+    """HTTP 422."""
+
+
+class TooManyRequestsError(APIError):
+    """HTTP 429."""
+
+
+class ServerError(APIError):
+    """HTTP 5xx."""
+
+
+class ServerTimeoutError(ServerError):
+    """HTTP 504 (reason Timeout), e.g. a resourceVersion from the future."""
+
+
+_STATUS_TABLE: dict[int, type[APIError]] = {
+    400: BadRequestError,
+    401: UnauthorizedError,
+    403: ForbiddenError,
+    404: NotFoundError,
+    405: MethodNotAllowedError,
+    409: ConflictError,
+    410: GoneError,
+    422: InvalidError,
+    429: TooManyRequestsError,
+    504: ServerTimeoutError,
+}
+
+
+def api_error_class(status: int) -> type[APIError]:
+    """The :class:`APIError` subclass for an HTTP status code."""
+    cls = _STATUS_TABLE.get(status)
+    if cls is not None:
+        return cls
+    if status >= 500:
+        return ServerError
+    return APIError
+
+
+def api_error_from_status(status: int, body: Any = None) -> APIError:
+    """Build the typed error for an HTTP status and a ``Status`` body (dict, bytes or str)."""
+    decoded: dict[str, Any] | None = None
+    if isinstance(body, (bytes, bytearray)):
+        body = body.decode("utf-8", "replace")
+    if isinstance(body, str):
+        try:
+            loaded = json.loads(body) if body else None
+        except ValueError:
+            loaded = None
+        if isinstance(loaded, dict):
+            decoded = loaded
+        else:
+            message = body.strip()[:200]
+            return api_error_class(status)(status, "", message, None)
+    elif isinstance(body, dict):
+        decoded = body
+    reason = ""
+    message = ""
+    if decoded is not None:
+        code = decoded.get("code")
+        if isinstance(code, int) and code >= 400 and status < 400:
+            status = code
+        reason = str(decoded.get("reason") or "")
+        message = str(decoded.get("message") or "")
+    return api_error_class(status)(status, reason, message, decoded)
+
+
+def is_expired(err: BaseException) -> bool:
+    """client-go's ``IsResourceExpired`` or ``IsGone``: reason Expired or Gone, or HTTP 410."""
+    return isinstance(err, APIError) and (
+        err.status == 410 or err.reason in ("Expired", "Gone")
+    )
+
+
+def is_too_large_resource_version(err: BaseException) -> bool:
+    """A server's answer to a resourceVersion from the future."""
+    if not isinstance(err, APIError):
+        return False
+    if any(c.get("reason") == "ResourceVersionTooLarge" for c in err.causes):
+        return True
+    return err.status == 504 and "too large resource version" in err.message.lower()

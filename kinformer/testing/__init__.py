@@ -1,0 +1,6 @@
+"""Test helpers shipped with kinformer: a fake clock, a Kubernetes API server on loopback."""
+
+from kinformer.testing.clock import FakeClock
+from kinformer.testing.waiting import wait_for
+
+__all__ = ["FakeClock", "wait_for"]
