@@ -15,11 +15,11 @@ its own subtree. Components accept either a ``Context`` or a plain :class:`threa
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import logging
 import threading
 from collections.abc import Callable
-from typing import Union
 
 log = logging.getLogger(__name__)
 
@@ -98,10 +98,8 @@ class Context:
     def _remove_callback(self, handle: CancelHandle) -> None:
         with self._lock:
             if self._callbacks is not None:
-                try:
+                with contextlib.suppress(ValueError):
                     self._callbacks.remove(handle)
-                except ValueError:
-                    pass
 
     def child(self, name: str = "") -> Context:
         """A new context cancelled with this one, or on its own.
@@ -119,7 +117,7 @@ class Context:
         return f"<Context {self.name} {state}>"
 
 
-StopSignal = Union[Context, threading.Event]
+StopSignal = Context | threading.Event
 
 
 def _run_callback(callback: Callable[[], object]) -> None:
@@ -148,7 +146,8 @@ def context_for_channel(parent: StopSignal) -> tuple[Context, Callable[[], None]
         ctx = parent.child()
         return ctx, ctx.cancel
     if not isinstance(parent, threading.Event):
-        raise TypeError(f"parent must be a threading.Event or a Context, not {type(parent).__name__}")
+        kind = type(parent).__name__
+        raise TypeError(f"parent must be a threading.Event or a Context, not {kind}")
     ctx = Context()
     if parent.is_set():
         ctx.cancel()

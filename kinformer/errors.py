@@ -13,7 +13,7 @@
       IndexerConflictError(ValueError)      add_indexers with a name that exists
       KeyFuncError(KeyError)                an object has no metadata to key by
       FIFOClosedError                       DeltaFIFO.pop on a closed, drained queue
-      DecodeError(ValueError)               a response body or watch line that is not what it should be
+      DecodeError(ValueError)               an undecodable body or watch line
       VeryShortWatchError                   a watch closed within a second with no events
       TerminalError                         raised by a reconciler: log it, do not retry
       APIError(status, reason, body)        an API server answered with an error Status
@@ -59,7 +59,7 @@ class StoppedError(LifecycleError):
     """An operation on a component that has already stopped."""
 
 
-class ShutDown(KinformerError):  # noqa: N818 - client-go's noun
+class ShutDown(KinformerError):
     """The work queue is shutting down and has nothing more to hand out."""
 
 
@@ -135,7 +135,8 @@ class APIError(KinformerError):
         return f"{text}: {self.message}" if self.message else text
 
     def __repr__(self) -> str:
-        return f"{type(self).__name__}(status={self.status!r}, reason={self.reason!r}, message={self.message!r})"
+        name = type(self).__name__
+        return f"{name}(status={self.status!r}, reason={self.reason!r}, message={self.message!r})"
 
 
 class BadRequestError(APIError):
