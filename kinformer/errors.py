@@ -15,6 +15,8 @@
       FIFOClosedError                       DeltaFIFO.pop on a closed, drained queue
       DecodeError(ValueError)               an undecodable body or watch line
       VeryShortWatchError                   a watch closed within a second with no events
+      TransportError(ConnectionError)       the connection failed or went silent (read timeout)
+        ConnectionRefusedAPIError(ConnectionRefusedError)   nothing listens: back off, retry
       TerminalError                         raised by a reconciler: log it, do not retry
       APIError(status, reason, body)        an API server answered with an error Status
         BadRequestError                       400
@@ -98,6 +100,14 @@ class DecodeError(KinformerError, ValueError):
 
 class VeryShortWatchError(KinformerError):
     """A watch closed within a second of starting without delivering any event."""
+
+
+class TransportError(KinformerError, ConnectionError):
+    """The connection to the API server failed, broke, or stayed silent past the read timeout."""
+
+
+class ConnectionRefusedAPIError(TransportError, ConnectionRefusedError):
+    """The API server refused the connection; the reflector backs off and retries the watch."""
 
 
 class TerminalError(KinformerError):
