@@ -1,0 +1,328 @@
+"""Store and Indexer: keys, index functions, and the keyed cache informers fill.
+
+client-go ``tools/cache`` store.go and index.go. Key functions turn an object into its
+``"namespace/name"`` key; :class:`Indexer` puts one in front of a
+:class:`~kinformer.thread_safe_store.ThreadSafeStore`. The reflector writes through the
+:class:`Store` protocol, listers read through :class:`IndexedStore`, and ``DeltaFIFO`` asks its
+``known_objects`` (:class:`KeyListerGetter`) what the cache holds. Objects are decoded JSON dicts
+or the official client's model objects (``obj.metadata.name``).
+"""
+
+from __future__ import annotations
+
+import builtins
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any, Protocol, runtime_checkable
+
+from kinformer import errors
+from kinformer.thread_safe_store import Indexers, IndexFunc, ThreadSafeStore
+
+__all__ = [
+    "NAMESPACE_INDEX",
+    "DeletedFinalStateUnknown",
+    "ExplicitKey",
+    "IndexFunc",
+    "IndexedStore",
+    "Indexer",
+    "Indexers",
+    "InvalidKeyError",
+    "KeyFunc",
+    "KeyListerGetter",
+    "ObjectName",
+    "Store",
+    "deletion_handling_meta_namespace_key_func",
+    "index_func_to_key_func_adapter",
+    "meta_namespace_index_func",
+    "meta_namespace_key_func",
+    "new_indexer",
+    "new_store",
+    "split_meta_namespace_key",
+]
+
+KeyFunc = Callable[[Any], str]
+"""Computes an object's store key."""
+
+NAMESPACE_INDEX = "namespace"
+"""The name under which informers usually register :func:`meta_namespace_index_func`."""
+
+
+class ExplicitKey(str):
+    """A string that key functions return as is: a key standing in for an object."""
+
+    __slots__ = ()
+
+
+@dataclass(frozen=True, slots=True)
+class DeletedFinalStateUnknown:
+    """A deletion seen only through a relist: ``key``, and ``obj``, the last state known locally.
+
+    ``obj`` may be stale, or None when nothing was known. Delete handlers must accept this
+    wrapper in place of an object.
+    """
+
+    key: str
+    obj: Any
+
+
+class InvalidKeyError(errors.KinformerError, ValueError):
+    """A store key that is neither ``"name"`` nor ``"namespace/name"``."""
+
+
+def _no_meta(obj: Any) -> errors.KeyFuncError:
+    return errors.KeyFuncError(f"object has no meta: {type(obj).__name__} {obj!r:.200}")
+
+
+def _name_and_namespace(obj: Any) -> tuple[str, str]:
+    """``(namespace, name)`` of a dict or model object; KeyFuncError without metadata."""
+    if isinstance(obj, Mapping):
+        meta = obj.get("metadata")
+        if not isinstance(meta, Mapping):
+            raise _no_meta(obj)
+        return meta.get("namespace") or "", meta.get("name") or ""
+    meta = getattr(obj, "metadata", None)
+    if meta is None:
+        raise _no_meta(obj)
+    if isinstance(meta, Mapping):
+        return meta.get("namespace") or "", meta.get("name") or ""
+    return getattr(meta, "namespace", None) or "", getattr(meta, "name", None) or ""
+
+
+def meta_namespace_key_func(obj: Any) -> str:
+    """``"namespace/name"``, or ``"name"`` for a cluster-scoped object.
+
+    An :class:`ExplicitKey` is returned verbatim; an object without metadata raises
+    :class:`~kinformer.errors.KeyFuncError` (``object has no meta: ...``).
+    """
+    if type(obj) is dict:  # the common case: decoded JSON
+        meta = obj.get("metadata")
+        if type(meta) is dict:
+            ns = meta.get("namespace")
+            name = meta.get("name") or ""
+            return f"{ns}/{name}" if ns else name
+    if isinstance(obj, ExplicitKey):
+        return str.__str__(obj)
+    ns, name = _name_and_namespace(obj)
+    return f"{ns}/{name}" if ns else name
+
+
+def deletion_handling_meta_namespace_key_func(obj: Any) -> str:
+    """Like :func:`meta_namespace_key_func`, but a DeletedFinalStateUnknown gives its ``key``."""
+    if type(obj) is DeletedFinalStateUnknown:
+        return obj.key
+    return meta_namespace_key_func(obj)
+
+
+def split_meta_namespace_key(key: str) -> tuple[str, str]:
+    """``"ns/name"`` -> ``("ns", "name")``; ``"name"`` -> ``("", "name")``.
+
+    Raises :class:`InvalidKeyError` (a ValueError) for more than one ``/``. Names are not
+    validated: ``""`` gives ``("", "")`` and ``"ns/"`` gives ``("ns", "")``.
+    """
+    parts = key.split("/")
+    if len(parts) == 1:
+        return "", key
+    if len(parts) == 2:
+        return parts[0], parts[1]
+    raise InvalidKeyError(f'unexpected key format: "{key}"')
+
+
+@dataclass(frozen=True, slots=True)
+class ObjectName:
+    """A namespace and name, printed as a store key (client-go ``ObjectName``)."""
+
+    namespace: str
+    name: str
+
+    @classmethod
+    def parse(cls, key: str) -> ObjectName:
+        """The name a store key stands for (see :func:`split_meta_namespace_key`)."""
+        return cls(*split_meta_namespace_key(key))
+
+    def __str__(self) -> str:
+        return f"{self.namespace}/{self.name}" if self.namespace else self.name
+
+
+def meta_namespace_index_func(obj: Any) -> list[str]:
+    """``[namespace]`` of an object (``[""]`` when cluster-scoped); KeyFuncError without meta."""
+    if type(obj) is dict:
+        meta = obj.get("metadata")
+        if type(meta) is dict:
+            return [meta.get("namespace") or ""]
+    return [_name_and_namespace(obj)[0]]
+
+
+def index_func_to_key_func_adapter(index_func: IndexFunc) -> KeyFunc:
+    """A key function from an index function that must yield exactly one value."""
+
+    def key_func(obj: Any) -> str:
+        values = index_func(obj)
+        if len(values) == 0:
+            raise errors.KeyFuncError(f"unexpected empty indexKeys for {obj!r:.200}")
+        if len(values) > 1:
+            raise errors.KeyFuncError(f"too many keys: {list(values)!r}")
+        return values[0]
+
+    return key_func
+
+
+@runtime_checkable
+class Store(Protocol):
+    """What a reflector writes to and a lister reads from (client-go ``Store``)."""
+
+    def add(self, obj: Any) -> None: ...
+    def update(self, obj: Any) -> None: ...
+    def delete(self, obj: Any) -> None: ...
+    def list(self) -> list[Any]: ...
+    def list_keys(self) -> builtins.list[str]: ...
+    def get(self, obj: Any) -> Any | None: ...
+    def get_by_key(self, key: str) -> Any | None: ...
+    def replace(self, objs: Iterable[Any], resource_version: str = "") -> None: ...
+    def resync(self) -> None: ...
+
+
+@runtime_checkable
+class IndexedStore(Store, Protocol):
+    """A :class:`Store` with secondary indices (client-go ``Indexer``)."""
+
+    def index(self, index_name: str, obj: Any) -> builtins.list[Any]: ...
+    def index_keys(self, index_name: str, indexed_value: str) -> builtins.list[str]: ...
+    def list_index_func_values(self, index_name: str) -> builtins.list[str]: ...
+    def by_index(self, index_name: str, indexed_value: str) -> builtins.list[Any]: ...
+    def get_indexers(self) -> Mapping[str, IndexFunc]: ...
+    def add_indexers(self, indexers: Indexers) -> None: ...
+
+
+class KeyListerGetter(Protocol):
+    """What a DeltaFIFO asks its ``known_objects`` (the informer's indexer)."""
+
+    def list_keys(self) -> list[str]: ...
+    def get_by_key(self, key: str) -> Any | None: ...
+
+
+class Indexer:
+    """A thread-safe, indexed object cache keyed by a key function (client-go ``cache.Indexer``).
+
+    Every method is atomic and safe from any thread; reads see one consistent snapshot. Returned
+    objects are the cached ones, not copies: treat them as read-only. A key-function failure
+    raises :class:`~kinformer.errors.KeyFuncError` and leaves the cache unchanged; an unknown
+    index name raises :class:`~kinformer.errors.IndexerError` (a KeyError), except in
+    :meth:`list_index_func_values`, which returns [].
+    """
+
+    __slots__ = ("_key_func", "_store")
+
+    def __init__(
+        self, key_func: KeyFunc = meta_namespace_key_func, indexers: Indexers | None = None
+    ) -> None:
+        self._key_func = key_func
+        self._store = ThreadSafeStore(indexers)
+
+    def _key(self, obj: Any) -> str:
+        try:
+            return self._key_func(obj)
+        except Exception as exc:
+            raise errors.KeyFuncError(f"couldn't create key for object {obj!r:.200}: {exc}") from exc
+
+    def add(self, obj: Any) -> None:
+        """Insert or replace ``obj`` under its key."""
+        try:
+            key = self._key_func(obj)
+        except Exception:
+            key = self._key(obj)
+        self._store.add(key, obj)
+
+    update = add
+
+    def delete(self, obj: Any) -> None:
+        """Remove the object with ``obj``'s key; a missing key is a no-op."""
+        self._store.delete(self._key(obj), obj)
+
+    def list(self) -> list[Any]:
+        """Every cached object, in no particular order."""
+        return self._store.list()
+
+    def list_keys(self) -> builtins.list[str]:
+        """Every key, in no particular order."""
+        return self._store.list_keys()
+
+    def get(self, obj: Any) -> Any | None:
+        """The cached object with ``obj``'s key, or None."""
+        return self._store.get(self._key(obj))
+
+    def get_by_key(self, key: str) -> Any | None:
+        """The cached object under ``key``, or None."""
+        return self._store.get(key)
+
+    def replace(self, objs: Iterable[Any], resource_version: str = "") -> None:
+        """Make ``objs`` the whole content atomically; later duplicates win.
+
+        Every object is keyed first: one key failure raises and leaves the cache unchanged.
+        """
+        key_func = self._key_func
+        items: dict[str, Any] = {}
+        for obj in objs:
+            try:
+                key = key_func(obj)
+            except Exception:
+                key = self._key(obj)
+            items[key] = obj
+        self._store.replace(items, resource_version)
+
+    def resync(self) -> None:
+        """Nothing to do for a cache (kept for the ``Store`` shape)."""
+
+    def index(self, index_name: str, obj: Any) -> builtins.list[Any]:
+        """Cached objects sharing any of ``obj``'s values of the named index."""
+        return self._store.index(index_name, obj)
+
+    def index_keys(self, index_name: str, indexed_value: str) -> builtins.list[str]:
+        """Keys whose named index includes ``indexed_value``."""
+        return self._store.index_keys(index_name, indexed_value)
+
+    def list_index_func_values(self, index_name: str) -> builtins.list[str]:
+        """Every value of the named index that has members ([] for an unknown index)."""
+        return self._store.list_index_func_values(index_name)
+
+    def by_index(self, index_name: str, indexed_value: str) -> builtins.list[Any]:
+        """Cached objects whose named index includes ``indexed_value``."""
+        return self._store.by_index(index_name, indexed_value)
+
+    def get_indexers(self) -> Mapping[str, IndexFunc]:
+        """A live, read-only view of the index functions."""
+        return self._store.get_indexers()
+
+    def add_indexers(self, indexers: Indexers) -> None:
+        """Add index functions, indexing what is cached already; a name clash adds none."""
+        self._store.add_indexers(indexers)
+
+    def last_store_sync_resource_version(self) -> str:
+        """The resourceVersion of the last replace or of the last object written ("" if none)."""
+        return self._store.last_store_sync_resource_version()
+
+    def __len__(self) -> int:
+        return len(self._store)
+
+    def __contains__(self, key: object) -> bool:
+        return key in self._store
+
+    @property
+    def key_func(self) -> KeyFunc:
+        """The key function this cache uses."""
+        return self._key_func
+
+
+def new_store(key_func: KeyFunc = meta_namespace_key_func) -> Indexer:
+    """A cache without indices (client-go ``NewStore``)."""
+    return Indexer(key_func)
+
+
+def new_indexer(
+    key_func: KeyFunc = meta_namespace_key_func, indexers: Indexers | None = None
+) -> Indexer:
+    """A cache with the given indices (client-go ``NewIndexer``)."""
+    return Indexer(key_func, indexers)
+
+
+def _check_protocols(indexer: Indexer) -> tuple[Store, IndexedStore, KeyListerGetter]:
+    return indexer, indexer, indexer  # mypy proves Indexer satisfies every seam

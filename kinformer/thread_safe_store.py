@@ -1,0 +1,277 @@
+"""ThreadSafeStore: the informer cache's dict of objects plus its indices, behind one lock.
+
+client-go's ``threadSafeMap``. :class:`kinformer.store.Indexer` puts a key function in front of it;
+listers and ``SharedIndexInformer.get_indexer()`` read through that. Keys are explicit strings
+here. Each index maps an index value to a ``{key: object}`` dict, so ``by_index`` hands back
+objects without a second lookup, and the values each key was indexed under are remembered, so
+updates and deletes never call index functions on the old object (and survive an object mutated in
+place by mistake).
+"""
+
+from __future__ import annotations
+
+import builtins
+import threading
+import types
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+
+from kinformer import errors
+
+IndexFunc = Callable[[Any], Sequence[str]]
+"""Computes the index values of an object (client-go ``IndexFunc``)."""
+
+Indexers = Mapping[str, IndexFunc]
+"""Index name -> index function."""
+
+_Index = dict[str, dict[str, Any]]  # index value -> {key: object}
+_KeyValues = dict[str, Sequence[str]]  # key -> the values the key is indexed under
+
+
+def _unknown_index(name: str) -> errors.IndexerError:
+    return errors.IndexerError(f"Index with name {name} does not exist")
+
+
+def _resource_version_of(obj: Any) -> str | None:
+    """The object's ``metadata.resourceVersion``, or None when it carries none."""
+    try:
+        meta = obj["metadata"] if isinstance(obj, Mapping) else None
+        rv = meta["resourceVersion"] if meta is not None else obj.metadata.resource_version
+    except (KeyError, TypeError, AttributeError):
+        return None
+    return rv if isinstance(rv, str) and rv else None
+
+
+class ThreadSafeStore:
+    """A key -> object map with secondary indices; every operation is atomic under one lock.
+
+    Reads (``get``, ``list``, ``by_index``...) see one consistent snapshot and return the stored
+    objects themselves: treat them as read-only, since mutating one corrupts the indices of
+    everyone sharing the cache. Index functions run before the lock is taken (for
+    ``add_indexers``: under it, over the current items); if one raises, the store is unchanged
+    and the error propagates. Never blocks beyond the lock.
+    """
+
+    def __init__(self, indexers: Indexers | None = None) -> None:
+        self._lock = threading.Lock()  # guards everything below; indices always agree with _items
+        self._items: dict[str, Any] = {}
+        self._indexers: dict[str, IndexFunc] = dict(indexers or {})
+        # Parallel tuples, rebuilt (never mutated) when indexers or indices change wholesale, so
+        # a writer can compute index values outside the lock and detect a change under it.
+        self._names: tuple[str, ...] = tuple(self._indexers)
+        self._fns: tuple[IndexFunc, ...] = tuple(self._indexers.values())
+        self._indices: dict[str, _Index] = {name: {} for name in self._indexers}
+        self._key_values: dict[str, _KeyValues] = {name: {} for name in self._indexers}
+        self._slots: tuple[tuple[_Index, _KeyValues], ...] = self._make_slots()
+        self._rv = ""
+        self._rv_obj: Any = None  # the last object written; its RV is the store's RV when set
+
+    def _make_slots(self) -> tuple[tuple[_Index, _KeyValues], ...]:
+        return tuple((self._indices[name], self._key_values[name]) for name in self._indexers)
+
+    # -- writes ------------------------------------------------------------------------------
+
+    def add(self, key: str, obj: Any) -> None:
+        """Store ``obj`` under ``key`` (replacing any object there) and update every index."""
+        fns = self._fns
+        if not fns:
+            with self._lock:
+                if not self._fns:
+                    self._items[key] = obj
+                    self._rv_obj = obj
+                    return
+            fns = self._fns
+        values = [fn(obj) for fn in fns]
+        with self._lock:
+            if fns is not self._fns:  # add_indexers ran meanwhile: rare, recompute under the lock
+                values = [fn(obj) for fn in self._fns]
+            self._items[key] = obj
+            self._rv_obj = obj
+            for (index, key_values), vals in zip(self._slots, values, strict=True):
+                old = key_values.get(key)
+                key_values[key] = vals
+                if old is not None:
+                    if old == vals:  # TS-2: same values, only the object reference changes
+                        for v in vals:
+                            index[v][key] = obj
+                        continue
+                    for v in old:
+                        bucket = index.get(v)
+                        if bucket is not None:
+                            bucket.pop(key, None)
+                            if not bucket:  # TS-5: drop empty values
+                                del index[v]
+                for v in vals:
+                    bucket = index.get(v)
+                    if bucket is None:
+                        index[v] = {key: obj}
+                    else:
+                        bucket[key] = obj
+
+    update = add
+    """Same as :meth:`add` (client-go treats them alike)."""
+
+    def delete(self, key: str, obj: Any = None) -> None:
+        """Remove ``key`` and its index entries; a missing key is a no-op.
+
+        ``obj``, when given, is the deleted object's final state: its resourceVersion becomes the
+        store's (a bare key leaves the store's resourceVersion alone).
+        """
+        with self._lock:
+            if obj is not None:
+                self._rv_obj = obj
+            if self._items.pop(key, _MISSING) is _MISSING:
+                return
+            for index, key_values in self._slots:
+                for v in key_values.pop(key, ()):
+                    bucket = index.get(v)
+                    if bucket is not None:
+                        bucket.pop(key, None)
+                        if not bucket:
+                            del index[v]
+
+    def replace(self, items: Mapping[str, Any], resource_version: str = "") -> None:
+        """Swap in ``items`` as the whole content, rebuilding every index from scratch."""
+        new_items = dict(items)
+        fns = self._fns
+        built = self._build(fns, new_items)
+        with self._lock:
+            if fns is not self._fns:
+                built = self._build(self._fns, new_items)
+            self._items = new_items
+            self._indices, self._key_values = built
+            self._slots = self._make_slots()
+            self._rv = resource_version
+            self._rv_obj = None
+
+    def _build(
+        self, fns: tuple[IndexFunc, ...], items: Mapping[str, Any]
+    ) -> tuple[dict[str, _Index], dict[str, _KeyValues]]:
+        names = self._names[: len(fns)]  # names only grow, and change before _fns does
+        indices: dict[str, _Index] = {}
+        key_values: dict[str, _KeyValues] = {}
+        for name, fn in zip(names, fns, strict=True):
+            indices[name], key_values[name] = _index_all(fn, items)
+        return indices, key_values
+
+    def resync(self) -> None:
+        """Nothing to do for a store (kept for the ``Store`` shape)."""
+
+    def add_indexers(self, indexers: Indexers) -> None:
+        """Register more indexers and index the items already stored under them.
+
+        Raises :class:`~kinformer.errors.IndexerConflictError` naming every name that already
+        exists, adding none. Index functions run under the lock here (writers wait meanwhile).
+        """
+        with self._lock:
+            conflict = sorted(set(indexers) & set(self._indexers))
+            if conflict:
+                raise errors.IndexerConflictError(f"indexer conflict: {conflict}")
+            built = {name: _index_all(fn, self._items) for name, fn in indexers.items()}
+            for name, fn in indexers.items():
+                self._indexers[name] = fn
+                self._indices[name], self._key_values[name] = built[name]
+            self._names = tuple(self._indexers)
+            self._fns = tuple(self._indexers.values())
+            self._slots = self._make_slots()
+
+    # -- reads -------------------------------------------------------------------------------
+
+    def get(self, key: str) -> Any | None:
+        """The object stored under ``key``, or None."""
+        with self._lock:
+            return self._items.get(key)
+
+    def list(self) -> builtins.list[Any]:
+        """Every stored object, in no particular order."""
+        with self._lock:
+            return list(self._items.values())
+
+    def list_keys(self) -> builtins.list[str]:
+        """Every key, in no particular order."""
+        with self._lock:
+            return list(self._items)
+
+    def __len__(self) -> int:
+        return len(self._items)
+
+    def __contains__(self, key: object) -> bool:
+        return key in self._items
+
+    def index(self, index_name: str, obj: Any) -> builtins.list[Any]:
+        """Stored objects sharing any of ``obj``'s values of the named index (no duplicates)."""
+        fn = self._indexers.get(index_name)
+        if fn is None:
+            raise _unknown_index(index_name)
+        values = fn(obj)
+        with self._lock:
+            index = self._indices.get(index_name)
+            if index is None:
+                raise _unknown_index(index_name)
+            if len(values) == 1:
+                bucket = index.get(values[0])
+                return list(bucket.values()) if bucket else []
+            union: dict[str, Any] = {}
+            for v in values:
+                bucket = index.get(v)
+                if bucket:
+                    union.update(bucket)
+            return list(union.values())
+
+    def by_index(self, index_name: str, indexed_value: str) -> builtins.list[Any]:
+        """Stored objects whose named index includes ``indexed_value`` ([] for an unknown value)."""
+        with self._lock:
+            index = self._indices.get(index_name)
+            if index is None:
+                raise _unknown_index(index_name)
+            bucket = index.get(indexed_value)
+            return list(bucket.values()) if bucket else []
+
+    def index_keys(self, index_name: str, indexed_value: str) -> builtins.list[str]:
+        """Keys whose named index includes ``indexed_value`` ([] for an unknown value)."""
+        with self._lock:
+            index = self._indices.get(index_name)
+            if index is None:
+                raise _unknown_index(index_name)
+            bucket = index.get(indexed_value)
+            return list(bucket) if bucket else []
+
+    def list_index_func_values(self, index_name: str) -> builtins.list[str]:
+        """Every value the named index currently holds; [] (not an error) for an unknown index."""
+        with self._lock:
+            index = self._indices.get(index_name)
+            return list(index) if index is not None else []
+
+    def get_indexers(self) -> Mapping[str, IndexFunc]:
+        """A live, read-only view of the registered index functions."""
+        return types.MappingProxyType(self._indexers)
+
+    def last_store_sync_resource_version(self) -> str:
+        """The resourceVersion of the last replace or of the last object written, "" if none."""
+        with self._lock:
+            obj, rv = self._rv_obj, self._rv
+        if obj is not None:
+            found = _resource_version_of(obj)
+            if found is not None:
+                return found
+        return rv
+
+
+_MISSING = object()
+
+
+def _index_all(fn: IndexFunc, items: Mapping[str, Any]) -> tuple[_Index, _KeyValues]:
+    """Index every item with one function."""
+    index: _Index = {}
+    key_values: _KeyValues = {}
+    for key, obj in items.items():
+        vals = fn(obj)
+        key_values[key] = vals
+        for v in vals:
+            bucket = index.get(v)
+            if bucket is None:
+                index[v] = {key: obj}
+            else:
+                bucket[key] = obj
+    return index, key_values
+
