@@ -1,0 +1,141 @@
+"""WorkQueue: client-go's basic work queue, a deduplicating FIFO that never hands out an item twice at once.
+
+Producers (event handlers) ``add`` keys; workers ``get`` one, process it and call ``done``. An
+item added while queued is merged with the queued copy; an item added while a worker holds it
+is queued again when that worker calls ``done``, so N adds during processing cause exactly one
+more processing. :mod:`kinformer.workqueue.delaying` and :mod:`kinformer.workqueue.rate_limiting`
+build on it.
+"""
+
+from __future__ import annotations
+
+import collections
+import logging
+import threading
+from collections.abc import Hashable
+from typing import Generic, TypeVar
+
+log = logging.getLogger(__name__)
+
+T = TypeVar("T", bound=Hashable)
+
+
+class WorkQueue(Generic[T]):
+    """A FIFO of distinct items with dirty/processing tracking (client-go ``workqueue.Type``).
+
+    Thread-safe; any number of producers and workers. ``get`` blocks until an item is ready
+    or the queue is shut down. After ``shut_down`` new adds are ignored, but items already
+    queued are still handed out; ``get`` returns ``(None, True)`` once none are left.
+
+        queue = WorkQueue(name="pods")
+        item, shutdown = queue.get()
+        if not shutdown:
+            try:
+                process(item)
+            finally:
+                queue.done(item)
+    """
+
+    def __init__(self, name: str = "") -> None:
+        self.name = name
+        # guards every field below; invariants: _queue holds distinct items, each in _dirty;
+        # an item is never in _queue and _processing at once
+        self._cond = threading.Condition()
+        self._queue: collections.deque[T] = collections.deque()
+        self._dirty: set[T] = set()  # needs processing (queued, or re-added while processing)
+        self._processing: set[T] = set()  # handed out by get(), not yet done()
+        self._shutting_down = False
+        self._drain = False
+
+    def add(self, item: T) -> None:
+        """Mark ``item`` for processing; a no-op if it is already waiting or after shutdown.
+
+        Never blocks (beyond the lock). An item currently being processed is queued again
+        when its worker calls :meth:`done`.
+        """
+        with self._cond:
+            if self._shutting_down or item in self._dirty:
+                return
+            self._dirty.add(item)
+            if item in self._processing:
+                return
+            self._queue.append(item)
+            self._cond.notify()
+
+    def get(self, timeout: float | None = None) -> tuple[T | None, bool]:
+        """Take the oldest item: ``(item, False)``, or ``(None, True)`` once shut down and empty.
+
+        Blocks while the queue is empty and not shut down; with ``timeout`` (seconds) it gives
+        up and returns ``(None, False)``. The caller must call :meth:`done` with the item.
+        """
+        with self._cond:
+            if not self._cond.wait_for(lambda: self._queue or self._shutting_down, timeout):
+                return None, False
+            if not self._queue:
+                return None, True
+            item = self._queue.popleft()
+            self._processing.add(item)
+            self._dirty.discard(item)
+            return item, False
+
+    def done(self, item: T) -> None:
+        """Finish processing ``item``; queue it again if it was added meanwhile.
+
+        Calling ``done`` for an item that is not being processed is a no-op (client-go would
+        queue a dirty item a second time).
+        """
+        with self._cond:
+            if item not in self._processing:
+                log.debug("workqueue %s: done(%r) for an item not being processed", self.name, item)
+                return
+            self._processing.discard(item)
+            if item in self._dirty:
+                self._queue.append(item)
+                self._cond.notify()
+            elif not self._processing:
+                self._cond.notify_all()  # a shut_down_with_drain() may be waiting for this
+
+    def len(self) -> int:
+        """How many items wait to be handed out (items being processed are not counted)."""
+        with self._cond:
+            return len(self._queue)
+
+    def __len__(self) -> int:
+        return self.len()
+
+    def shut_down(self) -> None:
+        """Stop accepting items and wake every ``get``; returns at once.
+
+        Items already queued are still handed out. A concurrent
+        :meth:`shut_down_with_drain` stops waiting.
+        """
+        with self._cond:
+            self._shutting_down = True
+            self._drain = False
+            self._cond.notify_all()
+
+    def shut_down_with_drain(self, timeout: float | None = None) -> bool:
+        """Shut down like :meth:`shut_down`, then block until no item is being processed.
+
+        Waits only for items handed out by ``get`` (as client-go does), so workers must keep
+        calling ``get``/``done`` until ``get`` reports shutdown. Returns False if ``timeout``
+        passed first, True otherwise (also when a concurrent ``shut_down`` cut the wait short).
+        """
+        with self._cond:
+            self._shutting_down = True
+            self._drain = True
+            self._cond.notify_all()
+            return self._cond.wait_for(lambda: not self._drain or not self._processing, timeout)
+
+    def shutting_down(self) -> bool:
+        """True once :meth:`shut_down` or :meth:`shut_down_with_drain` was called."""
+        with self._cond:
+            return self._shutting_down
+
+    def __repr__(self) -> str:
+        with self._cond:
+            state = "shut down" if self._shutting_down else "live"
+            return (
+                f"<{type(self).__name__} {self.name!r} {state} queued={len(self._queue)}"
+                f" processing={len(self._processing)}>"
+            )
