@@ -1,0 +1,341 @@
+"""DeltaFIFO: the queue between a reflector and an informer, holding per-key change histories.
+
+client-go's ``DeltaFIFO`` (classic profile). The reflector calls ``add``/``update``/``delete``
+for watch events and ``replace`` after each list; the informer's processing loop calls ``pop``,
+which hands one key's accumulated :class:`Delta` list to a ``process`` callback. ``known_objects``
+is the informer's indexer: ``replace`` uses it to turn objects that vanished during a
+disconnect into ``DeletedFinalStateUnknown`` deletions, and ``resync`` re-queues its contents as
+``Sync`` deltas.
+"""
+
+from __future__ import annotations
+
+import builtins
+import enum
+import logging
+import threading
+import time
+from collections import deque
+from collections.abc import Callable, Iterable
+from typing import Any, NamedTuple
+
+from kinformer import errors
+from kinformer.store import (
+    DeletedFinalStateUnknown,
+    KeyFunc,
+    KeyListerGetter,
+    meta_namespace_key_func,
+)
+
+log = logging.getLogger(__name__)
+
+__all__ = ["Delta", "DeltaFIFO", "DeltaType", "Deltas", "ProcessFunc", "TransformFunc"]
+
+
+class DeltaType(str, enum.Enum):
+    """What happened to an object; the values are client-go's strings."""
+
+    ADDED = "Added"
+    UPDATED = "Updated"
+    DELETED = "Deleted"
+    REPLACED = "Replaced"  # the object came from a (re)list
+    SYNC = "Sync"  # a periodic resync of an object already known
+
+    def __str__(self) -> str:
+        return self.value
+
+
+class Delta(NamedTuple):
+    """One change: its ``type`` and the ``object`` after it (a DFSU for relist deletions)."""
+
+    type: DeltaType
+    object: Any
+
+
+Deltas = list[Delta]
+"""One key's changes, oldest first; never empty while queued."""
+
+ProcessFunc = Callable[[Deltas, bool], None]
+"""``process(deltas, is_in_initial_list)``, called by :meth:`DeltaFIFO.pop`."""
+
+TransformFunc = Callable[[Any], Any]
+"""Applied once to every incoming object before it is queued."""
+
+_ADDED = DeltaType.ADDED
+_UPDATED = DeltaType.UPDATED
+_DELETED = DeltaType.DELETED
+_REPLACED = DeltaType.REPLACED
+_SYNC = DeltaType.SYNC
+_new_delta = tuple.__new__  # builds a Delta without NamedTuple.__new__'s Python frame
+
+
+class DeltaFIFO:
+    """A FIFO of keys, each holding every change not yet processed for that object.
+
+    A key keeps its place in line while more changes for it arrive; ``pop`` hands all of them
+    over at once, oldest first. Consecutive deletions of one key collapse into one (a real
+    deletion wins over a relist's ``DeletedFinalStateUnknown``). Safe for many producers and
+    one consumer. ``process`` runs while the FIFO lock is held, so producers wait meanwhile:
+    keep it short (the informer only updates its cache and enqueues notifications there).
+    ``has_synced`` turns True once everything from the first ``replace`` (or any earlier
+    ``add``/``update``/``delete``) has been processed. After ``close``, ``pop`` drains what is
+    queued and then raises :class:`~kinformer.errors.FIFOClosedError`.
+    """
+
+    def __init__(
+        self,
+        key_func: KeyFunc = meta_namespace_key_func,
+        known_objects: KeyListerGetter | None = None,
+        emit_delta_type_replaced: bool = False,
+        transformer: TransformFunc | None = None,
+    ) -> None:
+        self._key_func = key_func
+        self._known_objects = known_objects
+        self._emit_delta_type_replaced = emit_delta_type_replaced
+        self._transformer = transformer
+        # guards everything below; a key is in _queue iff it is in _items, and _items values
+        # are never empty
+        self._cond = threading.Condition(threading.Lock())
+        self._items: dict[str, Deltas] = {}
+        self._queue: deque[str] = deque()
+        self._populated = False
+        self._initial_population_count = 0
+        self._closed = False
+        self._waiting = 0  # poppers inside wait(): notify only when someone listens
+        self._synced = False  # written under the lock, read without it
+
+    # -- keys --------------------------------------------------------------------------------
+
+    def key_of(self, obj: Any) -> str:
+        """The key for an object, a DeletedFinalStateUnknown (its key) or Deltas (the newest's)."""
+        if type(obj) is list:
+            if not obj:
+                raise errors.KeyFuncError("0 length Deltas object; can't get key")
+            obj = obj[-1][1]
+        if type(obj) is DeletedFinalStateUnknown:
+            return obj.key
+        return self._key_func(obj)
+
+    # -- producers ---------------------------------------------------------------------------
+
+    def _queue_locked(self, action: DeltaType, obj: Any, key: str) -> None:
+        """Append one delta under ``key``, collapsing a trailing pair of deletions."""
+        deltas = self._items.get(key)
+        delta = _new_delta(Delta, (action, obj))
+        if deltas is None:
+            self._items[key] = [delta]
+            self._queue.append(key)
+            if self._waiting:
+                self._cond.notify()
+            return
+        deltas.append(delta)
+        if action is _DELETED and len(deltas) > 1 and deltas[-2][0] is _DELETED:
+            older = deltas[-2]
+            # DQ-4: keep a real deletion over a relist's DFSU; otherwise keep the older one
+            keep = delta if type(older[1]) is DeletedFinalStateUnknown else older
+            deltas[-2:] = [keep]
+
+    def _transform(self, obj: Any) -> Any:
+        transformer = self._transformer
+        if transformer is None or type(obj) is DeletedFinalStateUnknown:
+            return obj
+        return transformer(obj)
+
+    def add(self, obj: Any) -> None:
+        """Queue an ``Added`` delta (transformed first; a transform error queues nothing)."""
+        key = self.key_of(obj)
+        if self._transformer is not None:
+            obj = self._transform(obj)
+        with self._cond:
+            self._populated = True
+            if not self._synced and self._initial_population_count == 0:
+                self._synced = True
+            self._queue_locked(_ADDED, obj, key)
+
+    def update(self, obj: Any) -> None:
+        """Queue an ``Updated`` delta (transformed first)."""
+        key = self.key_of(obj)
+        if self._transformer is not None:
+            obj = self._transform(obj)
+        with self._cond:
+            self._populated = True
+            if not self._synced and self._initial_population_count == 0:
+                self._synced = True
+            self._queue_locked(_UPDATED, obj, key)
+
+    def delete(self, obj: Any) -> None:
+        """Queue a ``Deleted`` delta, unless the key is neither queued nor known.
+
+        Without ``known_objects`` a key that is not queued is skipped; with them, only a key
+        absent from both is (a relist presumably reported its deletion already).
+        """
+        key = self.key_of(obj)
+        obj = self._transform(obj)
+        with self._cond:
+            self._populated = True
+            if not self._synced and self._initial_population_count == 0:
+                self._synced = True
+            if key not in self._items:
+                known = self._known_objects
+                if known is None:
+                    return
+                try:
+                    if known.get_by_key(key) is None:
+                        return
+                except Exception:
+                    log.warning("known-object lookup failed key=%s", key, exc_info=True)
+            self._queue_locked(_DELETED, obj, key)
+
+    def replace(self, objs: Iterable[Any], resource_version: str = "") -> None:
+        """Queue a whole (re)list: ``Replaced`` (or ``Sync``) per object, then the deletions.
+
+        Keys queued or known but missing from ``objs`` get ``Deleted(DeletedFinalStateUnknown)``
+        carrying the newest state seen. Every object is keyed and transformed before anything is
+        queued, so an error leaves the FIFO unchanged. ``resource_version`` is not used here.
+        """
+        key_of = self.key_of
+        transformer = self._transformer
+        pairs = []
+        for obj in objs:
+            key = key_of(obj)
+            if transformer is not None:
+                obj = self._transform(obj)
+            pairs.append((key, obj))
+        action = _REPLACED if self._emit_delta_type_replaced else _SYNC
+        with self._cond:
+            new_keys: set[str] = set()
+            for key, obj in pairs:
+                new_keys.add(key)
+                self._queue_locked(action, obj, key)
+            deletions = 0
+            for key in [k for k in self._items if k not in new_keys]:
+                newest = self._items[key][-1][1]
+                if type(newest) is DeletedFinalStateUnknown:
+                    newest = newest.obj
+                self._queue_locked(_DELETED, DeletedFinalStateUnknown(key, newest), key)
+                deletions += 1
+            known = self._known_objects
+            if known is not None:
+                for key in known.list_keys():
+                    if key in new_keys or key in self._items:
+                        continue
+                    try:
+                        last = known.get_by_key(key)
+                    except Exception:
+                        log.warning("known-object lookup failed key=%s", key, exc_info=True)
+                        last = None
+                    if last is None:
+                        log.warning("key=%s vanished from known objects during replace", key)
+                    self._queue_locked(_DELETED, DeletedFinalStateUnknown(key, last), key)
+                    deletions += 1
+            if not self._populated:
+                self._populated = True
+                self._initial_population_count = len(new_keys) + deletions
+            if not self._synced and self._initial_population_count == 0:
+                self._synced = True
+            if self._waiting:
+                self._cond.notify_all()
+
+    def resync(self) -> None:
+        """Queue ``Sync(known object)`` for every known key that has nothing queued.
+
+        A no-op without ``known_objects``. Keys with pending deltas are skipped: the known copy
+        is older than what is queued.
+        """
+        known = self._known_objects
+        if known is None:
+            return
+        with self._cond:
+            for key in known.list_keys():
+                if key in self._items:
+                    continue
+                try:
+                    obj = known.get_by_key(key)
+                except Exception:
+                    log.warning("known-object lookup failed key=%s", key, exc_info=True)
+                    continue
+                if obj is None:
+                    log.warning("key=%s vanished from known objects during resync", key)
+                    continue
+                self._queue_locked(_SYNC, obj, key)
+
+    # -- consumer ----------------------------------------------------------------------------
+
+    def pop(self, process: ProcessFunc | None, timeout: float | None = None) -> Deltas:
+        """Take the oldest key's deltas, run ``process(deltas, is_in_initial_list)``, return them.
+
+        Blocks while the queue is empty: raises ``TimeoutError`` after ``timeout`` seconds, or
+        :class:`~kinformer.errors.FIFOClosedError` once closed and drained. The item is removed
+        before ``process`` runs (under the FIFO lock); an exception from ``process`` propagates
+        and the item is dropped, not retried. ``has_synced`` turns True only after ``process``
+        for the last item of the initial list has returned.
+        """
+        cond = self._cond
+        with cond:
+            queue = self._queue
+            if not queue:
+                deadline = None if timeout is None else time.monotonic() + timeout
+                while not queue:
+                    if self._closed:
+                        raise errors.FIFOClosedError()
+                    remaining = None
+                    if deadline is not None:
+                        remaining = deadline - time.monotonic()
+                        if remaining <= 0:
+                            raise TimeoutError(f"DeltaFIFO.pop: nothing queued after {timeout}s")
+                    self._waiting += 1
+                    try:
+                        cond.wait(remaining)
+                    finally:
+                        self._waiting -= 1
+            key = queue.popleft()
+            deltas = self._items.pop(key)
+            is_in_initial_list = not self._synced
+            if self._initial_population_count > 0:
+                self._initial_population_count -= 1
+            try:
+                if process is not None:
+                    process(deltas, is_in_initial_list)
+            finally:
+                if not self._synced and self._populated and self._initial_population_count == 0:
+                    self._synced = True
+            return deltas
+
+    # -- state and reads ---------------------------------------------------------------------
+
+    def has_synced(self) -> bool:
+        """True once the first list (or earlier direct changes) has been fully processed."""
+        return self._synced
+
+    def close(self) -> None:
+        """Close the queue and wake every ``pop``; producers may still add (and pops drain)."""
+        with self._cond:
+            self._closed = True
+            self._cond.notify_all()
+
+    def is_closed(self) -> bool:
+        """Whether :meth:`close` was called."""
+        return self._closed
+
+    def list(self) -> builtins.list[Any]:
+        """The newest queued object of every key."""
+        with self._cond:
+            return [deltas[-1][1] for deltas in self._items.values()]
+
+    def list_keys(self) -> builtins.list[str]:
+        """Queued keys in queue order."""
+        with self._cond:
+            return builtins.list(self._queue)
+
+    def get(self, obj: Any) -> Deltas | None:
+        """A copy of the deltas queued under ``obj``'s key, or None."""
+        return self.get_by_key(self.key_of(obj))
+
+    def get_by_key(self, key: str) -> Deltas | None:
+        """A copy of the deltas queued under ``key``, or None."""
+        with self._cond:
+            deltas = self._items.get(key)
+            return builtins.list(deltas) if deltas is not None else None
+
+    def __len__(self) -> int:
+        return len(self._queue)

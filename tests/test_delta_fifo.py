@@ -1,0 +1,373 @@
+"""DeltaFIFO, classic profile: DQ-1..DQ-14 and scenarios SC-1..SC-8 at FIFO and store level."""
+
+from __future__ import annotations
+
+import threading
+from typing import Any
+
+import pytest
+
+from kinformer import _threads, errors
+from kinformer.delta_fifo import Delta, DeltaFIFO, Deltas, DeltaType
+from kinformer.store import (
+    DeletedFinalStateUnknown,
+    Indexer,
+    deletion_handling_meta_namespace_key_func,
+)
+from kinformer.testing.waiting import wait_for
+
+ADDED, UPDATED, DELETED = DeltaType.ADDED, DeltaType.UPDATED, DeltaType.DELETED
+REPLACED, SYNC = DeltaType.REPLACED, DeltaType.SYNC
+
+
+def obj(name: str, rv: str = "1", ns: str = "") -> dict[str, Any]:
+    meta = {"name": name, "resourceVersion": rv}
+    if ns:
+        meta["namespace"] = ns
+    return {"metadata": meta}
+
+
+def kinds(deltas: Deltas) -> list[tuple[DeltaType, Any]]:
+    return [(d.type, d.object) for d in deltas]
+
+
+class Informer:
+    """Just enough of an informer's processDeltas to check what handlers would see."""
+
+    def __init__(self) -> None:
+        self.store = Indexer(deletion_handling_meta_namespace_key_func)
+        self.fifo = DeltaFIFO(known_objects=self.store, emit_delta_type_replaced=True)
+        self.events: list[tuple[Any, ...]] = []
+
+    def process(self, deltas: Deltas, is_in_initial_list: bool) -> None:
+        for d in deltas:
+            if d.type is DELETED:
+                self.store.delete(d.object)
+                self.events.append(("delete", d.object))
+                continue
+            old = self.store.get(d.object)
+            self.store.update(d.object)
+            if old is not None:
+                self.events.append(("update", old, d.object))
+            else:
+                self.events.append(("add", d.object, is_in_initial_list))
+
+    def pop(self) -> Deltas:
+        return self.fifo.pop(self.process, timeout=0)
+
+
+def test_delta_types_carry_client_go_strings() -> None:
+    assert [t.value for t in DeltaType] == ["Added", "Updated", "Deleted", "Replaced", "Sync"]
+    assert Delta(ADDED, 1).type is ADDED
+    assert str(SYNC) == "Sync"
+
+
+def test_key_of_uses_the_newest_delta_and_a_tombstones_key() -> None:
+    fifo = DeltaFIFO()
+    assert fifo.key_of([Delta(ADDED, obj("a")), Delta(UPDATED, obj("b", ns="n"))]) == "n/b"
+    assert fifo.key_of(DeletedFinalStateUnknown("x/y", None)) == "x/y"
+    with pytest.raises(errors.KeyFuncError, match="0 length Deltas"):
+        fifo.key_of([])
+
+
+def test_add_then_update_pop_together_and_the_handler_sees_add_then_update() -> None:  # SC-1
+    inf = Informer()
+    a1, a2 = obj("a", "1"), obj("a", "2")
+    inf.fifo.add(a1)
+    inf.fifo.update(a2)
+    assert kinds(inf.pop()) == [(ADDED, a1), (UPDATED, a2)]
+    assert inf.events == [("add", a1, False), ("update", a1, a2)]
+    assert inf.store.list() == [a2]
+
+
+def test_a_key_keeps_its_place_in_line_when_more_changes_arrive() -> None:  # DQ-2
+    fifo = DeltaFIFO()
+    fifo.add(obj("a"))
+    fifo.add(obj("b"))
+    fifo.update(obj("a", "2"))
+    assert fifo.list_keys() == ["a", "b"]
+    assert [d.type for d in fifo.pop(None)] == [ADDED, UPDATED]
+    assert fifo.list_keys() == ["b"]
+
+
+def test_deleting_an_unknown_object_queues_nothing() -> None:  # SC-2, DQ-6
+    inf = Informer()
+    inf.fifo.delete(obj("a"))
+    assert len(inf.fifo) == 0
+    with pytest.raises(TimeoutError):
+        inf.pop()
+    bare = DeltaFIFO()
+    bare.delete(obj("a"))
+    assert bare.list_keys() == []
+
+
+def test_deleting_a_known_object_queues_a_deletion() -> None:  # DQ-6
+    inf = Informer()
+    inf.store.add(obj("a"))
+    inf.fifo.delete(obj("a", "2"))
+    assert kinds(inf.fifo.get_by_key("a") or []) == [(DELETED, obj("a", "2"))]
+
+
+def test_relist_deletes_an_object_whose_add_is_still_queued() -> None:  # SC-3
+    inf = Informer()
+    a1, b1 = obj("a"), obj("b")
+    inf.fifo.add(a1)
+    inf.fifo.replace([b1], "5")
+    assert inf.fifo.has_synced()
+    assert inf.fifo.list_keys() == ["a", "b"]
+    assert kinds(inf.fifo.get_by_key("a") or []) == [
+        (ADDED, a1),
+        (DELETED, DeletedFinalStateUnknown("a", a1)),
+    ]
+    assert kinds(inf.fifo.get_by_key("b") or []) == [(REPLACED, b1)]
+    inf.pop()
+    inf.pop()
+    assert inf.events == [
+        ("add", a1, False),
+        ("delete", DeletedFinalStateUnknown("a", a1)),
+        ("add", b1, False),
+    ]
+    assert inf.store.list_keys() == ["b"]
+
+
+def test_relist_without_a_cached_object_delivers_a_tombstone() -> None:  # SC-4
+    inf = Informer()
+    x1 = obj("x")
+    inf.store.add(x1)
+    inf.fifo.replace([], "9")
+    assert kinds(inf.pop()) == [(DELETED, DeletedFinalStateUnknown("x", x1))]
+    assert len(inf.store) == 0
+    assert inf.events == [("delete", DeletedFinalStateUnknown("x", x1))]
+
+
+def test_relist_tombstone_carries_the_newest_queued_state() -> None:  # SC-5
+    inf = Informer()
+    x1, x2 = obj("x", "1"), obj("x", "2")
+    inf.store.add(x1)
+    inf.fifo.update(x2)
+    inf.fifo.replace([])
+    assert kinds(inf.fifo.get_by_key("x") or []) == [
+        (UPDATED, x2),
+        (DELETED, DeletedFinalStateUnknown("x", x2)),
+    ]
+
+
+def test_a_real_deletion_beats_a_relist_tombstone_in_either_order() -> None:  # SC-6, DQ-4
+    inf = Informer()
+    x1 = obj("x")
+    inf.store.add(x1)
+    inf.fifo.delete(x1)
+    inf.fifo.replace([])
+    assert kinds(inf.fifo.get_by_key("x") or []) == [(DELETED, x1)]
+
+    other = Informer()
+    other.store.add(x1)
+    other.fifo.replace([])
+    other.fifo.delete(x1)
+    assert kinds(other.fifo.get_by_key("x") or []) == [(DELETED, x1)]
+
+
+def test_consecutive_deletions_collapse_into_the_older_one() -> None:  # DQ-4
+    fifo = DeltaFIFO()
+    a1, a2 = obj("a", "1"), obj("a", "2")
+    fifo.add(a1)
+    fifo.delete(a1)
+    fifo.delete(a2)
+    assert kinds(fifo.get_by_key("a") or []) == [(ADDED, a1), (DELETED, a1)]
+
+
+def test_resync_skips_keys_with_pending_deltas() -> None:  # SC-7, DQ-8
+    inf = Informer()
+    x1, y1, y2 = obj("x"), obj("y", "1"), obj("y", "2")
+    inf.store.add(x1)
+    inf.store.add(y1)
+    inf.fifo.update(y2)
+    inf.fifo.resync()
+    assert kinds(inf.fifo.get_by_key("x") or []) == [(SYNC, x1)]
+    assert kinds(inf.fifo.get_by_key("y") or []) == [(UPDATED, y2)]
+    inf.pop()
+    inf.pop()
+    assert sorted(inf.events, key=lambda e: e[1]["metadata"]["name"]) == [
+        ("update", x1, x1),
+        ("update", y1, y2),
+    ]
+
+
+def test_resync_without_known_objects_does_nothing() -> None:
+    fifo = DeltaFIFO()
+    fifo.resync()
+    assert fifo.list_keys() == []
+
+
+def test_sync_deltas_and_tombstones_are_not_transformed() -> None:  # DQ-3
+    seen: list[Any] = []
+
+    def transform(o: Any) -> Any:
+        seen.append(o)
+        return {**o, "transformed": True}
+
+    store = Indexer()
+    store.add(obj("k"))
+    fifo = DeltaFIFO(known_objects=store, transformer=transform)
+    fifo.add(obj("a"))
+    fifo.resync()
+    fifo.delete(DeletedFinalStateUnknown("gone", None))
+    assert seen == [obj("a")]
+    assert (fifo.get_by_key("a") or [])[0].object["transformed"]
+    assert "transformed" not in (fifo.get_by_key("k") or [])[0].object
+
+
+def test_a_transform_error_queues_nothing() -> None:
+    def transform(o: Any) -> Any:
+        raise RuntimeError("bad object")
+
+    fifo = DeltaFIFO(transformer=transform)
+    with pytest.raises(RuntimeError):
+        fifo.add(obj("a"))
+    with pytest.raises(RuntimeError):
+        fifo.replace([obj("b")])
+    assert fifo.list_keys() == []
+
+
+def test_replace_with_a_key_error_queues_nothing() -> None:
+    fifo = DeltaFIFO()
+    with pytest.raises(errors.KeyFuncError):
+        fifo.replace([obj("a"), {"no": "meta"}])
+    assert fifo.list_keys() == []
+
+
+def test_replace_emits_sync_unless_asked_for_replaced() -> None:  # DQ-7
+    fifo = DeltaFIFO()
+    fifo.replace([obj("a")])
+    assert [d.type for d in fifo.get_by_key("a") or []] == [SYNC]
+
+
+def test_first_relist_syncs_after_its_last_item_is_processed() -> None:  # SC-8, DQ-11
+    inf = Informer()
+    a1, b1, c1 = obj("a"), obj("b"), obj("c")
+    inf.fifo.replace([a1, b1, a1], "3")  # a duplicate key counts once
+    assert not inf.fifo.has_synced()
+    synced_during_process: list[bool] = []
+
+    def process(deltas: Deltas, initial: bool) -> None:
+        synced_during_process.append(inf.fifo.has_synced())
+        inf.process(deltas, initial)
+
+    inf.fifo.pop(process)
+    assert not inf.fifo.has_synced()
+    inf.fifo.pop(process)
+    assert inf.fifo.has_synced()
+    assert synced_during_process == [False, False]
+    inf.fifo.add(c1)
+    inf.pop()
+    assert [e for e in inf.events if e[0] == "add"] == [
+        ("add", a1, True),
+        ("add", b1, True),
+        ("add", c1, False),
+    ]
+
+
+def test_first_relist_counts_deletions_of_known_objects() -> None:  # DQ-7 step 4
+    inf = Informer()
+    inf.store.add(obj("old"))
+    inf.fifo.replace([obj("a")])
+    inf.pop()
+    assert not inf.fifo.has_synced()
+    inf.pop()
+    assert inf.fifo.has_synced()
+
+
+def test_empty_first_relist_or_a_direct_add_syncs_at_once() -> None:  # DQ-11 a, b
+    fifo = DeltaFIFO()
+    fifo.replace([])
+    assert fifo.has_synced()
+    other = DeltaFIFO()
+    assert not other.has_synced()
+    other.update(obj("a"))
+    assert other.has_synced()
+
+
+def test_a_process_error_drops_the_item_and_propagates() -> None:  # DQ-10 modern
+    fifo = DeltaFIFO()
+    fifo.replace([obj("a")])
+
+    def fail(deltas: Deltas, initial: bool) -> None:
+        raise ValueError("handler broke")
+
+    with pytest.raises(ValueError, match="handler broke"):
+        fifo.pop(fail)
+    assert fifo.list_keys() == []
+    assert fifo.has_synced()
+
+
+def test_a_closed_queue_drains_then_raises() -> None:  # DQ-9, DQ-12
+    fifo = DeltaFIFO()
+    fifo.add(obj("a"))
+    fifo.close()
+    assert fifo.is_closed()
+    assert fifo.pop(None)[0].object == obj("a")
+    with pytest.raises(errors.FIFOClosedError, match="closed queue"):
+        fifo.pop(None)
+
+
+def test_pop_times_out_when_nothing_arrives() -> None:
+    with pytest.raises(TimeoutError):
+        DeltaFIFO().pop(None, timeout=0.01)
+
+
+def test_a_blocked_pop_wakes_for_an_add_and_for_close() -> None:
+    fifo = DeltaFIFO()
+    got: list[Any] = []
+    failures: list[BaseException] = []
+    waiting = threading.Event()
+
+    def consume() -> None:
+        waiting.set()
+        try:
+            got.append(fifo.pop(None, timeout=5)[0].object)
+            fifo.pop(None, timeout=5)
+        except BaseException as exc:
+            failures.append(exc)
+
+    thread = _threads.spawn(consume, "kinformer-test-pop")
+    assert waiting.wait(5)
+    fifo.add(obj("a"))
+    assert wait_for(lambda: bool(got), timeout=5)
+    fifo.close()
+    thread.join(5)
+    assert got == [obj("a")]
+    assert len(failures) == 1 and isinstance(failures[0], errors.FIFOClosedError)
+
+
+def test_process_runs_under_the_fifo_lock() -> None:  # DQ-9
+    fifo = DeltaFIFO()
+    fifo.add(obj("a"))
+    producer_done = threading.Event()
+    saw_producer_done: list[bool] = []
+
+    def produce() -> None:
+        fifo.add(obj("b"))
+        producer_done.set()
+
+    def process(deltas: Deltas, initial: bool) -> None:
+        thread = _threads.spawn(produce, "kinformer-test-produce")
+        saw_producer_done.append(producer_done.wait(0.2))
+        threads.append(thread)
+
+    threads: list[threading.Thread] = []
+    fifo.pop(process)
+    threads[0].join(5)
+    assert saw_producer_done == [False]
+    assert producer_done.is_set()
+
+
+def test_reads_return_newest_objects_and_copies() -> None:  # DQ-13
+    fifo = DeltaFIFO()
+    fifo.add(obj("a", "1"))
+    fifo.update(obj("a", "2"))
+    fifo.add(obj("b"))
+    assert fifo.list() == [obj("a", "2"), obj("b")]
+    copy = fifo.get(obj("a")) or []
+    copy.clear()
+    assert len(fifo.get_by_key("a") or []) == 2
+    assert fifo.get_by_key("missing") is None
