@@ -1,0 +1,147 @@
+"""Listers: read-only, label-selecting views of an informer's cache for one resource type.
+
+client-go's ``GenericLister`` and ``GenericNamespaceLister`` (dynamic listers). They read the
+:class:`~kinformer.store.Indexer` of a :class:`~kinformer.informer.SharedIndexInformer` directly:
+no copies, no sync check (before sync the answers are partial, not errors). A missing object
+raises :class:`~kinformer.errors.NotFoundError` worded like the API server's answer.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+from kinformer import errors, labels, store
+from kinformer.gvr import GroupVersionResource
+
+log = logging.getLogger(__name__)
+
+SelectorArg = str | labels.Selector | None
+"""A label selector: its string form (``"app=web,tier in (a,b)"``), a parsed one, or None for all."""
+
+
+class GenericLister:
+    """Lists and gets cached objects of one resource type across namespaces.
+
+    Thread-safe (the indexer is). ``get(name)`` looks up the key ``name``, which is how a
+    cluster-scoped object is keyed; a namespaced one is ``"ns/name"`` here, or use
+    :meth:`by_namespace`. Objects returned are the cached ones: do not modify them.
+    """
+
+    __slots__ = ("_gvr", "_indexer")
+
+    def __init__(self, indexer: Any, gvr: GroupVersionResource) -> None:
+        self._indexer = indexer
+        self._gvr = gvr
+
+    def list(self, selector: SelectorArg = None) -> list[Any]:
+        """Every cached object whose labels match ``selector`` (a label-selector string; None: all)."""
+        return _select(self._indexer.list(), _parse(selector))
+
+    def get(self, name: str) -> Any:
+        """The cached object keyed ``name``; raises NotFoundError when there is none."""
+        obj = self._indexer.get_by_key(name)
+        if obj is None:
+            raise not_found(self._gvr, name)
+        return obj
+
+    def by_namespace(self, namespace: str) -> GenericNamespaceLister:
+        """A lister of the objects in ``namespace`` ("" means every namespace for ``list``)."""
+        return GenericNamespaceLister(self._indexer, self._gvr, namespace)
+
+    def __repr__(self) -> str:
+        return f"<GenericLister {self._gvr}>"
+
+
+class GenericNamespaceLister:
+    """Lists and gets cached objects of one resource type in one namespace.
+
+    ``list`` uses the indexer's ``namespace`` index, or scans the cache (with a warning) when
+    the indexer has none. ``get(name)`` looks up ``"<namespace>/<name>"``.
+    """
+
+    __slots__ = ("_gvr", "_indexer", "_namespace")
+
+    def __init__(self, indexer: Any, gvr: GroupVersionResource, namespace: str) -> None:
+        self._indexer = indexer
+        self._gvr = gvr
+        self._namespace = namespace
+
+    def list(self, selector: SelectorArg = None) -> list[Any]:
+        """The cached objects of this namespace whose labels match ``selector`` (None: all)."""
+        parsed = _parse(selector)
+        if not self._namespace:
+            return _select(self._indexer.list(), parsed)
+        if store.NAMESPACE_INDEX in self._indexer.get_indexers():
+            objs = self._indexer.by_index(store.NAMESPACE_INDEX, self._namespace)
+            return _select(objs, parsed)
+        log.warning(
+            "%s: no %r index, scanning the whole cache to list namespace %r",
+            self._gvr,
+            store.NAMESPACE_INDEX,
+            self._namespace,
+        )
+        return _select(
+            (o for o in self._indexer.list() if _namespace_of(o) == self._namespace), parsed
+        )
+
+    def get(self, name: str) -> Any:
+        """The cached object ``<namespace>/<name>``; raises NotFoundError when there is none."""
+        obj = self._indexer.get_by_key(f"{self._namespace}/{name}")
+        if obj is None:
+            raise not_found(self._gvr, name)
+        return obj
+
+    def __repr__(self) -> str:
+        return f"<GenericNamespaceLister {self._gvr} namespace={self._namespace!r}>"
+
+
+def not_found(gvr: GroupVersionResource, name: str) -> errors.NotFoundError:
+    """The API server's NotFound for ``name`` of ``gvr``: ``configmaps "x" not found``."""
+    message = f'{gvr.group_resource} "{name}" not found'
+    details: dict[str, Any] = {"name": name, "kind": gvr.resource}
+    if gvr.group:
+        details["group"] = gvr.group
+    body = {
+        "kind": "Status",
+        "apiVersion": "v1",
+        "metadata": {},
+        "status": "Failure",
+        "message": message,
+        "reason": "NotFound",
+        "details": details,
+        "code": 404,
+    }
+    return errors.NotFoundError(404, "NotFound", message, body)
+
+
+def _parse(selector: SelectorArg) -> labels.Selector | None:
+    if selector is None:
+        return None
+    parsed = selector if isinstance(selector, labels.Selector) else labels.parse_selector(selector)
+    return None if parsed.empty() else parsed
+
+
+def _select(objs: Iterable[Any], selector: labels.Selector | None) -> list[Any]:
+    if selector is None:
+        return list(objs)
+    return [o for o in objs if selector.matches(_labels_of(o))]
+
+
+def _labels_of(obj: Any) -> Mapping[str, str]:
+    if isinstance(obj, dict):
+        meta = obj.get("metadata")
+        if not isinstance(meta, dict):
+            raise errors.KeyFuncError(f"object has no meta: {obj!r:.200}")
+        return meta.get("labels") or {}
+    meta = getattr(obj, "metadata", None)
+    if meta is None:
+        raise errors.KeyFuncError(f"object has no meta: {obj!r:.200}")
+    return getattr(meta, "labels", None) or {}
+
+
+def _namespace_of(obj: Any) -> str:
+    if isinstance(obj, dict):
+        return str((obj.get("metadata") or {}).get("namespace") or "")
+    return str(getattr(getattr(obj, "metadata", None), "namespace", None) or "")
