@@ -1,0 +1,177 @@
+"""Event handlers: what a SharedIndexInformer calls when its cache changes.
+
+A handler is anything with ``on_add(obj, is_in_initial_list)``, ``on_update(old, new)`` and
+``on_delete(obj)`` (the :class:`ResourceEventHandler` protocol). :class:`ResourceEventHandlerFuncs`
+and :class:`ResourceEventHandlerDetailedFuncs` adapt plain functions, and
+:class:`FilteringResourceEventHandler` turns objects moving in and out of a filter into adds and
+deletes. The informer (``informer.py``) delivers to each handler on its own thread
+(``_processor.py``); :func:`wait_for_cache_sync` waits for informers or registrations to sync.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Callable
+from typing import Any, Protocol, runtime_checkable
+
+from kinformer import context, store
+
+log = logging.getLogger(__name__)
+
+SYNC_POLL_INTERVAL = 0.1  # client-go's WaitForCacheSync period: cheap checks, prompt enough for a human
+
+
+@runtime_checkable
+class ResourceEventHandler(Protocol):
+    """Receives notifications about one resource type, in order per handler.
+
+    ``on_delete`` may receive a :class:`~kinformer.store.DeletedFinalStateUnknown` when the
+    delete itself was missed (see :func:`deleted_object`).
+    """
+
+    def on_add(self, obj: Any, is_in_initial_list: bool) -> None: ...
+
+    def on_update(self, old: Any, new: Any) -> None: ...
+
+    def on_delete(self, obj: Any) -> None: ...
+
+
+class ResourceEventHandlerFuncs:
+    """A handler made of optional functions; ``add_func(obj)`` does not see ``is_in_initial_list``.
+
+    A missing function means the notification is ignored.
+    """
+
+    __slots__ = ("add_func", "delete_func", "update_func")
+
+    def __init__(
+        self,
+        add_func: Callable[[Any], object] | None = None,
+        update_func: Callable[[Any, Any], object] | None = None,
+        delete_func: Callable[[Any], object] | None = None,
+    ) -> None:
+        self.add_func = add_func
+        self.update_func = update_func
+        self.delete_func = delete_func
+
+    def on_add(self, obj: Any, is_in_initial_list: bool) -> None:
+        if self.add_func is not None:
+            self.add_func(obj)
+
+    def on_update(self, old: Any, new: Any) -> None:
+        if self.update_func is not None:
+            self.update_func(old, new)
+
+    def on_delete(self, obj: Any) -> None:
+        if self.delete_func is not None:
+            self.delete_func(obj)
+
+
+class ResourceEventHandlerDetailedFuncs:
+    """Like :class:`ResourceEventHandlerFuncs`, but ``add_func(obj, is_in_initial_list)``."""
+
+    __slots__ = ("add_func", "delete_func", "update_func")
+
+    def __init__(
+        self,
+        add_func: Callable[[Any, bool], object] | None = None,
+        update_func: Callable[[Any, Any], object] | None = None,
+        delete_func: Callable[[Any], object] | None = None,
+    ) -> None:
+        self.add_func = add_func
+        self.update_func = update_func
+        self.delete_func = delete_func
+
+    def on_add(self, obj: Any, is_in_initial_list: bool) -> None:
+        if self.add_func is not None:
+            self.add_func(obj, is_in_initial_list)
+
+    def on_update(self, old: Any, new: Any) -> None:
+        if self.update_func is not None:
+            self.update_func(old, new)
+
+    def on_delete(self, obj: Any) -> None:
+        if self.delete_func is not None:
+            self.delete_func(obj)
+
+
+class FilteringResourceEventHandler:
+    """Forwards to ``handler`` only what passes ``filter_func``, as client-go does.
+
+    An update whose new object passes but old does not becomes ``on_add(new, False)``; one whose
+    old object passes but new does not becomes ``on_delete(old)`` (the old object, not a
+    tombstone). Deletes are filtered on exactly what was delivered, a
+    ``DeletedFinalStateUnknown`` included. The filter runs on the handler's delivery thread.
+    """
+
+    __slots__ = ("filter_func", "handler")
+
+    def __init__(self, filter_func: Callable[[Any], bool], handler: ResourceEventHandler) -> None:
+        self.filter_func = filter_func
+        self.handler = handler
+
+    def on_add(self, obj: Any, is_in_initial_list: bool) -> None:
+        if self.filter_func(obj):
+            self.handler.on_add(obj, is_in_initial_list)
+
+    def on_update(self, old: Any, new: Any) -> None:
+        new_passes = self.filter_func(new)
+        old_passes = self.filter_func(old)
+        if new_passes and old_passes:
+            self.handler.on_update(old, new)
+        elif new_passes:
+            self.handler.on_add(new, False)
+        elif old_passes:
+            self.handler.on_delete(old)
+
+    def on_delete(self, obj: Any) -> None:
+        if self.filter_func(obj):
+            self.handler.on_delete(obj)
+
+
+def deleted_object(obj: Any) -> Any:
+    """The object an ``on_delete`` was about: a tombstone's last known state, else ``obj`` itself.
+
+    A :class:`~kinformer.store.DeletedFinalStateUnknown` may carry ``None`` when nothing was
+    known about the object; its ``.key`` always names it.
+    """
+    if isinstance(obj, store.DeletedFinalStateUnknown):
+        return obj.obj
+    return obj
+
+
+def wait_for_cache_sync(
+    stop: context.StopSignal | None,
+    *has_synced: Callable[[], bool],
+    timeout: float | None = None,
+) -> bool:
+    """Wait until every ``has_synced()`` returns True (True), ``stop`` fires or ``timeout`` passes (False).
+
+    Checks at once, so an already synced cache gives True even with a set ``stop``; then checks
+    every 100 ms, waiting on ``stop`` in between. ``timeout`` is in real seconds; None waits for
+    as long as ``stop`` allows. Blocks the calling thread only.
+    """
+    deadline = None if timeout is None else time.monotonic() + timeout
+    pause = stop if stop is not None else threading.Event()
+    while True:
+        if all(fn() for fn in has_synced):
+            return True
+        if _is_set(pause):
+            log.debug("stopped while waiting for caches to sync")
+            return False
+        wait = SYNC_POLL_INTERVAL
+        if deadline is not None:
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                log.warning("caches did not sync within %.1fs", timeout)
+                return False
+            wait = min(wait, remaining)
+        pause.wait(wait)
+
+
+def _is_set(stop: context.StopSignal) -> bool:
+    if isinstance(stop, context.Context):
+        return stop.cancelled()
+    return stop.is_set()

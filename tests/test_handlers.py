@@ -1,0 +1,142 @@
+"""Handler adapters, the filtering handler (SC-10), tombstone unwrapping and wait_for_cache_sync."""
+
+from __future__ import annotations
+
+import threading
+from typing import Any
+
+from kinformer import Context
+from kinformer.handlers import (
+    FilteringResourceEventHandler,
+    ResourceEventHandler,
+    ResourceEventHandlerDetailedFuncs,
+    ResourceEventHandlerFuncs,
+    deleted_object,
+    wait_for_cache_sync,
+)
+from kinformer.store import DeletedFinalStateUnknown
+
+
+def cm(name: str, app: str, rv: str = "1") -> dict[str, Any]:
+    return {"metadata": {"namespace": "ns", "name": name, "resourceVersion": rv, "labels": {"app": app}}}
+
+
+class Recorder:
+    def __init__(self) -> None:
+        self.calls: list[tuple[Any, ...]] = []
+
+    def on_add(self, obj: Any, is_in_initial_list: bool) -> None:
+        self.calls.append(("add", obj, is_in_initial_list))
+
+    def on_update(self, old: Any, new: Any) -> None:
+        self.calls.append(("update", old, new))
+
+    def on_delete(self, obj: Any) -> None:
+        self.calls.append(("delete", obj))
+
+
+def is_web(obj: Any) -> bool:
+    return deleted_object(obj)["metadata"]["labels"].get("app") == "web"
+
+
+def test_funcs_call_only_the_functions_given_and_add_without_the_initial_flag() -> None:
+    seen: list[Any] = []
+    funcs = ResourceEventHandlerFuncs(add_func=lambda o: seen.append(("add", o)))
+    funcs.on_add("a", True)
+    funcs.on_update("a", "b")
+    funcs.on_delete("a")
+    assert seen == [("add", "a")]
+    assert isinstance(funcs, ResourceEventHandler)
+
+
+def test_detailed_funcs_pass_the_initial_list_flag() -> None:
+    seen: list[Any] = []
+    funcs = ResourceEventHandlerDetailedFuncs(
+        add_func=lambda o, initial: seen.append((o, initial)),
+        delete_func=lambda o: seen.append(("deleted", o)),
+    )
+    funcs.on_add("a", True)
+    funcs.on_add("b", False)
+    funcs.on_update("a", "b")
+    funcs.on_delete("c")
+    assert seen == [("a", True), ("b", False), ("deleted", "c")]
+
+
+def test_filter_turns_an_object_leaving_the_filter_into_a_delete_of_the_old_object() -> None:
+    inner = Recorder()
+    old, new = cm("x", "web", "1"), cm("x", "db", "2")
+    FilteringResourceEventHandler(is_web, inner).on_update(old, new)
+    assert inner.calls == [("delete", old)]
+
+
+def test_filter_turns_an_object_entering_the_filter_into_an_add_not_in_initial_list() -> None:
+    inner = Recorder()
+    old, new = cm("x", "db", "1"), cm("x", "web", "2")
+    FilteringResourceEventHandler(is_web, inner).on_update(old, new)
+    assert inner.calls == [("add", new, False)]
+
+
+def test_filter_forwards_updates_within_and_drops_updates_outside() -> None:
+    inner = Recorder()
+    handler = FilteringResourceEventHandler(is_web, inner)
+    handler.on_update(cm("x", "web", "1"), cm("x", "web", "2"))
+    handler.on_update(cm("y", "db", "1"), cm("y", "db", "2"))
+    assert [c[0] for c in inner.calls] == ["update"]
+    assert inner.calls[0][2]["metadata"]["resourceVersion"] == "2"
+
+
+def test_filter_keeps_the_initial_list_flag_of_adds() -> None:
+    inner = Recorder()
+    handler = FilteringResourceEventHandler(is_web, inner)
+    handler.on_add(cm("x", "web"), True)
+    handler.on_add(cm("y", "db"), True)
+    assert [(c[0], c[2]) for c in inner.calls] == [("add", True)]
+
+
+def test_filter_sees_the_tombstone_of_a_missed_delete() -> None:
+    seen: list[Any] = []
+
+    def web_filter(obj: Any) -> bool:
+        seen.append(obj)
+        return is_web(obj)
+
+    inner = Recorder()
+    tombstone = DeletedFinalStateUnknown("ns/x", cm("x", "web"))
+    FilteringResourceEventHandler(web_filter, inner).on_delete(tombstone)
+    assert seen == [tombstone]
+    assert inner.calls == [("delete", tombstone)]
+
+
+def test_deleted_object_unwraps_a_tombstone_and_passes_objects_through() -> None:
+    obj = cm("x", "web")
+    assert deleted_object(DeletedFinalStateUnknown("ns/x", obj)) is obj
+    assert deleted_object(DeletedFinalStateUnknown("ns/x", None)) is None
+    assert deleted_object(obj) is obj
+
+
+def test_wait_for_cache_sync_is_true_at_once_when_synced_even_if_stopped() -> None:
+    stop = threading.Event()
+    stop.set()
+    assert wait_for_cache_sync(stop, lambda: True, lambda: True)
+
+
+def test_wait_for_cache_sync_is_false_when_stopped_before_sync() -> None:
+    ctx = Context()
+    ctx.cancel()
+    assert not wait_for_cache_sync(ctx, lambda: True, lambda: False)
+
+
+def test_wait_for_cache_sync_is_false_after_the_timeout() -> None:
+    assert not wait_for_cache_sync(threading.Event(), lambda: False, timeout=0.05)
+
+
+def test_wait_for_cache_sync_keeps_checking_until_every_cache_synced() -> None:
+    calls = 0
+
+    def synced_on_third_look() -> bool:
+        nonlocal calls
+        calls += 1
+        return calls >= 3
+
+    assert wait_for_cache_sync(None, synced_on_third_look, timeout=5)
+    assert calls == 3
