@@ -1,0 +1,198 @@
+"""Key functions, index functions and the Indexer facade (KF-, DF-, ST- items)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from kubernetes import client
+
+from kinformer import errors
+from kinformer.store import (
+    NAMESPACE_INDEX,
+    DeletedFinalStateUnknown,
+    ExplicitKey,
+    IndexedStore,
+    Indexer,
+    InvalidKeyError,
+    ObjectName,
+    Store,
+    deletion_handling_meta_namespace_key_func,
+    index_func_to_key_func_adapter,
+    meta_namespace_index_func,
+    meta_namespace_key_func,
+    new_indexer,
+    new_store,
+    split_meta_namespace_key,
+)
+
+
+def cm(name: str, ns: str = "", rv: str = "1", **labels: str) -> dict[str, Any]:
+    meta: dict[str, Any] = {"name": name, "resourceVersion": rv, "labels": labels}
+    if ns:
+        meta["namespace"] = ns
+    return {"kind": "ConfigMap", "metadata": meta}
+
+
+def by_app(obj: Any) -> list[str]:
+    app = obj["metadata"]["labels"].get("app")
+    return [app] if app else []
+
+
+def test_key_is_namespace_slash_name_or_just_the_name() -> None:  # KF-1
+    assert meta_namespace_key_func(cm("a", "ns")) == "ns/a"
+    assert meta_namespace_key_func(cm("node-1")) == "node-1"
+
+
+def test_key_functions_accept_official_client_models() -> None:
+    pod = client.V1Pod(metadata=client.V1ObjectMeta(name="p", namespace="ns"))
+    node = client.V1Node(metadata=client.V1ObjectMeta(name="n"))
+    assert meta_namespace_key_func(pod) == "ns/p"
+    assert meta_namespace_key_func(node) == "n"
+    assert meta_namespace_index_func(pod) == ["ns"]
+    assert meta_namespace_index_func(node) == [""]
+
+
+def test_an_explicit_key_is_its_own_key() -> None:  # KF-2
+    key = meta_namespace_key_func(ExplicitKey("any/thing"))
+    assert key == "any/thing"
+    assert type(key) is str
+
+
+def test_an_object_without_metadata_has_no_key() -> None:  # KF-3
+    for bad in ({"kind": "X"}, 42, "plain string", {"metadata": "nope"}):
+        with pytest.raises(errors.KeyFuncError, match=r"^object has no meta:"):
+            meta_namespace_key_func(bad)
+
+
+def test_deletion_key_function_reads_a_tombstones_key_only() -> None:  # KF-4
+    tombstone = DeletedFinalStateUnknown("ns/a", object())
+    assert deletion_handling_meta_namespace_key_func(tombstone) == "ns/a"
+    assert deletion_handling_meta_namespace_key_func(cm("a", "ns")) == "ns/a"
+
+
+@pytest.mark.parametrize(
+    ("key", "expected"),
+    [("ns/a", ("ns", "a")), ("a", ("", "a")), ("", ("", "")), ("/x", ("", "x")), ("ns/", ("ns", ""))],
+)
+def test_split_key_into_namespace_and_name(key: str, expected: tuple[str, str]) -> None:  # KF-5
+    assert split_meta_namespace_key(key) == expected
+
+
+def test_split_key_rejects_more_than_one_slash() -> None:
+    with pytest.raises(InvalidKeyError, match='unexpected key format: "a/b/c"'):
+        split_meta_namespace_key("a/b/c")
+    with pytest.raises(ValueError):
+        split_meta_namespace_key("a/b/c")
+
+
+def test_object_name_prints_and_parses_like_a_key() -> None:  # KF-6
+    assert str(ObjectName("ns", "a")) == "ns/a"
+    assert str(ObjectName("", "a")) == "a"
+    assert ObjectName.parse("ns/a") == ObjectName("ns", "a")
+
+
+def test_namespace_index_function() -> None:  # KF-7
+    assert NAMESPACE_INDEX == "namespace"
+    assert meta_namespace_index_func(cm("a", "ns")) == ["ns"]
+    assert meta_namespace_index_func(cm("a")) == [""]
+    with pytest.raises(errors.KeyFuncError):
+        meta_namespace_index_func({"no": "meta"})
+
+
+def test_index_function_adapter_needs_exactly_one_value() -> None:  # KF-8
+    key_func = index_func_to_key_func_adapter(by_app)
+    assert key_func(cm("a", app="web")) == "web"
+    with pytest.raises(errors.KeyFuncError, match="unexpected empty indexKeys"):
+        key_func(cm("a"))
+    with pytest.raises(errors.KeyFuncError, match="too many keys"):
+        index_func_to_key_func_adapter(lambda o: ["x", "y"])(cm("a"))
+
+
+def test_a_key_failure_names_the_object_and_leaves_the_store_alone() -> None:  # KF-9, ST-1
+    store = new_store(meta_namespace_key_func)
+    with pytest.raises(errors.KeyFuncError, match="couldn't create key for object"):
+        store.add({"kind": "NoMeta"})
+    assert len(store) == 0
+
+
+def test_tombstones_are_frozen_values() -> None:  # DF-1
+    a = DeletedFinalStateUnknown("k", None)
+    assert a == DeletedFinalStateUnknown("k", None)
+    with pytest.raises(AttributeError):
+        a.key = "other"  # type: ignore[misc]
+
+
+def test_add_update_get_and_delete_by_object() -> None:  # ST-3, ST-4
+    store = new_indexer(meta_namespace_key_func, {NAMESPACE_INDEX: meta_namespace_index_func})
+    a1, a2 = cm("a", "ns", "1"), cm("a", "ns", "2")
+    store.add(a1)
+    store.update(a2)
+    assert store.get(cm("a", "ns")) is a2
+    assert store.get_by_key("ns/a") is a2
+    assert store.get_by_key("ns/zzz") is None
+    store.delete(a2)
+    store.delete(a2)  # deleting what is gone is fine
+    assert store.list() == []
+    assert store.by_index(NAMESPACE_INDEX, "ns") == []
+
+
+def test_an_informer_store_deletes_by_tombstone() -> None:
+    store = Indexer(deletion_handling_meta_namespace_key_func)
+    store.add(cm("a", "ns"))
+    store.delete(DeletedFinalStateUnknown("ns/a", None))
+    assert len(store) == 0
+
+
+def test_replace_keys_everything_first_and_last_duplicate_wins() -> None:  # ST-5
+    store = Indexer(indexers={"app": by_app})
+    store.add(cm("old"))
+    with pytest.raises(errors.KeyFuncError):
+        store.replace([cm("x"), {"no": "meta"}], "7")
+    assert store.list_keys() == ["old"]
+    first, second = cm("x", rv="1", app="a"), cm("x", rv="2", app="b")
+    store.replace([first, second], "7")
+    assert store.list() == [second]
+    assert store.by_index("app", "b") == [second]
+    assert store.by_index("app", "a") == []
+    assert store.last_store_sync_resource_version() == "7"
+
+
+def test_resync_of_a_store_changes_nothing() -> None:  # ST-6
+    store = new_store(meta_namespace_key_func)
+    store.add(cm("a"))
+    store.resync()
+    assert store.list_keys() == ["a"]
+
+
+def test_returned_objects_are_the_stored_ones() -> None:  # ST-8
+    store = new_store(meta_namespace_key_func)
+    a = cm("a")
+    store.add(a)
+    assert store.list()[0] is a
+
+
+def test_store_tracks_the_resource_version_it_last_saw() -> None:  # TS-12
+    store = new_store(meta_namespace_key_func)
+    assert store.last_store_sync_resource_version() == ""
+    store.replace([cm("a", rv="10")], "10")
+    store.add(cm("b", rv="11"))
+    assert store.last_store_sync_resource_version() == "11"
+    store.delete(cm("b", rv="12"))
+    assert store.last_store_sync_resource_version() == "12"
+
+
+def test_unknown_index_names_raise_a_key_error_naming_the_index() -> None:
+    store = Indexer()
+    with pytest.raises(KeyError, match="Index with name nope does not exist"):
+        store.by_index("nope", "x")
+    assert store.list_index_func_values("nope") == []
+
+
+def test_indexer_satisfies_the_store_seams() -> None:
+    store = Indexer()
+    assert isinstance(store, Store)
+    assert isinstance(store, IndexedStore)
+    assert store.key_func is meta_namespace_key_func
+    store.add(cm("a", "ns"))
+    assert "ns/a" in store
