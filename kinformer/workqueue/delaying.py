@@ -19,7 +19,7 @@ from kinformer.workqueue.queue import T, WorkQueue
 
 log = logging.getLogger(__name__)
 
-HEARTBEAT = 10.0  # seconds: the waiting loop looks again even if nothing woke it (client-go)
+HEARTBEAT = 10.0  # seconds an idle waiting loop sleeps before looking again (client-go's heartbeat)
 JOIN_TIMEOUT = 5.0  # seconds shut_down waits for the waiting loop before naming it in a warning
 
 
@@ -116,7 +116,7 @@ class DelayingQueue(WorkQueue[T]):
                     if self._waiting.get(entry.item) is entry:
                         del self._waiting[entry.item]
                         ready.append(entry.item)
-                timeout = min(self._heap[0].ready - now, HEARTBEAT) if self._heap else HEARTBEAT
+                timeout = self._heap[0].ready - now if self._heap else HEARTBEAT
             for item in ready:
                 self.add(item)
             self._clock.wait(self._wake, timeout)

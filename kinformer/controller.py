@@ -1,0 +1,169 @@
+"""Controller: worker threads drain a rate-limited work queue into a Reconciler (controller-runtime style).
+
+Informer event handlers turn objects into ``"namespace/name"`` keys
+(:class:`EnqueueRequestForObject`), the :class:`~kinformer.workqueue.RateLimitingQueue`
+deduplicates them, and each worker runs client-go's canonical loop: reconcile the key; on success
+forget its backoff; on an exception retry it with backoff; on :class:`~kinformer.errors.TerminalError`
+log it and give up; on ``Result(requeue_after=...)`` look again after that delay. The
+:mod:`kinformer.controller_manager` starts and stops controllers as resources come and go.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+from kinformer import _threads, context, errors, store
+from kinformer.workqueue import RateLimitingQueue
+
+log = logging.getLogger(__name__)
+
+JOIN_TIMEOUT = 30.0  # seconds run() waits for workers to finish their current reconcile
+
+
+@dataclass(frozen=True, slots=True)
+class Result:
+    """What a reconcile asks for next: ``requeue_after`` seconds to look again, or nothing."""
+
+    requeue_after: float | None = None
+
+
+class Reconciler(Protocol):
+    """Brings the world in line with the desired state of one object, named by its key.
+
+    Called from a worker thread, never concurrently for the same key. Raise to be retried with
+    backoff; raise :class:`~kinformer.errors.TerminalError` to give up on the key.
+    """
+
+    def reconcile(self, key: str) -> Result | None: ...
+
+
+class Controller:
+    """Runs ``workers`` threads that feed queued keys to ``reconciler``.
+
+    ``run(ctx)`` blocks until ``ctx`` (a Context or threading.Event) is cancelled, then shuts
+    the queue down, lets each worker finish the reconcile it is in and joins them; keys still
+    queued are not reconciled. ``enqueue`` is thread-safe and may be called before ``run``.
+    A controller runs once: a second ``run`` raises
+    :class:`~kinformer.errors.AlreadyStartedError`.
+
+        controller = Controller("mirror", MirrorReconciler(lister), workers=2)
+        informer.add_event_handler(controller.event_handler())
+        controller.run(ctx)
+    """
+
+    def __init__(
+        self,
+        name: str,
+        reconciler: Reconciler,
+        queue: RateLimitingQueue[str] | None = None,
+        workers: int = 1,
+    ) -> None:
+        if workers < 1:
+            raise errors.ConfigurationError(f"controller {name} needs at least one worker, got {workers}")
+        self.name = name
+        self.reconciler = reconciler
+        self.queue: RateLimitingQueue[str] = queue if queue is not None else RateLimitingQueue(name=name)
+        self.workers = workers
+        self._lock = threading.Lock()  # guards _started
+        self._started = False
+
+    def enqueue(self, key: str) -> None:
+        """Ask for ``key`` to be reconciled (merged with a pending request for it)."""
+        self.queue.add(key)
+
+    def event_handler(
+        self, key_func: Callable[[Any], str] = store.deletion_handling_meta_namespace_key_func
+    ) -> EnqueueRequestForObject:
+        """An informer event handler enqueueing each changed object's key on this controller."""
+        return EnqueueRequestForObject(self.queue, key_func)
+
+    def run(self, stop: context.StopSignal) -> None:
+        """Reconcile keys on ``workers`` threads until ``stop`` is cancelled; return once they exited."""
+        with self._lock:
+            if self._started:
+                raise errors.AlreadyStartedError(f"controller {self.name} was already started")
+            self._started = True
+        ctx = context.as_context(stop)
+        log.info("controller started name=%s workers=%d", self.name, self.workers)
+        threads = [
+            _threads.spawn(self._worker, _threads.thread_name("controller", f"{self.name}-{i}"), ctx)
+            for i in range(self.workers)
+        ]
+        try:
+            ctx.wait()
+        finally:
+            self.queue.shut_down()
+            _threads.join_all(threads, JOIN_TIMEOUT)
+            log.info("controller stopped name=%s", self.name)
+
+    def _worker(self, ctx: context.Context) -> None:
+        while True:
+            key, shutdown = self.queue.get()
+            if shutdown or key is None:
+                return
+            try:
+                if ctx.cancelled():
+                    return
+                self._reconcile(key)
+            finally:
+                self.queue.done(key)
+
+    def _reconcile(self, key: str) -> None:
+        try:
+            result = self.reconciler.reconcile(key)
+        except errors.TerminalError as err:
+            log.error("controller %s: giving up on key=%s: %s", self.name, key, err)
+            self.queue.forget(key)
+        except Exception:
+            log.exception(
+                "controller %s: reconcile failed key=%s retries=%d",
+                self.name,
+                key,
+                self.queue.num_requeues(key),
+            )
+            self.queue.add_rate_limited(key)
+        else:
+            self.queue.forget(key)
+            if result is not None and result.requeue_after is not None:
+                self.queue.add_after(key, result.requeue_after)
+
+    def __repr__(self) -> str:
+        return f"<Controller {self.name} workers={self.workers}>"
+
+
+class EnqueueRequestForObject:
+    """An informer event handler that enqueues the key of every added, updated or deleted object.
+
+    Keys come from ``key_func`` (by default ``"namespace/name"``, and a
+    ``DeletedFinalStateUnknown``'s own key). An object without a key is logged and skipped.
+    Cheap and non-blocking: safe on an informer's delivery thread.
+    """
+
+    def __init__(
+        self,
+        queue: RateLimitingQueue[str],
+        key_func: Callable[[Any], str] = store.deletion_handling_meta_namespace_key_func,
+    ) -> None:
+        self.queue = queue
+        self.key_func = key_func
+
+    def on_add(self, obj: Any, is_in_initial_list: bool = False) -> None:
+        self._enqueue(obj)
+
+    def on_update(self, old: Any, new: Any) -> None:
+        self._enqueue(new)
+
+    def on_delete(self, obj: Any) -> None:
+        self._enqueue(obj)
+
+    def _enqueue(self, obj: Any) -> None:
+        try:
+            key = self.key_func(obj)
+        except Exception as err:
+            log.warning("cannot enqueue object without a key: %s", err)
+            return
+        self.queue.add(key)
