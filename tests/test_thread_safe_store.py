@@ -1,0 +1,222 @@
+"""ThreadSafeStore: index maintenance, snapshots and concurrent use (TS-1..TS-13)."""
+
+from __future__ import annotations
+
+import random
+import threading
+from typing import Any
+
+import pytest
+
+from kinformer import _threads, errors
+from kinformer.store import (
+    NAMESPACE_INDEX,
+    Indexer,
+    meta_namespace_index_func,
+    meta_namespace_key_func,
+)
+from kinformer.thread_safe_store import ThreadSafeStore
+
+
+def cm(name: str, ns: str = "default", **labels: str) -> dict[str, Any]:
+    return {"metadata": {"name": name, "namespace": ns, "labels": labels}}
+
+
+def by_app(obj: Any) -> list[str]:
+    app = obj["metadata"]["labels"].get("app")
+    return [app] if app else []
+
+
+def by_tags(obj: Any) -> list[str]:
+    tags = obj["metadata"]["labels"].get("tags", "")
+    return tags.split(".") if tags else []
+
+
+INDEXERS = {NAMESPACE_INDEX: meta_namespace_index_func, "app": by_app, "tags": by_tags}
+
+
+def store_with(*objs: dict[str, Any]) -> ThreadSafeStore:
+    store = ThreadSafeStore(INDEXERS)
+    for o in objs:
+        store.add(meta_namespace_key_func(o), o)
+    return store
+
+
+def expected_index(store: ThreadSafeStore | Indexer, name: str) -> dict[str, set[str]]:
+    result: dict[str, set[str]] = {}
+    for o in store.list():
+        for v in INDEXERS[name](o):
+            result.setdefault(v, set()).add(meta_namespace_key_func(o))
+    return result
+
+
+def actual_index(store: ThreadSafeStore | Indexer, name: str) -> dict[str, set[str]]:
+    return {v: set(store.index_keys(name, v)) for v in store.list_index_func_values(name)}
+
+
+def assert_indices_agree(store: ThreadSafeStore | Indexer) -> None:
+    for name in INDEXERS:
+        assert actual_index(store, name) == expected_index(store, name), name
+
+
+def test_update_moves_the_key_between_index_values() -> None:  # TS-1
+    store = store_with(cm("a", app="web"))
+    store.update("default/a", cm("a", app="db"))
+    assert store.by_index("app", "db") == [cm("a", app="db")]
+    assert store.by_index("app", "web") == []
+    assert_indices_agree(store)
+
+
+def test_update_with_unchanged_index_values_returns_the_new_object() -> None:  # TS-2
+    store = store_with(cm("a", app="web", v="1"))
+    new = cm("a", app="web", v="2")
+    store.update("default/a", new)
+    assert store.by_index("app", "web")[0] is new
+    assert store.by_index(NAMESPACE_INDEX, "default")[0] is new
+
+
+def test_an_index_function_error_propagates_and_changes_nothing() -> None:  # TS-3
+    def broken(obj: Any) -> list[str]:
+        if obj["metadata"]["name"] == "bad":
+            raise RuntimeError("index broke")
+        return ["x"]
+
+    store = ThreadSafeStore({"x": broken})
+    store.add("good", cm("good"))
+    with pytest.raises(RuntimeError):
+        store.add("bad", cm("bad"))
+    assert store.list_keys() == ["good"]
+    with pytest.raises(RuntimeError):
+        store.replace({"bad": cm("bad")}, "2")
+    assert store.list_keys() == ["good"]
+
+
+def test_delete_removes_index_entries_and_ignores_missing_keys() -> None:  # TS-4
+    store = store_with(cm("a", app="web"), cm("b", app="web"))
+    store.delete("default/a")
+    store.delete("default/missing")
+    assert store.index_keys("app", "web") == ["default/b"]
+    assert_indices_agree(store)
+
+
+def test_emptied_index_values_disappear() -> None:  # TS-5
+    store = store_with(cm("a", ns="one", app="web", tags="x.y"))
+    store.update("one/a", cm("a", ns="one", app="db", tags="z"))
+    assert store.list_index_func_values("app") == ["db"]
+    assert store.list_index_func_values("tags") == ["z"]
+    store.delete("one/a")
+    for name in INDEXERS:
+        assert store.list_index_func_values(name) == []
+
+
+def test_replace_rebuilds_every_index() -> None:  # TS-6
+    store = store_with(cm("a", app="web"))
+    store.replace({"other/b": cm("b", ns="other", app="db")}, "42")
+    assert store.list_keys() == ["other/b"]
+    assert store.list_index_func_values(NAMESPACE_INDEX) == ["other"]
+    assert store.by_index("app", "web") == []
+    assert store.last_store_sync_resource_version() == "42"
+    assert_indices_agree(store)
+
+
+def test_index_returns_the_deduplicated_union_over_an_objects_values() -> None:  # TS-7
+    a, b, c = cm("a", tags="x.y"), cm("b", tags="y"), cm("c", tags="z")
+    store = store_with(a, b, c)
+    names = sorted(o["metadata"]["name"] for o in store.index("tags", cm("q", tags="x.y")))
+    assert names == ["a", "b"]
+    assert store.index("tags", cm("q")) == []
+    assert store.index("app", cm("q", app="none")) == []
+    with pytest.raises(errors.IndexerError, match="Index with name nope does not exist"):
+        store.index("nope", a)
+
+
+def test_by_index_and_index_keys_on_unknown_names_and_values() -> None:  # TS-8, TS-9
+    store = store_with(cm("a", app="web"))
+    assert store.by_index("app", "nothing") == []
+    assert store.index_keys("app", "nothing") == []
+    for call in (store.by_index, store.index_keys):
+        with pytest.raises(KeyError, match="Index with name nope does not exist"):
+            call("nope", "x")
+    assert store.list_index_func_values("nope") == []
+
+
+def test_get_indexers_is_a_live_read_only_view() -> None:  # TS-10
+    store = ThreadSafeStore({"app": by_app})
+    view = store.get_indexers()
+    store.add_indexers({"tags": by_tags})
+    assert set(view) == {"app", "tags"}
+    with pytest.raises(TypeError):
+        view["x"] = by_app  # type: ignore[index]
+
+
+def test_added_indexers_cover_what_is_already_stored() -> None:  # TS-11
+    store = ThreadSafeStore({NAMESPACE_INDEX: meta_namespace_index_func})
+    store.add("default/a", cm("a", app="web"))
+    store.add_indexers({"app": by_app, "tags": by_tags})
+    assert store.index_keys("app", "web") == ["default/a"]
+    store.add("default/b", cm("b", app="web"))
+    assert sorted(store.index_keys("app", "web")) == ["default/a", "default/b"]
+    assert_indices_agree(store)
+
+
+def test_conflicting_indexers_are_named_and_none_is_added() -> None:  # TS-11
+    store = ThreadSafeStore({"app": by_app})
+    with pytest.raises(errors.IndexerConflictError, match=r"indexer conflict: \['app'\]"):
+        store.add_indexers({"app": by_app, "tags": by_tags})
+    assert set(store.get_indexers()) == {"app"}
+    assert store.list_index_func_values("tags") == []
+
+
+def test_list_holds_one_entry_per_key() -> None:  # TS-13
+    store = store_with(cm("a"))
+    store.add("default/a", cm("a", v="2"))
+    assert len(store.list()) == 1
+    assert len(store) == 1
+
+
+def test_concurrent_writers_and_readers_never_see_a_torn_index() -> None:  # TS-13
+    indexer = Indexer(meta_namespace_key_func, INDEXERS)
+    namespaces = [f"ns{i}" for i in range(4)]
+    apps = ["web", "db", "cache"]
+    stop = threading.Event()
+    failures: list[str] = []
+
+    def write(seed: int) -> None:
+        rng = random.Random(seed)
+        for _ in range(1500):
+            name, ns = f"o{rng.randrange(40)}", rng.choice(namespaces)
+            obj = cm(name, ns=ns, app=rng.choice(apps), tags=rng.choice(["a", "a.b", "c"]))
+            if rng.random() < 0.2:
+                indexer.delete(obj)
+            else:
+                indexer.update(obj)
+        if rng.random() < 0.5:
+            indexer.replace(indexer.list(), "")
+
+    def read() -> None:
+        while not stop.is_set():
+            for app in apps:
+                for o in indexer.by_index("app", app):
+                    if by_app(o) != [app]:
+                        failures.append(f"by_index(app, {app}) returned {o}")
+            for ns in namespaces:
+                keys = indexer.index_keys(NAMESPACE_INDEX, ns)
+                if len(keys) != len(set(keys)) or any(not k.startswith(ns + "/") for k in keys):
+                    failures.append(f"index_keys({ns}) returned {keys}")
+            listed = indexer.list_keys()
+            if len(listed) != len(set(listed)):
+                failures.append("list_keys repeated a key")
+
+    readers = [_threads.spawn(read, f"kinformer-test-reader-{i}") for i in range(2)]
+    writers = [_threads.spawn(write, f"kinformer-test-writer-{i}", i) for i in range(3)]
+    for t in writers:
+        t.join(30)
+    stop.set()
+    for t in readers:
+        t.join(30)
+    assert failures == []
+    assert len(indexer) > 0
+    assert_indices_agree(indexer)
+    for name in INDEXERS:
+        for value in indexer.list_index_func_values(name):
+            assert indexer.by_index(name, value), f"empty value {value!r} kept in {name}"
