@@ -1,0 +1,253 @@
+"""The processor: fans an informer's notifications out to its handlers, one thread each.
+
+client-go's ``sharedProcessor`` and ``processorListener``. The informer's delta loop calls
+:meth:`SharedProcessor.distribute`, which only appends to each listener's unbounded buffer, so a
+slow or stuck handler never stalls the watch or the other handlers. Each :class:`Listener` has
+one delivery thread (``kinformer-handler-<informer>-<n>``) calling its handler in order, outside
+every kinformer lock. The processor also decides which listeners take part in a resync
+(:meth:`SharedProcessor.should_resync`, called by the reflector's resync timer).
+"""
+
+from __future__ import annotations
+
+import itertools
+import logging
+import threading
+from collections import deque
+from collections.abc import Callable
+from typing import Any, NamedTuple
+
+from kinformer import _threads
+from kinformer.clock import Clock
+from kinformer.handlers import ResourceEventHandler
+
+log = logging.getLogger(__name__)
+
+ADD = "add"
+UPDATE = "update"
+DELETE = "delete"
+
+LISTENER_JOIN_TIMEOUT = 5.0  # a handler stuck this long after stop is named in a warning, not waited for
+
+
+class Notification(NamedTuple):
+    """One callback to make: ``kind`` is ADD (obj, is_in_initial_list), UPDATE (old, new) or DELETE (obj)."""
+
+    kind: str
+    first: Any
+    second: Any = None
+
+
+class Listener:
+    """One handler, its buffer and its delivery thread.
+
+    ``add`` never blocks on the handler. Notifications are delivered in order, one at a time;
+    an exception from the handler is logged and the notification skipped. After ``close`` the
+    buffered notifications are dropped and the thread exits once the callback in progress, if
+    any, returns.
+    """
+
+    def __init__(
+        self,
+        handler: ResourceEventHandler,
+        requested_resync_period: float,
+        resync_period: float,
+        now: float,
+        upstream_synced: Callable[[], bool],
+    ) -> None:
+        self.handler = handler
+        self.requested_resync_period = requested_resync_period
+        self.resync_period = resync_period  # effective; guarded by the processor's lock
+        self.next_resync = now + resync_period  # guarded by the processor's lock
+        self._upstream_synced = upstream_synced
+        self._cond = threading.Condition()  # guards _buffer, _closed, _pending_initial
+        self._buffer: deque[Notification] = deque()
+        self._closed = False
+        self._pending_initial = 0  # initial-list adds enqueued and not yet returned from the handler
+        self.thread: threading.Thread | None = None
+
+    def add(self, notification: Notification) -> None:
+        """Buffer a notification for delivery; ignored once closed. Never blocks on the handler."""
+        with self._cond:
+            if self._closed:
+                return
+            if notification.kind == ADD and notification.second:
+                self._pending_initial += 1
+            self._buffer.append(notification)
+            self._cond.notify()
+
+    def start(self, name: str) -> threading.Thread:
+        self.thread = _threads.spawn(self._run, name)
+        return self.thread
+
+    def close(self) -> None:
+        """Stop delivering: drop the buffer and let the thread exit after its current callback."""
+        with self._cond:
+            self._closed = True
+            self._buffer.clear()
+            self._cond.notify_all()
+
+    def has_synced(self) -> bool:
+        """True once upstream synced and every initial-list add given to this handler returned."""
+        if not self._upstream_synced():
+            return False
+        with self._cond:
+            return self._pending_initial == 0
+
+    def pending(self) -> int:
+        """How many notifications wait in the buffer."""
+        with self._cond:
+            return len(self._buffer)
+
+    def should_resync(self, now: float) -> bool:
+        """Due for a resync at ``now``; call under the processor's lock."""
+        return self.resync_period != 0 and now >= self.next_resync
+
+    def _run(self) -> None:
+        while True:
+            with self._cond:
+                while not self._buffer and not self._closed:
+                    self._cond.wait()
+                if self._closed:
+                    return
+                item = self._buffer.popleft()
+            try:
+                self._deliver(item)
+            except Exception:
+                log.exception("event handler %r failed on %s; notification skipped", self.handler, item.kind)
+            finally:
+                if item.kind == ADD and item.second:
+                    with self._cond:
+                        self._pending_initial -= 1
+
+    def _deliver(self, item: Notification) -> None:
+        if item.kind == ADD:
+            self.handler.on_add(item.first, bool(item.second))
+        elif item.kind == UPDATE:
+            self.handler.on_update(item.first, item.second)
+        else:
+            self.handler.on_delete(item.first)
+
+
+class SharedProcessor:
+    """The set of listeners of one informer and the threads delivering to them.
+
+    Thread-safe. Listeners added before :meth:`run` start with it; later ones start at once.
+    :meth:`stop` closes every listener and joins their threads with a bounded wait, naming any
+    still running in a warning; a stopped processor accepts no new listener.
+    """
+
+    def __init__(self, clock: Clock, name: str) -> None:
+        self._clock = clock
+        self._name = name
+        self._lock = threading.Lock()  # guards _listeners, _running, _stopped, _threads
+        self._listeners: dict[Listener, bool] = {}  # listener -> syncing (gets equal-RV updates)
+        self._running = False
+        self._stopped = False
+        self._threads: list[threading.Thread] = []
+        self._numbers = itertools.count(1)
+
+    def add_listener(self, listener: Listener) -> None:
+        """Register ``listener`` (syncing until the next resync check) and start it if running."""
+        with self._lock:
+            if self._stopped:
+                raise RuntimeError("processor stopped")
+            self._listeners[listener] = True
+            if self._running:
+                self._start(listener)
+
+    def remove_listener(self, listener: Listener) -> bool:
+        """Unregister and close ``listener``; False when it was not registered."""
+        with self._lock:
+            found = self._listeners.pop(listener, None) is not None
+        if found:
+            listener.close()
+        return found
+
+    def distribute(self, notification: Notification, sync: bool) -> None:
+        """Buffer ``notification`` for every listener, or only the syncing ones when ``sync``."""
+        with self._lock:
+            for listener, syncing in self._listeners.items():
+                if syncing or not sync:
+                    listener.add(notification)
+
+    def run(self) -> None:
+        """Start the delivery threads of the listeners registered so far. Does not block."""
+        with self._lock:
+            if self._running or self._stopped:
+                return
+            self._running = True
+            for listener in self._listeners:
+                self._start(listener)
+
+    def stop(self, timeout: float = LISTENER_JOIN_TIMEOUT) -> list[str]:
+        """Close every listener and join the delivery threads; return the names still running."""
+        with self._lock:
+            self._stopped = True
+            self._running = False
+            listeners = list(self._listeners)
+            self._listeners.clear()
+            threads, self._threads = self._threads, []
+        for listener in listeners:
+            listener.close()
+        stuck = _threads.join_all(threads, timeout)
+        if stuck:
+            log.warning(
+                "informer %s: event handlers still running %.1fs after stop: %s",
+                self._name,
+                timeout,
+                ", ".join(stuck),
+            )
+        return stuck
+
+    def should_resync(self) -> bool:
+        """Mark which listeners are due for a resync now; True if any is.
+
+        Due listeners become "syncing" and get their next resync scheduled one period later;
+        the others stop receiving sync notifications until they are due again.
+        """
+        now = self._clock.now()
+        due_any = False
+        with self._lock:
+            for listener in self._listeners:
+                due = listener.should_resync(now)
+                self._listeners[listener] = due
+                if due:
+                    due_any = True
+                    listener.next_resync = now + listener.resync_period
+        return due_any
+
+    def resync_check_period_changed(self, check_period: float) -> None:
+        """Recompute every listener's effective resync period for a new check period."""
+        with self._lock:
+            for listener in self._listeners:
+                listener.resync_period = effective_resync_period(
+                    listener.requested_resync_period, check_period
+                )
+
+    def listeners(self) -> list[Listener]:
+        with self._lock:
+            return list(self._listeners)
+
+    def _start(self, listener: Listener) -> None:
+        name = _threads.thread_name("handler", f"{self._name}-{next(self._numbers)}")
+        self._threads.append(listener.start(name))
+
+
+def effective_resync_period(desired: float, check_period: float) -> float:
+    """client-go's ``determineResyncPeriod``: what a handler asking for ``desired`` gets."""
+    if desired == 0:
+        return 0.0
+    if check_period == 0:
+        log.warning(
+            "resync period %.1fs ignored: the informer was created without resyncs", desired
+        )
+        return 0.0
+    if desired < check_period:
+        log.warning(
+            "resync period %.1fs is smaller than the informer's check period; using %.1fs",
+            desired,
+            check_period,
+        )
+        return check_period
+    return desired

@@ -1,0 +1,339 @@
+"""SharedIndexInformer: an indexed local cache of one resource type, with event handlers.
+
+client-go's ``sharedIndexInformer`` in the classic profile. A :class:`~kinformer.reflector.Reflector`
+lists and watches into a :class:`~kinformer.delta_fifo.DeltaFIFO`; a delta loop pops it, updates
+the :class:`~kinformer.store.Indexer` and hands notifications to the processor
+(``_processor.py``), which delivers them to each handler (``handlers.py``) on its own thread.
+Listers (``lister.py``) read the indexer; factories (``factory.py``) run one informer per resource.
+"""
+
+from __future__ import annotations
+
+import itertools
+import logging
+import threading
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from kinformer import _processor, _threads, context, delta_fifo, errors, reflector, store
+from kinformer.clock import REAL_CLOCK, Clock
+from kinformer.handlers import ResourceEventHandler, wait_for_cache_sync
+
+log = logging.getLogger(__name__)
+
+MINIMUM_RESYNC_PERIOD = 1.0  # client-go's floor: a smaller period would replay the cache in a busy loop
+POP_TIMEOUT = 1.0  # the delta loop looks at its stop signal at least this often
+JOIN_TIMEOUT = 30.0  # reflector and delta loop close their own streams; this only bounds a bug
+
+IndexFunc = Callable[[Any], list[str]]
+_ids = itertools.count(1)
+
+
+class ResourceEventHandlerRegistration:
+    """What :meth:`SharedIndexInformer.add_event_handler` returns; pass it to ``remove_event_handler``.
+
+    ``has_synced()`` is True once the informer synced and this handler returned from every
+    ``on_add`` of the initial list (or, for a late handler, of the replay of the cache).
+    """
+
+    __slots__ = ("_informer", "_listener")
+
+    def __init__(self, informer: SharedIndexInformer, listener: _processor.Listener) -> None:
+        self._informer = informer
+        self._listener = listener
+
+    @property
+    def handler(self) -> ResourceEventHandler:
+        return self._listener.handler
+
+    @property
+    def resync_period(self) -> float:
+        """The effective resync period of this handler in seconds (0: never)."""
+        return self._listener.resync_period
+
+    def has_synced(self) -> bool:
+        return self._listener.has_synced()
+
+    def pending(self) -> int:
+        """How many notifications wait to be delivered to this handler."""
+        return self._listener.pending()
+
+    def __repr__(self) -> str:
+        return f"<ResourceEventHandlerRegistration {self._listener.handler!r}>"
+
+
+class SharedIndexInformer:
+    """An indexed local cache of one resource type, kept in sync with the server.
+
+    ``run(stop)`` blocks until ``stop`` (a ``threading.Event`` or :class:`~kinformer.Context`)
+    fires, then returns after joining every thread it started; it runs once. The cache is
+    updated before handlers hear of a change, so listers in a handler already see it. Handlers
+    run on their own thread each, in order per handler, never under a kinformer lock; a slow or
+    raising handler stalls neither the watch nor other handlers. A handler added late first
+    gets ``on_add(obj, True)`` for every cached object. All methods are thread-safe.
+
+        informer = SharedIndexInformer(ListWatch.for_resource(client, gvr))
+        informer.add_event_handler(ResourceEventHandlerFuncs(add_func=print))
+        threading.Thread(target=informer.run, args=(stop,)).start()
+    """
+
+    def __init__(
+        self,
+        lister_watcher: Any,
+        example_object: Any = None,
+        default_event_handler_resync_period: float = 0,
+        indexers: Mapping[str, IndexFunc] | None = None,
+        *,
+        clock: Clock = REAL_CLOCK,
+        name: str | None = None,
+    ) -> None:
+        self._lister_watcher = lister_watcher
+        self.example_object = example_object
+        self._name = name or f"informer{next(_ids)}"
+        self._clock = clock
+        self._indexer = store.Indexer(
+            store.deletion_handling_meta_namespace_key_func, dict(indexers or {})
+        )
+        self._default_resync = float(default_event_handler_resync_period)
+        self._resync_check_period = self._default_resync
+        self._processor = _processor.SharedProcessor(clock, self._name)
+        self._start_lock = threading.Lock()  # guards _started, _stopped, _fifo, _reflector, setters
+        self._block_deltas = threading.Lock()  # held while a pop is applied; late handlers take it to replay
+        self._started = False
+        self._stopped = False
+        self._transform: Callable[[Any], Any] | None = None
+        self._watch_error_handler: reflector.WatchErrorHandler | None = None
+        self._fifo: delta_fifo.DeltaFIFO | None = None
+        self._reflector: reflector.Reflector | None = None
+
+    @property
+    def name(self) -> str:
+        return self._name
+
+    # -- lifecycle ------------------------------------------------------------------------------
+
+    def run(self, stop: context.StopSignal) -> None:
+        """Run until ``stop`` fires; return after every thread started here has been joined.
+
+        A second call logs a warning and returns at once. On stop the FIFO is closed, the
+        reflector stopped, then the handlers: their buffered notifications are dropped, and a
+        handler still busy after a bounded wait is named in a warning instead of waited for.
+        """
+        with self._start_lock:
+            if self._started:
+                log.warning("informer %s: run more than once is not allowed", self._name)
+                return
+            fifo = delta_fifo.DeltaFIFO(
+                store.meta_namespace_key_func,
+                self._indexer,
+                True,
+                self._transform,
+            )
+            refl = reflector.Reflector(
+                self._lister_watcher,
+                fifo,
+                self._resync_check_period,
+                self._name,
+                should_resync=self._processor.should_resync,
+                clock=self._clock,
+                watch_error_handler=self._watch_error_handler,
+            )
+            self._fifo, self._reflector = fifo, refl
+            self._started = True
+        log.info("informer %s starting", self._name)
+        inner = context.Context(f"informer-{self._name}")
+        self._processor.run()
+        threads = [
+            _threads.spawn(refl.run, _threads.thread_name("reflector", self._name), inner),
+            _threads.spawn(self._delta_loop, _threads.thread_name("deltas", self._name), fifo, inner),
+        ]
+        try:
+            stop.wait()
+        finally:
+            fifo.close()
+            inner.cancel()
+            _threads.join_all(threads, JOIN_TIMEOUT)
+            self._processor.stop(_processor.LISTENER_JOIN_TIMEOUT)
+            with self._start_lock:
+                self._stopped = True
+            log.info("informer %s stopped", self._name)
+
+    def is_stopped(self) -> bool:
+        """True once :meth:`run` has returned."""
+        return self._stopped
+
+    def has_synced(self) -> bool:
+        """True once the first full list has been applied to the cache (handlers may lag)."""
+        fifo = self._fifo
+        return fifo is not None and fifo.has_synced()
+
+    def wait_for_sync(
+        self, timeout: float | None = None, stop: context.StopSignal | None = None
+    ) -> bool:
+        """Block until :meth:`has_synced` (True), ``stop`` fires or ``timeout`` passes (False)."""
+        return wait_for_cache_sync(stop, self.has_synced, timeout=timeout)
+
+    def last_sync_resource_version(self) -> str:
+        """The resourceVersion of the last list or watch event applied; "" before run."""
+        refl = self._reflector
+        return "" if refl is None else refl.last_sync_resource_version()
+
+    def last_error(self) -> BaseException | None:
+        """The reflector's last list or watch error, cleared by the next successful list."""
+        refl = self._reflector
+        return None if refl is None else refl.last_error()
+
+    # -- configuration --------------------------------------------------------------------------
+
+    def set_transform(self, fn: Callable[[Any], Any] | None) -> None:
+        """Apply ``fn`` to every object before it is cached; raises AlreadyStartedError after run."""
+        with self._start_lock:
+            if self._started:
+                raise errors.AlreadyStartedError("informer has already started")
+            self._transform = fn
+
+    def set_watch_error_handler(self, fn: reflector.WatchErrorHandler | None) -> None:
+        """Call ``fn(reflector, error)`` on every list/watch error; raises AlreadyStartedError after run."""
+        with self._start_lock:
+            if self._started:
+                raise errors.AlreadyStartedError("informer has already started")
+            self._watch_error_handler = fn
+
+    def get_store(self) -> store.Indexer:
+        """The cache (also before run, empty)."""
+        return self._indexer
+
+    def get_indexer(self) -> store.Indexer:
+        """The cache (also before run, empty)."""
+        return self._indexer
+
+    def add_indexers(self, indexers: Mapping[str, IndexFunc]) -> None:
+        """Add indexes, before or after start; raises StoppedError once stopped."""
+        with self._start_lock:
+            if self._stopped:
+                raise errors.StoppedError("indexer was not added because it has stopped already")
+            self._indexer.add_indexers(dict(indexers))
+
+    # -- handlers -------------------------------------------------------------------------------
+
+    def add_event_handler(self, handler: ResourceEventHandler) -> ResourceEventHandlerRegistration:
+        """Register ``handler`` with the informer's default resync period."""
+        return self.add_event_handler_with_resync_period(handler, self._default_resync)
+
+    def add_event_handler_with_resync_period(
+        self, handler: ResourceEventHandler, resync_period: float
+    ) -> ResourceEventHandlerRegistration:
+        """Register ``handler``, asking for a resync every ``resync_period`` seconds (0: never).
+
+        A period under a second is raised to one. One shorter than the informer's check period
+        lowers the check period before run, and is raised to it after. An informer created
+        with no resync never resyncs. Added after run, the handler first gets
+        ``on_add(obj, True)`` for every cached object, before any later event. Raises
+        StoppedError once the informer stopped.
+        """
+        period = float(resync_period)
+        with self._start_lock:
+            if self._stopped:
+                raise errors.StoppedError(
+                    f"handler {handler!r} was not added to shared informer because it has stopped already"
+                )
+            if period > 0:
+                if period < MINIMUM_RESYNC_PERIOD:
+                    log.warning(
+                        "resync period %.3fs is too small; changing it to %.1fs",
+                        period,
+                        MINIMUM_RESYNC_PERIOD,
+                    )
+                    period = MINIMUM_RESYNC_PERIOD
+                if period < self._resync_check_period:
+                    if self._started:
+                        log.warning(
+                            "resync period %.1fs is smaller than the started informer's check "
+                            "period %.1fs; changing it to %.1fs",
+                            period,
+                            self._resync_check_period,
+                            self._resync_check_period,
+                        )
+                        period = self._resync_check_period
+                    else:
+                        self._resync_check_period = period
+                        self._processor.resync_check_period_changed(period)
+            listener = _processor.Listener(
+                handler,
+                period,
+                _processor.effective_resync_period(period, self._resync_check_period),
+                self._clock.now(),
+                self.has_synced,
+            )
+            if not self._started:
+                self._processor.add_listener(listener)
+                return ResourceEventHandlerRegistration(self, listener)
+            with self._block_deltas:
+                self._processor.add_listener(listener)
+                for obj in self._indexer.list():
+                    listener.add(_processor.Notification(_processor.ADD, obj, True))
+            return ResourceEventHandlerRegistration(self, listener)
+
+    def remove_event_handler(self, registration: ResourceEventHandlerRegistration) -> None:
+        """Unregister a handler; idempotent. Its buffered notifications are dropped.
+
+        A callback already running finishes on its own thread. Raises TypeError for something
+        that is not a registration of an informer.
+        """
+        if not isinstance(registration, ResourceEventHandlerRegistration):
+            raise TypeError(f"not an event handler registration: {registration!r}")
+        if registration._informer is not self:
+            return
+        with self._block_deltas:
+            self._processor.remove_listener(registration._listener)
+
+    # -- the delta loop -------------------------------------------------------------------------
+
+    def _delta_loop(self, fifo: delta_fifo.DeltaFIFO, ctx: context.Context) -> None:
+        while not ctx.cancelled():
+            try:
+                fifo.pop(self._handle_deltas, timeout=POP_TIMEOUT)
+            except errors.FIFOClosedError:
+                return
+            except TimeoutError:
+                continue
+            except Exception:
+                log.exception("informer %s: failed to process deltas; object dropped", self._name)
+
+    def _handle_deltas(self, deltas: list[delta_fifo.Delta], is_in_initial_list: bool) -> None:
+        """Apply popped deltas oldest first: cache first, then notifications (under the FIFO lock)."""
+        with self._block_deltas:
+            for delta in deltas:
+                obj = delta.object
+                if delta.type == delta_fifo.DeltaType.DELETED:
+                    self._indexer.delete(obj)
+                    self._processor.distribute(
+                        _processor.Notification(_processor.DELETE, obj), False
+                    )
+                    continue
+                old = self._indexer.get(obj)
+                if old is not None:
+                    self._indexer.update(obj)
+                    self._processor.distribute(
+                        _processor.Notification(_processor.UPDATE, old, obj),
+                        _resource_version(old) == _resource_version(obj),
+                    )
+                else:
+                    self._indexer.add(obj)
+                    self._processor.distribute(
+                        _processor.Notification(_processor.ADD, obj, is_in_initial_list), False
+                    )
+
+    def __repr__(self) -> str:
+        state = "stopped" if self._stopped else "running" if self._started else "new"
+        return f"<SharedIndexInformer {self._name} {state} objects={len(self._indexer)}>"
+
+
+def _resource_version(obj: Any) -> str | None:
+    if isinstance(obj, dict):
+        meta = obj.get("metadata") or {}
+        rv = meta.get("resourceVersion")
+        return None if rv is None else str(rv)
+    meta = getattr(obj, "metadata", None)
+    rv = getattr(meta, "resource_version", None)
+    return None if rv is None else str(rv)
