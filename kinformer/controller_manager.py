@@ -1,0 +1,253 @@
+"""ControllerManager: starts and stops controllers as the resources they need come and go (kcp syncer).
+
+An :class:`InformerSource` (in practice a
+:class:`~kinformer.discovery.DiscoveringDynamicSharedInformerFactory`) says which resources have
+an informer and whether it synced, and notifies subscribers through a capacity-1 queue whenever
+that set changes. The manager turns each notification into one coalesced ``"resync"`` key on a
+:class:`~kinformer.workqueue.RateLimitingQueue` and reconciles: a :class:`ManagedController`
+runs, on its own thread under its own child :class:`~kinformer.context.Context`, exactly while
+every resource it requires has a synced informer. Unlike kcp it reconciles once at start, and it
+joins the controllers it stops.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import queue
+import threading
+from collections.abc import Callable, Collection, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from kinformer import _threads, context, errors
+from kinformer import clock as clock_module
+from kinformer.gvr import GroupVersionResource
+from kinformer.workqueue import RateLimitingQueue
+
+log = logging.getLogger(__name__)
+
+CONTROLLER_NAME_PREFIX = "syncer-controller-manager-"
+RESYNC_KEY = "resync"  # the one key on the manager's queue: notifications coalesce into it
+RESYNC_INTERVAL = 1.0  # seconds between looks while a required informer is served but not synced
+STOP_TIMEOUT = 10.0  # seconds to wait for a stopped controller's thread before warning about it
+
+
+@dataclass(frozen=True, slots=True)
+class InformerSource:
+    """Where a :class:`ControllerManager` learns which resources have (synced) informers.
+
+    ``subscribe(id)`` returns a ``queue.Queue`` of capacity 1 that receives a notification
+    (any value, put without blocking, dropped while one is pending) whenever the set of
+    informers changes. ``informers()`` returns ``(synced, not_synced)``: the informers that
+    have synced by resource, and the resources whose informer has not synced yet. The optional
+    ``unsubscribe(id)`` is called when the subscriber stops.
+    """
+
+    subscribe: Callable[[str], queue.Queue[Any]]
+    informers: Callable[[], tuple[Mapping[GroupVersionResource, Any], Sequence[GroupVersionResource]]]
+    unsubscribe: Callable[[str], object] | None = None
+
+
+StartFunc = Callable[[context.Context], None]
+
+
+@dataclass(frozen=True, slots=True)
+class ManagedController:
+    """A controller the manager runs while every resource in ``required_gvrs`` is synced.
+
+    ``create(ctx)`` builds a fresh instance and returns its ``start_fn``; ``start_fn(ctx)``
+    runs it, blocking until ``ctx`` is cancelled. Both receive the controller's own child
+    context, cancelled when the manager stops it.
+    """
+
+    required_gvrs: Collection[GroupVersionResource]
+    create: Callable[[context.Context], StartFunc]
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "required_gvrs", frozenset(self.required_gvrs))
+
+
+@dataclass(frozen=True, slots=True)
+class _Running:
+    ctx: context.Context
+    thread: threading.Thread
+
+
+class ControllerManager:
+    """Runs each managed controller exactly while all the resources it requires are synced.
+
+    ``start(ctx)`` blocks until ``ctx`` (a Context or threading.Event) is cancelled. It
+    subscribes to ``informer_source`` under :attr:`name`, reconciles once at once and then on
+    every notification: a controller whose required resources all have synced informers is
+    created and started on thread ``kinformer-controller-<name>``; while one of them is served
+    but not synced the manager looks again every :data:`RESYNC_INTERVAL` seconds; when one
+    disappears or falls out of sync the controller's context is cancelled and its thread
+    joined, and a fresh instance is created when they return. A ``create`` that raises is
+    logged and retried with backoff. On cancel every controller is stopped and joined before
+    ``start`` returns. ``running_controllers`` is thread-safe. A manager starts once.
+
+        manager = ControllerManager("cluster-1", factory.informer_source(),
+                                    {"widgets": ManagedController({widgets_gvr}, new_widget_controller)})
+        manager.start(ctx)
+    """
+
+    def __init__(
+        self,
+        suffix: str,
+        informer_source: InformerSource,
+        controllers: Mapping[str, ManagedController],
+        clock: clock_module.Clock = clock_module.REAL_CLOCK,
+        stop_timeout: float = STOP_TIMEOUT,
+    ) -> None:
+        self.name = CONTROLLER_NAME_PREFIX + suffix
+        self._source = informer_source
+        self._controllers = dict(controllers)
+        self._stop_timeout = stop_timeout
+        self._queue: RateLimitingQueue[str] = RateLimitingQueue(clock=clock, name=self.name)
+        self._lock = threading.Lock()  # guards _started, _running; _running changes only on start's thread
+        self._started = False
+        self._running: dict[str, _Running] = {}
+
+    def running_controllers(self) -> set[str]:
+        """Names of the controllers started and not stopped since."""
+        with self._lock:
+            return set(self._running)
+
+    def start(self, stop: context.StopSignal) -> None:
+        """Manage the controllers until ``stop`` is cancelled; return once all of them were joined."""
+        with self._lock:
+            if self._started:
+                raise errors.AlreadyStartedError(f"controller manager {self.name} was already started")
+            self._started = True
+        ctx = context.as_context(stop)
+        subscription = self._source.subscribe(self.name)
+        forwarder = _threads.spawn(
+            self._forward, _threads.thread_name("notifications", self.name), ctx, subscription
+        )
+        shut_down = ctx.on_cancel(self._queue.shut_down)
+        log.info("controller manager started name=%s controllers=%d", self.name, len(self._controllers))
+        self._queue.add(RESYNC_KEY)  # a notification sent before we subscribed must not be lost
+        try:
+            self._work(ctx)
+        finally:
+            shut_down.remove()
+            self._queue.shut_down()
+            _interrupt(subscription)
+            _threads.join_all([forwarder], self._stop_timeout)
+            with self._lock:
+                running = list(self._running.items())
+            self._stop(running)
+            if self._source.unsubscribe is not None:
+                try:
+                    self._source.unsubscribe(self.name)
+                except Exception:
+                    log.exception("controller manager %s: unsubscribe failed", self.name)
+            log.info("controller manager stopped name=%s", self.name)
+
+    def _forward(self, ctx: context.Context, subscription: queue.Queue[Any]) -> None:
+        """Turn every notification into the one coalesced key, until ``ctx`` is cancelled."""
+        while True:
+            subscription.get()
+            if ctx.cancelled():
+                return
+            self._queue.add(RESYNC_KEY)
+
+    def _work(self, ctx: context.Context) -> None:
+        while True:
+            key, shutdown = self._queue.get()
+            if shutdown or key is None:
+                return
+            try:
+                if ctx.cancelled():
+                    return
+                self._reconcile(ctx)
+            finally:
+                self._queue.done(key)
+
+    def _reconcile(self, ctx: context.Context) -> None:
+        try:
+            synced, not_synced_list = self._source.informers()
+        except Exception:
+            log.exception("controller manager %s: listing informers failed", self.name)
+            self._queue.add_rate_limited(RESYNC_KEY)
+            return
+        not_synced = set(not_synced_list)
+        wanted: set[str] = set()
+        poll = False
+        for name, controller in self._controllers.items():
+            missing = [gvr for gvr in controller.required_gvrs if gvr not in synced]
+            if not missing:
+                wanted.add(name)
+            elif any(gvr in not_synced for gvr in missing):
+                poll = True  # served but not synced yet: look again soon
+        with self._lock:
+            to_stop = [(name, r) for name, r in self._running.items() if name not in wanted]
+            to_start = sorted(wanted - set(self._running))
+        self._stop(to_stop)
+        failed = False
+        for name in to_start:
+            failed |= not self._start_controller(ctx, name, self._controllers[name])
+        if poll:
+            self._queue.add_after(RESYNC_KEY, RESYNC_INTERVAL)
+        if failed:
+            self._queue.add_rate_limited(RESYNC_KEY)
+        else:
+            self._queue.forget(RESYNC_KEY)
+
+    def _start_controller(self, ctx: context.Context, name: str, controller: ManagedController) -> bool:
+        child = ctx.child(f"{self.name}/{name}")
+        try:
+            start_fn = controller.create(child)
+        except Exception:
+            log.exception("controller manager %s: creating controller %s failed; will retry", self.name, name)
+            child.cancel()
+            return False
+        with self._lock:  # registered before start_fn can run, so running_controllers() never lags it
+            thread = _threads.spawn(
+                self._run_controller, _threads.thread_name("controller", name), name, start_fn, child
+            )
+            self._running[name] = _Running(child, thread)
+        log.info("controller started name=%s manager=%s", name, self.name)
+        return True
+
+    def _run_controller(self, name: str, start_fn: StartFunc, ctx: context.Context) -> None:
+        try:
+            start_fn(ctx)
+        except Exception:
+            log.exception("controller %s crashed", name)
+            return
+        if not ctx.cancelled():
+            log.warning("controller %s returned before it was stopped", name)
+
+    def _stop(self, controllers: list[tuple[str, _Running]]) -> None:
+        """Cancel every one of ``controllers``, then join each, warning about any still running."""
+        for _name, running in controllers:
+            running.ctx.cancel()
+        for name, running in controllers:
+            running.thread.join(self._stop_timeout)
+            if running.thread.is_alive():
+                log.warning(
+                    "controller %s still running %.1fs after it was stopped (thread %s)",
+                    name,
+                    self._stop_timeout,
+                    running.thread.name,
+                )
+            with self._lock:
+                if self._running.get(name) is running:
+                    del self._running[name]
+            log.info("controller stopped name=%s manager=%s", name, self.name)
+
+    def __repr__(self) -> str:
+        return f"<ControllerManager {self.name} running={sorted(self.running_controllers())}>"
+
+
+def _interrupt(subscription: queue.Queue[Any]) -> None:
+    """Wake a reader blocked on ``subscription`` even if it is full (the notification is moot)."""
+    while True:
+        try:
+            subscription.put_nowait(None)
+            return
+        except queue.Full:
+            with contextlib.suppress(queue.Empty):
+                subscription.get_nowait()

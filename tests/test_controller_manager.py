@@ -1,0 +1,351 @@
+"""ControllerManager: controllers run exactly while their resources are synced (KC-1..KC-7, SC-26).
+
+The manager is driven through a real InformerSource made of plain functions and capacity-1
+subscription queues; objects with ``has_synced()`` stand in for informers.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import queue
+import threading
+from collections.abc import Iterator
+
+import pytest
+
+from kinformer import Context, GroupVersionResource, errors
+from kinformer.controller_manager import (
+    CONTROLLER_NAME_PREFIX,
+    ControllerManager,
+    InformerSource,
+    ManagedController,
+    StartFunc,
+)
+from kinformer.testing.clock import FakeClock
+from kinformer.testing.waiting import wait_for
+
+TIMEOUT = 5.0
+WIDGETS = GroupVersionResource("example.io", "v1", "widgets")
+GADGETS = GroupVersionResource("example.io", "v1", "gadgets")
+GIZMOS = GroupVersionResource("example.io", "v1", "gizmos")
+
+
+class SyncFlag:
+    """Stands in for an informer: the manager only asks whether it synced."""
+
+    def __init__(self, synced: bool) -> None:
+        self.synced = synced
+
+    def has_synced(self) -> bool:
+        return self.synced
+
+
+class Served:
+    """The resources an informer source serves, with capacity-1 subscriptions that coalesce."""
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.informers_by_gvr: dict[GroupVersionResource, SyncFlag] = {}
+        self.subscriptions: dict[str, queue.Queue[object]] = {}
+        self.unsubscribed: list[str] = []
+        self.looks = 0
+
+    def serve(self, gvr: GroupVersionResource, synced: bool) -> None:
+        with self.lock:
+            self.informers_by_gvr[gvr] = SyncFlag(synced)
+
+    def withdraw(self, gvr: GroupVersionResource) -> None:
+        with self.lock:
+            del self.informers_by_gvr[gvr]
+
+    def notify(self) -> None:
+        with self.lock:
+            subscriptions = list(self.subscriptions.values())
+        for subscription in subscriptions:
+            with contextlib.suppress(queue.Full):  # one pending notification is enough
+                subscription.put_nowait(True)
+
+    def subscribe(self, subscriber: str) -> queue.Queue[object]:
+        subscription: queue.Queue[object] = queue.Queue(maxsize=1)
+        with self.lock:
+            self.subscriptions[subscriber] = subscription
+        return subscription
+
+    def unsubscribe(self, subscriber: str) -> None:
+        with self.lock:
+            self.subscriptions.pop(subscriber, None)
+            self.unsubscribed.append(subscriber)
+
+    def informers(self) -> tuple[dict[GroupVersionResource, SyncFlag], list[GroupVersionResource]]:
+        with self.lock:
+            self.looks += 1
+            synced = {gvr: i for gvr, i in self.informers_by_gvr.items() if i.has_synced()}
+            not_synced = [gvr for gvr, i in self.informers_by_gvr.items() if not i.has_synced()]
+            return synced, not_synced
+
+    def source(self) -> InformerSource:
+        return InformerSource(self.subscribe, self.informers, self.unsubscribe)
+
+
+class Instance:
+    """One created controller: remembers its contexts and the thread it ran on."""
+
+    def __init__(self, ctx: Context) -> None:
+        self.create_ctx = ctx
+        self.run_ctx: Context | None = None
+        self.thread: threading.Thread | None = None
+        self.running = threading.Event()
+
+    def run(self, ctx: Context) -> None:
+        self.run_ctx = ctx
+        self.thread = threading.current_thread()
+        self.running.set()
+        ctx.wait()
+
+    def stopped(self) -> bool:
+        """Its context was cancelled and its thread has finished."""
+        return (
+            self.run_ctx is not None
+            and self.run_ctx.cancelled()
+            and self.thread is not None
+            and not self.thread.is_alive()
+        )
+
+
+class Factory:
+    """A ManagedController's ``create``: each call makes a fresh :class:`Instance`."""
+
+    def __init__(self, failures: int = 0) -> None:
+        self.instances: list[Instance] = []
+        self.failures = failures
+
+    def create(self, ctx: Context) -> StartFunc:
+        if self.failures:
+            self.failures -= 1
+            raise RuntimeError("not ready to be created")
+        instance = Instance(ctx)
+        self.instances.append(instance)
+        return instance.run
+
+    def started(self, count: int) -> Instance:
+        """Wait until ``count`` instances were created and the last one runs; return it."""
+        assert wait_for(lambda: len(self.instances) >= count, TIMEOUT)
+        assert len(self.instances) == count
+        instance = self.instances[-1]
+        assert instance.running.wait(TIMEOUT)
+        return instance
+
+
+class Running:
+    """A ControllerManager started on a thread, on a fake clock."""
+
+    def __init__(
+        self, served: Served, controllers: dict[str, ManagedController], stop_timeout: float = TIMEOUT
+    ) -> None:
+        self.clock = FakeClock()
+        self.manager = ControllerManager(
+            "test", served.source(), controllers, clock=self.clock, stop_timeout=stop_timeout
+        )
+        self.ctx = Context()
+        self.thread = threading.Thread(target=self.manager.start, args=(self.ctx,))
+        self.thread.start()
+
+    def stop(self) -> None:
+        self.ctx.cancel()
+        self.thread.join(TIMEOUT)
+        assert not self.thread.is_alive()
+
+    def polling(self) -> bool:
+        """Wait until the manager scheduled its look-again timer."""
+        return wait_for(lambda: 1.0 in self.clock.waiters(), TIMEOUT)
+
+
+@pytest.fixture
+def served() -> Served:
+    return Served()
+
+
+@pytest.fixture
+def factory() -> Factory:
+    return Factory()
+
+
+@pytest.fixture
+def running(served: Served, factory: Factory) -> Iterator[Running]:
+    running = Running(served, {"widgets": ManagedController({WIDGETS, GADGETS}, factory.create)})
+    yield running
+    running.stop()
+
+
+def test_a_controller_runs_exactly_while_its_resources_are_synced_and_restarts_fresh(served: Served) -> None:
+    factory = Factory()
+    served.serve(WIDGETS, synced=True)
+    served.serve(GADGETS, synced=False)
+    running = Running(served, {"widgets": ManagedController([WIDGETS, GADGETS], factory.create)})
+    try:
+        assert running.polling()  # gadgets served but not synced: look again in 1 s
+        assert factory.instances == []
+        assert running.manager.running_controllers() == set()
+        looks = served.looks
+        running.clock.step(1.0)
+        assert wait_for(lambda: served.looks > looks)
+        assert running.polling()
+        assert factory.instances == []
+
+        served.serve(GADGETS, synced=True)
+        running.clock.step(1.0)
+        first = factory.started(1)
+        assert first.thread is not None and first.thread.name == "kinformer-controller-widgets"
+        assert running.manager.running_controllers() == {"widgets"}
+
+        served.withdraw(GADGETS)
+        served.notify()
+        assert wait_for(lambda: running.manager.running_controllers() == set())
+        assert first.stopped()
+
+        served.serve(GADGETS, synced=True)
+        served.notify()
+        second = factory.started(2)
+        assert second is not first
+        assert not second.create_ctx.cancelled()
+    finally:
+        running.stop()
+    assert second.stopped()
+
+
+def test_reconciles_once_at_start_so_an_earlier_notification_is_not_needed(
+    served: Served, factory: Factory
+) -> None:
+    served.serve(WIDGETS, synced=True)
+    served.serve(GADGETS, synced=True)
+    running = Running(served, {"widgets": ManagedController({WIDGETS, GADGETS}, factory.create)})
+    try:
+        factory.started(1)
+        assert list(served.subscriptions) == [CONTROLLER_NAME_PREFIX + "test"]
+        assert running.manager.name == "syncer-controller-manager-test"
+    finally:
+        running.stop()
+
+
+def test_a_controller_falling_out_of_sync_is_stopped_and_polled_back(
+    served: Served, factory: Factory, running: Running
+) -> None:
+    served.serve(WIDGETS, synced=True)
+    served.serve(GADGETS, synced=True)
+    served.notify()
+    first = factory.started(1)
+    served.serve(GADGETS, synced=False)
+    served.notify()
+    assert running.polling()
+    assert first.stopped()
+    assert running.manager.running_controllers() == set()
+    served.serve(GADGETS, synced=True)
+    running.clock.step(1.0)
+    assert factory.started(2) is not first
+
+
+def test_a_resource_that_is_not_served_is_waited_for_without_polling(
+    served: Served, factory: Factory
+) -> None:
+    other = Factory()
+    served.serve(WIDGETS, synced=True)
+    running = Running(
+        served,
+        {
+            "widgets": ManagedController({WIDGETS, GIZMOS}, factory.create),
+            "only-widgets": ManagedController({WIDGETS}, other.create),
+        },
+    )
+    try:
+        other.started(1)
+        looks = served.looks
+        served.notify()
+        assert wait_for(lambda: served.looks > looks)  # the first reconcile has finished
+        assert not any(t.name.startswith("kinformer-workqueue-") for t in threading.enumerate())
+        assert factory.instances == []
+        served.serve(GIZMOS, synced=True)
+        served.notify()
+        factory.started(1)
+    finally:
+        running.stop()
+
+
+def test_notifications_coalesce_into_one_reconcile_per_change(
+    served: Served, factory: Factory, running: Running
+) -> None:
+    served.serve(WIDGETS, synced=True)
+    served.serve(GADGETS, synced=True)
+    for _ in range(20):
+        served.notify()
+    factory.started(1)
+    assert wait_for(lambda: served.subscriptions[running.manager.name].empty())
+    assert len(factory.instances) == 1
+
+
+def test_a_create_that_raises_is_retried_with_backoff(
+    served: Served, caplog: pytest.LogCaptureFixture
+) -> None:
+    factory = Factory(failures=1)
+    served.serve(WIDGETS, synced=True)
+    running = Running(served, {"widgets": ManagedController({WIDGETS}, factory.create)})
+    try:
+        assert wait_for(running.clock.has_waiters)
+        assert "creating controller widgets failed" in caplog.text
+        assert factory.instances == []
+        running.clock.step(1.0)
+        factory.started(1)
+    finally:
+        running.stop()
+
+
+def test_a_stuck_controller_is_named_in_a_warning(served: Served, caplog: pytest.LogCaptureFixture) -> None:
+    release = threading.Event()
+    entered = threading.Event()
+
+    def stubborn(ctx: Context) -> None:
+        entered.set()
+        release.wait(TIMEOUT)  # ignores its context until the test lets it go
+
+    served.serve(WIDGETS, synced=True)
+    controllers = {"stubborn": ManagedController({WIDGETS}, lambda ctx: stubborn)}
+    running = Running(served, controllers, stop_timeout=0.05)
+    try:
+        assert entered.wait(TIMEOUT)
+        assert running.manager.running_controllers() == {"stubborn"}
+        with caplog.at_level(logging.WARNING, logger="kinformer.controller_manager"):
+            served.withdraw(WIDGETS)
+            served.notify()
+            assert wait_for(lambda: running.manager.running_controllers() == set())
+        assert "controller stubborn still running" in caplog.text
+    finally:
+        release.set()
+        running.stop()
+
+
+def test_stopping_the_manager_joins_every_controller_and_unsubscribes(served: Served) -> None:
+    factories = {name: Factory() for name in ("a", "b")}
+    served.serve(WIDGETS, synced=True)
+    running = Running(served, {name: ManagedController({WIDGETS}, f.create) for name, f in factories.items()})
+    instances = [f.started(1) for f in factories.values()]
+    assert running.manager.running_controllers() == {"a", "b"}
+    running.stop()
+    assert all(instance.stopped() for instance in instances)
+    assert running.manager.running_controllers() == set()
+    assert served.unsubscribed == [running.manager.name]
+    assert not any(t.name.endswith(running.manager.name) for t in threading.enumerate())
+
+
+def test_start_accepts_an_event_and_runs_only_once(served: Served, factory: Factory) -> None:
+    served.serve(WIDGETS, synced=True)
+    manager = ControllerManager("event", served.source(), {"w": ManagedController({WIDGETS}, factory.create)})
+    stop = threading.Event()
+    thread = threading.Thread(target=manager.start, args=(stop,))
+    thread.start()
+    instance = factory.started(1)
+    stop.set()
+    thread.join(TIMEOUT)
+    assert not thread.is_alive()
+    assert instance.stopped()
+    with pytest.raises(errors.AlreadyStartedError):
+        manager.start(stop)
