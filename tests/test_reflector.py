@@ -1,0 +1,484 @@
+"""Reflector against a scripted ListerWatcher and a fake clock: client-go's request sequences.
+
+The ListerWatcher is a real ``ListWatch`` whose two functions hand every request to the test
+and block until the test answers it, so each test reads as the exact sequence of requests the
+reflector sends (SC-14..SC-20), with the backoff waits visible on the FakeClock.
+"""
+
+from __future__ import annotations
+
+import logging
+import queue
+import threading
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+from kinformer import errors
+from kinformer.context import Context
+from kinformer.delta_fifo import DeltaFIFO, DeltaType
+from kinformer.listwatch import ChannelWatch, ListOptions, ListResult, ListWatch, WatchEvent
+from kinformer.reflector import Reflector
+from kinformer.store import Indexer
+from kinformer.testing.clock import FakeClock
+from kinformer.testing.waiting import wait_for
+
+TIMEOUT = 5.0
+
+
+def cm(name: str, rv: str, namespace: str = "default", **annotations: str) -> dict[str, Any]:
+    metadata: dict[str, Any] = {"name": name, "namespace": namespace, "resourceVersion": rv}
+    if annotations:
+        metadata["annotations"] = annotations
+    return {"apiVersion": "v1", "kind": "ConfigMap", "metadata": metadata}
+
+
+def bookmark(rv: str, end: bool = False) -> dict[str, Any]:
+    metadata: dict[str, Any] = {"resourceVersion": rv}
+    if end:
+        metadata["annotations"] = {"k8s.io/initial-events-end": "true"}
+    return {"apiVersion": "v1", "kind": "ConfigMap", "metadata": metadata}
+
+
+def status(code: int, reason: str) -> dict[str, Any]:
+    return {"kind": "Status", "apiVersion": "v1", "status": "Failure", "code": code, "reason": reason}
+
+
+class Script:
+    """Hands each list/watch request to the test and blocks until the test answers it."""
+
+    def __init__(self) -> None:
+        self.requests: queue.Queue[tuple[str, ListOptions]] = queue.Queue()
+        self.answers: queue.Queue[Any] = queue.Queue()
+        self.closed = threading.Event()
+        self.lister_watcher = ListWatch(self._list, self._watch)
+
+    def _answer(self, verb: str, options: ListOptions) -> Any:
+        self.requests.put((verb, options))
+        while not self.closed.is_set():
+            try:
+                answer = self.answers.get(timeout=0.05)
+            except queue.Empty:
+                continue
+            if isinstance(answer, BaseException):
+                raise answer
+            return answer
+        raise ConnectionRefusedError("script closed")
+
+    def _list(self, options: ListOptions) -> ListResult:
+        result: ListResult = self._answer("list", options)
+        return result
+
+    def _watch(self, options: ListOptions) -> ChannelWatch:
+        watch: ChannelWatch = self._answer("watch", options)
+        return watch
+
+    def expect(self, verb: str) -> ListOptions:
+        """The next request, which must be a ``verb``."""
+        got, options = self.requests.get(timeout=TIMEOUT)
+        assert got == verb, f"expected a {verb} request, got {got} {options}"
+        return options
+
+    def answer(self, answer: Any) -> None:
+        self.answers.put(answer)
+
+    def list_and_answer(self, items: list[Any], rv: str) -> ListOptions:
+        options = self.expect("list")
+        self.answer(ListResult(items, rv))
+        return options
+
+    def watch_and_answer(self) -> tuple[ListOptions, ChannelWatch]:
+        options = self.expect("watch")
+        watch = ChannelWatch()
+        self.answer(watch)
+        return options, watch
+
+    def no_request_yet(self) -> bool:
+        return self.requests.empty()
+
+
+class Harness:
+    def __init__(self, store: Any = None, **kwargs: Any) -> None:
+        self.clock = FakeClock()
+        self.script = Script()
+        self.store = store if store is not None else Indexer()
+        kwargs.setdefault("random", lambda: 0.0)
+        self.reflector = Reflector(
+            self.script.lister_watcher, self.store, name="test", clock=self.clock, **kwargs
+        )
+        self.ctx = Context()
+        self.thread = threading.Thread(target=self.reflector.run, args=(self.ctx,), name="test-run")
+
+    def start(self) -> Harness:
+        self.thread.start()
+        return self
+
+    def backoff_wait(self) -> float:
+        """Block until the reflector waits on the clock; return how long it waits."""
+        assert self.clock.wait_for_waiters(1, TIMEOUT)
+        return self.clock.waiters()[0]
+
+    def step_backoff(self) -> float:
+        delay = self.backoff_wait()
+        self.clock.step(delay)
+        return delay
+
+    def stop(self) -> None:
+        self.ctx.cancel()
+        self.script.closed.set()
+        self.thread.join(TIMEOUT)
+        assert not self.thread.is_alive(), "run did not return after stop"
+
+
+@pytest.fixture
+def harness() -> Iterator[Harness]:
+    h = Harness()
+    yield h.start()
+    h.stop()
+
+
+def rv_of(store: Indexer, key: str) -> str:
+    obj = store.get_by_key(key)
+    assert obj is not None, f"{key} not in the store"
+    return str(obj["metadata"]["resourceVersion"])
+
+
+def names(store: Indexer) -> list[str]:
+    return sorted(obj["metadata"]["name"] for obj in store.list())
+
+
+def test_first_list_is_at_zero_and_the_watch_starts_at_the_list_version(harness: Harness) -> None:
+    listed = harness.script.list_and_answer([cm("a", "90"), cm("b", "95")], "100")
+    assert listed.resource_version == "0"
+    assert listed.limit == 500
+    options, _watch = harness.script.watch_and_answer()
+    assert options.resource_version == "100"
+    assert options.allow_watch_bookmarks is True
+    assert options.timeout_seconds is not None and 300 <= options.timeout_seconds < 600
+    assert names(harness.store) == ["a", "b"]
+    assert harness.store.last_store_sync_resource_version() == "100"
+    assert harness.reflector.last_sync_resource_version() == "100"
+    assert harness.reflector.has_synced_once()
+
+
+def test_watch_timeouts_are_randomized_between_min_and_twice_min() -> None:
+    h = Harness(random=lambda: 0.999, min_watch_timeout=400.0).start()
+    try:
+        h.script.list_and_answer([], "1")
+        options, _watch = h.script.watch_and_answer()
+        assert options.timeout_seconds == 799
+    finally:
+        h.stop()
+
+
+def test_watch_events_reach_the_store_and_advance_the_version(harness: Harness) -> None:
+    harness.script.list_and_answer([cm("a", "90")], "100")
+    _options, watch = harness.script.watch_and_answer()
+    watch.add(cm("b", "101"))
+    watch.modify(cm("a", "102"))
+    watch.delete(cm("b", "103"))
+    watch.bookmark(bookmark("110"))
+    watch.end()
+    options, _next = harness.script.watch_and_answer()
+    assert options.resource_version == "110"
+    assert names(harness.store) == ["a"]
+    assert rv_of(harness.store, "default/a") == "102"
+
+
+def test_a_clean_close_after_a_second_rewatches_at_the_last_version_without_backoff(
+    harness: Harness,
+) -> None:
+    harness.script.list_and_answer([], "100")
+    _options, watch = harness.script.watch_and_answer()
+    watch.modify(cm("a", "105"))
+    harness.clock.step(2.0)
+    watch.end()
+    options, _next = harness.script.watch_and_answer()
+    assert options.resource_version == "105"
+    assert not harness.clock.has_waiters()
+
+
+def test_a_clean_close_after_a_second_without_events_rewatches_too(harness: Harness) -> None:
+    harness.script.list_and_answer([], "100")
+    _options, watch = harness.script.watch_and_answer()
+    harness.clock.step(1.5)
+    watch.end()
+    options, _next = harness.script.watch_and_answer()
+    assert options.resource_version == "100"
+
+
+def test_an_expired_watch_relists_at_the_last_version_then_at_empty_if_that_expired_too(
+    harness: Harness,
+) -> None:
+    harness.script.list_and_answer([cm("a", "90")], "100")
+    _options, watch = harness.script.watch_and_answer()
+    watch.modify(cm("a", "105"))
+    watch.error(status(410, "Expired"))
+    assert harness.step_backoff() == pytest.approx(0.8)
+    relist = harness.script.expect("list")
+    assert relist.resource_version == "105"
+    assert relist.limit is None  # a list at a real version is served whole from the watch cache
+    harness.script.answer(errors.GoneError(410, "Expired", "too old"))
+    fresh = harness.script.expect("list")
+    assert fresh.resource_version in ("", None)
+    assert not harness.clock.has_waiters()
+    harness.script.answer(ListResult([cm("c", "300")], "300"))
+    options, _watch = harness.script.watch_and_answer()
+    assert options.resource_version == "300"
+    assert names(harness.store) == ["c"]
+
+
+def test_a_very_short_watch_relists_after_backoff(harness: Harness) -> None:
+    harness.script.list_and_answer([], "100")
+    _options, watch = harness.script.watch_and_answer()
+    watch.end()
+    assert harness.step_backoff() == pytest.approx(0.8)
+    assert isinstance(harness.reflector.last_error(), errors.VeryShortWatchError)
+    assert harness.script.list_and_answer([], "100").resource_version == "100"
+    harness.script.watch_and_answer()
+    assert harness.reflector.last_error() is None
+
+
+def test_a_refused_watch_start_backs_off_and_watches_again_without_listing(
+    harness: Harness,
+) -> None:
+    harness.script.list_and_answer([], "100")
+    harness.script.expect("watch")
+    harness.script.answer(errors.ConnectionRefusedAPIError("connection refused"))
+    assert harness.step_backoff() == pytest.approx(0.8)
+    assert harness.script.expect("watch").resource_version == "100"
+    harness.script.answer(ChannelWatch())
+
+
+def test_429_on_watch_start_or_mid_watch_backs_off_and_watches_again(harness: Harness) -> None:
+    harness.script.list_and_answer([], "100")
+    harness.script.expect("watch")
+    harness.script.answer(errors.TooManyRequestsError(429, "TooManyRequests"))
+    assert harness.step_backoff() == pytest.approx(0.8)
+    _options, watch = harness.script.watch_and_answer()
+    watch.modify(cm("a", "101"))
+    watch.error(status(429, "TooManyRequests"))
+    assert harness.step_backoff() == pytest.approx(1.6)
+    options, _watch = harness.script.watch_and_answer()
+    assert options.resource_version == "101"
+    assert isinstance(harness.reflector.last_error(), errors.TooManyRequestsError)
+
+
+def test_backoff_doubles_to_the_cap_while_the_list_keeps_failing(harness: Harness) -> None:
+    waits = []
+    for _ in range(8):
+        harness.script.expect("list")
+        harness.script.answer(errors.ServerError(500, "InternalError"))
+        waits.append(harness.step_backoff())
+    assert waits == pytest.approx([0.8, 1.6, 3.2, 6.4, 12.8, 25.6, 30.0, 30.0])
+
+
+def test_backoff_starts_over_after_two_quiet_minutes(harness: Harness) -> None:
+    harness.script.expect("list")
+    harness.script.answer(errors.ServerError(500, "InternalError"))
+    harness.step_backoff()
+    harness.script.list_and_answer([], "100")
+    _options, watch = harness.script.watch_and_answer()
+    watch.modify(cm("a", "101"))
+    harness.clock.step(121.0)
+    watch.error(status(500, "InternalError"))
+    assert harness.step_backoff() == pytest.approx(0.8)
+
+
+def test_a_continuation_page_that_expired_falls_back_to_one_full_list(harness: Harness) -> None:
+    first = harness.script.expect("list")
+    assert (first.resource_version, first.limit) == ("0", 500)
+    harness.script.answer(ListResult([cm("a", "1")], "100", "token-1"))
+    second = harness.script.expect("list")
+    assert second.continue_token == "token-1"
+    assert second.resource_version in ("", None)
+    harness.script.answer(errors.GoneError(410, "Expired", "continue token expired"))
+    full = harness.script.expect("list")
+    assert (full.resource_version, full.limit, full.continue_token) == ("0", None, None)
+    harness.script.answer(ListResult([cm("a", "1"), cm("b", "2")], "120"))
+    assert harness.script.watch_and_answer()[0].resource_version == "120"
+    assert names(harness.store) == ["a", "b"]
+
+
+def test_all_pages_are_stored_with_the_first_pages_version(harness: Harness) -> None:
+    harness.script.expect("list")
+    harness.script.answer(ListResult([cm("a", "1")], "100", "token-1"))
+    harness.script.expect("list")
+    harness.script.answer(ListResult([cm("b", "2")], "100", "token-2"))
+    harness.script.expect("list")
+    harness.script.answer(ListResult([cm("c", "3")], "100", ""))
+    assert harness.script.watch_and_answer()[0].resource_version == "100"
+    assert names(harness.store) == ["a", "b", "c"]
+    assert harness.store.last_store_sync_resource_version() == "100"
+
+
+def test_after_a_paginated_list_at_zero_relists_keep_paging(harness: Harness) -> None:
+    harness.script.expect("list")
+    harness.script.answer(ListResult([cm("a", "1")], "100", "token-1"))
+    harness.script.list_and_answer([cm("b", "2")], "100")
+    _options, watch = harness.script.watch_and_answer()
+    watch.end()
+    harness.step_backoff()
+    relist = harness.script.list_and_answer([], "100")
+    assert (relist.resource_version, relist.limit) == ("100", 500)
+
+
+def test_versions_of_a_watch_started_at_empty_wait_for_a_non_added_event(
+    harness: Harness,
+) -> None:
+    harness.script.list_and_answer([], "")
+    options, watch = harness.script.watch_and_answer()
+    assert options.resource_version in ("", None)
+    watch.add(cm("b", "30"))
+    watch.add(cm("a", "20"))
+    watch.modify(cm("a", "40"))
+    harness.clock.step(2.0)
+    watch.end()
+    assert harness.script.watch_and_answer()[0].resource_version == "40"
+
+
+def test_list_errors_reach_the_handler_and_last_error_until_the_next_list() -> None:
+    seen: list[BaseException] = []
+
+    def handler(reflector: Reflector, error: BaseException) -> None:
+        seen.append(error)
+        raise RuntimeError("a broken handler must not stop the reflector")
+
+    h = Harness(watch_error_handler=handler).start()
+    try:
+        h.script.expect("list")
+        h.script.answer(errors.ForbiddenError(403, "Forbidden", "configmaps is forbidden"))
+        h.step_backoff()
+        assert [type(e) for e in seen] == [errors.ForbiddenError]
+        assert isinstance(h.reflector.last_error(), errors.ForbiddenError)
+        h.script.list_and_answer([], "7")
+        h.script.watch_and_answer()
+        assert h.reflector.last_error() is None
+    finally:
+        h.stop()
+
+
+def test_the_handler_cannot_be_replaced_after_run(harness: Harness) -> None:
+    with pytest.raises(errors.AlreadyStartedError):
+        harness.reflector.set_watch_error_handler(lambda r, e: None)
+    with pytest.raises(errors.AlreadyStartedError):
+        harness.reflector.run(Context())
+
+
+def test_an_unexpected_crash_is_logged_and_the_reflector_retries_after_backoff(
+    harness: Harness, caplog: pytest.LogCaptureFixture
+) -> None:
+    with caplog.at_level(logging.ERROR, logger="kinformer.reflector"):
+        harness.script.expect("list")
+        harness.script.answer(RuntimeError("bug in a list function"))
+        assert harness.step_backoff() == pytest.approx(0.8)
+        harness.script.list_and_answer([cm("a", "1")], "5")
+    assert any("unexpected" in r.getMessage() and r.exc_info for r in caplog.records)
+    assert harness.script.watch_and_answer()[0].resource_version == "5"
+
+
+def test_stop_closes_a_blocked_watch_and_run_returns(harness: Harness) -> None:
+    harness.script.list_and_answer([], "100")
+    _options, watch = harness.script.watch_and_answer()
+    harness.ctx.cancel()
+    harness.thread.join(TIMEOUT)
+    assert not harness.thread.is_alive()
+    assert watch.closed
+
+
+def test_run_accepts_a_threading_event_as_stop() -> None:
+    h = Harness()
+    stop = threading.Event()
+    thread = threading.Thread(target=h.reflector.run, args=(stop,))
+    thread.start()
+    h.script.list_and_answer([], "1")
+    h.script.watch_and_answer()
+    stop.set()
+    thread.join(TIMEOUT)
+    h.script.closed.set()
+    assert not thread.is_alive()
+
+
+def test_the_resync_timer_resyncs_the_fifo_every_period_while_watching() -> None:
+    known = Indexer()
+    fifo = DeltaFIFO(known_objects=known, emit_delta_type_replaced=True)
+    asked: list[int] = []
+
+    def should_resync() -> bool:
+        asked.append(1)
+        return len(asked) >= 2
+
+    h = Harness(store=fifo, resync_period=10.0, should_resync=should_resync).start()
+    try:
+        h.script.list_and_answer([cm("a", "1")], "1")
+        h.script.watch_and_answer()
+        popped = fifo.pop(lambda deltas, initial: known.add(deltas[-1].object), timeout=TIMEOUT)
+        assert popped[-1].type == DeltaType.REPLACED
+        assert h.backoff_wait() == pytest.approx(10.0)
+        h.clock.step(10.0)  # first check: should_resync says no
+        assert wait_for(lambda: len(asked) == 1)
+        assert h.backoff_wait() == pytest.approx(10.0)
+        assert fifo.list_keys() == []
+        h.clock.step(10.0)  # second check: yes
+        popped = fifo.pop(None, timeout=TIMEOUT)
+        assert [d.type for d in popped] == [DeltaType.SYNC]
+        assert len(asked) == 2
+    finally:
+        h.stop()
+
+
+def test_watch_list_streams_the_initial_state_then_keeps_watching_without_a_list() -> None:
+    h = Harness(use_watch_list=True).start()
+    try:
+        options, watch = h.script.watch_and_answer()
+        assert options.send_initial_events is True
+        assert options.resource_version_match == "NotOlderThan"
+        assert options.resource_version in ("", None)
+        assert options.allow_watch_bookmarks is True
+        watch.add(cm("a", "10"))
+        watch.add(cm("b", "20"))
+        watch.send(WatchEvent("BOOKMARK", bookmark("50", end=True)))
+        watch.modify(cm("a", "60"))
+        watch.bookmark(bookmark("70"))
+        h.clock.step(2.0)
+        watch.end()
+        next_watch = h.script.expect("watch")
+        assert next_watch.resource_version == "70"
+        assert not next_watch.send_initial_events
+        h.script.answer(ChannelWatch())
+        assert names(h.store) == ["a", "b"]
+        assert rv_of(h.store, "default/a") == "60"
+        assert h.store.last_store_sync_resource_version() in ("50", "60", "70")
+    finally:
+        h.stop()
+
+
+def test_watch_list_falls_back_to_a_list_when_the_end_bookmark_never_comes() -> None:
+    h = Harness(use_watch_list=True, initial_events_timeout=30.0).start()
+    try:
+        _options, watch = h.script.watch_and_answer()
+        watch.add(cm("a", "10"))
+        assert h.backoff_wait() == pytest.approx(10.0)  # the first "still waiting" warning
+        h.clock.step(30.0)
+        listed = h.script.expect("list")
+        assert listed.resource_version == "0"
+        assert watch.closed
+        assert isinstance(h.reflector.last_error(), errors.SyncTimeoutError)
+        h.script.answer(ListResult([cm("a", "10"), cm("b", "11")], "80"))
+        assert h.script.watch_and_answer()[0].resource_version == "80"
+        assert h.reflector.last_error() is None
+        assert names(h.store) == ["a", "b"]
+    finally:
+        h.stop()
+
+
+def test_watch_list_falls_back_to_a_list_on_an_error_event() -> None:
+    h = Harness(use_watch_list=True).start()
+    try:
+        _options, watch = h.script.watch_and_answer()
+        watch.error(status(500, "InternalError"))
+        h.script.list_and_answer([cm("a", "1")], "9")
+        assert h.script.watch_and_answer()[0].resource_version == "9"
+    finally:
+        h.stop()
