@@ -1,0 +1,627 @@
+"""HTTP request handling of the fake API server: routing, verbs, discovery and watch streams.
+
+One :class:`Handler` per connection (HTTP/1.1 keep-alive) on the server's connection thread.
+Requests become calls on :class:`~kinformer.testing._apiserver.storage.Storage`; errors become
+``Status`` bodies. Watch responses are chunked JSON lines, one event per line, fed from the
+watcher's own queue, so the connection thread is the only one that waits on a slow client.
+"""
+
+from __future__ import annotations
+
+import hmac
+import http.server
+import logging
+import queue
+import socket
+import threading
+import time
+from dataclasses import dataclass
+from typing import Any
+from urllib.parse import parse_qs, urlsplit
+
+from kinformer import labels as labelsel
+from kinformer.testing._apiserver import patch as patches
+from kinformer.testing._apiserver import resources, status
+from kinformer.testing._apiserver import storage as store
+from kinformer.testing._apiserver.resources import ResourceType
+from kinformer.testing._apiserver.status import StatusError
+
+log = logging.getLogger("kinformer.testing.apiserver")
+
+VERBS = ("get", "list", "watch", "create", "update", "patch", "delete", "deletecollection")
+_RV_MATCHES = ("", "NotOlderThan", "Exact")
+_MAX_BATCH = 512  # watch events written per chunk when a watcher has a backlog
+
+
+@dataclass
+class _Failure:
+    count: int
+    code: int
+    verb: str | None
+    resource: str | None
+
+
+class ServerState:
+    """What every connection shares: storage, credentials, fault switches and the request log.
+
+    Thread-safe; the switches are read once per request under ``lock``.
+    """
+
+    def __init__(self, storage: store.Storage, token: str | None, bookmark_interval: float) -> None:
+        self.storage = storage
+        self.token = token.encode() if token is not None else None
+        self.bookmark_interval = bookmark_interval
+        self.address = "127.0.0.1:0"
+        self.stopping = threading.Event()
+        self.lock = threading.Lock()  # guards failures, delays, forbidden, requests
+        self.failures: list[_Failure] = []
+        self.delays: dict[str | None, float] = {}
+        self.forbidden: set[tuple[str, str | None]] = set()
+        self.requests: list[tuple[str, str, dict[str, str], int]] = []
+
+    def take_failure(self, verb: str, resource: str) -> int | None:
+        with self.lock:
+            for failure in self.failures:
+                if failure.verb not in (None, verb) or failure.resource not in (None, resource):
+                    continue
+                failure.count -= 1
+                if failure.count <= 0:
+                    self.failures.remove(failure)
+                return failure.code
+        return None
+
+    def delay_for(self, verb: str) -> float:
+        with self.lock:
+            return self.delays.get(verb, self.delays.get(None, 0.0))
+
+    def is_forbidden(self, verb: str, rt: ResourceType) -> bool:
+        with self.lock:
+            return bool({(rt.resource, verb), (rt.resource, None),
+                         (rt.group_resource, verb), (rt.group_resource, None)} & self.forbidden)
+
+    def record(self, method: str, path: str, query: dict[str, str], code: int) -> None:
+        with self.lock:
+            self.requests.append((method, path, query, code))
+
+
+class _Request:
+    """A parsed resource request."""
+
+    def __init__(self, rt: ResourceType, namespace: str, name: str, subresource: str) -> None:
+        self.rt = rt
+        self.namespace = namespace
+        self.name = name
+        self.subresource = subresource
+
+
+class Handler(http.server.BaseHTTPRequestHandler):
+    """Serves one connection: requests one after another, a watch streams until it ends."""
+
+    protocol_version = "HTTP/1.1"
+    server_version = "kinformer-apiserver"
+    sys_version = ""
+
+    def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - base signature
+        log.debug("%s %s", self.address_string(), format % args)
+
+    @property
+    def state(self) -> ServerState:
+        return self.server.state  # type: ignore[attr-defined, no-any-return]
+
+    def do_GET(self) -> None:
+        self._handle()
+
+    def do_POST(self) -> None:
+        self._handle()
+
+    def do_PUT(self) -> None:
+        self._handle()
+
+    def do_PATCH(self) -> None:
+        self._handle()
+
+    def do_DELETE(self) -> None:
+        self._handle()
+
+    def do_HEAD(self) -> None:
+        self._handle()
+
+    def do_OPTIONS(self) -> None:
+        self._handle()
+
+    # ---- plumbing ----------------------------------------------------------------------------
+
+    def _handle(self) -> None:
+        url = urlsplit(self.path)
+        query = {k: v[-1] for k, v in parse_qs(url.query, keep_blank_values=True).items()}
+        self._code = 0
+        self._streaming = False
+        try:
+            body = self._read_body()
+            self._authenticate()
+            self._route(url.path, query, body)
+        except StatusError as err:
+            if not self._streaming:
+                self._send_json(err.code, store.dumps(err.body()))
+        except OSError:
+            self.close_connection = True
+        except Exception:
+            log.exception("internal error serving %s %s", self.command, url.path)
+            if not self._streaming:
+                self._send_json(500, store.dumps(status.status_body(
+                    500, "InternalError", "an internal error occurred", {})))
+            self.close_connection = True
+        finally:
+            self.state.record(self.command, url.path, query, self._code)
+
+    def _read_body(self) -> bytes:
+        length = self.headers.get("Content-Length")
+        if length:
+            try:
+                size = int(length)
+            except ValueError:
+                self.close_connection = True
+                raise status.bad_request("invalid Content-Length") from None
+            return self.rfile.read(size)
+        if "chunked" in self.headers.get("Transfer-Encoding", "").lower():
+            parts = []
+            while True:
+                line = self.rfile.readline()
+                size = int(line.split(b";")[0].strip() or b"0", 16)
+                if size == 0:
+                    while self.rfile.readline() not in (b"\r\n", b"\n", b""):
+                        pass
+                    return b"".join(parts)
+                parts.append(self.rfile.read(size))
+                self.rfile.readline()
+        return b""
+
+    def _authenticate(self) -> None:
+        token = self.state.token
+        if token is None:
+            return
+        given = self.headers.get("Authorization", "")
+        scheme, _, value = given.partition(" ")
+        if scheme.lower() != "bearer" or not hmac.compare_digest(value.strip().encode(), token):
+            raise status.unauthorized()
+
+    def _send_json(self, code: int, data: bytes, content_type: str = "application/json") -> None:
+        self._code = code
+        self.send_response(code)
+        self.send_header("Content-Type", content_type)
+        self.send_header("Content-Length", str(len(data)))
+        self.send_header("Cache-Control", "no-cache, private")
+        self.end_headers()
+        if self.command != "HEAD":
+            self.wfile.write(data)
+
+    def _send_obj(self, code: int, obj: Any) -> None:
+        self._send_json(code, store.dumps(obj))
+
+    # ---- routing -----------------------------------------------------------------------------
+
+    def _route(self, path: str, query: dict[str, str], body: bytes) -> None:
+        parts = [p for p in path.split("/") if p]
+        if parts and parts[0] in ("healthz", "readyz", "livez"):
+            self._send_json(200, b"ok", "text/plain; charset=utf-8")
+            return
+        if parts == ["version"]:
+            self._send_obj(200, resources.version_info())
+            return
+        if not parts or parts[0] not in ("api", "apis"):
+            raise status.path_not_found()
+        if parts[0] == "api":
+            if len(parts) == 1:
+                self._send_obj(200, {
+                    "kind": "APIVersions", "versions": ["v1"],
+                    "serverAddressByClientCIDRs": [
+                        {"clientCIDR": "0.0.0.0/0", "serverAddress": self.state.address}],
+                })
+                return
+            if parts[1] != "v1":
+                raise status.path_not_found()
+            group, version, rest = "", "v1", parts[2:]
+        else:
+            if len(parts) == 1:
+                self._send_obj(200, self._group_list())
+                return
+            if len(parts) == 2:
+                groups = [g for g in self._group_list()["groups"] if g["name"] == parts[1]]
+                if not groups:
+                    raise status.path_not_found()
+                self._send_obj(200, dict(groups[0], kind="APIGroup", apiVersion="v1"))
+                return
+            group, version, rest = parts[1], parts[2], parts[3:]
+        if not rest:
+            self._send_obj(200, self._resource_list(group, version))
+            return
+        self._resource_request(group, version, rest, query, body)
+
+    def _group_list(self) -> dict[str, Any]:
+        versions: dict[str, list[str]] = {}
+        for rt in self.state.storage.types():
+            if rt.group and rt.version not in versions.setdefault(rt.group, []):
+                versions[rt.group].append(rt.version)
+        groups = []
+        for name, vs in versions.items():
+            entries = [{"groupVersion": f"{name}/{v}", "version": v} for v in vs]
+            groups.append({"name": name, "versions": entries, "preferredVersion": entries[0]})
+        return {"kind": "APIGroupList", "apiVersion": "v1", "groups": groups}
+
+    def _resource_list(self, group: str, version: str) -> dict[str, Any]:
+        found = [rt for rt in self.state.storage.types()
+                 if rt.group == group and rt.version == version]
+        if not found:
+            raise status.path_not_found()
+        doc: dict[str, Any] = {"kind": "APIResourceList"}
+        if group:
+            doc["apiVersion"] = "v1"
+        doc["groupVersion"] = f"{group}/{version}" if group else version
+        doc["resources"] = [e for rt in found for e in rt.discovery_entries()]
+        return doc
+
+    def _resource_request(
+        self, group: str, version: str, rest: list[str], query: dict[str, str], body: bytes
+    ) -> None:
+        storage = self.state.storage
+        watch_path = rest[0] == "watch"
+        if watch_path:
+            rest = rest[1:]
+        namespace = ""
+        if len(rest) >= 3 and rest[0] == "namespaces":
+            inner = storage.resolve(group, version, rest[2])
+            if inner is not None and inner.namespaced:
+                namespace, rest = rest[1], rest[2:]
+        if not rest or len(rest) > 3:
+            raise status.path_not_found()
+        rt = storage.resolve(group, version, rest[0])
+        if rt is None or (namespace and not rt.namespaced):
+            raise status.path_not_found()
+        name = rest[1] if len(rest) > 1 else ""
+        sub = rest[2] if len(rest) > 2 else ""
+        if sub and (sub != "status" or not rt.status):
+            raise status.path_not_found()
+        req = _Request(rt, namespace, name, sub)
+        verb = self._verb(req, watch_path or query.get("watch") in ("true", "1"))
+        delay = self.state.delay_for(verb)
+        if delay > 0:
+            self.state.stopping.wait(delay)
+        if self.state.is_forbidden(verb, rt):
+            raise status.forbidden(rt, verb, namespace, name)
+        code = self.state.take_failure(verb, rt.resource)
+        if code is not None:
+            raise status.injected(code)
+        getattr(self, "_" + verb)(req, query, body)
+
+    def _verb(self, req: _Request, watch: bool) -> str:
+        method = self.command
+        if method == "GET":
+            if watch:
+                return "watch"
+            return "get" if req.name else "list"
+        if method == "POST" and not req.name:
+            return "create"
+        if method == "PUT" and req.name:
+            return "update"
+        if method == "PATCH" and req.name:
+            return "patch"
+        if method == "DELETE":
+            return "delete" if req.name else "deletecollection"
+        raise status.method_not_allowed()
+
+    # ---- verbs -------------------------------------------------------------------------------
+
+    def _data(self, rt: ResourceType, entry: store.Entry) -> bytes:
+        """The entry's bytes, re-encoded only when served under another version of a CRD."""
+        if rt.custom and entry.obj.get("apiVersion") != rt.api_version:
+            return store.dumps(dict(entry.obj, apiVersion=rt.api_version))
+        return entry.data
+
+    def _body(self, body: bytes, rt: ResourceType) -> Any:
+        try:
+            return store.loads(body) if body else None
+        except ValueError:
+            raise status.bad_request(
+                f"the body of the request could not be decoded into a {rt.kind}") from None
+
+    def _get(self, req: _Request, query: dict[str, str], body: bytes) -> None:
+        entry = self.state.storage.get(req.rt, req.namespace, req.name)
+        self._send_json(200, self._data(req.rt, entry))
+
+    def _create(self, req: _Request, query: dict[str, str], body: bytes) -> None:
+        obj = self._body(body, req.rt)
+        entry = self.state.storage.create(req.rt, req.namespace, obj)
+        self._send_json(201, self._data(req.rt, entry))
+
+    def _update(self, req: _Request, query: dict[str, str], body: bytes) -> None:
+        obj = self._body(body, req.rt)
+        entry = self.state.storage.update(req.rt, req.namespace, req.name, obj, req.subresource)
+        self._send_json(200, self._data(req.rt, entry))
+
+    def _patch(self, req: _Request, query: dict[str, str], body: bytes) -> None:
+        content_type = self.headers.get("Content-Type", "").split(";")[0].strip().lower()
+        doc = self._body(body, req.rt)
+        if content_type == patches.JSON_PATCH:
+            if not isinstance(doc, list):
+                raise status.bad_request("a JSON patch must be a list of operations")
+            ops = doc
+
+            def apply(current: dict[str, Any]) -> Any:
+                return patches.json_patch(current, ops)
+
+        elif content_type == patches.MERGE or (
+            content_type == patches.STRATEGIC and not req.rt.custom
+        ):
+            if not isinstance(doc, dict):
+                raise status.bad_request("a merge patch must be a JSON object")
+            merge = doc
+
+            def apply(current: dict[str, Any]) -> Any:
+                return patches.merge_patch(current, merge)
+
+        else:
+            raise status.unsupported_media_type(content_type)
+        entry = self.state.storage.patch(req.rt, req.namespace, req.name, apply, req.subresource)
+        self._send_json(200, self._data(req.rt, entry))
+
+    def _delete(self, req: _Request, query: dict[str, str], body: bytes) -> None:
+        options = self._body(body, req.rt) if body else None
+        pre = options.get("preconditions") if isinstance(options, dict) else None
+        entry = self.state.storage.delete(
+            req.rt, req.namespace, req.name, pre if isinstance(pre, dict) else None)
+        if req.rt.resource in ("namespaces", "pods") and not req.rt.group:
+            self._send_json(200, entry.data)
+            return
+        details: dict[str, Any] = {"name": req.name}
+        if req.rt.group:
+            details["group"] = req.rt.group
+        details["kind"] = req.rt.resource
+        details["uid"] = entry.obj["metadata"].get("uid", "")
+        self._send_obj(200, {"kind": "Status", "apiVersion": "v1", "metadata": {},
+                             "status": "Success", "details": details})
+
+    def _deletecollection(self, req: _Request, query: dict[str, str], body: bytes) -> None:
+        match = self._matcher(req.rt, query)
+        storage = self.state.storage
+        deleted = []
+        for entry in storage.entries(req.rt, req.namespace):
+            if match is None or match(entry.obj):
+                meta = entry.obj["metadata"]
+                try:
+                    final = storage.delete(req.rt, meta.get("namespace", ""), meta["name"])
+                except StatusError:
+                    continue
+                deleted.append(self._data(req.rt, final))
+        self._send_list(req.rt, deleted, storage.resource_version, "", None)
+
+    def _matcher(self, rt: ResourceType, query: dict[str, str]) -> Any:
+        try:
+            selector = labelsel.parse_selector(query.get("labelSelector", ""))
+        except labelsel.LabelSelectorError as err:
+            raise status.bad_request(f"unable to parse requirement: {err}") from None
+        fields = store.FieldSelector.parse(query.get("fieldSelector", ""), rt)
+        if selector.empty() and not fields.terms:
+            return None
+
+        def match(obj: dict[str, Any]) -> bool:
+            labels = (obj.get("metadata") or {}).get("labels")
+            return selector.matches(labels) and fields.matches(obj)
+
+        return match
+
+    def _list_options(self, query: dict[str, str], watch: bool) -> tuple[str, str]:
+        rv = query.get("resourceVersion", "")
+        rv_match = query.get("resourceVersionMatch", "")
+        if rv and not rv.isdigit():
+            raise status.bad_request(f'invalid resource version "{rv}"')
+        if rv_match not in _RV_MATCHES:
+            raise status.invalid_options("ListOptions", [(
+                "FieldValueNotSupported", "resourceVersionMatch",
+                f'Unsupported value: "{rv_match}": supported values: "Exact", "NotOlderThan"')])
+        if query.get("continue") and rv and not watch:
+            raise status.bad_request(
+                "specifying resource version is not allowed when using continue")
+        send_initial = query.get("sendInitialEvents") in ("true", "1")
+        if watch and send_initial and rv_match != "NotOlderThan":
+            raise status.invalid_options("ListOptions", [(
+                "FieldValueForbidden", "sendInitialEvents",
+                "Forbidden: sendInitialEvents is forbidden for watch unless "
+                "resourceVersionMatch is set to NotOlderThan")])
+        if watch and rv_match and not send_initial:
+            raise status.invalid_options("ListOptions", [(
+                "FieldValueForbidden", "resourceVersionMatch",
+                "Forbidden: resourceVersionMatch is forbidden for watch unless "
+                "sendInitialEvents is provided")])
+        if rv_match and not rv and not (watch and send_initial):
+            raise status.invalid_options("ListOptions", [(
+                "FieldValueForbidden", "resourceVersionMatch",
+                "Forbidden: resourceVersionMatch is forbidden unless resourceVersion is provided")])
+        if rv_match == "Exact" and rv == "0":
+            raise status.invalid_options("ListOptions", [(
+                "FieldValueForbidden", "resourceVersionMatch",
+                'Forbidden: resourceVersionMatch "exact" is forbidden for resourceVersion "0"')])
+        return rv, rv_match
+
+    def _list(self, req: _Request, query: dict[str, str], body: bytes) -> None:
+        rt = req.rt
+        match = self._matcher(rt, query)
+        rv, rv_match = self._list_options(query, watch=False)
+        limit_text = query.get("limit", "") or "0"
+        if not limit_text.lstrip("-").isdigit():
+            raise status.bad_request(f'invalid limit "{limit_text}"')
+        entries, list_rv, token, remaining = self.state.storage.list(
+            rt, req.namespace, match, max(0, int(limit_text)), query.get("continue", ""),
+            rv, rv_match)
+        data = [self._data(rt, e) for e in entries] if rt.custom else [e.data for e in entries]
+        self._send_list(rt, data, list_rv, token, remaining if match is None else None)
+
+    def _send_list(
+        self, rt: ResourceType, items: list[bytes], rv: int, token: str, remaining: int | None
+    ) -> None:
+        meta: dict[str, Any] = {"resourceVersion": str(rv)}
+        if token:
+            meta["continue"] = token
+            if remaining is not None:
+                meta["remainingItemCount"] = remaining
+        head = (b'{"kind":"' + rt.list_kind.encode() + b'","apiVersion":"'
+                + rt.api_version.encode() + b'","metadata":' + store.dumps(meta)
+                + b',"items":[')
+        self._send_json(200, head + b",".join(items) + b"]}")
+
+    # ---- watch -------------------------------------------------------------------------------
+
+    def _watch(self, req: _Request, query: dict[str, str], body: bytes) -> None:
+        rt = req.rt
+        try:
+            selector = labelsel.parse_selector(query.get("labelSelector", ""))
+        except labelsel.LabelSelectorError as err:
+            raise status.bad_request(f"unable to parse requirement: {err}") from None
+        field_text = query.get("fieldSelector", "")
+        if req.name:
+            field_text = ",".join(t for t in (field_text, f"metadata.name={req.name}") if t)
+        fields = store.FieldSelector.parse(field_text, rt)
+        rv, _ = self._list_options(query, watch=True)
+        timeout_text = query.get("timeoutSeconds", "") or "0"
+        if not timeout_text.isdigit():
+            raise status.bad_request(f'invalid timeoutSeconds "{timeout_text}"')
+        timeout = int(timeout_text)
+        bookmarks = query.get("allowWatchBookmarks") in ("true", "1")
+        send_initial = query.get("sendInitialEvents") in ("true", "1")
+        watcher = store.Watcher(rt, req.namespace, selector, fields)
+        expired: StatusError | None = None
+        try:
+            self.state.storage.watch(watcher, rv, send_initial)
+        except StatusError as err:
+            if err.code != 410:
+                raise
+            expired = err
+        self._code = 200
+        self._streaming = True
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Transfer-Encoding", "chunked")
+        self.send_header("Cache-Control", "no-cache, private")
+        self.end_headers()
+        if expired is not None:
+            self._write_chunk(b'{"type":"ERROR","object":' + store.dumps(expired.body()) + b"}\n")
+            self._end_stream()
+            return
+        try:
+            self._stream(watcher, timeout, bookmarks)
+        finally:
+            self.state.storage.unwatch(watcher)
+
+    def _write_chunk(self, data: bytes) -> None:
+        self.wfile.write(b"%x\r\n%s\r\n" % (len(data), data))
+
+    def _end_stream(self) -> None:
+        self.wfile.write(b"0\r\n\r\n")
+
+    def _abort(self) -> None:
+        self.close_connection = True
+        try:
+            self.connection.shutdown(socket.SHUT_RDWR)
+        except OSError:
+            pass
+
+    def _bookmark(self, rt: ResourceType, rv: int, initial_end: bool = False) -> bytes:
+        meta: dict[str, Any] = {"resourceVersion": str(rv)}
+        if initial_end:
+            meta["annotations"] = {"k8s.io/initial-events-end": "true"}
+        return store.dumps({"type": "BOOKMARK", "object": {
+            "kind": rt.kind, "apiVersion": rt.api_version, "metadata": meta}}) + b"\n"
+
+    def _stream(self, watcher: store.Watcher, timeout: int, bookmarks: bool) -> None:
+        """Write the watcher's items until a timeout, a stop, a drop or a dead client."""
+        storage = self.state.storage
+        rt = watcher.rt
+        interval = self.state.bookmark_interval
+        started = time.monotonic()
+        deadline = started + timeout if timeout > 0 else None
+        next_bookmark = started + interval
+        get = watcher.queue.get
+        get_nowait = watcher.queue.get_nowait
+        while True:
+            if watcher.overflowed:
+                err = status.too_old(watcher.last_rv, storage.resource_version)
+                self._write_chunk(b'{"type":"ERROR","object":' + store.dumps(err.body()) + b"}\n")
+                self._end_stream()
+                return
+            now = time.monotonic()
+            wait = next_bookmark - now if bookmarks else 3600.0
+            if deadline is not None:
+                wait = min(wait, deadline - now)
+            try:
+                item = get(timeout=max(0.0, wait))
+            except queue.Empty:
+                now = time.monotonic()
+                if deadline is not None and now >= deadline:
+                    version = storage.bookmark_version(watcher) if bookmarks else None
+                    if version is not None:
+                        self._write_chunk(self._bookmark(rt, version))
+                    self._end_stream()
+                    return
+                if bookmarks and now >= next_bookmark:
+                    version = storage.bookmark_version(watcher)
+                    if version is not None:
+                        self._write_chunk(self._bookmark(rt, version))
+                    next_bookmark = now + interval
+                continue
+            out: list[bytes] = []
+            ending = ""
+            while True:
+                tag, payload = item
+                if tag == store.EVENT:
+                    line = self._event_line(watcher, payload)
+                    if line:
+                        out.append(line)
+                    watcher.last_rv = payload.rv
+                elif tag == store.INITIAL:
+                    if watcher.matches(payload.obj):
+                        out.append(b'{"type":"ADDED","object":' + self._data(rt, payload) + b"}\n")
+                elif tag == store.INITIAL_END:
+                    out.append(self._bookmark(rt, payload, initial_end=True))
+                elif tag == store.GARBAGE:
+                    out.append(payload if payload.endswith(b"\n") else payload + b"\n")
+                else:
+                    ending = tag
+                    break
+                if len(out) >= _MAX_BATCH:
+                    break
+                try:
+                    item = get_nowait()
+                except queue.Empty:
+                    break
+            if out:
+                self._write_chunk(b"".join(out))
+            if ending == store.STOP:
+                self._end_stream()
+                return
+            if ending == store.DROP:
+                self._abort()
+                return
+            if ending == store.CUT:
+                line = self._bookmark(rt, watcher.last_rv)
+                self._write_chunk(line[: len(line) // 2])
+                self._abort()
+                return
+
+    def _event_line(self, watcher: store.Watcher, ev: store.Event) -> bytes | None:
+        rt = watcher.rt
+        data = ev.entry.data
+        if rt.custom and ev.entry.obj.get("apiVersion") != rt.api_version:
+            data = self._data(rt, ev.entry)
+        if not watcher._filtering:
+            return b'{"type":"' + ev.type.encode() + b'","object":' + data + b"}\n"
+        if ev.type == store.DELETED:
+            if watcher.matches(ev.entry.obj):
+                return b'{"type":"DELETED","object":' + data + b"}\n"
+            return None
+        now_in = watcher.matches(ev.entry.obj)
+        was_in = ev.prev is not None and watcher.matches(ev.prev.obj)
+        if now_in:
+            kind = b"MODIFIED" if was_in else b"ADDED"
+            return b'{"type":"' + kind + b'","object":' + data + b"}\n"
+        if was_in:
+            return b'{"type":"DELETED","object":' + ev.left_data() + b"}\n"
+        return None

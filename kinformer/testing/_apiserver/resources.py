@@ -1,0 +1,240 @@
+"""Resource types the fake API server serves, and the discovery documents describing them.
+
+A :class:`ResourceType` is one group/version/resource with its kind, scope and verbs, as
+kube-apiserver lists it under ``/api/v1`` or ``/apis/<group>/<version>``. Built-in types are fixed;
+CustomResourceDefinitions add and remove types at run time (``storage.Storage`` owns that).
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+from kinformer.gvr import GroupVersionResource, join_group_version
+
+ALL_VERBS = ("create", "delete", "deletecollection", "get", "list", "patch", "update", "watch")
+CRD_GROUP = "apiextensions.k8s.io"
+CRD_RESOURCE = "customresourcedefinitions"
+
+
+@dataclass(frozen=True)
+class ResourceType:
+    """One served group/version/resource: kind, scope, names and behaviour switches.
+
+    ``generation`` says whether ``metadata.generation`` is kept (types with a spec);
+    ``status`` whether a ``/status`` subresource exists (then the main resource ignores status
+    changes and the subresource ignores everything else, as for CRDs with the status subresource).
+    """
+
+    group: str
+    version: str
+    resource: str
+    kind: str
+    namespaced: bool
+    singular: str
+    short_names: tuple[str, ...] = ()
+    categories: tuple[str, ...] = ()
+    generation: bool = True
+    status: bool = False
+    custom: bool = False
+    extra_fields: tuple[str, ...] = field(default=())
+
+    @property
+    def api_version(self) -> str:
+        return join_group_version(self.group, self.version)
+
+    @property
+    def group_resource(self) -> str:
+        """``configmaps`` or ``deployments.apps``: the storage key and the name in messages."""
+        return f"{self.resource}.{self.group}" if self.group else self.resource
+
+    @property
+    def list_kind(self) -> str:
+        return self.kind + "List"
+
+    @property
+    def gvr(self) -> GroupVersionResource:
+        return GroupVersionResource(self.group, self.version, self.resource)
+
+    def discovery_entries(self) -> list[dict[str, Any]]:
+        """The ``APIResource`` entries for this type (and its status subresource)."""
+        digest = hashlib.sha256(f"{self.group_resource}/{self.version}".encode()).digest()
+        entry: dict[str, Any] = {
+            "name": self.resource,
+            "singularName": self.singular,
+            "namespaced": self.namespaced,
+            "kind": self.kind,
+            "verbs": list(ALL_VERBS),
+            "storageVersionHash": _hash_text(digest),
+        }
+        if self.short_names:
+            entry["shortNames"] = list(self.short_names)
+        if self.categories:
+            entry["categories"] = list(self.categories)
+        entries = [entry]
+        if self.status:
+            entries.append(
+                {
+                    "name": f"{self.resource}/status",
+                    "singularName": "",
+                    "namespaced": self.namespaced,
+                    "kind": self.kind,
+                    "verbs": ["get", "patch", "update"],
+                }
+            )
+        return entries
+
+
+def _hash_text(digest: bytes) -> str:
+    import base64
+
+    return base64.b64encode(digest[:8]).decode()
+
+
+def _builtin(
+    group: str,
+    resource: str,
+    kind: str,
+    namespaced: bool,
+    short: Iterable[str] = (),
+    generation: bool = True,
+    status: bool = False,
+    extra_fields: Iterable[str] = (),
+    categories: Iterable[str] = (),
+) -> ResourceType:
+    return ResourceType(
+        group=group,
+        version="v1",
+        resource=resource,
+        kind=kind,
+        namespaced=namespaced,
+        singular=kind.lower(),
+        short_names=tuple(short),
+        categories=tuple(categories),
+        generation=generation,
+        status=status,
+        extra_fields=tuple(extra_fields),
+    )
+
+
+BUILTIN_TYPES: tuple[ResourceType, ...] = (
+    _builtin("", "namespaces", "Namespace", False, ("ns",), generation=False, status=True,
+             extra_fields=("status.phase",)),
+    _builtin("", "configmaps", "ConfigMap", True, ("cm",), generation=False),
+    _builtin("", "secrets", "Secret", True, generation=False, extra_fields=("type",)),
+    _builtin("", "pods", "Pod", True, ("po",), status=True, categories=("all",),
+             extra_fields=("spec.nodeName", "spec.restartPolicy", "spec.schedulerName",
+                           "spec.serviceAccountName", "status.phase", "status.podIP")),
+    _builtin("", "services", "Service", True, ("svc",), status=True, categories=("all",)),
+    _builtin("", "nodes", "Node", False, ("no",), status=True, extra_fields=("spec.unschedulable",)),
+    _builtin("", "events", "Event", True, ("ev",), generation=False,
+             extra_fields=("involvedObject.kind", "involvedObject.namespace",
+                           "involvedObject.name", "involvedObject.uid", "reason", "type")),
+    _builtin("", "serviceaccounts", "ServiceAccount", True, ("sa",), generation=False),
+    _builtin("apps", "deployments", "Deployment", True, ("deploy",), status=True,
+             categories=("all",)),
+    _builtin("coordination.k8s.io", "leases", "Lease", True),
+    _builtin(CRD_GROUP, CRD_RESOURCE, "CustomResourceDefinition", False, ("crd", "crds"),
+             status=True, categories=("api-extensions",)),
+)
+
+DEFAULT_NAMESPACES = ("default", "kube-node-lease", "kube-public", "kube-system")
+
+
+def types_from_crd(crd: dict[str, Any]) -> list[ResourceType]:
+    """The resource types a CustomResourceDefinition serves: one per served version."""
+    spec = crd.get("spec") or {}
+    names = spec.get("names") or {}
+    group = str(spec.get("group") or "")
+    plural = str(names.get("plural") or "")
+    kind = str(names.get("kind") or "")
+    singular = str(names.get("singular") or kind.lower())
+    namespaced = spec.get("scope", "Namespaced") != "Cluster"
+    found = []
+    for version in spec.get("versions") or []:
+        if not isinstance(version, dict) or not version.get("served", True):
+            continue
+        subresources = version.get("subresources") or {}
+        found.append(
+            ResourceType(
+                group=group,
+                version=str(version.get("name") or ""),
+                resource=plural,
+                kind=kind,
+                namespaced=namespaced,
+                singular=singular,
+                short_names=tuple(names.get("shortNames") or ()),
+                categories=tuple(names.get("categories") or ()),
+                generation=True,
+                status="status" in subresources,
+                custom=True,
+            )
+        )
+    return found
+
+
+def validate_crd(crd: dict[str, Any]) -> list[tuple[str, str]]:
+    """Problems with a CRD body as (field, message) pairs; empty when it can be served."""
+    problems: list[tuple[str, str]] = []
+    spec = crd.get("spec")
+    if not isinstance(spec, dict):
+        return [("spec", "Required value")]
+    names = spec.get("names") if isinstance(spec.get("names"), dict) else {}
+    group = spec.get("group")
+    plural = names.get("plural") if names else None
+    if not group or not isinstance(group, str) or "." not in group:
+        problems.append(("spec.group", "Invalid value: should be a domain with at least one dot"))
+    if not plural or not isinstance(plural, str):
+        problems.append(("spec.names.plural", "Required value"))
+    if not names or not names.get("kind"):
+        problems.append(("spec.names.kind", "Required value"))
+    name = (crd.get("metadata") or {}).get("name")
+    if plural and group and name != f"{plural}.{group}":
+        problems.append(("metadata.name", 'Invalid value: must be spec.names.plural+"."+spec.group'))
+    versions = spec.get("versions")
+    if not isinstance(versions, list) or not versions:
+        problems.append(("spec.versions", "Invalid value: must have exactly one version marked as storage version"))
+    elif not all(isinstance(v, dict) and v.get("name") for v in versions):
+        problems.append(("spec.versions", "Required value: name"))
+    if spec.get("scope", "Namespaced") not in ("Namespaced", "Cluster"):
+        problems.append(("spec.scope", 'Unsupported value: supported values: "Cluster", "Namespaced"'))
+    return problems
+
+
+def crd_status(crd: dict[str, Any]) -> dict[str, Any]:
+    """The status kube-apiserver gives an accepted, established CRD."""
+    spec = crd.get("spec") or {}
+    names = dict(spec.get("names") or {})
+    names.setdefault("singular", str(names.get("kind", "")).lower())
+    names.setdefault("listKind", f"{names.get('kind', '')}List")
+    stamp = (crd.get("metadata") or {}).get("creationTimestamp", "")
+    return {
+        "acceptedNames": names,
+        "conditions": [
+            {"type": "NamesAccepted", "status": "True", "reason": "NoConflicts",
+             "message": "no conflicts found", "lastTransitionTime": stamp},
+            {"type": "Established", "status": "True", "reason": "InitialNamesAccepted",
+             "message": "the initial names have been accepted", "lastTransitionTime": stamp},
+        ],
+        "storedVersions": [
+            str(v.get("name")) for v in spec.get("versions") or [] if isinstance(v, dict)
+            and v.get("storage")
+        ],
+    }
+
+
+def version_info() -> dict[str, str]:
+    """The ``/version`` document."""
+    return {
+        "major": "1",
+        "minor": "36",
+        "gitVersion": "v1.36.2-kinformer",
+        "gitCommit": "0000000000000000000000000000000000000000",
+        "gitTreeState": "clean",
+        "buildDate": "2026-01-01T00:00:00Z",
+        "goVersion": "go1.25.0",
+        "compiler": "gc",
+        "platform": "linux/amd64",
+    }

@@ -1,0 +1,781 @@
+"""Storage of the fake API server: objects, one resourceVersion, a bounded history, watchers.
+
+Like etcd behind kube-apiserver, one counter versions every write of every type. Each write
+serializes the object once; lists join the cached bytes and watch events reuse them. The history
+of the last ``history_size`` events serves watches and ``Exact`` lists from older versions;
+anything older answers 410 Expired. Each watcher gets its own unbounded queue filled by writers
+under the storage lock (a put, never a wait), so a slow watcher never blocks a writer; one that
+falls ``max_backlog`` events behind is ended with 410, as the real server ends it.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import collections
+import itertools
+import json
+import queue
+import random
+import re
+import threading
+import time
+import uuid
+from collections.abc import Callable, Iterable
+from datetime import datetime, timezone
+from typing import Any
+
+from kinformer import labels as labelsel
+from kinformer.testing._apiserver import resources, status
+from kinformer.testing._apiserver.resources import ResourceType
+from kinformer.testing._apiserver.status import StatusError
+
+try:
+    import orjson
+
+    def dumps(obj: Any) -> bytes:
+        """Compact JSON bytes of ``obj``."""
+        return orjson.dumps(obj)  # type: ignore[no-any-return]
+
+    def loads(data: bytes | str) -> Any:
+        """Decode JSON; raises ValueError on bad input."""
+        return orjson.loads(data)
+
+except ImportError:  # pragma: no cover - orjson is an optional speed-up
+
+    def dumps(obj: Any) -> bytes:
+        """Compact JSON bytes of ``obj``."""
+        return json.dumps(obj, separators=(",", ":")).encode()
+
+    def loads(data: bytes | str) -> Any:
+        """Decode JSON; raises ValueError on bad input."""
+        return json.loads(data)
+
+
+ADDED = "ADDED"
+MODIFIED = "MODIFIED"
+DELETED = "DELETED"
+
+# Watch queue item tags (besides events).
+EVENT = "event"
+INITIAL = "initial"
+INITIAL_END = "initial-end"
+STOP = "stop"  # end the stream cleanly
+DROP = "drop"  # close the connection abruptly
+GARBAGE = "garbage"  # write a malformed line
+CUT = "cut"  # write half a line, then close abruptly
+
+MAX_SNAPSHOTS = 64  # continue tokens kept alive; older ones answer 410 like a compacted etcd
+_SUBDOMAIN = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*\Z")
+_LABEL = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?\Z")
+_SUBDOMAIN_MSG = (
+    "a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or "
+    "'.', and must start and end with an alphanumeric character (e.g. 'example.com', regex used "
+    "for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*')"
+)
+_LABEL_MSG = (
+    "a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and "
+    "must start and end with an alphanumeric character (e.g. 'my-name',  or '123-abc', regex "
+    "used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?')"
+)
+_GENERATE_ALPHABET = "bcdfghjklmnpqrstvwxz2456789"
+
+
+def now_timestamp() -> str:
+    """The current UTC time as Kubernetes writes it (``2026-01-02T03:04:05Z``)."""
+    return datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+class Entry:
+    """One stored version of an object: the decoded dict (never mutated) and its JSON bytes."""
+
+    __slots__ = ("data", "obj", "rv")
+
+    def __init__(self, obj: dict[str, Any], data: bytes, rv: int) -> None:
+        self.obj = obj
+        self.data = data
+        self.rv = rv
+
+
+class Event:
+    """One write in the history: ``entry`` is the new state (the final state for DELETED)."""
+
+    __slots__ = ("_left", "entry", "gr", "name", "namespace", "prev", "rv", "type")
+
+    def __init__(
+        self, type_: str, gr: str, namespace: str, name: str, entry: Entry, prev: Entry | None
+    ) -> None:
+        self.type = type_
+        self.gr = gr
+        self.namespace = namespace
+        self.name = name
+        self.entry = entry
+        self.prev = prev
+        self.rv = entry.rv
+        self._left: bytes | None = None
+
+    def left_data(self) -> bytes:
+        """The previous object at this event's version: what a watch sees leaving its selector."""
+        if self._left is None:
+            assert self.prev is not None
+            self._left = dumps(with_resource_version(self.prev.obj, self.rv))
+        return self._left
+
+
+def with_resource_version(obj: dict[str, Any], rv: int) -> dict[str, Any]:
+    """A shallow copy of ``obj`` whose ``metadata.resourceVersion`` is ``rv``."""
+    copy = dict(obj)
+    copy["metadata"] = dict(obj.get("metadata") or {}, resourceVersion=str(rv))
+    return copy
+
+
+class FieldSelector:
+    """A parsed field selector: (path, negated, value) terms over dotted paths, all must hold."""
+
+    def __init__(self, terms: Iterable[tuple[tuple[str, ...], bool, str]] = ()) -> None:
+        self.terms = tuple(terms)
+
+    @classmethod
+    def parse(cls, text: str, rt: ResourceType) -> FieldSelector:
+        """Parse ``metadata.name=x,metadata.namespace!=y``; unknown fields raise 400."""
+        allowed = {"metadata.name", "metadata.namespace", *rt.extra_fields}
+        terms = []
+        for raw in text.split(","):
+            part = raw.strip()
+            if not part:
+                continue
+            for op in ("!=", "==", "="):
+                field, sep, value = part.partition(op)
+                if sep:
+                    break
+            else:
+                raise status.bad_request(f"invalid selector: '{text}'; can't understand '{part}'")
+            field = field.strip()
+            if field not in allowed:
+                raise status.bad_request(f'field label not supported: {field}')
+            terms.append((tuple(field.split(".")), op == "!=", value.strip()))
+        return cls(terms)
+
+    def matches(self, obj: dict[str, Any]) -> bool:
+        for path, negated, value in self.terms:
+            node: Any = obj
+            for step in path:
+                node = node.get(step) if isinstance(node, dict) else None
+            actual = "" if node is None else str(node)
+            if (actual == value) == negated:
+                return False
+        return True
+
+
+class Watcher:
+    """One open watch: its filter, its queue of pending items, and where it has got to.
+
+    Writers put ``(tag, payload)`` items under the storage lock; the serving thread takes them
+    off without it. ``overflowed`` is set by a writer when the queue grows past the backlog.
+    """
+
+    def __init__(
+        self,
+        rt: ResourceType,
+        namespace: str,
+        selector: labelsel.Selector,
+        fields: FieldSelector,
+    ) -> None:
+        self.rt = rt
+        self.namespace = namespace
+        self.selector = selector
+        self.fields = fields
+        self.queue: queue.SimpleQueue[tuple[str, Any]] = queue.SimpleQueue()
+        self.last_rv = 0
+        self.overflowed = False
+        self._filtering = not selector.empty() or bool(fields.terms)
+
+    def matches(self, obj: dict[str, Any]) -> bool:
+        """Whether ``obj`` passes the label and field selectors."""
+        if not self._filtering:
+            return True
+        meta = obj.get("metadata") or {}
+        return self.selector.matches(meta.get("labels")) and self.fields.matches(obj)
+
+
+class _Snapshot:
+    __slots__ = ("items", "rv")
+
+    def __init__(self, rv: int, items: list[Entry]) -> None:
+        self.rv = rv
+        self.items = items
+
+
+class Storage:
+    """Every object of every served type, the resourceVersion counter, history and watchers.
+
+    Thread-safe: one condition guards all state. Stored dicts are never mutated after a write;
+    callers get them read-only (``Entry.obj``) or copy them.
+    """
+
+    def __init__(
+        self,
+        history_size: int = 10_000,
+        max_backlog: int = 200_000,
+        future_rv_wait: float = 3.0,
+    ) -> None:
+        self.history_size = history_size
+        self.max_backlog = max_backlog
+        self.future_rv_wait = future_rv_wait
+        # guards every attribute below; _rv only grows; _compacted <= every RV in _history
+        self._lock = threading.Condition()
+        self._rv = 1
+        self._compacted = 1
+        self._history: collections.deque[Event] = collections.deque()
+        self._buckets: dict[str, dict[tuple[str, str], Entry]] = {}
+        self._sorted: dict[str, list[tuple[str, str]]] = {}
+        self._types: dict[tuple[str, str, str], ResourceType] = {}
+        self._crd_types: dict[str, list[ResourceType]] = {}
+        self._watchers: dict[str, set[Watcher]] = {}
+        self._snapshots: collections.OrderedDict[int, _Snapshot] = collections.OrderedDict()
+        self._snapshot_ids = itertools.count(1)
+        for rt in resources.BUILTIN_TYPES:
+            self._types[(rt.group, rt.version, rt.resource)] = rt
+        ns_type = self.resolve("", "v1", "namespaces")
+        assert ns_type is not None
+        self._ns_type = ns_type
+        for name in resources.DEFAULT_NAMESPACES:
+            self.create(ns_type, "", {"metadata": {"name": name}, "spec": {"finalizers": ["kubernetes"]},
+                                      "status": {"phase": "Active"}})
+
+    # ---- types -------------------------------------------------------------------------------
+
+    def resolve(self, group: str, version: str, resource: str) -> ResourceType | None:
+        """The served type at this group/version/resource, or None."""
+        with self._lock:
+            return self._types.get((group, version, resource))
+
+    def types(self) -> list[ResourceType]:
+        """Every served type, built-ins first, in a stable order."""
+        with self._lock:
+            return list(self._types.values())
+
+    def find_by_resource(self, group: str, resource: str) -> ResourceType | None:
+        """Any served version of ``resource`` in ``group`` (for server-side helpers)."""
+        with self._lock:
+            for rt in self._types.values():
+                if rt.group == group and rt.resource == resource:
+                    return rt
+        return None
+
+    # ---- reads -------------------------------------------------------------------------------
+
+    @property
+    def resource_version(self) -> int:
+        with self._lock:
+            return self._rv
+
+    def get(self, rt: ResourceType, namespace: str, name: str) -> Entry:
+        """The current entry; 404 when absent."""
+        with self._lock:
+            entry = self._buckets.get(rt.group_resource, {}).get((namespace, name))
+        if entry is None:
+            raise status.not_found(rt, name)
+        return entry
+
+    def entries(self, rt: ResourceType, namespace: str = "") -> list[Entry]:
+        """Current entries of a type (in one namespace if given), sorted by namespace and name."""
+        with self._lock:
+            bucket = self._buckets.get(rt.group_resource, {})
+            return [bucket[k] for k in self._sorted_keys(rt.group_resource)
+                    if not namespace or k[0] == namespace]
+
+    def list(
+        self,
+        rt: ResourceType,
+        namespace: str,
+        match: Callable[[dict[str, Any]], bool] | None,
+        limit: int,
+        token: str,
+        rv_text: str,
+        rv_match: str,
+    ) -> tuple[list[Entry], int, str, int | None]:
+        """One page of a list: (entries, list resourceVersion, continue token, remaining count).
+
+        Follows kube-apiserver: a continue token pages through the snapshot taken by the first
+        page; ``Exact`` lists reconstruct an older state from history (410 once compacted);
+        other lists serve current data; a version from the future waits, then answers 504.
+        """
+        gr = rt.group_resource
+        with self._lock:
+            if token:
+                snap_id, start, token_rv = _decode_token(token)
+                snap = self._snapshots.get(snap_id)
+                if snap is None or snap.rv != token_rv or token_rv < self._compacted:
+                    raise status.expired(
+                        "The provided continue parameter is too old to display a consistent "
+                        "list result. You can start a new list without the continue parameter."
+                    )
+                self._snapshots.move_to_end(snap_id)
+                items, list_rv = snap.items, snap.rv
+            else:
+                start = 0
+                wanted = int(rv_text) if rv_text else 0
+                self._wait_for_version(wanted)
+                if rv_match == "Exact":
+                    if wanted < self._compacted:
+                        raise status.too_old(wanted, self._compacted)
+                    state = self._state_at(gr, wanted)
+                    keys = sorted(state)
+                    list_rv = wanted
+                else:
+                    state = self._buckets.get(gr, {})
+                    keys = self._sorted_keys(gr)
+                    list_rv = self._rv
+                if namespace:
+                    keys = [k for k in keys if k[0] == namespace]
+                if match is None:
+                    items = [state[k] for k in keys]
+                else:
+                    items = [e for e in (state[k] for k in keys) if match(e.obj)]
+                if rv_text == "0":
+                    limit = 0  # served from the watch cache, which ignores limit
+            end = start + limit if limit > 0 else len(items)
+            if end >= len(items):
+                return items[start:], list_rv, "", None
+            if token:
+                new_token = _encode_token(snap_id, end, list_rv)
+            else:
+                new_id = next(self._snapshot_ids)
+                self._snapshots[new_id] = _Snapshot(list_rv, items)
+                while len(self._snapshots) > MAX_SNAPSHOTS:
+                    self._snapshots.popitem(last=False)
+                new_token = _encode_token(new_id, end, list_rv)
+            return items[start:end], list_rv, new_token, len(items) - end
+
+    def _sorted_keys(self, gr: str) -> list[tuple[str, str]]:
+        keys = self._sorted.get(gr)
+        if keys is None:
+            keys = sorted(self._buckets.get(gr, {}))
+            self._sorted[gr] = keys
+        return keys
+
+    def _state_at(self, gr: str, rv: int) -> dict[tuple[str, str], Entry]:
+        state = dict(self._buckets.get(gr, {}))
+        for ev in reversed(self._history):
+            if ev.rv <= rv:
+                break
+            if ev.gr != gr:
+                continue
+            key = (ev.namespace, ev.name)
+            if ev.prev is None:
+                state.pop(key, None)
+            else:
+                state[key] = ev.prev
+        return state
+
+    def _wait_for_version(self, wanted: int) -> None:
+        """Wait (lock held, released while waiting) until ``wanted`` exists; 504 if it never does."""
+        if wanted <= self._rv:
+            return
+        deadline = time.monotonic() + self.future_rv_wait
+        while wanted > self._rv:
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                raise status.too_large(wanted, self._rv)
+            self._lock.wait(remaining)
+
+    # ---- watch -------------------------------------------------------------------------------
+
+    def watch(self, watcher: Watcher, rv_text: str, send_initial: bool) -> None:
+        """Register ``watcher``, queueing what it must see first.
+
+        With ``rv_text`` "" or "0", or ``send_initial``, a synthetic ADDED for every current
+        object (then an INITIAL_END marker when ``send_initial``); otherwise every history event
+        after that version. Raises 410 (too old) or 504 (from the future) without registering.
+        """
+        rt = watcher.rt
+        gr = rt.group_resource
+        ns = watcher.namespace
+        put = watcher.queue.put
+        with self._lock:
+            if send_initial or rv_text in ("", "0"):
+                if rv_text not in ("", "0"):
+                    self._wait_for_version(int(rv_text))
+                bucket = self._buckets.get(gr, {})
+                for key in self._sorted_keys(gr):
+                    if not ns or key[0] == ns:
+                        put((INITIAL, bucket[key]))
+                if send_initial:
+                    put((INITIAL_END, self._rv))
+                watcher.last_rv = self._rv
+            else:
+                since = int(rv_text)
+                self._wait_for_version(since)
+                if since < self._compacted:
+                    raise status.too_old(since, self._compacted)
+                backlog = []
+                for ev in reversed(self._history):
+                    if ev.rv <= since:
+                        break
+                    if ev.gr == gr and (not ns or ev.namespace == ns):
+                        backlog.append(ev)
+                for ev in reversed(backlog):
+                    put((EVENT, ev))
+                watcher.last_rv = since
+            self._watchers.setdefault(gr, set()).add(watcher)
+            self._lock.notify_all()
+
+    def unwatch(self, watcher: Watcher) -> None:
+        """Forget ``watcher``; idempotent."""
+        with self._lock:
+            self._watchers.get(watcher.rt.group_resource, set()).discard(watcher)
+            self._lock.notify_all()
+
+    def bookmark_version(self, watcher: Watcher) -> int | None:
+        """The version a bookmark may carry now, or None while events are still pending."""
+        with self._lock:
+            if not watcher.queue.empty():
+                return None
+            watcher.last_rv = max(watcher.last_rv, self._rv)
+            return watcher.last_rv
+
+    def watcher_count(self, gr: str) -> int:
+        with self._lock:
+            return len(self._watchers.get(gr, ()))
+
+    def wait_for_watchers(self, gr: str, count: int, timeout: float) -> bool:
+        with self._lock:
+            return self._lock.wait_for(lambda: len(self._watchers.get(gr, ())) >= count, timeout)
+
+    def signal_watchers(self, tag: str, payload: Any = None, gr: str | None = None) -> int:
+        """Put ``(tag, payload)`` into every open watcher's queue (of one type if ``gr``)."""
+        with self._lock:
+            targets = [w for g, ws in self._watchers.items() if gr is None or g == gr for w in ws]
+            for w in targets:
+                w.queue.put((tag, payload))
+            return len(targets)
+
+    # ---- writes ------------------------------------------------------------------------------
+
+    def _commit(
+        self, rt: ResourceType, type_: str, obj: dict[str, Any] | None, prev: Entry | None,
+        namespace: str, name: str,
+    ) -> Entry:
+        """Apply one write (lock held): bump the version, store, record history, fan out."""
+        gr = rt.group_resource
+        self._rv += 1
+        rv = self._rv
+        bucket = self._buckets.setdefault(gr, {})
+        key = (namespace, name)
+        if type_ == DELETED:
+            assert prev is not None
+            final = with_resource_version(prev.obj, rv)
+            entry = Entry(final, dumps(final), rv)
+            del bucket[key]
+            self._sorted.pop(gr, None)
+        else:
+            assert obj is not None
+            obj["metadata"]["resourceVersion"] = str(rv)
+            entry = Entry(obj, dumps(obj), rv)
+            if key not in bucket:
+                self._sorted.pop(gr, None)
+            bucket[key] = entry
+        ev = Event(type_, gr, namespace, name, entry, prev)
+        history = self._history
+        history.append(ev)
+        while len(history) > self.history_size:
+            self._compacted = history.popleft().rv
+        for w in self._watchers.get(gr, ()):
+            if w.namespace and w.namespace != namespace:
+                continue
+            w.queue.put((EVENT, ev))
+            if w.queue.qsize() > self.max_backlog:
+                w.overflowed = True
+        self._lock.notify_all()
+        return entry
+
+    def compact(self) -> int:
+        """Drop all history and continue tokens: older versions now answer 410. Returns the RV."""
+        with self._lock:
+            self._history.clear()
+            self._snapshots.clear()
+            self._compacted = self._rv
+            return self._rv
+
+    def create(self, rt: ResourceType, namespace: str, obj: Any) -> Entry:
+        """Create ``obj`` (a fresh dict the storage may keep); 404/409/422/400 as the server does."""
+        with self._lock:
+            return self._create_locked(rt, namespace, obj)
+
+    def bulk_create(self, rt: ResourceType, objs: Iterable[dict[str, Any]]) -> int:
+        """Create many objects under one lock hold; returns the last resourceVersion."""
+        with self._lock:
+            for obj in objs:
+                ns = str((obj.get("metadata") or {}).get("namespace") or "")
+                self._create_locked(rt, ns if rt.namespaced else "", obj)
+            return self._rv
+
+    def _create_locked(self, rt: ResourceType, namespace: str, obj: Any) -> Entry:
+        meta = _check_body(rt, obj)
+        name = meta.get("name") or ""
+        if not name and meta.get("generateName"):
+            name = str(meta["generateName"]) + "".join(
+                random.choice(_GENERATE_ALPHABET) for _ in range(5))
+            meta["name"] = name
+        if rt.namespaced:
+            body_ns = meta.get("namespace")
+            if body_ns and namespace and body_ns != namespace:
+                raise status.bad_request("the namespace of the provided object does not match "
+                                         "the namespace sent on the request")
+            namespace = namespace or str(body_ns or "")
+            if not namespace:
+                raise status.bad_request("the server could not find the requested resource")
+            meta["namespace"] = namespace
+        else:
+            namespace = ""
+            meta.pop("namespace", None)
+        _validate_name(rt, name)
+        if rt.namespaced and ("", namespace) not in self._buckets.get("namespaces", {}):
+            raise status.namespace_not_found(namespace)
+        if (namespace, name) in self._buckets.get(rt.group_resource, {}):
+            raise status.already_exists(rt, name)
+        obj["apiVersion"] = rt.api_version
+        obj["kind"] = rt.kind
+        meta["uid"] = str(uuid.uuid4())
+        meta["creationTimestamp"] = now_timestamp()
+        meta.pop("deletionTimestamp", None)
+        if rt.generation:
+            meta["generation"] = 1
+        else:
+            meta.pop("generation", None)
+        is_crd = rt.group == resources.CRD_GROUP and rt.resource == resources.CRD_RESOURCE
+        if is_crd:
+            problems = resources.validate_crd(obj)
+            if problems:
+                raise status.invalid(rt, name, [("FieldValueInvalid", f, m) for f, m in problems])
+            obj["status"] = resources.crd_status(obj)
+        entry = self._commit(rt, ADDED, obj, None, namespace, name)
+        if is_crd:
+            self._serve_crd(entry.obj)
+        return entry
+
+    def update(
+        self, rt: ResourceType, namespace: str, name: str, obj: Any, subresource: str = ""
+    ) -> Entry:
+        """Replace an object (PUT): 404 when missing, 409 on a stale resourceVersion."""
+        with self._lock:
+            return self._update_locked(rt, namespace, name, obj, subresource)
+
+    def patch(
+        self,
+        rt: ResourceType,
+        namespace: str,
+        name: str,
+        apply: Callable[[dict[str, Any]], Any],
+        subresource: str = "",
+    ) -> Entry:
+        """Apply ``apply`` to a private copy of the current object and store the result.
+
+        A result carrying a resourceVersion other than the current one is 409 Conflict.
+        """
+        with self._lock:
+            current = self._buckets.get(rt.group_resource, {}).get((namespace, name))
+            if current is None:
+                raise status.not_found(rt, name)
+            patched = apply(loads(current.data))
+            if not isinstance(patched, dict):
+                raise status.bad_request("the patch produced an object that is not a JSON object")
+            meta = patched.get("metadata")
+            if isinstance(meta, dict) and meta.get("resourceVersion") in (None, ""):
+                meta["resourceVersion"] = str(current.rv)
+            return self._update_locked(rt, namespace, name, patched, subresource)
+
+    def _update_locked(
+        self, rt: ResourceType, namespace: str, name: str, obj: Any, subresource: str
+    ) -> Entry:
+        current = self._buckets.get(rt.group_resource, {}).get((namespace, name))
+        if current is None:
+            raise status.not_found(rt, name)
+        meta = _check_body(rt, obj)
+        if meta.get("name") not in (None, "", name):
+            raise status.bad_request(f"the name of the object ({meta.get('name')}) does not "
+                                     f"match the name on the URL ({name})")
+        body_ns = meta.get("namespace")
+        if rt.namespaced and body_ns and body_ns != namespace:
+            raise status.bad_request("the namespace of the provided object does not match the "
+                                     "namespace sent on the request")
+        wanted_rv = meta.get("resourceVersion")
+        if wanted_rv not in (None, "") and str(wanted_rv) != str(current.rv):
+            raise status.conflict(rt, name)
+        old = current.obj
+        old_meta = old["metadata"]
+        if rt.status and subresource == "status":
+            new = loads(current.data)
+            if "status" in obj:
+                new["status"] = obj["status"]
+            else:
+                new.pop("status", None)
+        else:
+            new = obj
+            if rt.status:
+                if "status" in old:
+                    new["status"] = old["status"]
+                else:
+                    new.pop("status", None)
+            new_meta = new["metadata"]
+            new_meta["name"] = name
+            if rt.namespaced:
+                new_meta["namespace"] = namespace
+            else:
+                new_meta.pop("namespace", None)
+            for kept in ("uid", "creationTimestamp", "deletionTimestamp", "generation"):
+                if kept in old_meta:
+                    new_meta[kept] = old_meta[kept]
+                else:
+                    new_meta.pop(kept, None)
+        new["apiVersion"] = old.get("apiVersion", rt.api_version)
+        new["kind"] = rt.kind
+        is_crd = rt.group == resources.CRD_GROUP and rt.resource == resources.CRD_RESOURCE
+        if is_crd:
+            problems = resources.validate_crd(new)
+            if problems:
+                raise status.invalid(rt, name, [("FieldValueInvalid", f, m) for f, m in problems])
+            new["status"] = resources.crd_status(new)
+        if rt.generation and _spec_of(new) != _spec_of(old):
+            new["metadata"]["generation"] = int(old_meta.get("generation") or 0) + 1
+        new["metadata"]["resourceVersion"] = old_meta.get("resourceVersion")
+        if new == old:
+            return current  # a no-op update: no new version, no event
+        entry = self._commit(rt, MODIFIED, new, current, namespace, name)
+        if is_crd:
+            self._serve_crd(entry.obj)
+        return entry
+
+    def delete(
+        self, rt: ResourceType, namespace: str, name: str, preconditions: dict[str, Any] | None = None
+    ) -> Entry:
+        """Delete an object; returns its final state (a Namespace: its Terminating state).
+
+        Deleting a Namespace deletes everything in it (DELETED events) and then itself;
+        deleting a CRD deletes its objects, ends its watches cleanly and stops serving it.
+        """
+        with self._lock:
+            gr = rt.group_resource
+            current = self._buckets.get(gr, {}).get((namespace, name))
+            if current is None:
+                raise status.not_found(rt, name)
+            meta = current.obj["metadata"]
+            pre = preconditions or {}
+            if pre.get("uid") and pre["uid"] != meta.get("uid"):
+                raise status.conflict(rt, name, f"Precondition failed: UID in precondition: "
+                                      f"{pre['uid']}, UID in object meta: {meta.get('uid')}")
+            if pre.get("resourceVersion") and str(pre["resourceVersion"]) != str(current.rv):
+                raise status.conflict(rt, name, f"Precondition failed: ResourceVersion in "
+                                      f"precondition: {pre['resourceVersion']}, ResourceVersion "
+                                      f"in object meta: {current.rv}")
+            if gr == "namespaces":
+                return self._delete_namespace(current, name)
+            if rt.group == resources.CRD_GROUP and rt.resource == resources.CRD_RESOURCE:
+                self._unserve_crd(current.obj)
+            return self._commit(rt, DELETED, None, current, namespace, name)
+
+    def _delete_namespace(self, current: Entry, name: str) -> Entry:
+        terminating = loads(current.data)
+        terminating["metadata"]["deletionTimestamp"] = now_timestamp()
+        terminating.setdefault("status", {})["phase"] = "Terminating"
+        reply = self._commit(self._ns_type, MODIFIED, terminating, current, "", name)
+        for rt in list(self._types.values()):
+            if not rt.namespaced:
+                continue
+            bucket = self._buckets.get(rt.group_resource, {})
+            for key in [k for k in self._sorted_keys(rt.group_resource) if k[0] == name]:
+                if key in bucket:
+                    self._commit(rt, DELETED, None, bucket[key], key[0], key[1])
+        self._commit(self._ns_type, DELETED, None, reply, "", name)
+        return reply
+
+    # ---- CRDs --------------------------------------------------------------------------------
+
+    def _serve_crd(self, crd: dict[str, Any]) -> None:
+        crd_name = str(crd["metadata"]["name"])
+        for rt in self._crd_types.pop(crd_name, []):
+            self._types.pop((rt.group, rt.version, rt.resource), None)
+        served = resources.types_from_crd(crd)
+        for rt in served:
+            self._types[(rt.group, rt.version, rt.resource)] = rt
+        self._crd_types[crd_name] = served
+
+    def _unserve_crd(self, crd: dict[str, Any]) -> None:
+        crd_name = str(crd["metadata"]["name"])
+        served = self._crd_types.pop(crd_name, [])
+        if not served:
+            return
+        rt = served[0]
+        gr = rt.group_resource
+        bucket = self._buckets.get(gr, {})
+        for key in list(self._sorted_keys(gr)):
+            self._commit(rt, DELETED, None, bucket[key], key[0], key[1])
+        for w in self._watchers.pop(gr, set()):
+            w.queue.put((STOP, None))
+        for t in served:
+            self._types.pop((t.group, t.version, t.resource), None)
+        self._buckets.pop(gr, None)
+        self._sorted.pop(gr, None)
+        self._lock.notify_all()
+
+
+def _check_body(rt: ResourceType, obj: Any) -> dict[str, Any]:
+    """The metadata of a request body, after checking the shapes a decoder would reject (400)."""
+    if not isinstance(obj, dict):
+        raise status.bad_request(f"the body of the request could not be decoded into a {rt.kind}")
+    meta = obj.get("metadata")
+    if meta is None:
+        meta = obj["metadata"] = {}
+    if not isinstance(meta, dict):
+        raise status.bad_request("metadata: expected a JSON object")
+    for field in ("name", "namespace", "generateName", "resourceVersion", "uid"):
+        if meta.get(field) is not None and not isinstance(meta[field], str):
+            raise status.bad_request(f"metadata.{field}: expected a string")
+    for field in ("labels", "annotations"):
+        value = meta.get(field)
+        if value is None:
+            continue
+        if not isinstance(value, dict) or not all(
+            isinstance(k, str) and isinstance(v, str) for k, v in value.items()
+        ):
+            raise status.bad_request(f"metadata.{field}: expected a map of strings to strings")
+    return meta
+
+
+def _validate_name(rt: ResourceType, name: str) -> None:
+    if not name:
+        raise status.invalid(rt, "", [("FieldValueRequired", "metadata.name",
+                                       "Required value: name or generateName is required")])
+    if rt.resource == "namespaces":
+        ok, limit, msg = bool(_LABEL.match(name)), 63, _LABEL_MSG
+    else:
+        ok, limit, msg = bool(_SUBDOMAIN.match(name)), 253, _SUBDOMAIN_MSG
+    if len(name) > limit:
+        ok, msg = False, f"must be no more than {limit} characters"
+    if not ok:
+        raise status.invalid(rt, name, [("FieldValueInvalid", "metadata.name",
+                                         f'Invalid value: "{name}": {msg}')])
+
+
+def _spec_of(obj: dict[str, Any]) -> dict[str, Any]:
+    return {k: v for k, v in obj.items()
+            if k not in ("metadata", "status", "apiVersion", "kind")}
+
+
+def _encode_token(snap_id: int, index: int, rv: int) -> str:
+    raw = json.dumps({"v": "meta.k8s.io/v1", "rv": rv, "snap": snap_id, "i": index},
+                     separators=(",", ":"))
+    return base64.urlsafe_b64encode(raw.encode()).decode().rstrip("=")
+
+
+def _decode_token(token: str) -> tuple[int, int, int]:
+    try:
+        raw = base64.urlsafe_b64decode(token + "=" * (-len(token) % 4))
+        data = json.loads(raw)
+        snap_id, index, rv = data["snap"], data["i"], data["rv"]
+        if not all(isinstance(x, int) and x >= 0 for x in (snap_id, index, rv)):
+            raise ValueError("bad field")
+    except (ValueError, TypeError, KeyError, binascii.Error) as err:
+        raise status.bad_request(f"continue key is not valid: {err}") from None
+    return snap_id, index, rv

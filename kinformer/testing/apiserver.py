@@ -1,0 +1,388 @@
+"""FakeAPIServer: a Kubernetes-compatible API server on loopback for tests, benchmarks and demos.
+
+A real HTTP/1.1 server (HTTPS with a throwaway CA when a bearer token is set) that the official
+``kubernetes`` client, kubectl and client-go use unchanged: discovery, CRUD, list with
+pagination and resource versions, chunked watch streams with bookmarks, CRDs, and the
+behaviours of APISERVER-FACTS. Storage, request handling and TLS live in ``_apiserver``; this
+module owns the lifecycle, the fault switches and the server-side helpers.
+
+Example::
+
+    with FakeAPIServer() as server:
+        server.write_kubeconfig("kubeconfig")
+        api = kubernetes.client.CoreV1Api(server.api_client())
+        api.list_namespaced_config_map("default")
+"""
+
+from __future__ import annotations
+
+import base64
+import http.server
+import itertools
+import json
+import os
+import socket
+import ssl
+import tempfile
+import threading
+from collections.abc import Iterable
+from types import TracebackType
+from typing import Any
+
+from kinformer import _threads, errors
+from kinformer.gvr import GroupVersionResource, KubeObject
+from kinformer.testing._apiserver import handler as handling
+from kinformer.testing._apiserver import status, tls
+from kinformer.testing._apiserver import storage as store
+from kinformer.testing._apiserver.resources import ResourceType
+from kinformer.testing._apiserver.status import StatusError
+
+POLL_INTERVAL = 0.05  # how long stop() may wait for the accept loop to notice
+
+
+class _HTTPServer(http.server.ThreadingHTTPServer):
+    """Accepts connections; each gets a named, tracked thread that stop() can close and join."""
+
+    daemon_threads = True
+    block_on_close = False
+    allow_reuse_address = True
+
+    def __init__(
+        self,
+        address: tuple[str, int],
+        state: handling.ServerState,
+        context: ssl.SSLContext | None,
+    ) -> None:
+        self.state = state
+        self._context = context
+        self._conn_lock = threading.Lock()  # guards _conns, _workers, _closing
+        self._conns: set[socket.socket] = set()
+        self._workers: list[threading.Thread] = []
+        self._closing = False
+        self._counter = itertools.count(1)
+        super().__init__(address, handling.Handler)
+
+    def get_request(self) -> tuple[socket.socket, Any]:
+        sock, addr = super().get_request()
+        if self._context is not None:
+            sock = self._context.wrap_socket(sock, server_side=True,
+                                             do_handshake_on_connect=False)
+        return sock, addr
+
+    def process_request(self, request: Any, client_address: Any) -> None:
+        with self._conn_lock:
+            if self._closing:
+                self.shutdown_request(request)
+                return
+            self._conns.add(request)
+            self._workers = [t for t in self._workers if t.is_alive()]
+            name = _threads.thread_name("apiserver", f"{self.server_port}-conn-{next(self._counter)}")
+            self._workers.append(_threads.spawn(self._serve, name, request, client_address))
+
+    def _serve(self, request: Any, client_address: Any) -> None:
+        try:
+            if isinstance(request, ssl.SSLSocket):
+                request.settimeout(10.0)
+                request.do_handshake()
+                request.settimeout(None)
+            self.finish_request(request, client_address)
+        except (OSError, ssl.SSLError):
+            pass
+        finally:
+            with self._conn_lock:
+                self._conns.discard(request)
+            self.shutdown_request(request)
+
+    def close_connections(self) -> list[threading.Thread]:
+        """Refuse new connections, shut every open one down; returns the threads to join."""
+        with self._conn_lock:
+            self._closing = True
+            conns = list(self._conns)
+            workers = list(self._workers)
+        for conn in conns:
+            try:
+                conn.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass
+        return workers
+
+
+class FakeAPIServer:
+    """A Kubernetes API server on loopback, speaking the real REST protocol.
+
+    ``start()``/``stop()`` or a ``with`` block; ``stop()`` closes every connection and joins every
+    ``kinformer-apiserver-*`` thread, and ``start()`` again serves the same state on the same
+    port. All methods are thread-safe. The server-side helpers (``create``, ``update``, ...)
+    bypass HTTP and raise :class:`kinformer.errors.APIError` subclasses as a client would see.
+    The bearer token, when given, is never logged nor shown in ``repr``.
+    """
+
+    def __init__(
+        self,
+        host: str = "127.0.0.1",
+        port: int = 0,
+        token: str | None = None,
+        *,
+        history_size: int = 10_000,
+        bookmark_interval: float = 60.0,
+        future_rv_wait: float = 3.0,
+        max_backlog: int = 200_000,
+    ) -> None:
+        self._host = host
+        self._port = port
+        self._storage = store.Storage(history_size=history_size, max_backlog=max_backlog,
+                                      future_rv_wait=future_rv_wait)
+        self._state = handling.ServerState(self._storage, token, bookmark_interval)
+        self._lifecycle = threading.Lock()  # guards _server, _thread, _port
+        self._server: _HTTPServer | None = None
+        self._thread: threading.Thread | None = None
+        self._tls_dir: tempfile.TemporaryDirectory[str] | None = None
+        self._tls: tls.Material | None = None
+        self._context: ssl.SSLContext | None = None
+        if token is not None:
+            self._tls_dir = tempfile.TemporaryDirectory(prefix="kinformer-apiserver-")
+            self._tls = tls.generate(self._tls_dir.name, host)
+            self._context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+            self._context.load_cert_chain(self._tls.cert, self._tls.key)
+
+    def __repr__(self) -> str:
+        state = "running" if self._server is not None else "stopped"
+        return f"<FakeAPIServer {self.url} {state}>"
+
+    # ---- lifecycle ---------------------------------------------------------------------------
+
+    def start(self) -> FakeAPIServer:
+        """Bind and serve on a background thread; a no-op when already running."""
+        with self._lifecycle:
+            if self._server is not None:
+                return self
+            server = _HTTPServer((self._host, self._port), self._state, self._context)
+            self._port = server.server_port
+            self._state.address = f"{self._host}:{self._port}"
+            self._state.stopping.clear()
+            self._server = server
+            self._thread = _threads.spawn(server.serve_forever,
+                                          _threads.thread_name("apiserver", self._port),
+                                          poll_interval=POLL_INTERVAL)
+            return self
+
+    def stop(self, timeout: float = 5.0) -> None:
+        """Close every connection (open watches end abruptly) and join every serving thread.
+
+        Stored objects and versions survive: ``start()`` serves them again on the same port.
+        """
+        with self._lifecycle:
+            server, thread = self._server, self._thread
+            self._server = self._thread = None
+            if server is None:
+                return
+            self._state.stopping.set()
+            self._storage.signal_watchers(store.DROP)
+            server.shutdown()
+            workers = server.close_connections()
+            server.server_close()
+            _threads.join_all([t for t in (thread, *workers) if t is not None], timeout)
+
+    def __enter__(self) -> FakeAPIServer:
+        return self.start()
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.stop()
+
+    @property
+    def running(self) -> bool:
+        return self._server is not None
+
+    # ---- client configuration ----------------------------------------------------------------
+
+    @property
+    def port(self) -> int:
+        return self._port
+
+    @property
+    def url(self) -> str:
+        scheme = "https" if self._context is not None else "http"
+        host = f"[{self._host}]" if ":" in self._host else self._host
+        return f"{scheme}://{host}:{self._port}"
+
+    @property
+    def ca_file(self) -> str | None:
+        """The CA certificate path when serving HTTPS, else None."""
+        return self._tls.ca if self._tls is not None else None
+
+    def api_client(self) -> Any:
+        """A new ``kubernetes.client.ApiClient`` configured for this server (host, token, CA)."""
+        from kubernetes import client
+
+        configuration = client.Configuration()
+        configuration.host = self.url
+        token = self._state.token
+        if token is not None:
+            configuration.api_key = {"authorization": token.decode()}
+            configuration.api_key_prefix = {"authorization": "Bearer"}
+            configuration.ssl_ca_cert = self.ca_file
+            configuration.verify_ssl = True
+        return client.ApiClient(configuration)
+
+    def kubeconfig(self) -> dict[str, Any]:
+        """The kubeconfig document for this server (context ``kinformer``, namespace default)."""
+        cluster: dict[str, Any] = {"server": self.url}
+        if self._tls is not None:
+            with open(self._tls.ca, "rb") as f:
+                cluster["certificate-authority-data"] = base64.b64encode(f.read()).decode()
+        user: dict[str, Any] = {}
+        if self._state.token is not None:
+            user["token"] = self._state.token.decode()
+        return {
+            "apiVersion": "v1",
+            "kind": "Config",
+            "clusters": [{"name": "kinformer", "cluster": cluster}],
+            "users": [{"name": "kinformer", "user": user}],
+            "contexts": [{"name": "kinformer", "context": {
+                "cluster": "kinformer", "user": "kinformer", "namespace": "default"}}],
+            "current-context": "kinformer",
+            "preferences": {},
+        }
+
+    def write_kubeconfig(self, path: str | os.PathLike[str]) -> str:
+        """Write the kubeconfig (owner-only permissions, it may hold the token); returns the path."""
+        path = os.fspath(path)
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        with os.fdopen(fd, "w") as f:
+            json.dump(self.kubeconfig(), f, indent=2)
+        return path
+
+    # ---- fault switches ----------------------------------------------------------------------
+
+    def fail_next(
+        self, count: int = 1, status: int = 500, verb: str | None = None,
+        resource: str | None = None,
+    ) -> None:
+        """Answer the next ``count`` resource requests (of ``verb``/``resource`` if given) with
+        an error Status of HTTP ``status``. Discovery and health paths are not counted."""
+        if verb is not None and verb not in handling.VERBS:
+            raise errors.ConfigurationError(f"unknown verb {verb!r}; one of {handling.VERBS}")
+        with self._state.lock:
+            self._state.failures.append(handling._Failure(count, status, verb, resource))
+
+    def set_delay(self, seconds: float, verb: str | None = None) -> None:
+        """Delay every request (of ``verb`` if given) by ``seconds``; 0 removes the delay."""
+        with self._state.lock:
+            if seconds > 0:
+                self._state.delays[verb] = seconds
+            else:
+                self._state.delays.pop(verb, None)
+
+    def forbid(self, resource: str, verb: str | None = None) -> None:
+        """Answer 403 Forbidden to ``verb`` (every verb if None) on ``resource`` (a plural)."""
+        with self._state.lock:
+            self._state.forbidden.add((resource, verb))
+
+    def allow(self, resource: str, verb: str | None = None) -> None:
+        """Undo :meth:`forbid`."""
+        with self._state.lock:
+            self._state.forbidden.discard((resource, verb))
+
+    def drop_watches(self) -> int:
+        """End every open watch abruptly (no terminating chunk); returns how many."""
+        return self._storage.signal_watchers(store.DROP)
+
+    def end_watches(self) -> int:
+        """End every open watch cleanly, as a server-side timeout does; returns how many."""
+        return self._storage.signal_watchers(store.STOP)
+
+    def inject_watch_garbage(self, line: bytes = b"not json") -> int:
+        """Make the next line of every open watch ``line`` (malformed); returns how many."""
+        return self._storage.signal_watchers(store.GARBAGE, bytes(line))
+
+    def cut_watches_midline(self) -> int:
+        """Write half an event line on every open watch, then close it abruptly."""
+        return self._storage.signal_watchers(store.CUT)
+
+    def compact(self) -> int:
+        """Forget the event history: watches and Exact lists from older versions get 410."""
+        return self._storage.compact()
+
+    @property
+    def requests(self) -> list[tuple[str, str, dict[str, str], int]]:
+        """Every request served so far: (method, path, query, HTTP status)."""
+        with self._state.lock:
+            return list(self._state.requests)
+
+    def clear_requests(self) -> None:
+        with self._state.lock:
+            self._state.requests.clear()
+
+    def watcher_count(self, gvr: GroupVersionResource) -> int:
+        """Open watches on the resource of ``gvr`` (any version)."""
+        return self._storage.watcher_count(gvr.group_resource)
+
+    def wait_for_watchers(self, gvr: GroupVersionResource, count: int = 1,
+                          timeout: float = 5.0) -> bool:
+        """Wait until at least ``count`` watches are open on ``gvr``'s resource."""
+        return self._storage.wait_for_watchers(gvr.group_resource, count, timeout)
+
+    # ---- server-side helpers -----------------------------------------------------------------
+
+    def _type(self, gvr: GroupVersionResource) -> ResourceType:
+        rt = self._storage.resolve(gvr.group, gvr.version, gvr.resource)
+        if rt is None:
+            raise errors.api_error_from_status(404, status.path_not_found().body())
+        return rt
+
+    def current_resource_version(self) -> str:
+        """The latest resourceVersion, as a string."""
+        return str(self._storage.resource_version)
+
+    def create(self, gvr: GroupVersionResource, obj: KubeObject) -> KubeObject:
+        """Create ``obj`` (namespace from its metadata) and return the stored copy."""
+        rt = self._type(gvr)
+        body = store.loads(store.dumps(obj))
+        ns = str((body.get("metadata") or {}).get("namespace") or "") if rt.namespaced else ""
+        return self._call(lambda: self._storage.create(rt, ns, body))
+
+    def bulk_create(self, gvr: GroupVersionResource, objs: Iterable[KubeObject]) -> str:
+        """Create many objects at once (one lock hold); returns the last resourceVersion."""
+        rt = self._type(gvr)
+        bodies = [store.loads(store.dumps(o)) for o in objs]
+        try:
+            return str(self._storage.bulk_create(rt, bodies))
+        except StatusError as err:
+            raise errors.api_error_from_status(err.code, err.body()) from None
+
+    def update(self, gvr: GroupVersionResource, obj: KubeObject) -> KubeObject:
+        """Replace an object as PUT does (409 on a stale resourceVersion)."""
+        rt = self._type(gvr)
+        body = store.loads(store.dumps(obj))
+        meta = body.get("metadata") or {}
+        ns = str(meta.get("namespace") or "") if rt.namespaced else ""
+        return self._call(lambda: self._storage.update(rt, ns, str(meta.get("name", "")), body))
+
+    def delete(self, gvr: GroupVersionResource, namespace: str | None, name: str) -> KubeObject:
+        """Delete an object; returns its final state."""
+        rt = self._type(gvr)
+        return self._call(lambda: self._storage.delete(rt, namespace or "", name))
+
+    def get(self, gvr: GroupVersionResource, namespace: str | None, name: str) -> KubeObject:
+        """The stored object (a private copy)."""
+        rt = self._type(gvr)
+        return self._call(lambda: self._storage.get(rt, namespace or "", name))
+
+    def list_objects(self, gvr: GroupVersionResource, namespace: str | None = None
+                     ) -> list[KubeObject]:
+        """Every stored object of the type (private copies), sorted by namespace and name."""
+        rt = self._type(gvr)
+        return [store.loads(e.data) for e in self._storage.entries(rt, namespace or "")]
+
+    def _call(self, op: Any) -> KubeObject:
+        try:
+            entry = op()
+        except StatusError as err:
+            raise errors.api_error_from_status(err.code, err.body()) from None
+        obj: KubeObject = store.loads(entry.data)
+        return obj

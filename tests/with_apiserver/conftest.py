@@ -1,0 +1,33 @@
+"""Fixtures for tests that talk to a FakeAPIServer through the official client over HTTP."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+from kinformer.testing import FakeAPIServer
+
+BOOKMARK_INTERVAL = 0.2  # seconds; short so bookmark tests finish quickly
+
+
+@pytest.fixture
+def apiserver() -> Iterator[FakeAPIServer]:
+    """A started FakeAPIServer with a short bookmark interval, stopped after the test."""
+    server = FakeAPIServer(bookmark_interval=BOOKMARK_INTERVAL, future_rv_wait=0.3)
+    server.start()
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
+@pytest.fixture
+def api_client(apiserver: FakeAPIServer) -> Iterator[Any]:
+    """A ``kubernetes.client.ApiClient`` for the ``apiserver`` fixture, closed after the test."""
+    client = apiserver.api_client()
+    try:
+        yield client
+    finally:
+        client.close()
