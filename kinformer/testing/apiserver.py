@@ -17,6 +17,7 @@ Example::
 from __future__ import annotations
 
 import base64
+import contextlib
 import http.server
 import itertools
 import json
@@ -100,10 +101,8 @@ class _HTTPServer(http.server.ThreadingHTTPServer):
             conns = list(self._conns)
             workers = list(self._workers)
         for conn in conns:
-            try:
+            with contextlib.suppress(OSError):
                 conn.shutdown(socket.SHUT_RDWR)
-            except OSError:
-                pass
         return workers
 
 

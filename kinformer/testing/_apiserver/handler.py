@@ -8,6 +8,7 @@ watcher's own queue, so the connection thread is the only one that waits on a sl
 
 from __future__ import annotations
 
+import contextlib
 import hmac
 import http.server
 import logging
@@ -101,7 +102,7 @@ class Handler(http.server.BaseHTTPRequestHandler):
     server_version = "kinformer-apiserver"
     sys_version = ""
 
-    def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - base signature
+    def log_message(self, format: str, *args: Any) -> None:
         log.debug("%s %s", self.address_string(), format % args)
 
     @property
@@ -164,7 +165,7 @@ class Handler(http.server.BaseHTTPRequestHandler):
                 raise status.bad_request("invalid Content-Length") from None
             return self.rfile.read(size)
         if "chunked" in self.headers.get("Transfer-Encoding", "").lower():
-            parts = []
+            parts: list[bytes] = []
             while True:
                 line = self.rfile.readline()
                 size = int(line.split(b";")[0].strip() or b"0", 16)
@@ -449,7 +450,7 @@ class Handler(http.server.BaseHTTPRequestHandler):
         limit_text = query.get("limit", "") or "0"
         if not limit_text.lstrip("-").isdigit():
             raise status.bad_request(f'invalid limit "{limit_text}"')
-        entries, list_rv, token, remaining = self.state.storage.list(
+        entries, list_rv, token, remaining = self.state.storage.list_page(
             rt, req.namespace, match, max(0, int(limit_text)), query.get("continue", ""),
             rv, rv_match)
         data = [self._data(rt, e) for e in entries] if rt.custom else [e.data for e in entries]
@@ -519,10 +520,8 @@ class Handler(http.server.BaseHTTPRequestHandler):
 
     def _abort(self) -> None:
         self.close_connection = True
-        try:
+        with contextlib.suppress(OSError):
             self.connection.shutdown(socket.SHUT_RDWR)
-        except OSError:
-            pass
 
     def _bookmark(self, rt: ResourceType, rv: int, initial_end: bool = False) -> bytes:
         meta: dict[str, Any] = {"resourceVersion": str(rv)}

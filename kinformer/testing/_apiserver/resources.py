@@ -195,7 +195,8 @@ def validate_crd(crd: dict[str, Any]) -> list[tuple[str, str]]:
         problems.append(("metadata.name", 'Invalid value: must be spec.names.plural+"."+spec.group'))
     versions = spec.get("versions")
     if not isinstance(versions, list) or not versions:
-        problems.append(("spec.versions", "Invalid value: must have exactly one version marked as storage version"))
+        problems.append(("spec.versions",
+                         "Invalid value: must have exactly one version marked as storage version"))
     elif not all(isinstance(v, dict) and v.get("name") for v in versions):
         problems.append(("spec.versions", "Required value: name"))
     if spec.get("scope", "Namespaced") not in ("Namespaced", "Cluster"):

@@ -28,14 +28,13 @@ from typing import Any
 from kinformer import labels as labelsel
 from kinformer.testing._apiserver import resources, status
 from kinformer.testing._apiserver.resources import ResourceType
-from kinformer.testing._apiserver.status import StatusError
 
 try:
     import orjson
 
     def dumps(obj: Any) -> bytes:
         """Compact JSON bytes of ``obj``."""
-        return orjson.dumps(obj)  # type: ignore[no-any-return]
+        return orjson.dumps(obj)
 
     def loads(data: bytes | str) -> Any:
         """Decode JSON; raises ValueError on bad input."""
@@ -285,7 +284,7 @@ class Storage:
             return [bucket[k] for k in self._sorted_keys(rt.group_resource)
                     if not namespace or k[0] == namespace]
 
-    def list(
+    def list_page(
         self,
         rt: ResourceType,
         namespace: str,
