@@ -1,0 +1,53 @@
+"""The ``kinformer`` command: one argparse subcommand per module, dispatched by :func:`main`.
+
+Each subcommand module offers ``add_parser(subparsers)`` (registering its options and setting
+``func``) and a ``run(args) -> int``. ``serve`` runs a FakeAPIServer in the foreground.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import logging
+import sys
+from collections.abc import Sequence
+
+# Modules contributing a subcommand, in help order; a missing one is skipped.
+SUBCOMMAND_MODULES = ("kinformer._serve", "kinformer._demo", "kinformer._watch")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The full parser, with every available subcommand."""
+    parser = argparse.ArgumentParser(
+        prog="kinformer", description="client-go's informer machinery for Python, on threads.")
+    parser.add_argument("-v", "--verbose", action="store_true", help="log debug messages")
+    subparsers = parser.add_subparsers(dest="command", metavar="COMMAND")
+    for module_name in SUBCOMMAND_MODULES:
+        try:
+            module = importlib.import_module(module_name)
+        except ModuleNotFoundError as err:
+            if err.name == module_name:
+                continue
+            raise
+        module.add_parser(subparsers)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Parse ``argv`` (default: ``sys.argv[1:]``), run the subcommand, return its exit code."""
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    logging.basicConfig(
+        level=logging.DEBUG if args.verbose else logging.INFO,
+        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
+    )
+    func = getattr(args, "func", None)
+    if func is None:
+        parser.print_help(sys.stderr)
+        return 2
+    code: int = func(args)
+    return code
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())
