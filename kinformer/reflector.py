@@ -110,11 +110,15 @@ class Reflector:
     started (the resync timer, the WatchList bookmark timer); stopping closes the open watch
     so ``run`` returns promptly. A Reflector runs once. Getters are thread-safe.
 
-    Errors: a failed list or watch start ends one list-and-watch round; the watch error handler
-    sees it (a raising handler is logged), :meth:`last_error` reports it until the next
-    successful list, and the next round starts after one backoff step. An unexpected exception
-    (a bug, a store that raises on replace) is logged with its traceback and handled the same
-    way: the reflector keeps going with backoff rather than dying silently.
+    Errors: every list or watch error (a failed list, a refused or failed watch start, a watch
+    that ended with an error) goes to the watch error handler, ``handler(reflector, error)``
+    (a raising handler is logged), and :meth:`last_error` reports it until the next successful
+    list. A failed list or watch start ends the round and the next starts after one backoff
+    step; a 429 or refused connection on a watch backs off and watches again; a watch that
+    expired or broke relists after one backoff step; a clean close re-watches at once. An
+    unexpected exception (a bug in a ListerWatcher) is logged with its traceback and handled
+    like a failed list: the reflector keeps going with backoff rather than dying silently.
+    Stopping during a list discards its result; a list request itself is not interrupted.
     """
 
     def __init__(

@@ -1,0 +1,314 @@
+"""ListWatch.for_resource over real HTTP through the official client's ApiClient.
+
+Wire behaviour a Kubernetes server never shows on purpose (garbage bodies, lines split across
+chunks, a silent half-open stream) is served by a small scripted HTTP server on loopback; the
+rest runs against FakeAPIServer.
+"""
+
+from __future__ import annotations
+
+import http.server
+import json
+import logging
+import socket
+import threading
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import kubernetes
+import pytest
+
+from kinformer import _json, errors
+from kinformer.gvr import GroupVersionResource
+from kinformer.listwatch import HTTPWatch, ListOptions, ListWatch, WatchEvent, error_from_event
+
+CONFIGMAPS = GroupVersionResource("", "v1", "configmaps")
+DEPLOYMENTS = GroupVersionResource("apps", "v1", "deployments")
+
+Responder = Callable[["_Handler"], None]
+
+
+class _Handler(http.server.BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+    server: ScriptedServer
+
+    def do_GET(self) -> None:
+        self.server.paths.append(self.path)
+        self.server.headers.append({k.lower(): v for k, v in self.headers.items()})
+        self.server.responder(self)
+
+    def log_message(self, format: str, *args: Any) -> None:
+        pass
+
+    def send_body(self, status: int, body: bytes) -> None:
+        self.send_response(status)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def start_chunked(self) -> None:
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Transfer-Encoding", "chunked")
+        self.end_headers()
+        self.wfile.flush()
+
+    def chunk(self, data: bytes) -> None:
+        self.wfile.write(b"%x\r\n%s\r\n" % (len(data), data))
+        self.wfile.flush()
+
+    def end_chunked(self) -> None:
+        self.wfile.write(b"0\r\n\r\n")
+        self.wfile.flush()
+
+
+class ScriptedServer(http.server.ThreadingHTTPServer):
+    """Loopback HTTP server answering every GET with ``responder``; records paths."""
+
+    daemon_threads = True
+
+    def __init__(self) -> None:
+        super().__init__(("127.0.0.1", 0), _Handler)
+        self.paths: list[str] = []
+        self.headers: list[dict[str, str]] = []
+        self.responder: Responder = lambda h: h.send_body(404, b"{}")
+        self.release = threading.Event()  # set at teardown: silent responders return
+        self.thread = threading.Thread(
+            target=self.serve_forever, args=(0.02,), name="test-http", daemon=True
+        )
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.server_address[1]}"
+
+
+@pytest.fixture
+def server() -> Iterator[ScriptedServer]:
+    srv = ScriptedServer()
+    srv.thread.start()
+    yield srv
+    srv.release.set()
+    srv.shutdown()
+    srv.server_close()
+    srv.thread.join(5)
+
+
+@pytest.fixture(params=["orjson", "stdlib"])
+def json_backend(request: pytest.FixtureRequest) -> Iterator[str]:
+    _json.use_stdlib(request.param == "stdlib")
+    yield request.param
+    _json.use_stdlib(False)
+
+
+def api_client(url: str, token: str | None = None) -> kubernetes.client.ApiClient:
+    cfg = kubernetes.client.Configuration()
+    cfg.host = url
+    if token is not None:
+        cfg.api_key = {"authorization": token}
+        cfg.api_key_prefix = {"authorization": "Bearer"}
+    return kubernetes.client.ApiClient(cfg)
+
+
+def cm(name: str, rv: str) -> dict[str, Any]:
+    return {"metadata": {"name": name, "namespace": "default", "resourceVersion": rv}}
+
+
+def line(event_type: str, obj: Any) -> bytes:
+    return json.dumps({"type": event_type, "object": obj}).encode() + b"\n"
+
+
+def test_list_decodes_items_as_dicts_and_sends_the_options(
+    server: ScriptedServer, json_backend: str
+) -> None:
+    body = {
+        "kind": "ConfigMapList",
+        "apiVersion": "v1",
+        "metadata": {"resourceVersion": "42", "continue": "next-page"},
+        "items": [cm("a", "40"), cm("b", "41")],
+    }
+    server.responder = lambda h: h.send_body(200, json.dumps(body).encode())
+    lw = ListWatch.for_resource(
+        api_client(server.url, token="s3cret"), CONFIGMAPS, namespace="default", label_selector="app=web"
+    )
+    result = lw.list(ListOptions(resource_version="0", limit=500))
+    assert result.resource_version == "42"
+    assert result.continue_token == "next-page"
+    assert [item["metadata"]["name"] for item in result.items] == ["a", "b"]
+    assert result.items[0]["kind"] == "ConfigMap" and result.items[0]["apiVersion"] == "v1"
+    path = server.paths[0]
+    assert path.startswith("/api/v1/namespaces/default/configmaps?")
+    for part in ("labelSelector=app%3Dweb", "resourceVersion=0", "limit=500"):
+        assert part in path
+    assert server.headers[0]["authorization"] == "Bearer s3cret"
+
+
+def test_group_resources_use_the_apis_path_and_tweaks_apply(server: ScriptedServer) -> None:
+    body = {"kind": "DeploymentList", "metadata": {"resourceVersion": "1"}, "items": []}
+    server.responder = lambda h: h.send_body(200, json.dumps(body).encode())
+
+    def tweak(options: ListOptions) -> None:
+        options.field_selector = "metadata.name=x"
+
+    lw = ListWatch.for_resource(api_client(server.url), DEPLOYMENTS, tweak_list_options=tweak)
+    lw.list(ListOptions())
+    assert server.paths[0] == "/apis/apps/v1/deployments?fieldSelector=metadata.name%3Dx"
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        b"<html>not json</html>",
+        b'{"kind": "Status", "metadata": {}}',
+        b'{"items": [{"metadata": {"namespace": "default"}}], "metadata": {}}',
+    ],
+    ids=["not-json", "no-items", "item-without-name"],
+)
+def test_a_list_body_that_is_not_a_list_of_objects_is_a_decode_error(
+    server: ScriptedServer, json_backend: str, body: bytes, caplog: pytest.LogCaptureFixture
+) -> None:
+    server.responder = lambda h: h.send_body(200, body)
+    lw = ListWatch.for_resource(api_client(server.url), CONFIGMAPS)
+    with caplog.at_level(logging.WARNING, logger="kinformer.listwatch"), pytest.raises(
+        errors.DecodeError
+    ):
+        lw.list(ListOptions())
+    assert any(r.levelno == logging.WARNING for r in caplog.records)
+
+
+@pytest.mark.parametrize(
+    ("status", "error_type"),
+    [
+        (401, errors.UnauthorizedError),
+        (403, errors.ForbiddenError),
+        (404, errors.NotFoundError),
+        (410, errors.GoneError),
+        (500, errors.ServerError),
+    ],
+)
+def test_http_errors_become_typed_errors_with_the_status_reason(
+    server: ScriptedServer, status: int, error_type: type[errors.APIError]
+) -> None:
+    body = {"kind": "Status", "status": "Failure", "code": status, "reason": "Because", "message": "no"}
+    server.responder = lambda h: h.send_body(status, json.dumps(body).encode())
+    lw = ListWatch.for_resource(api_client(server.url), CONFIGMAPS)
+    with pytest.raises(error_type) as raised:
+        lw.list(ListOptions())
+    assert (raised.value.status, raised.value.reason) == (status, "Because")
+    with pytest.raises(error_type):
+        lw.watch(ListOptions())
+
+
+def test_a_refused_connection_is_a_connection_refused_error() -> None:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    lw = ListWatch.for_resource(api_client(f"http://127.0.0.1:{port}"), CONFIGMAPS)
+    with pytest.raises(errors.ConnectionRefusedAPIError):
+        lw.list(ListOptions())
+    with pytest.raises(ConnectionRefusedError):
+        lw.watch(ListOptions())
+
+
+def test_watch_lines_are_reassembled_across_chunk_boundaries(
+    server: ScriptedServer, json_backend: str
+) -> None:
+    first, second, third = line("ADDED", cm("a", "1")), line("MODIFIED", cm("a", "2")), line(
+        "BOOKMARK", {"kind": "ConfigMap", "metadata": {"resourceVersion": "3"}}
+    )
+
+    def respond(h: _Handler) -> None:
+        h.start_chunked()
+        h.chunk(first[:10])
+        h.chunk(first[10:] + second[:5])
+        h.chunk(second[5:] + third)
+        h.end_chunked()
+
+    server.responder = respond
+    lw = ListWatch.for_resource(api_client(server.url), CONFIGMAPS)
+    watch = lw.watch(ListOptions(resource_version="1", allow_watch_bookmarks=True, timeout_seconds=300))
+    events = list(watch)
+    assert [(e.type, e.object["metadata"]["resourceVersion"]) for e in events] == [
+        ("ADDED", "1"),
+        ("MODIFIED", "2"),
+        ("BOOKMARK", "3"),
+    ]
+    assert "watch=true" in server.paths[0] and "allowWatchBookmarks=true" in server.paths[0]
+    assert "timeoutSeconds=300" in server.paths[0]
+
+
+@pytest.mark.parametrize(
+    "bad",
+    [b"{not json\n", line("SNAPSHOT", cm("b", "3")), line("ADDED", {"metadata": {}})],
+    ids=["malformed", "unknown-type", "no-name"],
+)
+def test_a_bad_watch_line_ends_the_watch_with_a_decode_error(
+    server: ScriptedServer, json_backend: str, bad: bytes
+) -> None:
+    def respond(h: _Handler) -> None:
+        h.start_chunked()
+        h.chunk(line("ADDED", cm("a", "1")) + bad + line("ADDED", cm("c", "4")))
+        h.end_chunked()
+
+    server.responder = respond
+    watch = ListWatch.for_resource(api_client(server.url), CONFIGMAPS).watch(ListOptions())
+    seen: list[WatchEvent] = []
+    with pytest.raises(errors.DecodeError):
+        for event in watch:
+            seen.append(event)
+    assert [e.object["metadata"]["name"] for e in seen] == ["a"]
+
+
+def test_an_error_event_carries_the_status_as_a_typed_error(server: ScriptedServer) -> None:
+    gone = {"kind": "Status", "status": "Failure", "code": 410, "reason": "Expired", "message": "old"}
+
+    def respond(h: _Handler) -> None:
+        h.start_chunked()
+        h.chunk(line("ERROR", gone))
+        h.end_chunked()
+
+    server.responder = respond
+    events = list(ListWatch.for_resource(api_client(server.url), CONFIGMAPS).watch(ListOptions()))
+    assert [e.type for e in events] == ["ERROR"]
+    error = error_from_event(events[0])
+    assert isinstance(error, errors.GoneError) and errors.is_expired(error)
+
+
+def silent_watch(h: _Handler) -> None:
+    h.start_chunked()
+    h.chunk(line("ADDED", cm("a", "1")))
+    h.server.release.wait(10)
+
+
+def test_a_silent_watch_fails_after_the_read_timeout(server: ScriptedServer) -> None:
+    server.responder = silent_watch
+    lw = ListWatch.for_resource(api_client(server.url), CONFIGMAPS, read_timeout=0.3)
+    watch = lw.watch(ListOptions())
+    iterator = iter(watch)
+    assert next(iterator).type == "ADDED"
+    with pytest.raises(errors.TransportError):
+        next(iterator)
+
+
+def test_closing_a_blocked_watch_from_another_thread_ends_it_quietly(server: ScriptedServer) -> None:
+    server.responder = silent_watch
+    watch = ListWatch.for_resource(api_client(server.url), CONFIGMAPS).watch(ListOptions())
+    assert isinstance(watch, HTTPWatch)
+    first = threading.Event()
+    outcome: list[object] = []
+
+    def consume() -> None:
+        try:
+            for _event in watch:
+                first.set()
+            outcome.append("ended")
+        except Exception as exc:
+            outcome.append(exc)
+
+    reader = threading.Thread(target=consume, name="test-reader")
+    reader.start()
+    assert first.wait(5)
+    watch.close()
+    reader.join(5)
+    assert not reader.is_alive()
+    assert outcome == ["ended"]
