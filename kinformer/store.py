@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from typing import Any, Protocol, runtime_checkable
 
 from kinformer import errors
-from kinformer.thread_safe_store import Indexers, IndexFunc, ThreadSafeStore
+from kinformer.thread_safe_store import IndexedMap, Indexers, IndexFunc
 
 __all__ = [
     "NAMESPACE_INDEX",
@@ -94,12 +94,14 @@ def meta_namespace_key_func(obj: Any) -> str:
     An :class:`ExplicitKey` is returned verbatim; an object without metadata raises
     :class:`~kinformer.errors.KeyFuncError` (``object has no meta: ...``).
     """
-    if type(obj) is dict:  # the common case: decoded JSON
-        meta = obj.get("metadata")
-        if type(meta) is dict:
-            ns = meta.get("namespace")
-            name = meta.get("name") or ""
-            return f"{ns}/{name}" if ns else name
+    try:  # the common case, decoded JSON, without a type check
+        meta = obj["metadata"]
+        ns = meta.get("namespace")
+        name = meta["name"]
+        if type(name) is str:
+            return ns + "/" + name if ns else name
+    except (KeyError, TypeError, AttributeError):
+        pass
     if isinstance(obj, ExplicitKey):
         return str.__str__(obj)
     ns, name = _name_and_namespace(obj)
@@ -200,23 +202,25 @@ class KeyListerGetter(Protocol):
     def get_by_key(self, key: str) -> Any | None: ...
 
 
-class Indexer:
+class Indexer(IndexedMap):
     """A thread-safe, indexed object cache keyed by a key function (client-go ``cache.Indexer``).
 
     Every method is atomic and safe from any thread; reads see one consistent snapshot. Returned
     objects are the cached ones, not copies: treat them as read-only. A key-function failure
     raises :class:`~kinformer.errors.KeyFuncError` and leaves the cache unchanged; an unknown
     index name raises :class:`~kinformer.errors.IndexerError` (a KeyError), except in
-    :meth:`list_index_func_values`, which returns [].
+    :meth:`list_index_func_values`, which returns []. Index functions run outside the lock
+    (``add_indexers`` excepted); the read methods are shared with
+    :class:`~kinformer.thread_safe_store.ThreadSafeStore`.
     """
 
-    __slots__ = ("_key_func", "_store")
+    __slots__ = ("_key_func",)
 
     def __init__(
         self, key_func: KeyFunc = meta_namespace_key_func, indexers: Indexers | None = None
     ) -> None:
+        super().__init__(indexers)
         self._key_func = key_func
-        self._store = ThreadSafeStore(indexers)
 
     def _key(self, obj: Any) -> str:
         try:
@@ -229,30 +233,20 @@ class Indexer:
         try:
             key = self._key_func(obj)
         except Exception:
-            key = self._key(obj)
-        self._store.add(key, obj)
+            key = self._key(obj)  # raises, wrapped
+        self._add(key, obj)
 
     update = add
 
     def delete(self, obj: Any) -> None:
         """Remove the object with ``obj``'s key; a missing key is a no-op."""
-        self._store.delete(self._key(obj), obj)
-
-    def list(self) -> list[Any]:
-        """Every cached object, in no particular order."""
-        return self._store.list()
-
-    def list_keys(self) -> builtins.list[str]:
-        """Every key, in no particular order."""
-        return self._store.list_keys()
+        self._delete(self._key(obj), obj)
 
     def get(self, obj: Any) -> Any | None:
         """The cached object with ``obj``'s key, or None."""
-        return self._store.get(self._key(obj))
+        return self._get(self._key(obj))
 
-    def get_by_key(self, key: str) -> Any | None:
-        """The cached object under ``key``, or None."""
-        return self._store.get(key)
+    get_by_key = IndexedMap._get
 
     def replace(self, objs: Iterable[Any], resource_version: str = "") -> None:
         """Make ``objs`` the whole content atomically; later duplicates win.
@@ -267,44 +261,10 @@ class Indexer:
             except Exception:
                 key = self._key(obj)
             items[key] = obj
-        self._store.replace(items, resource_version)
+        self._replace(items, resource_version)
 
     def resync(self) -> None:
         """Nothing to do for a cache (kept for the ``Store`` shape)."""
-
-    def index(self, index_name: str, obj: Any) -> builtins.list[Any]:
-        """Cached objects sharing any of ``obj``'s values of the named index."""
-        return self._store.index(index_name, obj)
-
-    def index_keys(self, index_name: str, indexed_value: str) -> builtins.list[str]:
-        """Keys whose named index includes ``indexed_value``."""
-        return self._store.index_keys(index_name, indexed_value)
-
-    def list_index_func_values(self, index_name: str) -> builtins.list[str]:
-        """Every value of the named index that has members ([] for an unknown index)."""
-        return self._store.list_index_func_values(index_name)
-
-    def by_index(self, index_name: str, indexed_value: str) -> builtins.list[Any]:
-        """Cached objects whose named index includes ``indexed_value``."""
-        return self._store.by_index(index_name, indexed_value)
-
-    def get_indexers(self) -> Mapping[str, IndexFunc]:
-        """A live, read-only view of the index functions."""
-        return self._store.get_indexers()
-
-    def add_indexers(self, indexers: Indexers) -> None:
-        """Add index functions, indexing what is cached already; a name clash adds none."""
-        self._store.add_indexers(indexers)
-
-    def last_store_sync_resource_version(self) -> str:
-        """The resourceVersion of the last replace or of the last object written ("" if none)."""
-        return self._store.last_store_sync_resource_version()
-
-    def __len__(self) -> int:
-        return len(self._store)
-
-    def __contains__(self, key: object) -> bool:
-        return key in self._store
 
     @property
     def key_func(self) -> KeyFunc:

@@ -42,15 +42,25 @@ def _resource_version_of(obj: Any) -> str | None:
     return rv if isinstance(rv, str) and rv else None
 
 
-class ThreadSafeStore:
-    """A key -> object map with secondary indices; every operation is atomic under one lock.
+class IndexedMap:
+    """The machinery shared by :class:`ThreadSafeStore` and :class:`kinformer.store.Indexer`.
 
-    Reads (``get``, ``list``, ``by_index``...) see one consistent snapshot and return the stored
-    objects themselves: treat them as read-only, since mutating one corrupts the indices of
-    everyone sharing the cache. Index functions run before the lock is taken (for
-    ``add_indexers``: under it, over the current items); if one raises, the store is unchanged
-    and the error propagates. Never blocks beyond the lock.
+    Writes are ``_add``/``_delete``/``_replace`` by explicit key; the subclasses give them their
+    public names, so the hot paths cost no extra call.
     """
+
+    __slots__ = (
+        "_fns",
+        "_indexers",
+        "_indices",
+        "_items",
+        "_key_values",
+        "_lock",
+        "_names",
+        "_rv",
+        "_rv_obj",
+        "_slots",
+    )
 
     def __init__(self, indexers: Indexers | None = None) -> None:
         self._lock = threading.Lock()  # guards everything below; indices always agree with _items
@@ -71,20 +81,31 @@ class ThreadSafeStore:
 
     # -- writes ------------------------------------------------------------------------------
 
-    def add(self, key: str, obj: Any) -> None:
+    def _add(self, key: str, obj: Any) -> None:
         """Store ``obj`` under ``key`` (replacing any object there) and update every index."""
         fns = self._fns
+        lock = self._lock
         if not fns:
-            with self._lock:
+            lock.acquire()
+            try:
                 if not self._fns:
                     self._items[key] = obj
                     self._rv_obj = obj
                     return
+            finally:
+                lock.release()
             fns = self._fns
-        values = [fn(obj) for fn in fns]
-        with self._lock:
+        n = len(fns)  # unrolled for the usual one or two indexes: no comprehension frame
+        if n == 1:
+            values: Sequence[Sequence[str]] = (fns[0](obj),)
+        elif n == 2:
+            values = (fns[0](obj), fns[1](obj))
+        else:
+            values = _index_values(fns, obj)
+        lock.acquire()
+        try:
             if fns is not self._fns:  # add_indexers ran meanwhile: rare, recompute under the lock
-                values = [fn(obj) for fn in self._fns]
+                values = _index_values(self._fns, obj)
             self._items[key] = obj
             self._rv_obj = obj
             for (index, key_values), vals in zip(self._slots, values, strict=True):
@@ -107,17 +128,18 @@ class ThreadSafeStore:
                         index[v] = {key: obj}
                     else:
                         bucket[key] = obj
+        finally:
+            lock.release()
 
-    update = add
-    """Same as :meth:`add` (client-go treats them alike)."""
-
-    def delete(self, key: str, obj: Any = None) -> None:
+    def _delete(self, key: str, obj: Any = None) -> None:
         """Remove ``key`` and its index entries; a missing key is a no-op.
 
         ``obj``, when given, is the deleted object's final state: its resourceVersion becomes the
         store's (a bare key leaves the store's resourceVersion alone).
         """
-        with self._lock:
+        lock = self._lock
+        lock.acquire()
+        try:
             if obj is not None:
                 self._rv_obj = obj
             if self._items.pop(key, _MISSING) is _MISSING:
@@ -129,8 +151,10 @@ class ThreadSafeStore:
                         bucket.pop(key, None)
                         if not bucket:
                             del index[v]
+        finally:
+            lock.release()
 
-    def replace(self, items: Mapping[str, Any], resource_version: str = "") -> None:
+    def _replace(self, items: Mapping[str, Any], resource_version: str = "") -> None:
         """Swap in ``items`` as the whole content, rebuilding every index from scratch."""
         new_items = dict(items)
         fns = self._fns
@@ -154,9 +178,6 @@ class ThreadSafeStore:
             indices[name], key_values[name] = _index_all(fn, items)
         return indices, key_values
 
-    def resync(self) -> None:
-        """Nothing to do for a store (kept for the ``Store`` shape)."""
-
     def add_indexers(self, indexers: Indexers) -> None:
         """Register more indexers and index the items already stored under them.
 
@@ -177,10 +198,14 @@ class ThreadSafeStore:
 
     # -- reads -------------------------------------------------------------------------------
 
-    def get(self, key: str) -> Any | None:
+    def _get(self, key: str) -> Any | None:
         """The object stored under ``key``, or None."""
-        with self._lock:
+        lock = self._lock
+        lock.acquire()
+        try:
             return self._items.get(key)
+        finally:
+            lock.release()
 
     def list(self) -> builtins.list[Any]:
         """Every stored object, in no particular order."""
@@ -220,12 +245,16 @@ class ThreadSafeStore:
 
     def by_index(self, index_name: str, indexed_value: str) -> builtins.list[Any]:
         """Stored objects whose named index includes ``indexed_value`` ([] for an unknown value)."""
-        with self._lock:
+        lock = self._lock
+        lock.acquire()
+        try:
             index = self._indices.get(index_name)
             if index is None:
                 raise _unknown_index(index_name)
             bucket = index.get(indexed_value)
             return list(bucket.values()) if bucket else []
+        finally:
+            lock.release()
 
     def index_keys(self, index_name: str, indexed_value: str) -> builtins.list[str]:
         """Keys whose named index includes ``indexed_value`` ([] for an unknown value)."""
@@ -257,7 +286,41 @@ class ThreadSafeStore:
         return rv
 
 
+class ThreadSafeStore(IndexedMap):
+    """A key -> object map with secondary indices; every operation is atomic under one lock.
+
+    Reads (``get``, ``list``, ``by_index``...) see one consistent snapshot and return the stored
+    objects themselves: treat them as read-only, since mutating one corrupts the indices of
+    everyone sharing the cache. Index functions run before the lock is taken (for
+    ``add_indexers``: under it, over the current items); if one raises, the store is unchanged
+    and the error propagates. Never blocks beyond the lock.
+    """
+
+    __slots__ = ()
+
+    add = IndexedMap._add
+    update = IndexedMap._add
+    delete = IndexedMap._delete
+    get = IndexedMap._get
+    replace = IndexedMap._replace
+
+    def resync(self) -> None:
+        """Nothing to do for a store (kept for the ``Store`` shape)."""
+
+
 _MISSING = object()
+
+
+def _index_values(fns: tuple[IndexFunc, ...], obj: Any) -> Sequence[Sequence[str]]:
+    """Every index function's values for ``obj``; unrolled for the usual one to three indexes."""
+    n = len(fns)
+    if n == 1:
+        return (fns[0](obj),)
+    if n == 2:
+        return (fns[0](obj), fns[1](obj))
+    if n == 3:
+        return (fns[0](obj), fns[1](obj), fns[2](obj))
+    return [fn(obj) for fn in fns]
 
 
 def _index_all(fn: IndexFunc, items: Mapping[str, Any]) -> tuple[_Index, _KeyValues]:
