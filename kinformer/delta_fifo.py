@@ -95,7 +95,8 @@ class DeltaFIFO:
         self._transformer = transformer
         # guards everything below; a key is in _queue iff it is in _items, and _items values
         # are never empty
-        self._cond = threading.Condition(threading.Lock())
+        self._lock = threading.Lock()  # hot paths take it directly: Condition.__enter__ is slower
+        self._cond = threading.Condition(self._lock)
         self._items: dict[str, Deltas] = {}
         self._queue: deque[str] = deque()
         self._populated = False
@@ -143,25 +144,34 @@ class DeltaFIFO:
 
     def add(self, obj: Any) -> None:
         """Queue an ``Added`` delta (transformed first; a transform error queues nothing)."""
-        key = self.key_of(obj)
-        if self._transformer is not None:
-            obj = self._transform(obj)
-        with self._cond:
-            self._populated = True
-            if not self._synced and self._initial_population_count == 0:
-                self._synced = True
-            self._queue_locked(_ADDED, obj, key)
+        self._append(_ADDED, obj)
 
     def update(self, obj: Any) -> None:
         """Queue an ``Updated`` delta (transformed first)."""
-        key = self.key_of(obj)
+        self._append(_UPDATED, obj)
+
+    def _append(self, action: DeltaType, obj: Any) -> None:
+        """The add/update path, inlined: it runs once per watch event."""
+        key = self._key_func(obj) if type(obj) is dict else self.key_of(obj)
         if self._transformer is not None:
             obj = self._transform(obj)
-        with self._cond:
+        delta = _new_delta(Delta, (action, obj))
+        lock = self._lock
+        lock.acquire()
+        try:
             self._populated = True
             if not self._synced and self._initial_population_count == 0:
                 self._synced = True
-            self._queue_locked(_UPDATED, obj, key)
+            deltas = self._items.get(key)
+            if deltas is None:
+                self._items[key] = [delta]
+                self._queue.append(key)
+                if self._waiting:
+                    self._cond.notify()
+            else:
+                deltas.append(delta)
+        finally:
+            lock.release()
 
     def delete(self, obj: Any) -> None:
         """Queue a ``Deleted`` delta, unless the key is neither queued nor known.
@@ -271,7 +281,9 @@ class DeltaFIFO:
         for the last item of the initial list has returned.
         """
         cond = self._cond
-        with cond:
+        lock = self._lock
+        lock.acquire()
+        try:
             queue = self._queue
             if not queue:
                 deadline = None if timeout is None else time.monotonic() + timeout
@@ -300,6 +312,8 @@ class DeltaFIFO:
                 if not self._synced and self._populated and self._initial_population_count == 0:
                     self._synced = True
             return deltas
+        finally:
+            lock.release()
 
     # -- state and reads ---------------------------------------------------------------------
 
