@@ -40,12 +40,14 @@ class WorkQueue(Generic[T]):
         self.name = name
         # guards every field below; invariants: _queue holds distinct items, each in _dirty;
         # an item is never in _queue and _processing at once
-        self._cond = threading.Condition()
+        self._lock = threading.Lock()
+        self._cond = threading.Condition(self._lock)  # entered through _lock: a bare Lock is faster
         self._queue: collections.deque[T] = collections.deque()
         self._dirty: set[T] = set()  # needs processing (queued, or re-added while processing)
         self._processing: set[T] = set()  # handed out by get(), not yet done()
         self._shutting_down = False
         self._drain = False
+        self._getters = 0  # threads blocked in get(): notify only when someone listens
 
     def add(self, item: T) -> None:
         """Mark ``item`` for processing; a no-op if it is already waiting or after shutdown.
@@ -53,14 +55,15 @@ class WorkQueue(Generic[T]):
         Never blocks (beyond the lock). An item currently being processed is queued again
         when its worker calls :meth:`done`.
         """
-        with self._cond:
+        with self._lock:
             if self._shutting_down or item in self._dirty:
                 return
             self._dirty.add(item)
             if item in self._processing:
                 return
             self._queue.append(item)
-            self._cond.notify()
+            if self._getters:
+                self._cond.notify()
 
     def get(self, timeout: float | None = None) -> tuple[T | None, bool]:
         """Take the oldest item: ``(item, False)``, or ``(None, True)`` once shut down and empty.
@@ -68,9 +71,14 @@ class WorkQueue(Generic[T]):
         Blocks while the queue is empty and not shut down; with ``timeout`` (seconds) it gives
         up and returns ``(None, False)``. The caller must call :meth:`done` with the item.
         """
-        with self._cond:
-            if not self._cond.wait_for(lambda: self._queue or self._shutting_down, timeout):
-                return None, False
+        with self._lock:
+            if not self._queue and not self._shutting_down:
+                self._getters += 1
+                try:
+                    if not self._cond.wait_for(lambda: self._queue or self._shutting_down, timeout):
+                        return None, False
+                finally:
+                    self._getters -= 1
             if not self._queue:
                 return None, True
             item = self._queue.popleft()
@@ -84,20 +92,21 @@ class WorkQueue(Generic[T]):
         Calling ``done`` for an item that is not being processed is a no-op (client-go would
         queue a dirty item a second time).
         """
-        with self._cond:
+        with self._lock:
             if item not in self._processing:
                 log.debug("workqueue %s: done(%r) for an item not being processed", self.name, item)
                 return
             self._processing.discard(item)
             if item in self._dirty:
                 self._queue.append(item)
-                self._cond.notify()
+                if self._getters:
+                    self._cond.notify()
             elif not self._processing:
                 self._cond.notify_all()  # a shut_down_with_drain() may be waiting for this
 
     def len(self) -> int:
         """How many items wait to be handed out (items being processed are not counted)."""
-        with self._cond:
+        with self._lock:
             return len(self._queue)
 
     def __len__(self) -> int:
@@ -109,7 +118,7 @@ class WorkQueue(Generic[T]):
         Items already queued are still handed out. A concurrent
         :meth:`shut_down_with_drain` stops waiting.
         """
-        with self._cond:
+        with self._lock:
             self._shutting_down = True
             self._drain = False
             self._cond.notify_all()
@@ -121,7 +130,7 @@ class WorkQueue(Generic[T]):
         calling ``get``/``done`` until ``get`` reports shutdown. Returns False if ``timeout``
         passed first, True otherwise (also when a concurrent ``shut_down`` cut the wait short).
         """
-        with self._cond:
+        with self._lock:
             self._shutting_down = True
             self._drain = True
             self._cond.notify_all()
@@ -129,11 +138,11 @@ class WorkQueue(Generic[T]):
 
     def shutting_down(self) -> bool:
         """True once :meth:`shut_down` or :meth:`shut_down_with_drain` was called."""
-        with self._cond:
+        with self._lock:
             return self._shutting_down
 
     def __repr__(self) -> str:
-        with self._cond:
+        with self._lock:
             state = "shut down" if self._shutting_down else "live"
             return (
                 f"<{type(self).__name__} {self.name!r} {state} queued={len(self._queue)}"

@@ -1,0 +1,113 @@
+"""WorkQueue throughput: add, get and done of N_ITEMS distinct keys, against a bare deque.
+
+Single-threaded figures time ``add`` of N_ITEMS new keys, ``add`` of keys already queued (the
+dedup hit an informer resync produces), ``get`` + ``done`` draining a full queue, and the whole
+add → get → done cycle; each is compared with the same walk over a ``collections.deque``
+(append / popleft), the floor no thread-safe, deduplicating queue can beat. A last figure drains
+the queue with WORKERS threads while the main thread adds. Run
+``python benchmarks/bench_workqueue.py [--json] [--n N] [--quick]``.
+"""
+
+from __future__ import annotations
+
+import collections
+
+from _common import Result, measure, parse_args, report
+
+from kinformer import _threads
+from kinformer.workqueue import RateLimitingQueue, WorkQueue
+
+N_ITEMS = 100_000
+WORKERS = 2  # the machine class this runs on has two cores
+
+
+def main() -> None:
+    args = parse_args(__doc__.splitlines()[0], N_ITEMS)
+    n, repeat = args.n, args.repeat
+    keys = [f"default/item-{i}" for i in range(n)]
+    results: list[Result] = []
+
+    def floor_add(d: collections.deque[str]) -> None:
+        append = d.append
+        for k in keys:
+            append(k)
+
+    def floor_filled() -> collections.deque[str]:
+        return collections.deque(keys)
+
+    def floor_drain(d: collections.deque[str]) -> None:
+        popleft = d.popleft
+        for _ in range(n):
+            popleft()
+
+    def floor_cycle(d: collections.deque[str]) -> None:
+        append, popleft = d.append, d.popleft
+        for k in keys:
+            append(k)
+            popleft()
+
+    def run_add(q: WorkQueue[str]) -> None:
+        add = q.add
+        for k in keys:
+            add(k)
+
+    def filled() -> WorkQueue[str]:
+        q: WorkQueue[str] = WorkQueue()
+        run_add(q)
+        return q
+
+    def run_drain(q: WorkQueue[str]) -> None:
+        get, done = q.get, q.done
+        for _ in range(n):
+            item, _shutdown = get()
+            done(item)  # type: ignore[arg-type]
+
+    def run_cycle(q: WorkQueue[str]) -> None:
+        add, get, done = q.add, q.get, q.done
+        for k in keys:
+            add(k)
+            item, _shutdown = get()
+            done(item)  # type: ignore[arg-type]
+
+    def run_threaded(q: WorkQueue[str]) -> None:
+        def work() -> None:
+            while True:
+                item, shutdown = q.get()
+                if shutdown:
+                    return
+                q.done(item)  # type: ignore[arg-type]
+
+        threads = [_threads.spawn(work, f"bench-worker-{i}") for i in range(WORKERS)]
+        run_add(q)
+        q.shut_down()
+        for thread in threads:
+            thread.join()
+
+    floor = measure(collections.deque, floor_add, n, repeat)
+    results.append(Result("add, new keys", measure(WorkQueue, run_add, n, repeat), floor))
+    results.append(Result("add, keys already queued (dedup)", measure(filled, run_add, n, repeat), floor))
+    floor = measure(floor_filled, floor_drain, n, repeat)
+    results.append(Result("get + done, full queue", measure(filled, run_drain, n, repeat), floor))
+    floor = measure(collections.deque, floor_cycle, n, repeat)
+    results.append(Result("add + get + done, one at a time", measure(WorkQueue, run_cycle, n, repeat), floor))
+    results.append(
+        Result(
+            "add + get + done, RateLimitingQueue",
+            measure(RateLimitingQueue, run_cycle, n, repeat),
+            floor,
+            note="the controller's queue: the same basic operations, no delays involved",
+        )
+    )
+    results.append(
+        Result(
+            f"add, drained by {WORKERS} worker threads",
+            measure(WorkQueue, run_threaded, n, repeat),
+            floor,
+            note="includes the workers' get + done; floor is the one-thread deque cycle",
+        )
+    )
+    report("workqueue", args, results)
+
+
+if __name__ == "__main__":
+    main()
