@@ -8,6 +8,7 @@ InformerManager and ControllerManager build controllers on top. See README.md an
 import logging
 
 from kinformer.context import Context, as_context, context_for_channel
+from kinformer.delta_fifo import Delta, DeltaFIFO, Deltas, DeltaType
 from kinformer.errors import (
     AlreadyStartedError,
     APIError,
@@ -16,6 +17,9 @@ from kinformer.errors import (
     FIFOClosedError,
     ForbiddenError,
     GoneError,
+    IndexerConflictError,
+    IndexerError,
+    KeyFuncError,
     KinformerError,
     NotFoundError,
     ServerError,
@@ -27,33 +31,88 @@ from kinformer.errors import (
     UnauthorizedError,
 )
 from kinformer.gvr import APIResourceMeta, GroupVersionKind, GroupVersionResource, KubeObject
+from kinformer.labels import (
+    LabelSelectorError,
+    Selector,
+    everything,
+    parse_selector,
+    selector_from_dict,
+)
+from kinformer.store import (
+    NAMESPACE_INDEX,
+    DeletedFinalStateUnknown,
+    ExplicitKey,
+    IndexedStore,
+    Indexer,
+    InvalidKeyError,
+    KeyListerGetter,
+    ObjectName,
+    Store,
+    deletion_handling_meta_namespace_key_func,
+    index_func_to_key_func_adapter,
+    meta_namespace_index_func,
+    meta_namespace_key_func,
+    new_indexer,
+    new_store,
+    split_meta_namespace_key,
+)
+from kinformer.thread_safe_store import ThreadSafeStore
 
 logging.getLogger(__name__).addHandler(logging.NullHandler())
 
 __version__ = "0.1.0"
 
 __all__ = [
+    "NAMESPACE_INDEX",
     "APIError",
     "APIResourceMeta",
     "AlreadyStartedError",
     "ConfigurationError",
     "ConflictError",
     "Context",
+    "DeletedFinalStateUnknown",
+    "Delta",
+    "DeltaFIFO",
+    "DeltaType",
+    "Deltas",
+    "ExplicitKey",
     "FIFOClosedError",
     "ForbiddenError",
     "GoneError",
     "GroupVersionKind",
     "GroupVersionResource",
+    "IndexedStore",
+    "Indexer",
+    "IndexerConflictError",
+    "IndexerError",
+    "InvalidKeyError",
+    "KeyFuncError",
+    "KeyListerGetter",
     "KinformerError",
     "KubeObject",
+    "LabelSelectorError",
     "NotFoundError",
+    "ObjectName",
+    "Selector",
     "ServerError",
     "ShutDown",
     "StoppedError",
+    "Store",
     "SyncTimeoutError",
     "TerminalError",
+    "ThreadSafeStore",
     "TooManyRequestsError",
     "UnauthorizedError",
     "as_context",
     "context_for_channel",
+    "deletion_handling_meta_namespace_key_func",
+    "everything",
+    "index_func_to_key_func_adapter",
+    "meta_namespace_index_func",
+    "meta_namespace_key_func",
+    "new_indexer",
+    "new_store",
+    "parse_selector",
+    "selector_from_dict",
+    "split_meta_namespace_key",
 ]
