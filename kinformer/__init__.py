@@ -30,7 +30,17 @@ from kinformer.errors import (
     TooManyRequestsError,
     UnauthorizedError,
 )
+from kinformer.factory import DynamicSharedInformerFactory, GenericInformer
 from kinformer.gvr import APIResourceMeta, GroupVersionKind, GroupVersionResource, KubeObject
+from kinformer.handlers import (
+    FilteringResourceEventHandler,
+    ResourceEventHandler,
+    ResourceEventHandlerDetailedFuncs,
+    ResourceEventHandlerFuncs,
+    deleted_object,
+    wait_for_cache_sync,
+)
+from kinformer.informer import ResourceEventHandlerRegistration, SharedIndexInformer
 from kinformer.labels import (
     LabelSelectorError,
     Selector,
@@ -38,6 +48,7 @@ from kinformer.labels import (
     parse_selector,
     selector_from_dict,
 )
+from kinformer.lister import GenericLister, GenericNamespaceLister
 from kinformer.store import (
     NAMESPACE_INDEX,
     DeletedFinalStateUnknown,
@@ -75,9 +86,14 @@ __all__ = [
     "DeltaFIFO",
     "DeltaType",
     "Deltas",
+    "DynamicSharedInformerFactory",
     "ExplicitKey",
     "FIFOClosedError",
+    "FilteringResourceEventHandler",
     "ForbiddenError",
+    "GenericInformer",
+    "GenericLister",
+    "GenericNamespaceLister",
     "GoneError",
     "GroupVersionKind",
     "GroupVersionResource",
@@ -93,8 +109,13 @@ __all__ = [
     "LabelSelectorError",
     "NotFoundError",
     "ObjectName",
+    "ResourceEventHandler",
+    "ResourceEventHandlerDetailedFuncs",
+    "ResourceEventHandlerFuncs",
+    "ResourceEventHandlerRegistration",
     "Selector",
     "ServerError",
+    "SharedIndexInformer",
     "ShutDown",
     "StoppedError",
     "Store",
@@ -105,6 +126,7 @@ __all__ = [
     "UnauthorizedError",
     "as_context",
     "context_for_channel",
+    "deleted_object",
     "deletion_handling_meta_namespace_key_func",
     "everything",
     "index_func_to_key_func_adapter",
@@ -115,4 +137,5 @@ __all__ = [
     "parse_selector",
     "selector_from_dict",
     "split_meta_namespace_key",
+    "wait_for_cache_sync",
 ]
