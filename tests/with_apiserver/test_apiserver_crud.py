@@ -1,0 +1,258 @@
+"""FakeAPIServer CRUD through the official client: versions, metadata, errors and deletes."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+from kubernetes import client as k8s
+
+from kinformer.gvr import GroupVersionResource
+from kinformer.testing import FakeAPIServer
+
+NS = "default"
+CONFIGMAPS = GroupVersionResource("", "v1", "configmaps")
+
+
+def cm(name: str, **labels: str) -> dict[str, Any]:
+    return {"metadata": {"name": name, "labels": labels}, "data": {"k": "v"}}
+
+
+def api_error(call: Any, *args: Any, **kwargs: Any) -> tuple[int, dict[str, Any]]:
+    with pytest.raises(k8s.ApiException) as info:
+        call(*args, **kwargs)
+    return info.value.status, json.loads(info.value.body)
+
+
+def test_created_object_gets_uid_timestamp_and_a_fresh_resource_version(api_client: Any) -> None:
+    api = k8s.CoreV1Api(api_client)
+    before = int(api.list_namespaced_config_map(NS).metadata.resource_version)
+    made = api.create_namespaced_config_map(NS, cm("a"))
+    assert made.metadata.uid
+    assert made.metadata.creation_timestamp is not None
+    assert int(made.metadata.resource_version) > before
+    assert api.read_namespaced_config_map("a", NS).data == {"k": "v"}
+
+
+def test_one_resource_version_counts_writes_of_every_type(api_client: Any) -> None:
+    core = k8s.CoreV1Api(api_client)
+    leases = k8s.CoordinationV1Api(api_client)
+    first = int(core.create_namespaced_config_map(NS, cm("a")).metadata.resource_version)
+    second = int(leases.create_namespaced_lease(
+        NS, {"metadata": {"name": "l"}, "spec": {"holderIdentity": "me"}}).metadata.resource_version)
+    third = int(core.create_namespaced_secret(
+        NS, {"metadata": {"name": "s"}, "stringData": {"x": "y"}}).metadata.resource_version)
+    assert first < second < third
+    assert int(core.list_namespaced_config_map(NS).metadata.resource_version) == third
+
+
+def test_reading_a_missing_object_is_404_with_the_real_message(api_client: Any) -> None:
+    status, body = api_error(k8s.CoreV1Api(api_client).read_namespaced_config_map, "x", NS)
+    assert status == 404
+    assert body["reason"] == "NotFound"
+    assert body["message"] == 'configmaps "x" not found'
+    assert body["details"] == {"name": "x", "kind": "configmaps"}
+
+
+def test_creating_an_existing_name_is_409_already_exists(api_client: Any) -> None:
+    api = k8s.CoreV1Api(api_client)
+    api.create_namespaced_config_map(NS, cm("a"))
+    status, body = api_error(api.create_namespaced_config_map, NS, cm("a"))
+    assert (status, body["reason"]) == (409, "AlreadyExists")
+    assert body["message"] == 'configmaps "a" already exists'
+
+
+def test_update_with_a_stale_version_conflicts_and_without_one_is_unconditional(
+    api_client: Any,
+) -> None:
+    api = k8s.CoreV1Api(api_client)
+    old = api.create_namespaced_config_map(NS, cm("a")).metadata.resource_version
+    api.patch_namespaced_config_map("a", NS, {"data": {"k": "2"}})
+    stale = {"metadata": {"name": "a", "resourceVersion": old}, "data": {"k": "3"}}
+    status, body = api_error(api.replace_namespaced_config_map, "a", NS, stale)
+    assert (status, body["reason"]) == (409, "Conflict")
+    assert body["message"].startswith('Operation cannot be fulfilled on configmaps "a"')
+    blind = api.replace_namespaced_config_map("a", NS, {"metadata": {"name": "a"},
+                                                        "data": {"k": "4"}})
+    assert blind.data == {"k": "4"}
+
+
+def test_replacing_a_missing_object_is_404(api_client: Any) -> None:
+    status, _ = api_error(k8s.CoreV1Api(api_client).replace_namespaced_config_map, "nope", NS,
+                          cm("nope"))
+    assert status == 404
+
+
+def test_patches_merge_apply_json_operations_and_reject_stale_versions(api_client: Any) -> None:
+    api = k8s.CoreV1Api(api_client)
+    old = api.create_namespaced_config_map(NS, cm("a", app="web")).metadata.resource_version
+    merged = api.patch_namespaced_config_map("a", NS, {"metadata": {"labels": {"tier": "x"}},
+                                                       "data": {"k": None, "n": "1"}})
+    assert merged.metadata.labels == {"app": "web", "tier": "x"}
+    assert merged.data == {"n": "1"}
+    patched = api.patch_namespaced_config_map(
+        "a", NS, [{"op": "add", "path": "/data/m", "value": "2"},
+                  {"op": "remove", "path": "/metadata/labels/app"}])
+    assert patched.data == {"n": "1", "m": "2"}
+    assert patched.metadata.labels == {"tier": "x"}
+    status, body = api_error(api.patch_namespaced_config_map, "a", NS,
+                             {"metadata": {"resourceVersion": old}, "data": {"z": "1"}})
+    assert (status, body["reason"]) == (409, "Conflict")
+
+
+def test_objects_without_a_name_or_with_a_bad_name_are_422_invalid(api_client: Any) -> None:
+    api = k8s.CoreV1Api(api_client)
+    status, body = api_error(api.create_namespaced_config_map, NS, {"data": {}})
+    assert (status, body["reason"]) == (422, "Invalid")
+    assert body["details"]["kind"] == "ConfigMap"
+    assert body["details"]["causes"][0]["field"] == "metadata.name"
+    status, body = api_error(api.create_namespaced_config_map, NS, cm("Bad_Name"))
+    assert (status, body["reason"]) == (422, "Invalid")
+    assert body["details"]["name"] == "Bad_Name"
+
+
+def test_generate_name_makes_a_unique_name(api_client: Any) -> None:
+    api = k8s.CoreV1Api(api_client)
+    made = api.create_namespaced_config_map(NS, {"metadata": {"generateName": "job-"}})
+    assert made.metadata.name.startswith("job-") and len(made.metadata.name) == 9
+
+
+def test_missing_namespace_is_404_for_create_and_an_empty_list(api_client: Any) -> None:
+    api = k8s.CoreV1Api(api_client)
+    status, body = api_error(api.create_namespaced_config_map, "ghost", cm("a"))
+    assert status == 404
+    assert body["message"] == 'namespaces "ghost" not found'
+    assert api.list_namespaced_config_map("ghost").items == []
+
+
+def test_bad_bodies_and_selectors_are_400_never_500(raw: Any, api_client: Any) -> None:
+    status, body = raw("POST", "/api/v1/namespaces/default/configmaps", body="{not json")
+    assert (status, body["reason"]) == (400, "BadRequest")
+    status, body = raw("POST", "/api/v1/namespaces/default/configmaps", body=[1, 2])
+    assert status == 400
+    status, body = raw("POST", "/api/v1/namespaces/default/configmaps",
+                       body={"metadata": {"name": "a", "labels": {"x": 1}}})
+    assert status == 400
+    api = k8s.CoreV1Api(api_client)
+    assert api_error(api.list_namespaced_config_map, NS, label_selector="a in (")[0] == 400
+    status, body = api_error(api.list_namespaced_config_map, NS, field_selector="spec.x=1")
+    assert (status, body["reason"]) == (400, "BadRequest")
+
+
+def test_a_verb_the_resource_does_not_have_is_405(raw: Any) -> None:
+    status, body = raw("POST", "/api/v1/namespaces/default/configmaps/a", body={})
+    assert (status, body["reason"]) == (405, "MethodNotAllowed")
+    status, _ = raw("PUT", "/api/v1/namespaces/default/configmaps", body={})
+    assert status == 405
+
+
+def test_unknown_paths_are_404(raw: Any) -> None:
+    assert raw("GET", "/api/v1/widgets")[0] == 404
+    assert raw("GET", "/apis/nope.example.com/v1")[0] == 404
+
+
+def test_deleting_a_configmap_returns_a_success_status_with_its_uid(api_client: Any) -> None:
+    api = k8s.CoreV1Api(api_client)
+    uid = api.create_namespaced_config_map(NS, cm("a")).metadata.uid
+    result = api.delete_namespaced_config_map("a", NS)
+    reply = result if isinstance(result, dict) else result.to_dict()
+    assert reply["status"] == "Success"
+    assert reply["details"]["name"] == "a"
+    assert reply["details"]["kind"] == "configmaps"
+    assert reply["details"]["uid"] == uid
+    assert api_error(api.delete_namespaced_config_map, "a", NS)[0] == 404
+
+
+def test_deleting_a_namespace_returns_it_terminating_and_removes_what_it_held(
+    apiserver: FakeAPIServer, api_client: Any,
+) -> None:
+    api = k8s.CoreV1Api(api_client)
+    api.create_namespace({"metadata": {"name": "team"}})
+    api.create_namespaced_config_map("team", cm("a"))
+    api.create_namespaced_config_map(NS, cm("kept"))
+    since = api.list_namespaced_config_map("team").metadata.resource_version
+    result = api.delete_namespace("team")
+    gone = result if isinstance(result, dict) else result.to_dict()
+    assert gone["kind"] == "Namespace"
+    assert gone["status"]["phase"] == "Terminating"
+    assert gone["metadata"]["deletionTimestamp"]
+    assert [c["metadata"]["name"] for c in apiserver.list_objects(CONFIGMAPS)] == ["kept"]
+    assert api_error(api.read_namespace, "team")[0] == 404
+    stream = api.list_config_map_for_all_namespaces(
+        watch=True, resource_version=since, timeout_seconds=1, _preload_content=False)
+    first = json.loads(next(iter(stream.stream(1 << 16))).splitlines()[0])
+    stream.release_conn()
+    assert first["type"] == "DELETED"
+    assert first["object"]["metadata"]["name"] == "a"
+
+
+def test_generation_grows_on_spec_changes_only(api_client: Any) -> None:
+    apps = k8s.AppsV1Api(api_client)
+    spec = {"replicas": 1, "selector": {"matchLabels": {"app": "w"}},
+            "template": {"metadata": {"labels": {"app": "w"}},
+                         "spec": {"containers": [{"name": "c", "image": "nginx"}]}}}
+    made = apps.create_namespaced_deployment(NS, {"metadata": {"name": "d"}, "spec": spec})
+    assert made.metadata.generation == 1
+    labelled = apps.patch_namespaced_deployment("d", NS, {"metadata": {"labels": {"x": "y"}}})
+    assert labelled.metadata.generation == 1
+    scaled = apps.patch_namespaced_deployment("d", NS, {"spec": {"replicas": 3}})
+    assert scaled.metadata.generation == 2
+    assert scaled.spec.replicas == 3
+
+
+def test_a_no_op_update_keeps_the_resource_version(api_client: Any) -> None:
+    api = k8s.CoreV1Api(api_client)
+    made = api.create_namespaced_config_map(NS, cm("a"))
+    same = api.patch_namespaced_config_map("a", NS, {"data": {"k": "v"}})
+    assert same.metadata.resource_version == made.metadata.resource_version
+
+
+def test_forbid_answers_403_until_allowed(apiserver: FakeAPIServer, api_client: Any) -> None:
+    api = k8s.CoreV1Api(api_client)
+    apiserver.forbid("configmaps", "list")
+    status, body = api_error(api.list_namespaced_config_map, NS)
+    assert (status, body["reason"]) == (403, "Forbidden")
+    api.create_namespaced_config_map(NS, cm("a"))
+    apiserver.allow("configmaps", "list")
+    assert len(api.list_namespaced_config_map(NS).items) == 1
+
+
+def test_fail_next_fails_exactly_the_matching_requests(
+    apiserver: FakeAPIServer, api_client: Any,
+) -> None:
+    api = k8s.CoreV1Api(api_client)
+    apiserver.fail_next(2, status=500, verb="create", resource="configmaps")
+    api.list_namespaced_config_map(NS)
+    assert api_error(api.create_namespaced_config_map, NS, cm("a"))[0] == 500
+    status, body = api_error(api.create_namespaced_config_map, NS, cm("a"))
+    assert (status, body["reason"]) == (500, "InternalError")
+    api.create_namespaced_config_map(NS, cm("a"))
+    apiserver.fail_next(1, status=429)
+    assert api_error(api.read_namespaced_config_map, "a", NS)[0] == 429
+    assert api.read_namespaced_config_map("a", NS).metadata.name == "a"
+
+
+def test_requests_are_recorded_with_their_status(apiserver: FakeAPIServer, api_client: Any) -> None:
+    api = k8s.CoreV1Api(api_client)
+    api.list_namespaced_config_map(NS, limit=5)
+    api_error(api.read_namespaced_config_map, "x", NS)
+    recorded = apiserver.requests[-2:]
+    assert recorded[0] == ("GET", "/api/v1/namespaces/default/configmaps", {"limit": "5"}, 200)
+    assert recorded[1][3] == 404
+
+
+def test_server_side_helpers_see_and_make_the_same_objects(
+    apiserver: FakeAPIServer, api_client: Any,
+) -> None:
+    apiserver.create(CONFIGMAPS, {"metadata": {"name": "a", "namespace": NS}})
+    api = k8s.CoreV1Api(api_client)
+    assert api.read_namespaced_config_map("a", NS).metadata.name == "a"
+    api.create_namespaced_config_map(NS, cm("b"))
+    assert apiserver.get(CONFIGMAPS, NS, "b")["data"] == {"k": "v"}
+    last = apiserver.bulk_create(CONFIGMAPS, [{"metadata": {"name": f"n{i}", "namespace": NS}}
+                                              for i in range(50)])
+    assert last == apiserver.current_resource_version()
+    assert len(api.list_namespaced_config_map(NS).items) == 52
+    apiserver.delete(CONFIGMAPS, NS, "a")
+    assert len(apiserver.list_objects(CONFIGMAPS)) == 51
