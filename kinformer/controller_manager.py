@@ -162,16 +162,14 @@ class ControllerManager:
                 if ctx.cancelled():
                     return
                 self._reconcile(ctx)
+            except Exception:
+                log.exception("controller manager %s: reconcile failed; will retry", self.name)
+                self._queue.add_rate_limited(key)
             finally:
                 self._queue.done(key)
 
     def _reconcile(self, ctx: context.Context) -> None:
-        try:
-            synced, not_synced_list = self._source.informers()
-        except Exception:
-            log.exception("controller manager %s: listing informers failed", self.name)
-            self._queue.add_rate_limited(RESYNC_KEY)
-            return
+        synced, not_synced_list = self._source.informers()
         not_synced = set(not_synced_list)
         wanted: set[str] = set()
         poll = False

@@ -50,6 +50,7 @@ class Served:
         self.subscriptions: dict[str, queue.Queue[object]] = {}
         self.unsubscribed: list[str] = []
         self.looks = 0
+        self.failures = 0  # how many of the next informers() calls raise
 
     def serve(self, gvr: GroupVersionResource, synced: bool) -> None:
         with self.lock:
@@ -80,6 +81,9 @@ class Served:
     def informers(self) -> tuple[dict[GroupVersionResource, SyncFlag], list[GroupVersionResource]]:
         with self.lock:
             self.looks += 1
+            if self.failures:
+                self.failures -= 1
+                raise RuntimeError("discovery is unavailable")
             synced = {gvr: i for gvr, i in self.informers_by_gvr.items() if i.has_synced()}
             not_synced = [gvr for gvr, i in self.informers_by_gvr.items() if not i.has_synced()]
             return synced, not_synced
@@ -292,6 +296,19 @@ def test_a_create_that_raises_is_retried_with_backoff(
     try:
         assert wait_for(running.clock.has_waiters)
         assert "creating controller widgets failed" in caplog.text
+        assert factory.instances == []
+        running.clock.step(1.0)
+        factory.started(1)
+    finally:
+        running.stop()
+
+
+def test_a_failing_informer_source_is_asked_again_with_backoff(served: Served, factory: Factory) -> None:
+    served.serve(WIDGETS, synced=True)
+    served.failures = 1
+    running = Running(served, {"widgets": ManagedController({WIDGETS}, factory.create)})
+    try:
+        assert wait_for(running.clock.has_waiters)
         assert factory.instances == []
         running.clock.step(1.0)
         factory.started(1)
