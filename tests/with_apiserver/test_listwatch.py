@@ -21,6 +21,7 @@ import pytest
 from kinformer import _json, errors
 from kinformer.gvr import GroupVersionResource
 from kinformer.listwatch import HTTPWatch, ListOptions, ListWatch, WatchEvent, error_from_event
+from kinformer.testing import FakeAPIServer
 
 CONFIGMAPS = GroupVersionResource("", "v1", "configmaps")
 DEPLOYMENTS = GroupVersionResource("apps", "v1", "deployments")
@@ -101,7 +102,7 @@ def json_backend(request: pytest.FixtureRequest) -> Iterator[str]:
     _json.use_stdlib(False)
 
 
-def api_client(url: str, token: str | None = None) -> kubernetes.client.ApiClient:
+def client_for(url: str, token: str | None = None) -> kubernetes.client.ApiClient:
     cfg = kubernetes.client.Configuration()
     cfg.host = url
     if token is not None:
@@ -129,7 +130,7 @@ def test_list_decodes_items_as_dicts_and_sends_the_options(
     }
     server.responder = lambda h: h.send_body(200, json.dumps(body).encode())
     lw = ListWatch.for_resource(
-        api_client(server.url, token="s3cret"), CONFIGMAPS, namespace="default", label_selector="app=web"
+        client_for(server.url, token="s3cret"), CONFIGMAPS, namespace="default", label_selector="app=web"
     )
     result = lw.list(ListOptions(resource_version="0", limit=500))
     assert result.resource_version == "42"
@@ -150,7 +151,7 @@ def test_group_resources_use_the_apis_path_and_tweaks_apply(server: ScriptedServ
     def tweak(options: ListOptions) -> None:
         options.field_selector = "metadata.name=x"
 
-    lw = ListWatch.for_resource(api_client(server.url), DEPLOYMENTS, tweak_list_options=tweak)
+    lw = ListWatch.for_resource(client_for(server.url), DEPLOYMENTS, tweak_list_options=tweak)
     lw.list(ListOptions())
     assert server.paths[0] == "/apis/apps/v1/deployments?fieldSelector=metadata.name%3Dx"
 
@@ -168,7 +169,7 @@ def test_a_list_body_that_is_not_a_list_of_objects_is_a_decode_error(
     server: ScriptedServer, json_backend: str, body: bytes, caplog: pytest.LogCaptureFixture
 ) -> None:
     server.responder = lambda h: h.send_body(200, body)
-    lw = ListWatch.for_resource(api_client(server.url), CONFIGMAPS)
+    lw = ListWatch.for_resource(client_for(server.url), CONFIGMAPS)
     with caplog.at_level(logging.WARNING, logger="kinformer.listwatch"), pytest.raises(
         errors.DecodeError
     ):
@@ -191,7 +192,7 @@ def test_http_errors_become_typed_errors_with_the_status_reason(
 ) -> None:
     body = {"kind": "Status", "status": "Failure", "code": status, "reason": "Because", "message": "no"}
     server.responder = lambda h: h.send_body(status, json.dumps(body).encode())
-    lw = ListWatch.for_resource(api_client(server.url), CONFIGMAPS)
+    lw = ListWatch.for_resource(client_for(server.url), CONFIGMAPS)
     with pytest.raises(error_type) as raised:
         lw.list(ListOptions())
     assert (raised.value.status, raised.value.reason) == (status, "Because")
@@ -203,7 +204,7 @@ def test_a_refused_connection_is_a_connection_refused_error() -> None:
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
         port = probe.getsockname()[1]
-    lw = ListWatch.for_resource(api_client(f"http://127.0.0.1:{port}"), CONFIGMAPS)
+    lw = ListWatch.for_resource(client_for(f"http://127.0.0.1:{port}"), CONFIGMAPS)
     with pytest.raises(errors.ConnectionRefusedAPIError):
         lw.list(ListOptions())
     with pytest.raises(ConnectionRefusedError):
@@ -225,7 +226,7 @@ def test_watch_lines_are_reassembled_across_chunk_boundaries(
         h.end_chunked()
 
     server.responder = respond
-    lw = ListWatch.for_resource(api_client(server.url), CONFIGMAPS)
+    lw = ListWatch.for_resource(client_for(server.url), CONFIGMAPS)
     watch = lw.watch(ListOptions(resource_version="1", allow_watch_bookmarks=True, timeout_seconds=300))
     events = list(watch)
     assert [(e.type, e.object["metadata"]["resourceVersion"]) for e in events] == [
@@ -251,7 +252,7 @@ def test_a_bad_watch_line_ends_the_watch_with_a_decode_error(
         h.end_chunked()
 
     server.responder = respond
-    watch = ListWatch.for_resource(api_client(server.url), CONFIGMAPS).watch(ListOptions())
+    watch = ListWatch.for_resource(client_for(server.url), CONFIGMAPS).watch(ListOptions())
     seen: list[WatchEvent] = []
     with pytest.raises(errors.DecodeError):
         for event in watch:
@@ -268,7 +269,7 @@ def test_an_error_event_carries_the_status_as_a_typed_error(server: ScriptedServ
         h.end_chunked()
 
     server.responder = respond
-    events = list(ListWatch.for_resource(api_client(server.url), CONFIGMAPS).watch(ListOptions()))
+    events = list(ListWatch.for_resource(client_for(server.url), CONFIGMAPS).watch(ListOptions()))
     assert [e.type for e in events] == ["ERROR"]
     error = error_from_event(events[0])
     assert isinstance(error, errors.GoneError) and errors.is_expired(error)
@@ -282,7 +283,7 @@ def silent_watch(h: _Handler) -> None:
 
 def test_a_silent_watch_fails_after_the_read_timeout(server: ScriptedServer) -> None:
     server.responder = silent_watch
-    lw = ListWatch.for_resource(api_client(server.url), CONFIGMAPS, read_timeout=0.3)
+    lw = ListWatch.for_resource(client_for(server.url), CONFIGMAPS, read_timeout=0.3)
     watch = lw.watch(ListOptions())
     iterator = iter(watch)
     assert next(iterator).type == "ADDED"
@@ -292,7 +293,7 @@ def test_a_silent_watch_fails_after_the_read_timeout(server: ScriptedServer) -> 
 
 def test_closing_a_blocked_watch_from_another_thread_ends_it_quietly(server: ScriptedServer) -> None:
     server.responder = silent_watch
-    watch = ListWatch.for_resource(api_client(server.url), CONFIGMAPS).watch(ListOptions())
+    watch = ListWatch.for_resource(client_for(server.url), CONFIGMAPS).watch(ListOptions())
     assert isinstance(watch, HTTPWatch)
     first = threading.Event()
     outcome: list[object] = []
@@ -312,3 +313,46 @@ def test_closing_a_blocked_watch_from_another_thread_ends_it_quietly(server: Scr
     reader.join(5)
     assert not reader.is_alive()
     assert outcome == ["ended"]
+
+
+def test_list_pages_follow_continue_tokens_on_fake_apiserver(
+    apiserver: FakeAPIServer, api_client: Any
+) -> None:
+    objs = [{"metadata": {"name": f"cm-{i}", "namespace": "default"}} for i in range(5)]
+    apiserver.bulk_create(CONFIGMAPS, objs)
+    lw = ListWatch.for_resource(api_client, CONFIGMAPS)
+    names: list[str] = []
+    page = lw.list(ListOptions(limit=2))
+    first_rv = page.resource_version
+    names += [o["metadata"]["name"] for o in page.items]
+    while page.continue_token:
+        page = lw.list(ListOptions(limit=2, continue_token=page.continue_token))
+        names += [o["metadata"]["name"] for o in page.items]
+    assert names == [f"cm-{i}" for i in range(5)]
+    assert first_rv == apiserver.current_resource_version()
+
+
+def test_watch_on_fake_apiserver_delivers_writes_and_closes_from_another_thread(
+    apiserver: FakeAPIServer, api_client: Any
+) -> None:
+    lw = ListWatch.for_resource(api_client, CONFIGMAPS, namespace="default")
+    rv = lw.list(ListOptions()).resource_version
+    watch = lw.watch(ListOptions(resource_version=rv, allow_watch_bookmarks=True))
+    events: list[WatchEvent] = []
+    got_add = threading.Event()
+
+    def consume() -> None:
+        for event in watch:
+            events.append(event)
+            if event.type == "ADDED":
+                got_add.set()
+
+    reader = threading.Thread(target=consume, name="test-reader")
+    reader.start()
+    assert apiserver.wait_for_watchers(CONFIGMAPS, 1, 5)
+    apiserver.create(CONFIGMAPS, {"metadata": {"name": "a", "namespace": "default"}})
+    assert got_add.wait(5)
+    watch.close()
+    reader.join(5)
+    assert not reader.is_alive()
+    assert [e.object["metadata"]["name"] for e in events if e.type == "ADDED"] == ["a"]

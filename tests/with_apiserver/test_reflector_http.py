@@ -1,0 +1,195 @@
+"""Reflector over HTTP against FakeAPIServer: the cache follows the server through faults.
+
+Writes go through the official client; the reflector lists and watches through
+``ListWatch.for_resource``. Backoff is shortened so recoveries take milliseconds.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterator
+from typing import Any
+
+import kubernetes
+import pytest
+
+from kinformer import errors
+from kinformer.backoff import Backoff, BackoffManager
+from kinformer.context import Context
+from kinformer.gvr import GroupVersionResource
+from kinformer.listwatch import ListOptions, ListWatch
+from kinformer.reflector import Reflector
+from kinformer.store import Indexer
+from kinformer.testing import FakeAPIServer, wait_for
+
+CONFIGMAPS = GroupVersionResource("", "v1", "configmaps")
+TIMEOUT = 5.0
+
+
+def configmap(name: str, value: str = "1") -> dict[str, Any]:
+    return {"metadata": {"name": name, "namespace": "default"}, "data": {"v": value}}
+
+
+def fast_backoff() -> BackoffManager:
+    return BackoffManager(Backoff(duration=0.02, cap=0.1))
+
+
+class Running:
+    """A reflector into an Indexer, running on its own thread until ``stop``."""
+
+    def __init__(self, client: Any, **kwargs: Any) -> None:
+        self.store = Indexer()
+        self.errors: list[BaseException] = []
+        kwargs.setdefault("backoff", fast_backoff())
+        self.reflector = Reflector(
+            ListWatch.for_resource(client, CONFIGMAPS, namespace="default"),
+            self.store,
+            name="configmaps",
+            watch_error_handler=lambda r, e: self.errors.append(e),
+            **kwargs,
+        )
+        self.ctx = Context()
+        self.thread = threading.Thread(target=self.reflector.run, args=(self.ctx,), name="test-run")
+        self.thread.start()
+
+    def data(self) -> dict[str, str]:
+        return {o["metadata"]["name"]: o["data"]["v"] for o in self.store.list()}
+
+    def converges_to(self, apiserver: FakeAPIServer) -> bool:
+        def same() -> bool:
+            objs = apiserver.list_objects(CONFIGMAPS, "default")
+            return self.data() == {o["metadata"]["name"]: o["data"]["v"] for o in objs}
+
+        return wait_for(same, TIMEOUT)
+
+    def stop(self) -> None:
+        self.ctx.cancel()
+        self.thread.join(TIMEOUT)
+        assert not self.thread.is_alive(), "run did not return after stop"
+
+
+@pytest.fixture
+def core(api_client: Any) -> kubernetes.client.CoreV1Api:
+    return kubernetes.client.CoreV1Api(api_client)
+
+
+@pytest.fixture
+def running(api_client: Any) -> Iterator[Running]:
+    r = Running(api_client)
+    yield r
+    r.stop()
+
+
+def list_requests(apiserver: FakeAPIServer) -> list[dict[str, str]]:
+    return [
+        q
+        for method, path, q, _ in apiserver.requests
+        if method == "GET" and "configmaps" in path and q.get("watch") not in ("true", "1")
+    ]
+
+
+def test_lists_then_follows_writes_made_through_the_official_client(
+    apiserver: FakeAPIServer, api_client: Any, core: kubernetes.client.CoreV1Api
+) -> None:
+    apiserver.bulk_create(CONFIGMAPS, [configmap(f"cm-{i}") for i in range(7)])
+    r = Running(api_client)
+    try:
+        assert wait_for(lambda: len(r.store.list()) == 7, TIMEOUT)
+        assert [q.get("resourceVersion") for q in list_requests(apiserver)] == ["0"]
+        assert apiserver.wait_for_watchers(CONFIGMAPS, 1, TIMEOUT)
+        core.create_namespaced_config_map("default", configmap("new", "x"))
+        core.patch_namespaced_config_map("cm-0", "default", {"data": {"v": "2"}})
+        core.delete_namespaced_config_map("cm-1", "default")
+        assert r.converges_to(apiserver)
+        assert r.reflector.last_sync_resource_version() == apiserver.current_resource_version()
+    finally:
+        r.stop()
+
+
+def test_dropped_watches_and_compaction_end_with_the_cache_equal_to_the_server(
+    apiserver: FakeAPIServer, running: Running, core: kubernetes.client.CoreV1Api
+) -> None:
+    for i in range(3):
+        core.create_namespaced_config_map("default", configmap(f"cm-{i}"))
+    assert running.converges_to(apiserver)
+    assert apiserver.wait_for_watchers(CONFIGMAPS, 1, TIMEOUT)
+    apiserver.drop_watches()
+    core.delete_namespaced_config_map("cm-0", "default")
+    assert running.converges_to(apiserver)
+    assert apiserver.wait_for_watchers(CONFIGMAPS, 1, TIMEOUT)
+    apiserver.compact()
+    apiserver.drop_watches()
+    core.create_namespaced_config_map("default", configmap("cm-9"))
+    core.delete_namespaced_config_map("cm-1", "default")
+    assert running.converges_to(apiserver)
+
+
+def test_a_garbage_watch_line_is_never_cached_and_the_reflector_recovers(
+    apiserver: FakeAPIServer, running: Running, core: kubernetes.client.CoreV1Api
+) -> None:
+    core.create_namespaced_config_map("default", configmap("a"))
+    assert running.converges_to(apiserver)
+    assert apiserver.wait_for_watchers(CONFIGMAPS, 1, TIMEOUT)
+    apiserver.inject_watch_garbage(b'{"type": "ADDED", "object": {"metadata": {}}}')
+    assert wait_for(lambda: any(isinstance(e, errors.DecodeError) for e in running.errors), TIMEOUT)
+    core.create_namespaced_config_map("default", configmap("b"))
+    assert running.converges_to(apiserver)
+
+
+def test_forbidden_lists_are_visible_as_last_error_until_allowed(
+    apiserver: FakeAPIServer, api_client: Any, core: kubernetes.client.CoreV1Api
+) -> None:
+    core.create_namespaced_config_map("default", configmap("a"))
+    apiserver.forbid("configmaps")
+    r = Running(api_client)
+    try:
+        assert wait_for(lambda: isinstance(r.reflector.last_error(), errors.ForbiddenError), TIMEOUT)
+        assert isinstance(r.errors[0], errors.ForbiddenError)
+        assert r.store.list() == []
+        apiserver.allow("configmaps")
+        assert r.converges_to(apiserver)
+        assert r.reflector.last_error() is None
+    finally:
+        r.stop()
+
+
+def test_stop_returns_promptly_while_a_watch_is_open(apiserver: FakeAPIServer, api_client: Any) -> None:
+    r = Running(api_client)
+    assert apiserver.wait_for_watchers(CONFIGMAPS, 1, TIMEOUT)
+    r.stop()
+    assert wait_for(lambda: apiserver.watcher_count(CONFIGMAPS) == 0, TIMEOUT)
+
+
+def test_watch_list_syncs_from_the_stream_without_a_list_request(
+    apiserver: FakeAPIServer, api_client: Any, core: kubernetes.client.CoreV1Api
+) -> None:
+    apiserver.bulk_create(CONFIGMAPS, [configmap(f"cm-{i}") for i in range(4)])
+    r = Running(api_client, use_watch_list=True)
+    try:
+        assert r.converges_to(apiserver)
+        core.create_namespaced_config_map("default", configmap("late"))
+        assert r.converges_to(apiserver)
+        assert list_requests(apiserver) == []
+    finally:
+        r.stop()
+
+
+def test_https_with_a_token_comes_from_the_api_client_configuration() -> None:
+    with FakeAPIServer(token="s3cret") as server:
+        server.create(CONFIGMAPS, configmap("a"))
+        client = server.api_client()
+        try:
+            result = ListWatch.for_resource(client, CONFIGMAPS, namespace="default").list(ListOptions())
+            assert [o["metadata"]["name"] for o in result.items] == ["a"]
+            client.configuration.api_key = {"authorization": "wrong"}
+            with pytest.raises(errors.UnauthorizedError):
+                ListWatch.for_resource(client, CONFIGMAPS).list(ListOptions())
+        finally:
+            client.close()
+
+
+def test_a_dynamic_client_is_accepted(apiserver: FakeAPIServer, api_client: Any) -> None:
+    apiserver.create(CONFIGMAPS, configmap("a"))
+    dynamic = kubernetes.dynamic.DynamicClient(api_client)
+    result = ListWatch.for_resource(dynamic, CONFIGMAPS).list(ListOptions())
+    assert [o["metadata"]["name"] for o in result.items] == ["a"]
