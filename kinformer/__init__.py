@@ -8,6 +8,13 @@ InformerManager and ControllerManager build controllers on top. See README.md an
 import logging
 
 from kinformer.context import Context, as_context, context_for_channel
+from kinformer.controller import Controller, EnqueueRequestForObject, Reconciler, Result
+from kinformer.controller_manager import (
+    CONTROLLER_NAME_PREFIX,
+    ControllerManager,
+    InformerSource,
+    ManagedController,
+)
 from kinformer.delta_fifo import Delta, DeltaFIFO, Deltas, DeltaType
 from kinformer.errors import (
     AlreadyStartedError,
@@ -68,25 +75,44 @@ from kinformer.store import (
     split_meta_namespace_key,
 )
 from kinformer.thread_safe_store import ThreadSafeStore
+from kinformer.workqueue import (
+    BucketRateLimiter,
+    DelayingQueue,
+    ItemExponentialFailureRateLimiter,
+    ItemFastSlowRateLimiter,
+    MaxOfRateLimiter,
+    RateLimiter,
+    RateLimitingQueue,
+    WithMaxWaitRateLimiter,
+    WorkQueue,
+    default_controller_rate_limiter,
+    default_item_based_rate_limiter,
+)
 
 logging.getLogger(__name__).addHandler(logging.NullHandler())
 
 __version__ = "0.1.0"
 
 __all__ = [
+    "CONTROLLER_NAME_PREFIX",
     "NAMESPACE_INDEX",
     "APIError",
     "APIResourceMeta",
     "AlreadyStartedError",
+    "BucketRateLimiter",
     "ConfigurationError",
     "ConflictError",
     "Context",
+    "Controller",
+    "ControllerManager",
+    "DelayingQueue",
     "DeletedFinalStateUnknown",
     "Delta",
     "DeltaFIFO",
     "DeltaType",
     "Deltas",
     "DynamicSharedInformerFactory",
+    "EnqueueRequestForObject",
     "ExplicitKey",
     "FIFOClosedError",
     "FilteringResourceEventHandler",
@@ -101,18 +127,27 @@ __all__ = [
     "Indexer",
     "IndexerConflictError",
     "IndexerError",
+    "InformerSource",
     "InvalidKeyError",
+    "ItemExponentialFailureRateLimiter",
+    "ItemFastSlowRateLimiter",
     "KeyFuncError",
     "KeyListerGetter",
     "KinformerError",
     "KubeObject",
     "LabelSelectorError",
+    "ManagedController",
+    "MaxOfRateLimiter",
     "NotFoundError",
     "ObjectName",
+    "RateLimiter",
+    "RateLimitingQueue",
+    "Reconciler",
     "ResourceEventHandler",
     "ResourceEventHandlerDetailedFuncs",
     "ResourceEventHandlerFuncs",
     "ResourceEventHandlerRegistration",
+    "Result",
     "Selector",
     "ServerError",
     "SharedIndexInformer",
@@ -124,8 +159,12 @@ __all__ = [
     "ThreadSafeStore",
     "TooManyRequestsError",
     "UnauthorizedError",
+    "WithMaxWaitRateLimiter",
+    "WorkQueue",
     "as_context",
     "context_for_channel",
+    "default_controller_rate_limiter",
+    "default_item_based_rate_limiter",
     "deleted_object",
     "deletion_handling_meta_namespace_key_func",
     "everything",
