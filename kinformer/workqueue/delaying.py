@@ -46,7 +46,7 @@ class DelayingQueue(WorkQueue[T]):
     discarded.
     """
 
-    def __init__(self, name: str = "", clock: clock_module.Clock = clock_module.REAL_CLOCK) -> None:
+    def __init__(self, clock: clock_module.Clock = clock_module.REAL_CLOCK, name: str = "") -> None:
         super().__init__(name)
         self._clock = clock
         self._delay_lock = threading.Lock()  # guards _heap, _waiting, _seq, _thread, _stopped
