@@ -1,0 +1,653 @@
+"""Discovery: which resource types the server serves, and one informer per type as they come and go.
+
+:class:`CachedDiscoveryClient` reads the server's discovery documents (``/api``, ``/api/v1``,
+``/apis``, ``/apis/<group>/<version>``) through the official ``ApiClient`` and caches the
+per-group-version lists in a ``cachetools.TTLCache``. :class:`DiscoveringDynamicSharedInformerFactory`
+is kcp's ddsif: its worker thread (``kinformer-ddsif``) keeps one
+:class:`~kinformer.informer.SharedIndexInformer` per served resource type that its filter accepts,
+each under its own child :class:`~kinformer.Context`, and tells subscribers (the
+:class:`~kinformer.controller_manager.ControllerManager`) when the set changed. It learns of
+CustomResourceDefinition changes within about a second by watching CRDs where the server serves
+them, and polls discovery every ``poll_interval`` seconds in any case.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import logging
+import queue
+import threading
+from collections.abc import Callable, Iterable, Mapping
+from typing import Any, Protocol, runtime_checkable
+
+import cachetools
+
+from kinformer import _json, _threads, context, errors, informer, listwatch, store
+from kinformer.clock import REAL_CLOCK, Clock
+from kinformer.controller_manager import InformerSource
+from kinformer.factory import GenericInformer, gvr_subject
+from kinformer.gvr import APIResourceMeta, GroupVersionKind, GroupVersionResource, split_group_version
+
+log = logging.getLogger(__name__)
+
+CRD_GVR = GroupVersionResource("apiextensions.k8s.io", "v1", "customresourcedefinitions")
+DEFAULT_POLL_INTERVAL = 30.0  # fleet's discovery period; CRD changes are seen at once where watched
+DISCOVERY_CACHE_TTL = 300.0  # bounds how long a type added without any CRD change goes unnoticed
+MIN_UPDATE_INTERVAL = 1.0  # kcp: at least a second between passes, so a burst of CRD events is one pass
+SETTLE_PASSES = 10  # extra passes, a second apart, while discovery lags behind the CRDs we watch
+REQUEST_TIMEOUT = (10.0, 30.0)  # (connect, read) seconds for one discovery GET
+JOIN_TIMEOUT = 30.0  # an informer joins its own threads with bounded waits; this only bounds a bug
+_REQUIRED_VERBS = frozenset({"list", "watch"})
+
+
+@dataclasses.dataclass(frozen=True)
+class DiscoveryResult:
+    """What one discovery pass found.
+
+    ``resources`` maps every served, listable and watchable resource type (no subresources) to
+    its kind and scope; ``failed`` maps each group version whose document could not be read to
+    the error. ``complete`` is fleet's ``list_complete``: nothing failed.
+    """
+
+    resources: dict[GroupVersionResource, APIResourceMeta]
+    failed: dict[str, Exception]
+    preferred: frozenset[str]  # group versions the server prefers, one per group
+
+    @property
+    def complete(self) -> bool:
+        return not self.failed
+
+    def preferred_resources(self) -> list[APIResourceMeta]:
+        """The resource types of each group's preferred version (client-go's ServerPreferredResources)."""
+        return [m for g, m in self.resources.items() if g.group_version in self.preferred]
+
+
+class CachedDiscoveryClient:
+    """Reads what the server serves through the official client, caching per group version.
+
+    Thread-safe. The group lists (``/api``, ``/apis``) are read on every :meth:`server_resources`
+    call, so a group that appears or disappears is seen at once; the resource list of each group
+    version is cached for ``ttl`` seconds (of ``clock``) or until :meth:`invalidate`. Blocks the
+    calling thread for the HTTP round trips. ``client`` is what ``ListWatch.for_resource``
+    accepts: an ``ApiClient``, a ``DynamicClient`` or an API object holding one.
+    """
+
+    def __init__(self, client: Any, ttl: float = DISCOVERY_CACHE_TTL, *, clock: Clock = REAL_CLOCK) -> None:
+        self._api = listwatch._api_client_of(client)
+        self._lock = threading.Lock()  # guards _cache: cachetools caches are not thread-safe
+        self._cache: cachetools.TTLCache[str, list[APIResourceMeta]] = cachetools.TTLCache(
+            maxsize=512, ttl=ttl, timer=clock.now
+        )
+
+    def invalidate(self) -> None:
+        """Forget every cached document; the next call reads the server again."""
+        with self._lock:
+            self._cache.clear()
+
+    def server_group_versions(self) -> tuple[list[str], frozenset[str]]:
+        """Every served group version (``"v1"``, ``"apps/v1"``, ...) and the preferred ones.
+
+        Raises :class:`~kinformer.errors.APIError` or ``TransportError`` when a list cannot be read.
+        """
+        versions: list[str] = []
+        preferred: set[str] = set()
+        core = self._get("/api")
+        for version in core.get("versions") or []:
+            versions.append(str(version))
+        if versions:
+            preferred.add(versions[0])
+        groups = self._get("/apis")
+        for group in groups.get("groups") or []:
+            for entry in group.get("versions") or []:
+                gv = entry.get("groupVersion")
+                if gv:
+                    versions.append(str(gv))
+            pref = (group.get("preferredVersion") or {}).get("groupVersion")
+            if pref:
+                preferred.add(str(pref))
+        return versions, frozenset(preferred)
+
+    def server_resources_for_group_version(self, group_version: str) -> list[APIResourceMeta]:
+        """The listable and watchable resource types of one group version (cached)."""
+        with self._lock:
+            cached = self._cache.get(group_version)
+        if cached is not None:
+            return cached
+        path = f"/api/{group_version}" if "/" not in group_version else f"/apis/{group_version}"
+        metas = _parse_resource_list(group_version, self._get(path))
+        with self._lock:
+            self._cache[group_version] = metas
+        return metas
+
+    def server_resources(self) -> DiscoveryResult:
+        """Every served resource type that supports list and watch, subresources left out.
+
+        A group version whose document fails is named in ``failed``; a failure of the group
+        lists themselves raises.
+        """
+        versions, preferred = self.server_group_versions()
+        resources: dict[GroupVersionResource, APIResourceMeta] = {}
+        failed: dict[str, Exception] = {}
+        for gv in versions:
+            try:
+                metas = self.server_resources_for_group_version(gv)
+            except Exception as exc:
+                log.warning("discovery of %s failed: %s", gv, exc)
+                failed[gv] = exc
+                continue
+            for meta in metas:
+                resources[meta.group_version_resource] = meta
+        return DiscoveryResult(resources, failed, preferred)
+
+    def _get(self, path: str) -> dict[str, Any]:
+        import urllib3
+
+        method, url, headers, body, post = self._api.param_serialize(
+            method="GET",
+            resource_path=path,
+            header_params={"Accept": "application/json"},
+            auth_settings=["BearerToken"],
+        )
+        try:
+            rest = self._api.call_api(method, url, headers, body, post, _request_timeout=REQUEST_TIMEOUT)
+            data = rest.read()
+        except (urllib3.exceptions.HTTPError, OSError) as exc:
+            raise listwatch._transport_error(exc, path) from exc
+        if not 200 <= rest.status <= 299:
+            raise errors.api_error_from_status(rest.status, data)
+        try:
+            doc = _json.loads(data)
+        except ValueError as exc:
+            raise errors.DecodeError(f"discovery {path}: response is not JSON") from exc
+        if not isinstance(doc, dict):
+            raise errors.DecodeError(f"discovery {path}: response is not an object")
+        return doc
+
+
+def _parse_resource_list(group_version: str, doc: Mapping[str, Any]) -> list[APIResourceMeta]:
+    group, version = split_group_version(group_version)
+    metas: list[APIResourceMeta] = []
+    for res in doc.get("resources") or []:
+        name = res.get("name") or ""
+        if not name or "/" in name:
+            continue
+        if not _REQUIRED_VERBS.issubset(res.get("verbs") or ()):
+            continue
+        metas.append(
+            APIResourceMeta(
+                GroupVersionKind(
+                    res.get("group") or group, res.get("version") or version, res.get("kind", "")
+                ),
+                GroupVersionResource(group, version, name),
+                is_cluster_scoped=not res.get("namespaced", False),
+            )
+        )
+    return metas
+
+
+@runtime_checkable
+class GVREventHandler(Protocol):
+    """kcp's ``GVREventHandler``: hears of changes to objects of every type a ddsif runs."""
+
+    def on_add(self, gvr: GroupVersionResource, obj: Any) -> None: ...
+
+    def on_update(self, gvr: GroupVersionResource, old: Any, new: Any) -> None: ...
+
+    def on_delete(self, gvr: GroupVersionResource, obj: Any) -> None: ...
+
+
+class GVREventHandlerFuncs:
+    """A :class:`GVREventHandler` made of optional functions; a missing one ignores the event."""
+
+    __slots__ = ("add_func", "delete_func", "update_func")
+
+    def __init__(
+        self,
+        add_func: Callable[[GroupVersionResource, Any], object] | None = None,
+        update_func: Callable[[GroupVersionResource, Any, Any], object] | None = None,
+        delete_func: Callable[[GroupVersionResource, Any], object] | None = None,
+    ) -> None:
+        self.add_func = add_func
+        self.update_func = update_func
+        self.delete_func = delete_func
+
+    def on_add(self, gvr: GroupVersionResource, obj: Any) -> None:
+        if self.add_func is not None:
+            self.add_func(gvr, obj)
+
+    def on_update(self, gvr: GroupVersionResource, old: Any, new: Any) -> None:
+        if self.update_func is not None:
+            self.update_func(gvr, old, new)
+
+    def on_delete(self, gvr: GroupVersionResource, obj: Any) -> None:
+        if self.delete_func is not None:
+            self.delete_func(gvr, obj)
+
+
+class _FanOut:
+    """The one handler registered on each informer: passes events to every GVR handler."""
+
+    __slots__ = ("_factory", "_gvr")
+
+    def __init__(self, factory: DiscoveringDynamicSharedInformerFactory, gvr: GroupVersionResource) -> None:
+        self._factory = factory
+        self._gvr = gvr
+
+    def _each(self, call: Callable[[GVREventHandler], object]) -> None:
+        for handler in self._factory._handlers:  # read at event time: a late handler sees only new events
+            try:
+                call(handler)
+            except Exception:
+                log.exception("GVR handler %r failed on %s", handler, self._gvr)
+
+    def on_add(self, obj: Any, is_in_initial_list: bool) -> None:
+        self._each(lambda h: h.on_add(self._gvr, obj))
+
+    def on_update(self, old: Any, new: Any) -> None:
+        self._each(lambda h: h.on_update(self._gvr, old, new))
+
+    def on_delete(self, obj: Any) -> None:
+        self._each(lambda h: h.on_delete(self._gvr, obj))
+
+
+@dataclasses.dataclass
+class _Entry:
+    generic: GenericInformer
+    ctx: context.Context | None = None
+    thread: threading.Thread | None = None
+
+    def stop(self) -> None:
+        if self.ctx is not None:
+            self.ctx.cancel()
+
+    def join(self) -> None:
+        if self.thread is not None:
+            _threads.join_all([self.thread], JOIN_TIMEOUT)
+
+
+class DiscoveringDynamicSharedInformerFactory:
+    """kcp's ddsif: one informer per served resource type the filter accepts, as types come and go.
+
+    ``start(ctx)`` does not block: it runs :meth:`run` on a thread named ``kinformer-ddsif``.
+    ``run(ctx)`` blocks until ``ctx`` is cancelled (or :meth:`stop`), then stops every informer
+    and returns after joining their threads; it runs once (a second start raises
+    :class:`~kinformer.errors.AlreadyStartedError`).
+
+    A pass reads discovery (:class:`CachedDiscoveryClient`), starts an informer, under its own
+    child context, for each accepted type that has none, and stops (cancel, then join) and
+    forgets the informer of each type no longer served. A type whose group version failed
+    discovery keeps its informer. When anything changed, after the stopped informers were
+    joined, every subscriber gets a notification in its capacity-1 queue; a notification already
+    pending absorbs the new one. Passes run after a CRD change (where the server serves
+    ``apiextensions.k8s.io/v1``, a CRD informer watches) and every ``poll_interval`` seconds, at
+    least :data:`MIN_UPDATE_INTERVAL` apart so a burst of CRD events makes one pass.
+
+    ``filter_func(gvr)`` chooses the types (default: all). Unlike kcp, whose filter looks at
+    objects, it filters resource types. Every informer uses ``resync`` and ``indexers`` plus the
+    namespace index (which cannot be overridden). GVR handlers (:meth:`add_event_handler`) run on
+    the informers' handler threads; all methods are thread-safe.
+
+        ddsif = DiscoveringDynamicSharedInformerFactory(api_client, lambda g: g.group == "example.com")
+        ddsif.start(ctx)
+        manager = ControllerManager("demo", ddsif.informer_source(), controllers)
+    """
+
+    def __init__(
+        self,
+        client: Any,
+        filter_func: Callable[[GroupVersionResource], bool] | None = None,
+        resync: float = 0,
+        poll_interval: float = DEFAULT_POLL_INTERVAL,
+        *,
+        clock: Clock = REAL_CLOCK,
+        indexers: Mapping[str, informer.IndexFunc] | None = None,
+        watch_crds: bool = True,
+        discovery: CachedDiscoveryClient | None = None,
+    ) -> None:
+        self._client = client
+        self._filter = filter_func or (lambda gvr: True)
+        self._resync = resync
+        self._poll_interval = poll_interval
+        self._clock = clock
+        self._indexers = {k: v for k, v in (indexers or {}).items() if k != store.NAMESPACE_INDEX}
+        self._indexers[store.NAMESPACE_INDEX] = store.meta_namespace_index_func
+        self._watch_crds = watch_crds
+        self._discovery = discovery or CachedDiscoveryClient(client, clock=clock)
+        self._lock = threading.Lock()  # guards _entries, _served, _subscribers, _ctx, _started, _finished
+        self._entries: dict[GroupVersionResource, _Entry] = {}
+        self._served: dict[GroupVersionResource, APIResourceMeta] = {}
+        self._subscribers: dict[str, queue.Queue[None]] = {}
+        self._handlers: tuple[GVREventHandler, ...] = ()  # copy-on-write; read without the lock
+        self._ctx: context.Context | None = None  # the running worker's context
+        self._started = False
+        self._finished = False
+        self._thread: threading.Thread | None = None
+        self._own_ctx: context.Context | None = None
+        self._wake = threading.Event()  # set by a CRD change or by cancellation
+        self._ready = threading.Event()  # set after the first successful pass
+        self._crd_entry: _Entry | None = None
+        self._crd_names: set[str] = set()  # "<plural>.<group>" of every CRD seen; the worker's only
+
+    # -- lifecycle ------------------------------------------------------------------------------
+
+    def start(self, ctx: context.StopSignal) -> None:
+        """Run :meth:`run` on a ``kinformer-ddsif`` thread until ``ctx`` fires or :meth:`stop`."""
+        if isinstance(ctx, context.Context):
+            own = ctx.child("ddsif")
+        else:  # a bridged context: cancelling it also ends the bridge
+            own, _cancel = context.context_for_channel(ctx)
+        self._claim(own)
+        self._own_ctx = own
+        self._thread = _threads.spawn(self._run, _threads.thread_name("ddsif"), own)
+
+    def stop(self, timeout: float = JOIN_TIMEOUT) -> None:
+        """Cancel what :meth:`start` runs and wait until it and every informer thread ended."""
+        own, thread = self._own_ctx, self._thread
+        if own is not None:
+            own.cancel()
+        if thread is not None:
+            _threads.join_all([thread], timeout)
+
+    def run(self, ctx: context.StopSignal) -> None:
+        """Keep informers in step with discovery until ``ctx`` fires; blocks; runs once."""
+        run_ctx = context.as_context(ctx)
+        self._claim(run_ctx)
+        self._run(run_ctx)
+
+    def __enter__(self) -> DiscoveringDynamicSharedInformerFactory:
+        self.start(context.Context("ddsif"))
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.stop()
+
+    def ready(self) -> bool:
+        """True once the first discovery pass succeeded (its informers exist, maybe unsynced)."""
+        return self._ready.is_set()
+
+    def wait_ready(self, timeout: float | None = None) -> bool:
+        """Block until :meth:`ready` (True) or ``timeout`` real seconds passed (False)."""
+        return self._ready.wait(timeout)
+
+    def _claim(self, ctx: context.Context) -> None:
+        with self._lock:
+            if self._started:
+                raise errors.AlreadyStartedError("DiscoveringDynamicSharedInformerFactory runs once")
+            self._started = True
+            self._ctx = ctx
+
+    def _run(self, ctx: context.Context) -> None:
+        wake_handle = ctx.on_cancel(self._wake.set)
+        log.info("ddsif starting poll_interval=%.1fs watch_crds=%s", self._poll_interval, self._watch_crds)
+        try:
+            self._loop(ctx)
+        finally:
+            wake_handle.remove()
+            self._shutdown()
+            log.info("ddsif stopped")
+
+    def _loop(self, ctx: context.Context) -> None:
+        settle = 0
+        while not ctx.cancelled():
+            self._wake.clear()
+            result = self._update_informers(ctx)
+            if result is not None:
+                self._ready.set()
+                self._ensure_crd_watch(ctx, result)
+                settle = settle - 1 if settle > 0 and self._lagging(result) else 0
+            last = self._clock.now()
+            woken = self._clock.wait(self._wake, MIN_UPDATE_INTERVAL if settle else self._poll_interval)
+            if ctx.cancelled():
+                return
+            if woken:  # a CRD changed: wait out the minimum interval, absorbing a burst
+                remaining = last + MIN_UPDATE_INTERVAL - self._clock.now()
+                if remaining > 0 and self._clock.wait(ctx.done, remaining):
+                    return
+                settle = SETTLE_PASSES
+            if woken or settle or self._crd_entry is None:
+                self._discovery.invalidate()  # the cache is trusted only while CRDs are watched
+
+    def _shutdown(self) -> None:
+        with self._lock:
+            self._finished = True
+            entries = list(self._entries.values())
+            self._entries.clear()
+            self._served = {}
+            crd, self._crd_entry = self._crd_entry, None
+        had_informers = bool(entries)
+        if crd is not None:
+            entries.append(crd)
+        for entry in entries:
+            entry.stop()
+        _threads.join_all([e.thread for e in entries if e.thread is not None], JOIN_TIMEOUT)
+        if had_informers:
+            self._notify()  # subscribers see that nothing runs any more
+
+    # -- the pass -------------------------------------------------------------------------------
+
+    def _update_informers(self, ctx: context.Context) -> DiscoveryResult | None:
+        """One pass (KD-7); returns the discovery result, or None when discovery failed."""
+        try:
+            result = self._discovery.server_resources()
+        except Exception as exc:
+            log.warning("discovery failed, keeping the current informers: %s", exc)
+            return None
+        latest = {gvr: meta for gvr, meta in result.resources.items() if self._accepts(gvr)}
+        removed: list[_Entry] = []
+        with self._lock:
+            for gvr, meta in self._served.items():  # a failed group version keeps its informers
+                if gvr.group_version in result.failed:
+                    latest.setdefault(gvr, meta)
+            self._served = latest
+            if self._finished or ctx.cancelled():
+                return result
+            to_add = [g for g in latest if g not in self._entries or self._entries[g].ctx is None]
+            to_remove = [g for g in self._entries if g not in latest]
+            if not to_add and not to_remove:
+                return result
+            for gvr in to_add:
+                self._start_entry(gvr, self._get_or_create(gvr), ctx)
+            for gvr in to_remove:
+                removed.append(self._entries.pop(gvr))
+        for entry in removed:
+            entry.stop()
+        for entry in removed:
+            entry.join()
+        log.info("ddsif informers started=%s stopped=%s", _names(to_add), _names(to_remove))
+        self._notify()
+        return result
+
+    def _accepts(self, gvr: GroupVersionResource) -> bool:
+        try:
+            return bool(self._filter(gvr))
+        except Exception:
+            log.exception("ddsif filter failed on %s; leaving it out", gvr)
+            return False
+
+    def _get_or_create(self, gvr: GroupVersionResource) -> _Entry:
+        """Called with the lock held."""
+        entry = self._entries.get(gvr)
+        if entry is None:
+            entry = _Entry(self._new_informer(gvr))
+            self._entries[gvr] = entry
+        return entry
+
+    def _new_informer(self, gvr: GroupVersionResource) -> GenericInformer:
+        shared = informer.SharedIndexInformer(
+            listwatch.ListWatch.for_resource(self._client, gvr),
+            {},
+            self._resync,
+            self._indexers,
+            name=gvr_subject(gvr),
+        )
+        shared.add_event_handler(_FanOut(self, gvr))
+        return GenericInformer(shared, gvr)
+
+    def _start_entry(self, gvr: GroupVersionResource, entry: _Entry, ctx: context.Context) -> None:
+        """Called with the lock held; spawning a thread runs no user code."""
+        entry.ctx = ctx.child(f"ddsif-{gvr_subject(gvr)}")
+        entry.thread = _threads.spawn(
+            entry.generic.informer().run,
+            _threads.thread_name("ddsif-informer", gvr_subject(gvr)),
+            entry.ctx,
+        )
+
+    def _notify(self) -> None:
+        with self._lock:
+            queues = list(self._subscribers.values())
+        for q in queues:
+            with contextlib.suppress(queue.Full):  # one pending notification stands for any number
+                q.put_nowait(None)
+
+    # -- CRD watch ------------------------------------------------------------------------------
+
+    def _ensure_crd_watch(self, ctx: context.Context, result: DiscoveryResult) -> None:
+        if not self._watch_crds or self._crd_entry is not None or CRD_GVR not in result.resources:
+            return
+        shared = informer.SharedIndexInformer(
+            listwatch.ListWatch.for_resource(self._client, CRD_GVR), name="ddsif-crds"
+        )
+        shared.add_event_handler(_CRDWatcher(self))
+        entry = _Entry(GenericInformer(shared, CRD_GVR))
+        with self._lock:
+            if self._finished:
+                return
+            entry.ctx = ctx.child("ddsif-crds")
+            entry.thread = _threads.spawn(shared.run, _threads.thread_name("ddsif", "crds"), entry.ctx)
+            self._crd_entry = entry
+        log.info("ddsif watching CustomResourceDefinitions")
+
+    def _crd_changed(self, crd: Any) -> None:
+        name = (crd.get("metadata") or {}).get("name") if isinstance(crd, dict) else None
+        if name:
+            self._crd_names.add(str(name))
+        self._discovery.invalidate()
+        self._wake.set()
+
+    def _lagging(self, result: DiscoveryResult) -> bool:
+        """Whether discovery still disagrees with the watched CRDs (a real server lags ~1 s)."""
+        crd = self._crd_entry
+        if crd is None:
+            return False
+        expected: set[GroupVersionResource] = set()
+        for obj in crd.generic.informer().get_indexer().list():
+            if _established(obj) and not (obj.get("metadata") or {}).get("deletionTimestamp"):
+                expected.update(_served_gvrs(obj))
+        for gvr in result.resources:
+            if gvr.group_resource in self._crd_names and gvr not in expected:
+                return True  # deleted or no longer served, yet still discovered
+        return not expected.issubset(result.resources)
+
+    # -- the kcp surface ------------------------------------------------------------------------
+
+    def for_resource(self, gvr: GroupVersionResource) -> GenericInformer:
+        """The informer for ``gvr``, created on first use (KD-3).
+
+        While the factory runs and ``gvr`` is served and accepted, a new informer starts at
+        once; otherwise it waits, and a pass forgets it if ``gvr`` is not served then (KD-8).
+        """
+        with self._lock:
+            entry = self._entries.get(gvr)
+            if entry is None:
+                entry = self._get_or_create(gvr)
+                ctx = self._ctx
+                if ctx is not None and not self._finished and not ctx.cancelled() and gvr in self._served:
+                    self._start_entry(gvr, entry, ctx)
+            return entry.generic
+
+    def informers(
+        self,
+    ) -> tuple[dict[GroupVersionResource, informer.SharedIndexInformer], list[GroupVersionResource]]:
+        """``(synced, not_synced)``: the running informers split by ``has_synced()`` (KD-9)."""
+        with self._lock:
+            running = {gvr: e.generic.informer() for gvr, e in self._entries.items() if e.ctx is not None}
+        synced: dict[GroupVersionResource, informer.SharedIndexInformer] = {}
+        not_synced: list[GroupVersionResource] = []
+        for gvr, inf in running.items():
+            if inf.has_synced():
+                synced[gvr] = inf
+            else:
+                not_synced.append(gvr)
+        return synced, not_synced
+
+    def served_resources(self) -> dict[GroupVersionResource, APIResourceMeta]:
+        """The accepted resource types of the last pass, with kind and scope."""
+        with self._lock:
+            return dict(self._served)
+
+    def subscribe(self, id: str) -> queue.Queue[None]:
+        """A capacity-1 queue that gets an item after every change (KD-10).
+
+        Notifications coalesce: while one is pending, more are dropped. Subscribing an id again
+        replaces its queue (with a warning); the old queue gets nothing more.
+        """
+        q: queue.Queue[None] = queue.Queue(maxsize=1)
+        with self._lock:
+            replaced = id in self._subscribers
+            self._subscribers[id] = q
+        if replaced:
+            log.warning("ddsif subscriber %r subscribed again; its old queue gets no more notifications", id)
+        return q
+
+    def unsubscribe(self, id: str) -> None:
+        """Stop notifying ``id``; a no-op for an unknown id."""
+        with self._lock:
+            self._subscribers.pop(id, None)
+
+    def informer_source(self) -> InformerSource:
+        """This factory as a ControllerManager's source: ``subscribe`` and ``informers``."""
+        return InformerSource(self.subscribe, self.informers, self.unsubscribe)
+
+    def add_event_handler(self, handler: GVREventHandler) -> None:
+        """Hear of every object change of every type, as ``(gvr, obj...)`` (KD-3, KD-4).
+
+        The handler sees only events after this call (no replay), on the informers' handler
+        threads: calls for different types may run at once.
+        """
+        with self._lock:
+            self._handlers = (*self._handlers, handler)
+
+    def __repr__(self) -> str:
+        return f"<DiscoveringDynamicSharedInformerFactory informers={len(self._entries)}>"
+
+
+class _CRDWatcher:
+    """Turns CRD events into a discovery pass; metadata-only updates are ignored."""
+
+    __slots__ = ("_factory",)
+
+    def __init__(self, factory: DiscoveringDynamicSharedInformerFactory) -> None:
+        self._factory = factory
+
+    def on_add(self, obj: Any, is_in_initial_list: bool) -> None:
+        self._factory._crd_changed(obj)
+
+    def on_update(self, old: Any, new: Any) -> None:
+        if not isinstance(old, dict) or not isinstance(new, dict):
+            return
+        if old.get("spec") != new.get("spec") or old.get("status") != new.get("status"):
+            self._factory._crd_changed(new)
+
+    def on_delete(self, obj: Any) -> None:
+        self._factory._crd_changed(getattr(obj, "obj", obj))
+
+
+def _established(crd: Mapping[str, Any]) -> bool:
+    for cond in (crd.get("status") or {}).get("conditions") or []:
+        if cond.get("type") == "Established":
+            return bool(cond.get("status") == "True")
+    return False
+
+
+def _served_gvrs(crd: Mapping[str, Any]) -> Iterable[GroupVersionResource]:
+    spec = crd.get("spec") or {}
+    group = spec.get("group", "")
+    plural = (spec.get("names") or {}).get("plural", "")
+    for version in spec.get("versions") or []:
+        if version.get("served", True):
+            yield GroupVersionResource(group, version.get("name", ""), plural)
+
+
+def _names(gvrs: Iterable[GroupVersionResource]) -> str:
+    return ",".join(sorted(gvr_subject(g) for g in gvrs)) or "-"

@@ -1,0 +1,397 @@
+"""Discovery and the discovering informer factory (kcp ddsif) over FakeAPIServer.
+
+CRDs are created and deleted over HTTP with the official client; KD- items and SC-25.
+"""
+
+from __future__ import annotations
+
+import queue
+import threading
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+from kubernetes import client as k8s
+
+from kinformer import Context, _threads, discovery
+from kinformer.discovery import (
+    CRD_GVR,
+    CachedDiscoveryClient,
+    DiscoveringDynamicSharedInformerFactory,
+    GVREventHandlerFuncs,
+)
+from kinformer.errors import AlreadyStartedError
+from kinformer.gvr import GroupVersionResource
+from kinformer.testing import FakeAPIServer, FakeClock, wait_for
+
+CONFIGMAPS = GroupVersionResource("", "v1", "configmaps")
+WIDGETS = GroupVersionResource("example.com", "v1", "widgets")
+GADGETS = GroupVersionResource("example.com", "v1", "gadgets")
+SPROCKETS = GroupVersionResource("example.com", "v1", "sprockets")
+POLL = 30.0
+TIMEOUT = 5.0
+
+
+def crd(gvr: GroupVersionResource, scope: str = "Namespaced") -> dict[str, Any]:
+    kind = gvr.resource[:-1].capitalize()
+    return {
+        "apiVersion": "apiextensions.k8s.io/v1",
+        "kind": "CustomResourceDefinition",
+        "metadata": {"name": gvr.group_resource},
+        "spec": {
+            "group": gvr.group,
+            "scope": scope,
+            "names": {"plural": gvr.resource, "singular": gvr.resource[:-1], "kind": kind},
+            "versions": [
+                {
+                    "name": gvr.version,
+                    "served": True,
+                    "storage": True,
+                    "schema": {
+                        "openAPIV3Schema": {"type": "object", "x-kubernetes-preserve-unknown-fields": True}
+                    },
+                }
+            ],
+        },
+    }
+
+
+def install(api_client: Any, gvr: GroupVersionResource) -> None:
+    k8s.ApiextensionsV1Api(api_client).create_custom_resource_definition(crd(gvr))
+
+
+def uninstall(api_client: Any, gvr: GroupVersionResource) -> None:
+    k8s.ApiextensionsV1Api(api_client).delete_custom_resource_definition(gvr.group_resource)
+
+
+def create_object(api_client: Any, gvr: GroupVersionResource, name: str) -> None:
+    body = {"apiVersion": gvr.group_version, "kind": "Widget", "metadata": {"name": name}}
+    k8s.CustomObjectsApi(api_client).create_namespaced_custom_object(
+        gvr.group, gvr.version, "default", gvr.resource, body
+    )
+
+
+def example_only(gvr: GroupVersionResource) -> bool:
+    return gvr.group == "example.com"
+
+
+def names(inf: Any) -> list[str]:
+    return sorted(o["metadata"]["name"] for o in inf.get_indexer().list())
+
+
+@pytest.fixture
+def ctx() -> Iterator[Context]:
+    ctx = Context("test")
+    yield ctx
+    ctx.cancel()
+
+
+def started(ddsif: DiscoveringDynamicSharedInformerFactory, ctx: Context) -> None:
+    ddsif.start(ctx)
+    assert ddsif.wait_ready(TIMEOUT)
+
+
+def running(ddsif: DiscoveringDynamicSharedInformerFactory) -> set[GroupVersionResource]:
+    synced, not_synced = ddsif.informers()
+    return set(synced) | set(not_synced)
+
+
+def poll_once(clock: FakeClock) -> None:
+    """Step the fake clock one poll interval and wait until the worker's next pass finished."""
+    assert wait_for(lambda: clock.waiters() == [POLL], TIMEOUT)
+    clock.step(POLL)
+    assert wait_for(lambda: clock.waiters() == [POLL], TIMEOUT)
+
+
+# -- CachedDiscoveryClient ----------------------------------------------------------------------
+
+
+def test_discovery_finds_served_types_with_kind_and_scope(apiserver: FakeAPIServer, api_client: Any) -> None:
+    found = CachedDiscoveryClient(api_client).server_resources()
+    assert found.complete
+    cms = found.resources[CONFIGMAPS]
+    assert (cms.group_version_kind.kind, cms.is_cluster_scoped) == ("ConfigMap", False)
+    namespaces = found.resources[GroupVersionResource("", "v1", "namespaces")]
+    assert (namespaces.group_version_kind.kind, namespaces.is_cluster_scoped) == ("Namespace", True)
+    assert CRD_GVR in found.resources
+    assert GroupVersionResource("apps", "v1", "deployments") in {
+        m.group_version_resource for m in found.preferred_resources()
+    }
+
+
+def test_resource_lists_keep_only_listable_watchable_types_and_no_subresources() -> None:
+    doc = {
+        "groupVersion": "v1",
+        "resources": [
+            {"name": "pods", "namespaced": True, "kind": "Pod", "verbs": ["get", "list", "watch"]},
+            {"name": "pods/status", "namespaced": True, "kind": "Pod", "verbs": ["get", "list", "watch"]},
+            {"name": "bindings", "namespaced": True, "kind": "Binding", "verbs": ["create"]},
+            {"name": "nodes", "namespaced": False, "kind": "Node", "verbs": ["list", "watch"]},
+        ],
+    }
+    metas = discovery._parse_resource_list("v1", doc)
+    assert [(m.group_version_resource.resource, m.is_cluster_scoped) for m in metas] == [
+        ("pods", False),
+        ("nodes", True),
+    ]
+
+
+def test_group_versions_are_cached_until_invalidated_or_expired(
+    apiserver: FakeAPIServer, api_client: Any
+) -> None:
+    clock = FakeClock()
+    cached = CachedDiscoveryClient(api_client, ttl=60, clock=clock)
+    install(api_client, WIDGETS)
+    assert WIDGETS in cached.server_resources().resources  # a new group is seen at once
+
+    install(api_client, GADGETS)  # same group version: its cached list is still used
+    assert GADGETS not in cached.server_resources().resources
+    cached.invalidate()
+    assert GADGETS in cached.server_resources().resources
+
+    install(api_client, SPROCKETS)
+    assert SPROCKETS not in cached.server_resources().resources
+    clock.step(60)
+    assert SPROCKETS in cached.server_resources().resources
+
+
+# -- ddsif, watching CRDs (real time) ----------------------------------------------------------
+
+
+def test_a_new_crd_gets_a_running_informer_and_one_notification(
+    apiserver: FakeAPIServer, api_client: Any, ctx: Context
+) -> None:
+    ddsif = DiscoveringDynamicSharedInformerFactory(api_client, example_only)
+    events: list[tuple[GroupVersionResource, str]] = []
+    ddsif.add_event_handler(
+        GVREventHandlerFuncs(add_func=lambda g, o: events.append((g, o["metadata"]["name"])))
+    )
+    notes = ddsif.subscribe("test")
+    started(ddsif, ctx)
+    assert running(ddsif) == set()
+    assert notes.empty()  # nothing of ours is served: nothing changed
+
+    install(api_client, WIDGETS)
+    notes.get(timeout=TIMEOUT)
+    assert running(ddsif) == {WIDGETS}
+    inf = ddsif.for_resource(WIDGETS).informer()
+    assert inf.wait_for_sync(TIMEOUT)
+    assert ddsif.informers() == ({WIDGETS: inf}, [])
+
+    create_object(api_client, WIDGETS, "w1")
+    assert wait_for(lambda: (WIDGETS, "w1") in events, TIMEOUT)
+    assert ddsif.for_resource(WIDGETS).lister().by_namespace("default").get("w1")["metadata"]["name"] == "w1"
+    ddsif.stop()
+    assert inf.is_stopped()
+
+
+def test_an_informer_that_cannot_list_is_reported_not_synced(
+    apiserver: FakeAPIServer, api_client: Any, ctx: Context
+) -> None:
+    ddsif = DiscoveringDynamicSharedInformerFactory(api_client, example_only)
+    notes = ddsif.subscribe("test")
+    started(ddsif, ctx)
+    apiserver.forbid("widgets", "list")
+    install(api_client, WIDGETS)
+    notes.get(timeout=TIMEOUT)
+    assert ddsif.informers() == ({}, [WIDGETS])
+    inf = ddsif.for_resource(WIDGETS).informer()
+    assert wait_for(lambda: inf.last_error() is not None, TIMEOUT)
+    assert ddsif.informers() == ({}, [WIDGETS])
+
+    apiserver.allow("widgets", "list")
+    assert wait_for(lambda: WIDGETS in ddsif.informers()[0], TIMEOUT)
+    ddsif.stop()
+
+
+def test_a_deleted_crd_stops_its_informer_and_a_recreated_one_gets_a_fresh_informer(
+    apiserver: FakeAPIServer, api_client: Any, ctx: Context
+) -> None:
+    ddsif = DiscoveringDynamicSharedInformerFactory(api_client, example_only)
+    notes = ddsif.subscribe("test")
+    started(ddsif, ctx)
+    install(api_client, WIDGETS)
+    notes.get(timeout=TIMEOUT)
+    first = ddsif.for_resource(WIDGETS).informer()
+    create_object(api_client, WIDGETS, "w1")
+    assert wait_for(lambda: names(first) == ["w1"], TIMEOUT)
+
+    uninstall(api_client, WIDGETS)
+    notes.get(timeout=TIMEOUT)
+    assert first.is_stopped()  # stopped and joined before subscribers hear of it
+    assert running(ddsif) == set()
+    assert not [t for t in _threads.kinformer_threads() if "example.com/v1/widgets" in t.name]
+
+    install(api_client, WIDGETS)
+    notes.get(timeout=TIMEOUT)
+    second = ddsif.for_resource(WIDGETS).informer()
+    assert second is not first
+    assert second.wait_for_sync(TIMEOUT)
+    create_object(api_client, WIDGETS, "w2")
+    assert wait_for(lambda: names(second) == ["w2"], TIMEOUT)  # fresh cache: w1 went with the CRD
+    ddsif.stop()
+
+
+def test_stop_stops_every_informer_and_tells_subscribers(
+    apiserver: FakeAPIServer, api_client: Any, ctx: Context
+) -> None:
+    install(api_client, WIDGETS)
+    install(api_client, GADGETS)
+    ddsif = DiscoveringDynamicSharedInformerFactory(api_client, example_only)
+    notes = ddsif.subscribe("test")
+    started(ddsif, ctx)
+    notes.get(timeout=TIMEOUT)
+    informers = [ddsif.for_resource(g).informer() for g in (WIDGETS, GADGETS)]
+    with pytest.raises(AlreadyStartedError):
+        ddsif.start(ctx)
+
+    ddsif.stop()
+    assert all(inf.is_stopped() for inf in informers)
+    assert ddsif.informers() == ({}, [])
+    notes.get(timeout=0)  # the shutdown itself was announced
+
+
+def test_a_plain_event_stops_the_factory_it_started(apiserver: FakeAPIServer, api_client: Any) -> None:
+    install(api_client, WIDGETS)
+    stop = threading.Event()
+    ddsif = DiscoveringDynamicSharedInformerFactory(api_client, example_only)
+    ddsif.start(stop)
+    assert ddsif.wait_ready(TIMEOUT)
+    inf = ddsif.for_resource(WIDGETS).informer()
+    assert inf.wait_for_sync(TIMEOUT)
+    stop.set()
+    assert wait_for(inf.is_stopped, TIMEOUT)
+    ddsif.stop()
+
+
+# -- ddsif on a fake clock ----------------------------------------------------------------------
+
+
+def test_crd_changes_wait_at_least_a_second_after_the_previous_pass(
+    apiserver: FakeAPIServer, api_client: Any, ctx: Context
+) -> None:
+    clock = FakeClock()
+    ddsif = DiscoveringDynamicSharedInformerFactory(api_client, example_only, poll_interval=POLL, clock=clock)
+    notes = ddsif.subscribe("test")
+    started(ddsif, ctx)
+    assert apiserver.wait_for_watchers(CRD_GVR, 1, timeout=TIMEOUT)
+
+    install(api_client, WIDGETS)
+    install(api_client, GADGETS)
+    assert wait_for(lambda: clock.waiters() == [1.0], TIMEOUT)  # woken, now batching
+    assert notes.empty()
+    assert running(ddsif) == set()
+
+    clock.step(1.0)
+    notes.get(timeout=TIMEOUT)
+    assert running(ddsif) == {WIDGETS, GADGETS}
+
+
+def test_without_a_crd_watch_discovery_is_polled_and_only_changes_notify(
+    apiserver: FakeAPIServer, api_client: Any, ctx: Context
+) -> None:
+    clock = FakeClock()
+    ddsif = DiscoveringDynamicSharedInformerFactory(
+        api_client, example_only, poll_interval=POLL, clock=clock, watch_crds=False
+    )
+    notes = ddsif.subscribe("test")
+    started(ddsif, ctx)
+    install(api_client, WIDGETS)
+    assert running(ddsif) == set()
+
+    poll_once(clock)
+    notes.get(timeout=0)
+    assert running(ddsif) == {WIDGETS}
+    first = ddsif.for_resource(WIDGETS).informer()
+
+    poll_once(clock)  # unchanged source: no notification
+    assert notes.empty()
+    assert ddsif.for_resource(WIDGETS).informer() is first
+
+    install(api_client, GADGETS)  # same group version: polling reads it again anyway
+    poll_once(clock)
+    notes.get(timeout=0)
+    assert running(ddsif) == {WIDGETS, GADGETS}
+
+    uninstall(api_client, WIDGETS)
+    poll_once(clock)
+    notes.get(timeout=0)
+    assert running(ddsif) == {GADGETS}
+    assert first.is_stopped()
+    ddsif.stop()
+
+
+def test_subscriptions_coalesce_and_resubscribing_replaces_the_queue(
+    apiserver: FakeAPIServer, api_client: Any, ctx: Context
+) -> None:
+    clock = FakeClock()
+    ddsif = DiscoveringDynamicSharedInformerFactory(
+        api_client, example_only, poll_interval=POLL, clock=clock, watch_crds=False
+    )
+    old = ddsif.subscribe("manager")
+    other = ddsif.subscribe("other")
+    started(ddsif, ctx)
+    for gvr in (WIDGETS, GADGETS):
+        install(api_client, gvr)
+        poll_once(clock)
+    assert old.qsize() == 1  # two changes, one pending notification
+
+    new = ddsif.subscribe("manager")
+    assert new is not old
+    old.get_nowait()
+    ddsif.unsubscribe("other")
+    other.get_nowait()
+    install(api_client, SPROCKETS)
+    poll_once(clock)
+    new.get(timeout=0)
+    assert old.empty()
+    assert other.empty()
+    ddsif.stop()
+
+
+def test_an_informer_asked_for_a_type_that_is_not_served_is_dropped_by_the_next_pass(
+    apiserver: FakeAPIServer, api_client: Any, ctx: Context
+) -> None:
+    clock = FakeClock()
+    ddsif = DiscoveringDynamicSharedInformerFactory(
+        api_client, example_only, poll_interval=POLL, clock=clock, watch_crds=False
+    )
+    notes = ddsif.subscribe("test")
+    started(ddsif, ctx)
+    unserved = ddsif.for_resource(CONFIGMAPS)  # rejected by the filter: never started
+    assert ddsif.for_resource(CONFIGMAPS) is unserved
+    assert running(ddsif) == set()
+
+    poll_once(clock)
+    notes.get(timeout=0)
+    assert ddsif.for_resource(CONFIGMAPS) is not unserved
+    assert not unserved.informer().is_stopped()  # it never ran
+    ddsif.stop()
+
+
+def test_by_default_every_served_type_gets_an_informer(
+    apiserver: FakeAPIServer, api_client: Any, ctx: Context
+) -> None:
+    install(api_client, WIDGETS)
+    ddsif = DiscoveringDynamicSharedInformerFactory(api_client, poll_interval=POLL, watch_crds=False)
+    started(ddsif, ctx)
+    served = set(CachedDiscoveryClient(api_client).server_resources().resources)
+    assert running(ddsif) == served
+    assert {WIDGETS, CONFIGMAPS, CRD_GVR} <= served
+    assert ddsif.for_resource(WIDGETS).informer().wait_for_sync(TIMEOUT)
+    ddsif.stop()
+
+
+def test_a_late_gvr_handler_sees_only_later_events(
+    apiserver: FakeAPIServer, api_client: Any, ctx: Context
+) -> None:
+    install(api_client, WIDGETS)
+    create_object(api_client, WIDGETS, "before")
+    ddsif = DiscoveringDynamicSharedInformerFactory(api_client, example_only)
+    started(ddsif, ctx)
+    assert ddsif.for_resource(WIDGETS).informer().wait_for_sync(TIMEOUT)
+    seen: queue.Queue[str] = queue.Queue()
+    ddsif.add_event_handler(GVREventHandlerFuncs(add_func=lambda g, o: seen.put(o["metadata"]["name"])))
+    create_object(api_client, WIDGETS, "after")
+    assert seen.get(timeout=TIMEOUT) == "after"
+    ddsif.stop()
