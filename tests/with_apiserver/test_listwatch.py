@@ -19,9 +19,13 @@ import kubernetes
 import pytest
 
 from kinformer import _json, errors
+from kinformer.backoff import Backoff, BackoffManager
+from kinformer.context import Context
 from kinformer.gvr import GroupVersionResource
 from kinformer.listwatch import HTTPWatch, ListOptions, ListWatch, WatchEvent, error_from_event
-from kinformer.testing import FakeAPIServer
+from kinformer.reflector import Reflector
+from kinformer.store import Indexer
+from kinformer.testing import FakeAPIServer, wait_for
 
 CONFIGMAPS = GroupVersionResource("", "v1", "configmaps")
 DEPLOYMENTS = GroupVersionResource("apps", "v1", "deployments")
@@ -356,3 +360,34 @@ def test_watch_on_fake_apiserver_delivers_writes_and_closes_from_another_thread(
     reader.join(5)
     assert not reader.is_alive()
     assert [e.object["metadata"]["name"] for e in events if e.type == "ADDED"] == ["a"]
+
+
+def test_a_reflector_reestablishes_a_watch_that_went_silent(server: ScriptedServer) -> None:
+    listing = {"kind": "ConfigMapList", "metadata": {"resourceVersion": "5"}, "items": [cm("a", "5")]}
+
+    def respond(h: _Handler) -> None:
+        if "watch=true" in h.path:
+            silent_watch(h)
+        else:
+            h.send_body(200, json.dumps(listing).encode())
+
+    server.responder = respond
+    lw = ListWatch.for_resource(client_for(server.url), CONFIGMAPS, read_timeout=0.2)
+    seen: list[BaseException] = []
+    reflector = Reflector(
+        lw,
+        Indexer(),
+        name="silent",
+        backoff=BackoffManager(Backoff(duration=0.01, cap=0.05)),
+        watch_error_handler=lambda r, e: seen.append(e),
+    )
+    ctx = Context()
+    runner = threading.Thread(target=reflector.run, args=(ctx,), name="test-run")
+    runner.start()
+    try:
+        assert wait_for(lambda: sum("watch=true" in p for p in server.paths) >= 2, 5)
+        assert isinstance(seen[0], errors.TransportError)
+    finally:
+        ctx.cancel()
+        runner.join(5)
+    assert not runner.is_alive()
