@@ -1,0 +1,157 @@
+"""FakeAPIServer lists: pagination over a snapshot, resourceVersion rules, selectors."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+from kubernetes import client as k8s
+
+from kinformer.gvr import GroupVersionResource
+from kinformer.testing import FakeAPIServer
+
+NS = "default"
+CONFIGMAPS = GroupVersionResource("", "v1", "configmaps")
+
+
+def fill(server: FakeAPIServer, count: int, **labels: str) -> None:
+    server.bulk_create(CONFIGMAPS, [
+        {"metadata": {"name": f"cm-{i:04d}", "namespace": NS, "labels": labels}}
+        for i in range(count)])
+
+
+def api_error(call: Any, *args: Any, **kwargs: Any) -> tuple[int, dict[str, Any]]:
+    with pytest.raises(k8s.ApiException) as info:
+        call(*args, **kwargs)
+    return info.value.status, json.loads(info.value.body)
+
+
+def test_pages_come_from_one_snapshot_while_writes_go_on(
+    apiserver: FakeAPIServer, api_client: Any,
+) -> None:
+    fill(apiserver, 300)
+    api = k8s.CoreV1Api(api_client)
+    first = api.list_namespaced_config_map(NS, limit=100)
+    assert first.metadata.remaining_item_count == 200
+    names = [i.metadata.name for i in first.items]
+    token = first.metadata._continue
+    page_number = 0
+    while token:
+        # between pages: an object added, one not yet listed deleted, one not yet listed changed
+        api.create_namespaced_config_map(NS, {"metadata": {"name": f"cm-{page_number:04d}-late"}})
+        api.delete_namespaced_config_map(f"cm-{299 - page_number:04d}", NS)
+        api.patch_namespaced_config_map(f"cm-{250 + page_number:04d}", NS, {"data": {"x": "y"}})
+        page = api.list_namespaced_config_map(NS, limit=100, _continue=token)
+        assert page.metadata.resource_version == first.metadata.resource_version
+        assert all(i.data is None for i in page.items)
+        names += [i.metadata.name for i in page.items]
+        token = page.metadata._continue
+        page_number += 1
+    assert page_number == 2
+    assert names == [f"cm-{i:04d}" for i in range(300)]
+    assert len(api.list_namespaced_config_map(NS).items) == 300
+
+
+def test_a_garbage_continue_token_is_400_and_a_compacted_one_410(
+    apiserver: FakeAPIServer, api_client: Any,
+) -> None:
+    fill(apiserver, 5)
+    api = k8s.CoreV1Api(api_client)
+    assert api_error(api.list_namespaced_config_map, NS, limit=2, _continue="garbage!")[0] == 400
+    token = api.list_namespaced_config_map(NS, limit=2).metadata._continue
+    apiserver.compact()
+    status, body = api_error(api.list_namespaced_config_map, NS, limit=2, _continue=token)
+    assert (status, body["reason"]) == (410, "Expired")
+
+
+def test_a_continue_token_with_a_resource_version_is_400(
+    apiserver: FakeAPIServer, api_client: Any,
+) -> None:
+    fill(apiserver, 5)
+    api = k8s.CoreV1Api(api_client)
+    token = api.list_namespaced_config_map(NS, limit=2).metadata._continue
+    status, _ = api_error(api.list_namespaced_config_map, NS, limit=2, _continue=token,
+                          resource_version="1")
+    assert status == 400
+
+
+def test_an_exact_list_shows_the_past_until_it_is_compacted(
+    apiserver: FakeAPIServer, api_client: Any,
+) -> None:
+    api = k8s.CoreV1Api(api_client)
+    api.create_namespaced_config_map(NS, {"metadata": {"name": "a"}, "data": {"v": "1"}})
+    then = api.list_namespaced_config_map(NS).metadata.resource_version
+    api.patch_namespaced_config_map("a", NS, {"data": {"v": "2"}})
+    api.create_namespaced_config_map(NS, {"metadata": {"name": "b"}})
+    past = api.list_namespaced_config_map(NS, resource_version=then,
+                                          resource_version_match="Exact")
+    assert past.metadata.resource_version == then
+    assert [(i.metadata.name, i.data) for i in past.items] == [("a", {"v": "1"})]
+    assert len(api.list_namespaced_config_map(NS, resource_version=then).items) == 2
+    apiserver.compact()
+    status, body = api_error(api.list_namespaced_config_map, NS, resource_version=then,
+                             resource_version_match="Exact")
+    assert (status, body["reason"]) == (410, "Expired")
+    not_older = api.list_namespaced_config_map(NS, resource_version=then,
+                                               resource_version_match="NotOlderThan")
+    assert len(not_older.items) == 2
+
+
+def test_resource_version_match_without_a_version_is_422(api_client: Any) -> None:
+    status, body = api_error(k8s.CoreV1Api(api_client).list_namespaced_config_map, NS,
+                             resource_version_match="NotOlderThan")
+    assert (status, body["reason"]) == (422, "Invalid")
+
+
+def test_a_version_from_the_future_times_out_as_too_large(
+    apiserver: FakeAPIServer, api_client: Any,
+) -> None:
+    future = str(int(apiserver.current_resource_version()) + 100)
+    status, body = api_error(k8s.CoreV1Api(api_client).list_namespaced_config_map, NS,
+                             resource_version=future)
+    assert (status, body["reason"]) == (504, "Timeout")
+    assert body["details"]["causes"][0]["reason"] == "ResourceVersionTooLarge"
+
+
+def test_resource_version_zero_serves_everything_ignoring_limit(
+    apiserver: FakeAPIServer, api_client: Any,
+) -> None:
+    fill(apiserver, 20)
+    page = k8s.CoreV1Api(api_client).list_namespaced_config_map(NS, resource_version="0",
+                                                                 limit=5)
+    assert len(page.items) == 20
+    assert not page.metadata._continue
+
+
+def test_label_and_field_selectors_filter_lists(apiserver: FakeAPIServer, api_client: Any) -> None:
+    api = k8s.CoreV1Api(api_client)
+    api.create_namespace({"metadata": {"name": "other"}})
+    for ns, name, labels in ((NS, "a", {"app": "web", "tier": "fe"}), (NS, "b", {"app": "db"}),
+                             ("other", "a", {"app": "web"})):
+        api.create_namespaced_config_map(ns, {"metadata": {"name": name, "labels": labels}})
+
+    def names(**kwargs: Any) -> list[str]:
+        items = api.list_config_map_for_all_namespaces(**kwargs).items
+        return [f"{i.metadata.namespace}/{i.metadata.name}" for i in items]
+
+    assert names(label_selector="app=web") == ["default/a", "other/a"]
+    assert names(label_selector="app in (db),!tier") == ["default/b"]
+    assert names(label_selector="app!=web") == ["default/b"]
+    assert names(field_selector="metadata.name=a,metadata.namespace!=other") == ["default/a"]
+    assert names(field_selector="metadata.namespace==other") == ["other/a"]
+
+
+def test_pages_of_a_filtered_list_hold_only_matches(
+    apiserver: FakeAPIServer, api_client: Any,
+) -> None:
+    fill(apiserver, 10, app="web")
+    api = k8s.CoreV1Api(api_client)
+    api.create_namespaced_config_map(NS, {"metadata": {"name": "z", "labels": {"app": "db"}}})
+    page = api.list_namespaced_config_map(NS, limit=4, label_selector="app=web")
+    seen = [i.metadata.name for i in page.items]
+    while page.metadata._continue:
+        page = api.list_namespaced_config_map(NS, limit=4, label_selector="app=web",
+                                              _continue=page.metadata._continue)
+        seen += [i.metadata.name for i in page.items]
+    assert seen == [f"cm-{i:04d}" for i in range(10)]
