@@ -67,8 +67,10 @@ class Recorder:
         self.gate = gate
         self.informer = informer
         self.cached_during_callback: list[Any] = []
+        self.entered = threading.Event()
 
     def _record(self, *event: Any) -> None:
+        self.entered.set()
         if self.gate is not None:
             self.gate.wait()
         if self.informer is not None:
@@ -213,7 +215,7 @@ def test_a_stuck_handler_stalls_neither_the_cache_nor_other_handlers() -> None:
                 source.send("MODIFIED", cm("a", rv))
             assert [summary(e)[0] for e in healthy.take(21)] == ["add"] + ["update"] * 20
             assert informer.get_store().get_by_key("ns/a")["metadata"]["resourceVersion"] == "30"
-            assert stuck.events.empty()
+            assert stuck.entered.wait(TIMEOUT) and stuck.events.empty()
             assert stuck_registration.pending() == 20  # the first add is being delivered
         finally:
             gate.set()
