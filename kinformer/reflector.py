@@ -235,10 +235,6 @@ class Reflector:
         except Exception:
             log.exception("reflector %s: watch error handler failed", self.name)
 
-    def _set_last_rv(self, rv: str) -> None:
-        with self._lock:
-            self._last_rv = rv
-
     def list_and_watch(self, ctx: _context.Context) -> None:
         """One round: the initial sync (WatchList or LIST), then watches until one ends badly.
 
@@ -438,30 +434,46 @@ class Reflector:
         resync_error: list[BaseException],
     ) -> None:
         """Apply the events of one watch to the store until it ends; raise what ended it badly."""
+        store = self._store
+        bookmark = getattr(store, "bookmark", None)
+        actions: dict[str, Callable[[Any], None] | None] = {
+            "ADDED": store.add,
+            "MODIFIED": store.update,
+            "DELETED": store.delete,
+            "BOOKMARK": None,
+        }
+        debug = log.isEnabledFor(logging.DEBUG)
         handle = ctx.on_cancel(opened.watch.close)
         try:
             for event in opened.iterator:
                 if ctx.cancelled():
                     raise _StopRequested()
-                if event.type == "ERROR":
+                event_type = event.type
+                if event_type == "ERROR":
                     raise _lw.error_from_event(event)
                 obj = event.object
                 rv = _resource_version(obj)
-                if rv is None:
+                if rv is None or event_type not in actions:
                     log.warning(
-                        "reflector %s: %s event without metadata; skipped", self.name, event.type
+                        "reflector %s: %s event %s; skipped",
+                        self.name,
+                        event_type,
+                        "without metadata" if rv is None else "of unknown type",
                     )
                     continue
-                if event.type not in ("ADDED", "MODIFIED", "DELETED", "BOOKMARK"):
-                    log.warning(
-                        "reflector %s: unknown event type %r; skipped", self.name, event.type
-                    )
-                    continue
-                log.debug("reflector %s: %s rv=%s", self.name, event.type, rv)
-                self._apply(event.type, obj, rv)
-                if not propagate_now and event.type != "ADDED":
+                if debug:
+                    log.debug("reflector %s: %s rv=%s", self.name, event_type, rv)
+                action = actions[event_type]
+                try:
+                    if action is not None:
+                        action(obj)
+                    elif callable(bookmark):
+                        bookmark(rv)
+                except Exception:
+                    log.exception("reflector %s: store failed on %s event", self.name, event_type)
+                if not propagate_now and event_type != "ADDED":
                     propagate_now = True
-                if propagate_now:
+                if propagate_now and rv:
                     self._propagate(rv)
                 opened.events += 1
         finally:
@@ -475,27 +487,11 @@ class Reflector:
                 f"reflector {self.name}: watch closed within {VERY_SHORT_WATCH}s with no events"
             )
 
-    def _apply(self, event_type: str, obj: Any, rv: str) -> None:
-        try:
-            if event_type == "ADDED":
-                self._store.add(obj)
-            elif event_type == "MODIFIED":
-                self._store.update(obj)
-            elif event_type == "DELETED":
-                self._store.delete(obj)
-            else:
-                bookmark = getattr(self._store, "bookmark", None)
-                if callable(bookmark):
-                    bookmark(rv)
-        except Exception:
-            log.exception("reflector %s: store failed on %s event", self.name, event_type)
-
     def _propagate(self, rv: str) -> None:
-        if not rv:
-            return
-        self._set_last_rv(rv)
+        with self._lock:
+            self._last_rv = rv
         update = getattr(self._store, "update_resource_version", None)
-        if callable(update):
+        if update is not None:
             try:
                 update(rv)
             except Exception:
