@@ -7,6 +7,7 @@ InformerManager and ControllerManager build controllers on top. See README.md an
 
 import logging
 
+from kinformer.backoff import Backoff, BackoffManager
 from kinformer.context import Context, as_context, context_for_channel
 from kinformer.controller import Controller, EnqueueRequestForObject, Reconciler, Result
 from kinformer.controller_manager import (
@@ -21,6 +22,8 @@ from kinformer.errors import (
     APIError,
     ConfigurationError,
     ConflictError,
+    ConnectionRefusedAPIError,
+    DecodeError,
     FIFOClosedError,
     ForbiddenError,
     GoneError,
@@ -35,7 +38,9 @@ from kinformer.errors import (
     SyncTimeoutError,
     TerminalError,
     TooManyRequestsError,
+    TransportError,
     UnauthorizedError,
+    VeryShortWatchError,
 )
 from kinformer.factory import DynamicSharedInformerFactory, GenericInformer
 from kinformer.gvr import APIResourceMeta, GroupVersionKind, GroupVersionResource, KubeObject
@@ -56,6 +61,16 @@ from kinformer.labels import (
     selector_from_dict,
 )
 from kinformer.lister import GenericLister, GenericNamespaceLister
+from kinformer.listwatch import (
+    ChannelWatch,
+    ListerWatcher,
+    ListOptions,
+    ListResult,
+    ListWatch,
+    Watch,
+    WatchEvent,
+)
+from kinformer.reflector import Reflector
 from kinformer.store import (
     NAMESPACE_INDEX,
     DeletedFinalStateUnknown,
@@ -99,12 +114,17 @@ __all__ = [
     "APIError",
     "APIResourceMeta",
     "AlreadyStartedError",
+    "Backoff",
+    "BackoffManager",
     "BucketRateLimiter",
+    "ChannelWatch",
     "ConfigurationError",
     "ConflictError",
+    "ConnectionRefusedAPIError",
     "Context",
     "Controller",
     "ControllerManager",
+    "DecodeError",
     "DelayingQueue",
     "DeletedFinalStateUnknown",
     "Delta",
@@ -136,6 +156,10 @@ __all__ = [
     "KinformerError",
     "KubeObject",
     "LabelSelectorError",
+    "ListOptions",
+    "ListResult",
+    "ListWatch",
+    "ListerWatcher",
     "ManagedController",
     "MaxOfRateLimiter",
     "NotFoundError",
@@ -143,6 +167,7 @@ __all__ = [
     "RateLimiter",
     "RateLimitingQueue",
     "Reconciler",
+    "Reflector",
     "ResourceEventHandler",
     "ResourceEventHandlerDetailedFuncs",
     "ResourceEventHandlerFuncs",
@@ -158,7 +183,11 @@ __all__ = [
     "TerminalError",
     "ThreadSafeStore",
     "TooManyRequestsError",
+    "TransportError",
     "UnauthorizedError",
+    "VeryShortWatchError",
+    "Watch",
+    "WatchEvent",
     "WithMaxWaitRateLimiter",
     "WorkQueue",
     "as_context",
