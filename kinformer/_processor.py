@@ -17,7 +17,7 @@ from collections import deque
 from collections.abc import Callable
 from typing import Any, NamedTuple
 
-from kinformer import _threads
+from kinformer import _threads, errors
 from kinformer.clock import Clock
 from kinformer.handlers import ResourceEventHandler
 
@@ -148,10 +148,16 @@ class SharedProcessor:
         self._numbers = itertools.count(1)
 
     def add_listener(self, listener: Listener) -> None:
-        """Register ``listener`` (syncing until the next resync check) and start it if running."""
+        """Register ``listener`` (syncing until the next resync check) and start it if running.
+
+        Raises StoppedError once the processor stopped.
+        """
         with self._lock:
             if self._stopped:
-                raise RuntimeError("processor stopped")
+                raise errors.StoppedError(
+                    f"handler {listener.handler!r} was not added to shared informer "
+                    "because it has stopped already"
+                )
             self._listeners[listener] = True
             if self._running:
                 self._start(listener)
