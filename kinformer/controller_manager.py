@@ -78,14 +78,16 @@ class ControllerManager:
     """Runs each managed controller exactly while all the resources it requires are synced.
 
     ``start(ctx)`` blocks until ``ctx`` (a Context or threading.Event) is cancelled. It
-    subscribes to ``informer_source`` under :attr:`name`, reconciles once at once and then on
+    subscribes to ``informer_source`` under :attr:`name` (thread
+    ``kinformer-notifications-<name>`` forwards notifications), reconciles at once, then on
     every notification: a controller whose required resources all have synced informers is
-    created and started on thread ``kinformer-controller-<name>``; while one of them is served
-    but not synced the manager looks again every :data:`RESYNC_INTERVAL` seconds; when one
-    disappears or falls out of sync the controller's context is cancelled and its thread
-    joined, and a fresh instance is created when they return. A ``create`` that raises is
-    logged and retried with backoff. On cancel every controller is stopped and joined before
-    ``start`` returns. ``running_controllers`` is thread-safe. A manager starts once.
+    created and started on thread ``kinformer-controller-<controller>``; while one of them is
+    served but not synced the manager looks again every ``resync_interval`` seconds (1 s, as
+    kcp); when one disappears or falls out of sync the controller's context is cancelled and
+    its thread joined, and a fresh instance is created when they return. A failed reconcile or
+    ``create`` is logged and retried with backoff. On cancel every controller is stopped and
+    joined before ``start`` returns. ``running_controllers`` is thread-safe. A manager starts
+    once (:class:`~kinformer.errors.AlreadyStartedError`).
 
         manager = ControllerManager("cluster-1", factory.informer_source(),
                                     {"widgets": ManagedController({widgets_gvr}, new_widget_controller)})
@@ -99,11 +101,13 @@ class ControllerManager:
         controllers: Mapping[str, ManagedController],
         clock: clock_module.Clock = clock_module.REAL_CLOCK,
         stop_timeout: float = STOP_TIMEOUT,
+        resync_interval: float = RESYNC_INTERVAL,
     ) -> None:
         self.name = CONTROLLER_NAME_PREFIX + suffix
         self._source = informer_source
         self._controllers = dict(controllers)
         self._stop_timeout = stop_timeout
+        self._resync_interval = resync_interval
         self._queue: RateLimitingQueue[str] = RateLimitingQueue(clock=clock, name=self.name)
         self._lock = threading.Lock()  # guards _started, _running; _running changes only on start's thread
         self._started = False
@@ -187,7 +191,7 @@ class ControllerManager:
         for name in to_start:
             failed |= not self._start_controller(ctx, name, self._controllers[name])
         if poll:
-            self._queue.add_after(RESYNC_KEY, RESYNC_INTERVAL)
+            self._queue.add_after(RESYNC_KEY, self._resync_interval)
         if failed:
             self._queue.add_rate_limited(RESYNC_KEY)
         else:
