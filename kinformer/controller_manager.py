@@ -16,6 +16,7 @@ import contextlib
 import logging
 import queue
 import threading
+import time
 from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -114,7 +115,11 @@ class ControllerManager:
         self._running: dict[str, _Running] = {}
 
     def running_controllers(self) -> set[str]:
-        """Names of the controllers started and not stopped since."""
+        """Names of the controllers started and not stopped since.
+
+        A controller whose ``start_fn`` returned on its own (logged) stays listed until the
+        manager stops it, as in kcp; it is not restarted while its resources stay synced.
+        """
         with self._lock:
             return set(self._running)
 
@@ -226,8 +231,9 @@ class ControllerManager:
         """Cancel every one of ``controllers``, then join each, warning about any still running."""
         for _name, running in controllers:
             running.ctx.cancel()
+        deadline = time.monotonic() + self._stop_timeout  # one bound for all: they stop in parallel
         for name, running in controllers:
-            running.thread.join(self._stop_timeout)
+            running.thread.join(max(0.0, deadline - time.monotonic()))
             if running.thread.is_alive():
                 log.warning(
                     "controller %s still running %.1fs after it was stopped (thread %s)",
