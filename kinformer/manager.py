@@ -1,0 +1,238 @@
+"""InformerManager: fleet's one-informer-per-resource-type manager, fed by a discovery loop.
+
+Azure/fleet's ``pkg/utils/informer`` InformerManager over a
+:class:`~kinformer.factory.DynamicSharedInformerFactory`. A caller (typically a loop over
+:meth:`~kinformer.discovery.CachedDiscoveryClient.server_resources`) tells it which resource
+types exist with :meth:`InformerManager.add_dynamic_resources`; the manager registers the
+caller's handler once per type, strips ``metadata.managedFields`` from what it caches, and
+reports which types are present, namespaced or synced. Unlike fleet (its issue #279), a type that
+left the server has its informer stopped instead of relisting 404s forever.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+import threading
+from collections.abc import Iterable
+from types import TracebackType
+from typing import Any
+
+from kinformer import context, errors, factory, handlers
+from kinformer.gvr import APIResourceMeta, GroupVersionKind, GroupVersionResource
+from kinformer.lister import GenericLister
+
+log = logging.getLogger(__name__)
+
+
+def strip_managed_fields(obj: Any) -> Any:
+    """Drop ``metadata.managedFields`` (often most of an object's size) from a decoded object.
+
+    Changes ``obj`` in place and returns it; anything that is not a dict comes back unchanged.
+    """
+    if isinstance(obj, dict):
+        metadata = obj.get("metadata")
+        if isinstance(metadata, dict):
+            metadata.pop("managedFields", None)
+    return obj
+
+
+@dataclasses.dataclass
+class _Record:
+    """What the manager knows of one kind; guarded by the manager's lock."""
+
+    meta: APIResourceMeta
+    handlers: list[handlers.ResourceEventHandler]
+    is_static: bool = False
+    is_present: bool = False
+    stopped: bool = False  # its informer was stopped and dropped while absent
+
+
+class InformerManager:
+    """Runs one shared informer per resource type and registers each type's handler once.
+
+    Thread-safe. Nothing runs until :meth:`start`, which starts the informers created since the
+    last call and can be called after every discovery pass. Everything stops when
+    ``parent_stop`` (a ``threading.Event`` or :class:`~kinformer.Context`) fires or :meth:`stop`
+    is called; :meth:`stop` also waits until every informer thread ended, and after it nothing
+    starts again. Handlers run on the informers' handler threads, never under the manager's
+    lock.
+
+    kinformer's difference from fleet: with ``list_complete=True``, a dynamic type missing from
+    the list has its informer stopped (cancelled, then joined) and dropped; when the type comes
+    back, a fresh informer with the same handler starts on the next :meth:`start`.
+
+        with InformerManager(api_client, 0, stop) as manager:
+            manager.add_dynamic_resources(discovery.server_resources().preferred_resources(),
+                                          handler, list_complete=True)
+            manager.start()
+            manager.wait_for_cache_sync(timeout=30)
+            manager.lister(cms).by_namespace("default").list("app=web")
+    """
+
+    def __init__(
+        self,
+        client: Any,
+        default_resync: float = 0,
+        parent_stop: context.StopSignal | None = None,
+    ) -> None:
+        self._client = client
+        parent = parent_stop if parent_stop is not None else context.Context("informer-manager")
+        self._ctx, self._cancel = context.context_for_channel(parent)
+        self._factory = factory.DynamicSharedInformerFactory(client, default_resync)
+        # serialises add_*, stop: an informer being dropped cannot race the type's return
+        self._update_lock = threading.Lock()
+        self._lock = threading.Lock()  # guards _records
+        self._records: dict[GroupVersionKind, _Record] = {}
+
+    # -- what exists ------------------------------------------------------------------------------
+
+    def add_dynamic_resources(
+        self,
+        resources: Iterable[APIResourceMeta],
+        handler: handlers.ResourceEventHandler,
+        list_complete: bool,
+    ) -> None:
+        """Track ``resources`` and register ``handler`` on each new type's informer, once per type.
+
+        A type seen before (even while absent) keeps its one registration. With
+        ``list_complete`` (discovery fully succeeded) every tracked dynamic type missing from
+        ``resources`` is marked absent and its informer stopped and dropped, which blocks until
+        its threads ended; do not call this from a handler of such a type. Starts nothing.
+        """
+        listed = list(resources)
+        to_stop: list[GroupVersionResource] = []
+        with self._update_lock:
+            with self._lock:
+                names = {meta.group_version_kind for meta in listed}
+                for meta in listed:
+                    record = self._records.get(meta.group_version_kind)
+                    if record is None:
+                        record = _Record(meta, [handler], is_present=True)
+                        self._records[meta.group_version_kind] = record
+                        self._register(record)
+                    elif not record.is_present:
+                        record.is_present = True
+                        if record.stopped:
+                            record.stopped = False
+                            self._register(record)
+                if list_complete:
+                    for gvk, record in self._records.items():
+                        if record.is_static or not record.is_present or gvk in names:
+                            continue
+                        record.is_present = False
+                        record.stopped = True
+                        to_stop.append(record.meta.group_version_resource)
+            for gvr in to_stop:
+                log.info("resource %s is gone; stopping its informer", gvr)
+                self._factory.stop_informer(gvr)
+
+    def add_static_resource(self, resource: APIResourceMeta, handler: handlers.ResourceEventHandler) -> None:
+        """Track a type the caller always watches and register ``handler`` on its informer.
+
+        A static type is never marked present, absent or stopped by
+        :meth:`add_dynamic_resources`. Adding one that is already tracked logs an error and
+        registers ``handler`` as well (fleet does the same).
+        """
+        with self._update_lock, self._lock:
+            record = self._records.get(resource.group_version_kind)
+            if record is not None:
+                log.error(
+                    "resource %s is already tracked; adding it as static anyway", resource.group_version_kind
+                )
+                record.meta = resource
+                record.is_static = True
+                record.is_present = False
+                record.stopped = False
+                record.handlers.append(handler)
+                self._factory.for_resource(resource.group_version_resource).informer().add_event_handler(
+                    handler
+                )
+                return
+            record = _Record(resource, [handler], is_static=True)
+            self._records[resource.group_version_kind] = record
+            self._register(record)
+
+    def _register(self, record: _Record) -> None:
+        """Attach the record's handlers to its (possibly fresh) informer; called with the lock held."""
+        gvr = record.meta.group_version_resource
+        shared = self._factory.for_resource(gvr).informer()
+        if not record.is_static:
+            try:
+                shared.set_transform(strip_managed_fields)
+            except errors.AlreadyStartedError:
+                log.error("informer for %s already started; managedFields stay in its cache", gvr)
+        for handler in record.handlers:
+            shared.add_event_handler(handler)
+
+    # -- lifecycle --------------------------------------------------------------------------------
+
+    def start(self) -> None:
+        """Start every informer not started yet; does not block; idempotent; a no-op after stop."""
+        if self._ctx.cancelled():
+            return
+        self._factory.start(self._ctx)
+
+    def stop(self) -> None:
+        """Stop every informer and wait until their threads ended; idempotent."""
+        with self._update_lock:
+            self._cancel()
+            self._factory.shutdown()
+
+    def __enter__(self) -> InformerManager:
+        self.start()
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.stop()
+
+    def wait_for_cache_sync(self, timeout: float | None = None) -> bool:
+        """Block until every started informer synced (True), or stop or ``timeout`` (False).
+
+        Covers the informers started so far, including ones created by :meth:`lister` or
+        :meth:`is_informer_synced` and started since.
+        """
+        synced = self._factory.wait_for_cache_sync(self._ctx, timeout)
+        return all(synced.values())
+
+    # -- reads ------------------------------------------------------------------------------------
+
+    def is_informer_synced(self, gvr: GroupVersionResource) -> bool:
+        """Whether the informer of ``gvr`` synced; creates an unstarted one for an unknown type."""
+        return self._factory.for_resource(gvr).informer().has_synced()
+
+    def lister(self, gvr: GroupVersionResource) -> GenericLister:
+        """A lister over the cache of ``gvr``; creates the informer if needed (it fills after start)."""
+        return self._factory.for_resource(gvr).lister()
+
+    def get_name_space_scoped_resources(self) -> list[GroupVersionResource]:
+        """Present, dynamic, namespaced types (unordered)."""
+        with self._lock:
+            return [
+                r.meta.group_version_resource
+                for r in self._records.values()
+                if r.is_present and not r.is_static and not r.meta.is_cluster_scoped
+            ]
+
+    def get_all_resources(self) -> list[GroupVersionResource]:
+        """Every present dynamic type (unordered); static types are not reported."""
+        with self._lock:
+            return [r.meta.group_version_resource for r in self._records.values() if r.is_present]
+
+    def is_cluster_scoped_resources(self, gvk: GroupVersionKind) -> bool:
+        """Whether the tracked kind ``gvk`` is cluster-scoped; False when it is not tracked."""
+        with self._lock:
+            record = self._records.get(gvk)
+            return record is not None and record.meta.is_cluster_scoped
+
+    def get_client(self) -> Any:
+        """The client the informers list and watch through."""
+        return self._client
+
+    def __repr__(self) -> str:
+        return f"<InformerManager resources={len(self._records)}>"

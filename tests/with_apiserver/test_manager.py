@@ -1,0 +1,245 @@
+"""InformerManager (fleet) over FakeAPIServer: FM- items, SC-27 and SC-28 as API.md adapts them.
+
+kinformer's difference from fleet: with ``list_complete=True`` a dynamic type missing from the
+list has its informer stopped and dropped, and a fresh one with the same handler starts when it
+returns.
+"""
+
+from __future__ import annotations
+
+import queue
+import threading
+from typing import Any
+
+from kubernetes import client as k8s
+
+from kinformer import Context, _threads
+from kinformer.gvr import APIResourceMeta, GroupVersionKind, GroupVersionResource
+from kinformer.handlers import ResourceEventHandlerFuncs
+from kinformer.manager import InformerManager, strip_managed_fields
+from kinformer.testing import FakeAPIServer, wait_for
+
+CONFIGMAPS = GroupVersionResource("", "v1", "configmaps")
+SECRETS = GroupVersionResource("", "v1", "secrets")
+NAMESPACES = GroupVersionResource("", "v1", "namespaces")
+WIDGETS = GroupVersionResource("example.com", "v1", "widgets")
+CM = APIResourceMeta(GroupVersionKind("", "v1", "ConfigMap"), CONFIGMAPS)
+SECRET = APIResourceMeta(GroupVersionKind("", "v1", "Secret"), SECRETS)
+NS = APIResourceMeta(GroupVersionKind("", "v1", "Namespace"), NAMESPACES, is_cluster_scoped=True)
+WIDGET = APIResourceMeta(GroupVersionKind("example.com", "v1", "Widget"), WIDGETS)
+TIMEOUT = 5.0
+
+
+def widget_crd() -> dict[str, Any]:
+    return {
+        "apiVersion": "apiextensions.k8s.io/v1",
+        "kind": "CustomResourceDefinition",
+        "metadata": {"name": "widgets.example.com"},
+        "spec": {
+            "group": "example.com",
+            "scope": "Namespaced",
+            "names": {"plural": "widgets", "singular": "widget", "kind": "Widget"},
+            "versions": [
+                {
+                    "name": "v1",
+                    "served": True,
+                    "storage": True,
+                    "schema": {
+                        "openAPIV3Schema": {"type": "object", "x-kubernetes-preserve-unknown-fields": True}
+                    },
+                }
+            ],
+        },
+    }
+
+
+def create_widget(api_client: Any, name: str) -> None:
+    body = {"apiVersion": "example.com/v1", "kind": "Widget", "metadata": {"name": name}}
+    k8s.CustomObjectsApi(api_client).create_namespaced_custom_object(
+        "example.com", "v1", "default", "widgets", body
+    )
+
+
+def create_cm(api_client: Any, name: str, namespace: str = "default") -> None:
+    k8s.CoreV1Api(api_client).create_namespaced_config_map(
+        namespace, {"metadata": {"name": name}, "data": {"k": "v"}}
+    )
+
+
+class Recorder:
+    """A handler that records ``(event, name)`` pairs and lets a test wait for one."""
+
+    def __init__(self) -> None:
+        self.events: queue.Queue[tuple[str, str]] = queue.Queue()
+        self.seen: list[tuple[str, str]] = []
+        self.handler = ResourceEventHandlerFuncs(
+            add_func=lambda o: self.events.put(("add", o["metadata"]["name"])),
+            delete_func=lambda o: self.events.put(("delete", o["metadata"]["name"])),
+        )
+
+    def expect(self, event: tuple[str, str]) -> None:
+        while event not in self.seen:
+            self.seen.append(self.events.get(timeout=TIMEOUT))
+
+    def count(self, event: tuple[str, str]) -> int:
+        return self.seen.count(event)
+
+
+def widget_informer_threads() -> list[str]:
+    return [t.name for t in _threads.kinformer_threads() if "example.com/v1/widgets" in t.name]
+
+
+def informer_threads() -> list[str]:
+    """Live kinformer threads other than the test server's."""
+    return [t.name for t in _threads.kinformer_threads() if not t.name.startswith("kinformer-apiserver")]
+
+
+def test_a_type_missing_from_a_complete_list_is_stopped_and_comes_back_fresh_with_one_handler(
+    apiserver: FakeAPIServer, api_client: Any
+) -> None:  # SC-27, adapted: fleet would leave B's informer running
+    k8s.ApiextensionsV1Api(api_client).create_custom_resource_definition(widget_crd())
+    recorder = Recorder()
+    with InformerManager(api_client, 0, Context()) as manager:
+        manager.add_dynamic_resources([CM, WIDGET], recorder.handler, True)
+        manager.start()
+        assert manager.wait_for_cache_sync(TIMEOUT)
+        create_widget(api_client, "w1")
+        recorder.expect(("add", "w1"))
+        old_lister = manager.lister(WIDGETS)
+
+        manager.add_dynamic_resources([CM], recorder.handler, True)
+        assert manager.get_all_resources() == [CONFIGMAPS]
+        assert widget_informer_threads() == []  # stopped and joined, not relisting
+        create_widget(api_client, "w2")
+        assert [o["metadata"]["name"] for o in old_lister.list()] == ["w1"]
+
+        manager.add_dynamic_resources([CM], recorder.handler, False)  # partial list hides nothing more
+        assert manager.get_all_resources() == [CONFIGMAPS]
+
+        manager.add_dynamic_resources([CM, WIDGET], recorder.handler, True)
+        assert sorted(manager.get_all_resources(), key=str) == [CONFIGMAPS, WIDGETS]
+        assert not manager.is_informer_synced(WIDGETS)  # fresh, not started until start()
+        manager.start()
+        assert manager.wait_for_cache_sync(TIMEOUT)
+        recorder.expect(("add", "w2"))
+        create_widget(api_client, "w3")
+        recorder.expect(("add", "w3"))
+        assert recorder.count(("add", "w1")) == 2  # once from each informer's initial list
+        assert recorder.count(("add", "w2")) == 1  # the one handler, registered once
+        assert {"w1", "w2", "w3"} == {o["metadata"]["name"] for o in manager.lister(WIDGETS).list()}
+
+
+def test_an_incomplete_list_never_hides_a_type(apiserver: FakeAPIServer, api_client: Any) -> None:
+    recorder = Recorder()
+    manager = InformerManager(api_client, 0, Context())
+    manager.add_dynamic_resources([CM, SECRET], recorder.handler, True)
+    manager.add_dynamic_resources([CM], recorder.handler, False)
+    assert sorted(manager.get_all_resources(), key=str) == [CONFIGMAPS, SECRETS]
+    manager.start()
+    assert manager.wait_for_cache_sync(TIMEOUT)
+    k8s.CoreV1Api(api_client).create_namespaced_secret("default", {"metadata": {"name": "s1"}})
+    recorder.expect(("add", "s1"))
+    manager.stop()
+
+
+def test_asking_about_an_unknown_type_creates_an_informer_that_start_runs(
+    apiserver: FakeAPIServer, api_client: Any
+) -> None:  # SC-28
+    create_cm(api_client, "a")
+    manager = InformerManager(api_client, 0, Context())
+    manager.start()
+    assert not manager.is_informer_synced(CONFIGMAPS)
+    assert manager.wait_for_cache_sync(TIMEOUT)  # not started: not waited for
+    assert not manager.is_informer_synced(CONFIGMAPS)
+
+    manager.start()
+    assert manager.wait_for_cache_sync(TIMEOUT)
+    assert manager.is_informer_synced(CONFIGMAPS)
+    assert [o["metadata"]["name"] for o in manager.lister(CONFIGMAPS).by_namespace("default").list()] == ["a"]
+    assert manager.get_all_resources() == []  # created on demand, not tracked
+    manager.stop()
+
+
+def test_resource_reports_follow_scope_and_staticness(apiserver: FakeAPIServer, api_client: Any) -> None:
+    manager = InformerManager(api_client, 0, Context())
+    handler = ResourceEventHandlerFuncs()
+    manager.add_dynamic_resources([CM, NS], handler, True)
+    manager.add_static_resource(SECRET, handler)
+    assert manager.get_name_space_scoped_resources() == [CONFIGMAPS]
+    assert sorted(manager.get_all_resources(), key=str) == [CONFIGMAPS, NAMESPACES]
+    assert manager.is_cluster_scoped_resources(NS.group_version_kind)
+    assert not manager.is_cluster_scoped_resources(CM.group_version_kind)
+    assert not manager.is_cluster_scoped_resources(GroupVersionKind("x", "v1", "Unknown"))
+    assert manager.get_client() is api_client
+    manager.stop()
+
+
+def test_a_static_type_survives_complete_lists_that_omit_it(
+    apiserver: FakeAPIServer, api_client: Any
+) -> None:
+    recorder = Recorder()
+    manager = InformerManager(api_client, 0, Context())
+    manager.add_static_resource(CM, recorder.handler)
+    manager.add_dynamic_resources([SECRET], ResourceEventHandlerFuncs(), True)
+    manager.start()
+    assert manager.wait_for_cache_sync(TIMEOUT)
+    manager.add_dynamic_resources([], ResourceEventHandlerFuncs(), True)
+    assert manager.get_all_resources() == []
+    assert manager.is_informer_synced(CONFIGMAPS)
+    create_cm(api_client, "still-watched")
+    recorder.expect(("add", "still-watched"))
+    manager.stop()
+
+
+def test_dynamic_types_are_cached_without_managed_fields(apiserver: FakeAPIServer, api_client: Any) -> None:
+    managed = [{"manager": "kubectl", "operation": "Update", "apiVersion": "v1"}]
+    k8s.CoreV1Api(api_client).create_namespaced_config_map(
+        "default", {"metadata": {"name": "m", "managedFields": managed}}
+    )
+    assert apiserver.get(CONFIGMAPS, "default", "m")["metadata"].get("managedFields")
+    manager = InformerManager(api_client, 0, Context())
+    manager.add_dynamic_resources([CM], ResourceEventHandlerFuncs(), True)
+    manager.start()
+    assert manager.wait_for_cache_sync(TIMEOUT)
+    cached = manager.lister(CONFIGMAPS).by_namespace("default").get("m")
+    assert "managedFields" not in cached["metadata"]
+    assert cached["metadata"]["name"] == "m"
+    manager.stop()
+
+
+def test_strip_managed_fields_leaves_other_objects_alone() -> None:
+    obj = {"metadata": {"name": "a", "managedFields": [{}]}}
+    assert strip_managed_fields(obj) == {"metadata": {"name": "a"}}
+    assert strip_managed_fields("tombstone") == "tombstone"
+
+
+def test_stop_joins_every_informer_and_start_after_stop_does_nothing(
+    apiserver: FakeAPIServer, api_client: Any
+) -> None:
+    manager = InformerManager(api_client, 0, Context())
+    manager.add_dynamic_resources([CM, SECRET], ResourceEventHandlerFuncs(), True)
+    manager.start()
+    manager.start()  # idempotent
+    assert manager.wait_for_cache_sync(TIMEOUT)
+    manager.stop()
+    assert informer_threads() == []
+    manager.stop()
+
+    manager.add_dynamic_resources([NS], ResourceEventHandlerFuncs(), True)
+    manager.start()
+    assert not manager.is_informer_synced(NAMESPACES)
+    assert informer_threads() == []
+
+
+def test_the_parent_stop_event_stops_the_informers(apiserver: FakeAPIServer, api_client: Any) -> None:
+    stop = threading.Event()
+    manager = InformerManager(api_client, 0, stop)
+    manager.add_dynamic_resources([CM], ResourceEventHandlerFuncs(), True)
+    manager.start()
+    assert manager.wait_for_cache_sync(TIMEOUT)
+    stop.set()
+    assert wait_for(lambda: not informer_threads(), TIMEOUT)
+    manager.add_dynamic_resources([SECRET], ResourceEventHandlerFuncs(), True)
+    manager.start()  # the parent is done: nothing starts
+    assert informer_threads() == []
+    manager.stop()
