@@ -147,11 +147,10 @@ class ObjectName:
 
 def meta_namespace_index_func(obj: Any) -> list[str]:
     """``[namespace]`` of an object (``[""]`` when cluster-scoped); KeyFuncError without meta."""
-    if type(obj) is dict:
-        meta = obj.get("metadata")
-        if type(meta) is dict:
-            return [meta.get("namespace") or ""]
-    return [_name_and_namespace(obj)[0]]
+    try:  # decoded JSON, without type checks
+        return [obj["metadata"].get("namespace") or ""]
+    except (KeyError, TypeError, AttributeError):
+        return [_name_and_namespace(obj)[0]]
 
 
 def index_func_to_key_func_adapter(index_func: IndexFunc) -> KeyFunc:
@@ -214,13 +213,12 @@ class Indexer(IndexedMap):
     :class:`~kinformer.thread_safe_store.ThreadSafeStore`.
     """
 
-    __slots__ = ("_key_func",)
+    __slots__ = ()
 
     def __init__(
         self, key_func: KeyFunc = meta_namespace_key_func, indexers: Indexers | None = None
     ) -> None:
-        super().__init__(indexers)
-        self._key_func = key_func
+        super().__init__(indexers, key_func)
 
     def _key(self, obj: Any) -> str:
         try:
@@ -228,15 +226,9 @@ class Indexer(IndexedMap):
         except Exception as exc:
             raise errors.KeyFuncError(f"couldn't create key for object {obj!r:.200}: {exc}") from exc
 
-    def add(self, obj: Any) -> None:
-        """Insert or replace ``obj`` under its key."""
-        try:
-            key = self._key_func(obj)
-        except Exception:
-            key = self._key(obj)  # raises, wrapped
-        self._add(key, obj)
-
-    update = add
+    add = IndexedMap._write
+    """``add(obj)``: insert or replace ``obj`` under its key (one call: the shared write path)."""
+    update = IndexedMap._write
 
     def delete(self, obj: Any) -> None:
         """Remove the object with ``obj``'s key; a missing key is a no-op."""

@@ -54,6 +54,7 @@ class IndexedMap:
         "_indexers",
         "_indices",
         "_items",
+        "_key_func",
         "_key_values",
         "_lock",
         "_names",
@@ -62,7 +63,10 @@ class IndexedMap:
         "_slots",
     )
 
-    def __init__(self, indexers: Indexers | None = None) -> None:
+    def __init__(
+        self, indexers: Indexers | None = None, key_func: Callable[[Any], str] | None = None
+    ) -> None:
+        self._key_func = key_func or _no_key_func
         self._lock = threading.Lock()  # guards everything below; indices always agree with _items
         self._items: dict[str, Any] = {}
         self._indexers: dict[str, IndexFunc] = dict(indexers or {})
@@ -72,17 +76,31 @@ class IndexedMap:
         self._fns: tuple[IndexFunc, ...] = tuple(self._indexers.values())
         self._indices: dict[str, _Index] = {name: {} for name in self._indexers}
         self._key_values: dict[str, _KeyValues] = {name: {} for name in self._indexers}
-        self._slots: tuple[tuple[_Index, _KeyValues], ...] = self._make_slots()
+        self._slots: tuple[tuple[_Index, _KeyValues, int], ...] = self._make_slots()
         self._rv = ""
         self._rv_obj: Any = None  # the last object written; its RV is the store's RV when set
 
-    def _make_slots(self) -> tuple[tuple[_Index, _KeyValues], ...]:
-        return tuple((self._indices[name], self._key_values[name]) for name in self._indexers)
+    def _make_slots(self) -> tuple[tuple[_Index, _KeyValues, int], ...]:
+        """Per index, in indexer order: its map, its key -> values map, its position in _fns."""
+        return tuple(
+            (self._indices[name], self._key_values[name], i)
+            for i, name in enumerate(self._indexers)
+        )
 
     # -- writes ------------------------------------------------------------------------------
 
-    def _add(self, key: str, obj: Any) -> None:
-        """Store ``obj`` under ``key`` (replacing any object there) and update every index."""
+    def _write(self, obj: Any, key: str | None = None) -> None:
+        """Store ``obj`` under ``key`` (default: the key function's), replacing, and reindex.
+
+        Indexer's ``add``/``update`` is this very function, so a write costs one call.
+        """
+        if key is None:
+            try:
+                key = self._key_func(obj)
+            except Exception as exc:
+                raise errors.KeyFuncError(
+                    f"couldn't create key for object {obj!r:.200}: {exc}"
+                ) from exc
         fns = self._fns
         lock = self._lock
         if not fns:
@@ -108,7 +126,8 @@ class IndexedMap:
                 values = _index_values(self._fns, obj)
             self._items[key] = obj
             self._rv_obj = obj
-            for (index, key_values), vals in zip(self._slots, values, strict=True):
+            for index, key_values, i in self._slots:  # no zip(): it costs more than the work
+                vals = values[i]
                 old = key_values.get(key)
                 key_values[key] = vals
                 if old is not None:
@@ -144,7 +163,7 @@ class IndexedMap:
                 self._rv_obj = obj
             if self._items.pop(key, _MISSING) is _MISSING:
                 return
-            for index, key_values in self._slots:
+            for index, key_values, _ in self._slots:
                 for v in key_values.pop(key, ()):
                     bucket = index.get(v)
                     if bucket is not None:
@@ -298,8 +317,11 @@ class ThreadSafeStore(IndexedMap):
 
     __slots__ = ()
 
-    add = IndexedMap._add
-    update = IndexedMap._add
+    def add(self, key: str, obj: Any) -> None:
+        """Store ``obj`` under ``key`` (replacing any object there) and update every index."""
+        self._write(obj, key)
+
+    update = add
     delete = IndexedMap._delete
     get = IndexedMap._get
     replace = IndexedMap._replace
@@ -309,6 +331,10 @@ class ThreadSafeStore(IndexedMap):
 
 
 _MISSING = object()
+
+
+def _no_key_func(obj: Any) -> str:
+    raise errors.KeyFuncError("ThreadSafeStore needs explicit keys")
 
 
 def _index_values(fns: tuple[IndexFunc, ...], obj: Any) -> Sequence[Sequence[str]]:
