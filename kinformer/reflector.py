@@ -32,6 +32,7 @@ MIN_WATCH_TIMEOUT = 300.0  # watches time out server-side after [min, 2*min) sec
 VERY_SHORT_WATCH = 1.0  # a watch closing sooner than this with no events means trouble
 INITIAL_EVENTS_TIMEOUT = 60.0  # WatchList: give up on the end bookmark and list instead
 INITIAL_EVENTS_WARN_EVERY = 10.0  # WatchList: how often to say we are still waiting
+INTERNAL_ERROR_WINDOW_RESET = 60.0  # a minute without a 500 starts a new in-place retry window
 
 WatchErrorHandler = Callable[["Reflector", BaseException], None]
 
@@ -137,6 +138,7 @@ class Reflector:
         min_watch_timeout: float = MIN_WATCH_TIMEOUT,
         random: Callable[[], float] | None = None,
         initial_events_timeout: float = INITIAL_EVENTS_TIMEOUT,
+        max_internal_error_retry_duration: float = 0.0,
     ) -> None:
         if resync_period < 0:
             raise errors.ConfigurationError("resync_period must be >= 0")
@@ -155,6 +157,7 @@ class Reflector:
         self._use_watch_list = use_watch_list
         self._min_watch_timeout = max(MIN_WATCH_TIMEOUT, float(min_watch_timeout))
         self._initial_events_timeout = initial_events_timeout
+        self._max_internal_retry = max_internal_error_retry_duration
 
         self._lock = threading.Lock()  # guards the fields below
         self._last_rv = ""
@@ -164,6 +167,8 @@ class Reflector:
         # only touched by the run thread:
         self._rv_unavailable = False
         self._paginated_result = False
+        self._internal_error_first = 0.0
+        self._internal_error_last: float | None = None
 
     # -- public getters ---------------------------------------------------------------------
 
@@ -376,6 +381,10 @@ class Reflector:
         """Re-watch after clean closes; return (relist) or raise (error) per client-go's rules."""
         propagate_now = opened is not None  # a stream continued from WatchList propagates at once
         while not ctx.cancelled():
+            if resync_error:
+                self._record_error(resync_error[0])
+                log.warning("reflector %s: resync failed; relisting", self.name)
+                return
             if opened is None:
                 rv = self.last_sync_resource_version()
                 options = _lw.ListOptions(
@@ -418,6 +427,9 @@ class Reflector:
                     if self._backoff.wait(ctx):
                         return
                     continue
+                if self._retry_internal_error(error):
+                    log.warning("reflector %s: watch got %s; watching again", self.name, error)
+                    continue
                 log.warning("reflector %s: watch ended: %s; relisting", self.name, error)
                 return
             finally:
@@ -425,6 +437,23 @@ class Reflector:
                 reading.watch.close()
             if resync_error:
                 return
+
+    def _retry_internal_error(self, error: BaseException) -> bool:
+        """True when a watch that ended with HTTP 500 should simply be re-established.
+
+        Only with ``max_internal_error_retry_duration`` > 0: 500s are retried in place while the
+        first of a run of them is younger than that; a minute without one starts a new run.
+        """
+        if self._max_internal_retry <= 0:
+            return False
+        if not isinstance(error, errors.APIError) or error.status != 500:
+            return False
+        now = self._clock.now()
+        last = self._internal_error_last
+        if last is None or now - last > INTERNAL_ERROR_WINDOW_RESET:
+            self._internal_error_first = now
+        self._internal_error_last = now
+        return now - self._internal_error_first < self._max_internal_retry
 
     def _handle_watch(
         self,

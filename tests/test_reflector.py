@@ -115,9 +115,12 @@ class Harness:
         return self
 
     def backoff_wait(self) -> float:
-        """Block until the reflector waits on the clock; return how long it waits."""
-        assert self.clock.wait_for_waiters(1, TIMEOUT)
-        return self.clock.waiters()[0]
+        """Block until the reflector waits on the clock; return how long it waits.
+
+        Waiters whose time already came (about to wake after a step) do not count.
+        """
+        assert wait_for(lambda: any(w > 0 for w in self.clock.waiters()), TIMEOUT)
+        return next(w for w in self.clock.waiters() if w > 0)
 
     def step_backoff(self) -> float:
         delay = self.backoff_wait()
@@ -480,5 +483,47 @@ def test_watch_list_falls_back_to_a_list_on_an_error_event() -> None:
         watch.error(status(500, "InternalError"))
         h.script.list_and_answer([cm("a", "1")], "9")
         assert h.script.watch_and_answer()[0].resource_version == "9"
+    finally:
+        h.stop()
+
+
+def test_internal_errors_on_a_watch_are_retried_in_place_within_the_configured_window() -> None:
+    h = Harness(max_internal_error_retry_duration=30.0).start()
+    try:
+        h.script.list_and_answer([], "100")
+        _options, watch = h.script.watch_and_answer()
+        watch.error(status(500, "InternalError"))
+        _options, watch = h.script.watch_and_answer()  # at once: no backoff, no list
+        assert not h.clock.has_waiters()
+        h.clock.step(31.0)
+        watch.error(status(500, "InternalError"))
+        assert h.step_backoff() == pytest.approx(0.8)  # past the window: relist
+        assert h.script.list_and_answer([], "100").resource_version == "100"
+    finally:
+        h.stop()
+
+
+def test_internal_errors_on_a_watch_relist_by_default(harness: Harness) -> None:
+    harness.script.list_and_answer([], "100")
+    _options, watch = harness.script.watch_and_answer()
+    watch.error(status(500, "InternalError"))
+    assert harness.step_backoff() == pytest.approx(0.8)
+    harness.script.list_and_answer([], "100")
+
+
+def test_a_failing_resync_check_ends_the_watch_and_relists() -> None:
+    def should_resync() -> bool:
+        raise RuntimeError("cannot decide")
+
+    h = Harness(resync_period=5.0, should_resync=should_resync).start()
+    try:
+        h.script.list_and_answer([], "1")
+        _options, watch = h.script.watch_and_answer()
+        assert h.backoff_wait() == pytest.approx(5.0)
+        h.clock.step(5.0)
+        assert h.step_backoff() == pytest.approx(0.8)
+        assert watch.closed
+        assert isinstance(h.reflector.last_error(), RuntimeError)
+        h.script.list_and_answer([], "1")
     finally:
         h.stop()
