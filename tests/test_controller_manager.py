@@ -15,6 +15,7 @@ from collections.abc import Iterator
 import pytest
 
 from kinformer import Context, GroupVersionResource, errors
+from kinformer.controller import Controller, Result
 from kinformer.controller_manager import (
     CONTROLLER_NAME_PREFIX,
     ControllerManager,
@@ -366,3 +367,33 @@ def test_start_accepts_an_event_and_runs_only_once(served: Served, factory: Fact
     assert instance.stopped()
     with pytest.raises(errors.AlreadyStartedError):
         manager.start(stop)
+
+
+def test_a_generic_controller_runs_and_stops_under_the_manager(served: Served) -> None:
+    reconciled: queue.Queue[str] = queue.Queue()
+    controllers: list[Controller] = []
+
+    class Echo:
+        def reconcile(self, key: str) -> Result | None:
+            reconciled.put(key)
+            return None
+
+    def create(ctx: Context) -> StartFunc:
+        controller = Controller("echo", Echo(), workers=2)
+        controllers.append(controller)
+        return controller.run
+
+    served.serve(WIDGETS, synced=True)
+    running = Running(served, {"echo": ManagedController({WIDGETS}, create)})
+    try:
+        assert wait_for(lambda: controllers)
+        controllers[0].enqueue("default/a")
+        assert reconciled.get(timeout=TIMEOUT) == "default/a"
+        served.withdraw(WIDGETS)
+        served.notify()
+        assert wait_for(lambda: running.manager.running_controllers() == set())
+        assert controllers[0].queue.shutting_down()
+        workers = [t.name for t in threading.enumerate() if t.name.startswith("kinformer-controller-echo")]
+        assert workers == []
+    finally:
+        running.stop()
