@@ -17,6 +17,13 @@ from kinformer.controller_manager import (
     ManagedController,
 )
 from kinformer.delta_fifo import Delta, DeltaFIFO, Deltas, DeltaType
+from kinformer.discovery import (
+    CachedDiscoveryClient,
+    DiscoveringDynamicSharedInformerFactory,
+    DiscoveryResult,
+    GVREventHandler,
+    GVREventHandlerFuncs,
+)
 from kinformer.errors import (
     AlreadyStartedError,
     APIError,
@@ -70,6 +77,7 @@ from kinformer.listwatch import (
     Watch,
     WatchEvent,
 )
+from kinformer.manager import InformerManager, strip_managed_fields
 from kinformer.reflector import Reflector
 from kinformer.store import (
     NAMESPACE_INDEX,
@@ -117,6 +125,7 @@ __all__ = [
     "Backoff",
     "BackoffManager",
     "BucketRateLimiter",
+    "CachedDiscoveryClient",
     "ChannelWatch",
     "ConfigurationError",
     "ConflictError",
@@ -131,12 +140,16 @@ __all__ = [
     "DeltaFIFO",
     "DeltaType",
     "Deltas",
+    "DiscoveringDynamicSharedInformerFactory",
+    "DiscoveryResult",
     "DynamicSharedInformerFactory",
     "EnqueueRequestForObject",
     "ExplicitKey",
     "FIFOClosedError",
     "FilteringResourceEventHandler",
     "ForbiddenError",
+    "GVREventHandler",
+    "GVREventHandlerFuncs",
     "GenericInformer",
     "GenericLister",
     "GenericNamespaceLister",
@@ -147,6 +160,7 @@ __all__ = [
     "Indexer",
     "IndexerConflictError",
     "IndexerError",
+    "InformerManager",
     "InformerSource",
     "InvalidKeyError",
     "ItemExponentialFailureRateLimiter",
@@ -205,5 +219,6 @@ __all__ = [
     "parse_selector",
     "selector_from_dict",
     "split_meta_namespace_key",
+    "strip_managed_fields",
     "wait_for_cache_sync",
 ]
