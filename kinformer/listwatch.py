@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import inspect
 import logging
 import queue
 import socket
@@ -199,8 +200,8 @@ class _IterableWatch:
 
 def as_watch(result: Any) -> Watch:
     """``result`` if it is a :class:`Watch`, else a Watch over the iterable it is."""
-    if isinstance(result, Watch):
-        return result
+    if isinstance(result, Watch) and not inspect.isgenerator(result):
+        return result  # a generator has close() too, but it cannot be closed while it runs
     return _IterableWatch(result)
 
 

@@ -42,11 +42,12 @@ class _StopRequested(Exception):
 
 
 def default_watch_error_handler(reflector: Reflector, error: BaseException) -> None:
-    """client-go's default: quiet for expired versions, a warning for anything else."""
-    if errors.is_expired(error):
-        log.debug("reflector %s: watch closed: %s", reflector.name, error)
-    else:
-        log.warning("reflector %s: failed to list or watch: %s", reflector.name, error)
+    """The handler used when none is set: a DEBUG line.
+
+    The reflector itself logs each error at WARNING where it happens, together with what it
+    does next (backing off, relisting), so the default handler adds nothing louder.
+    """
+    log.debug("reflector %s: list/watch error: %r", reflector.name, error)
 
 
 def _is_connection_refused(error: BaseException) -> bool:
@@ -317,6 +318,7 @@ class Reflector:
         try:
             self._store.replace(list(result.items), result.resource_version)
         except Exception as exc:
+            log.warning("reflector %s: unable to sync list result: %s", self.name, exc)
             raise errors.KinformerError(
                 f"reflector {self.name}: unable to sync list result: {exc}"
             ) from exc
