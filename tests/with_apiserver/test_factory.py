@@ -143,7 +143,7 @@ def test_wait_for_cache_sync_reports_a_forbidden_resource_as_unsynced(
     stop = Context()
     try:
         factory.start(stop)
-        assert factory.wait_for_cache_sync(stop, timeout=1.0) == {CONFIGMAPS: True, SECRETS: False}
+        assert factory.wait_for_cache_sync(stop, timeout=0.5) == {CONFIGMAPS: True, SECRETS: False}
     finally:
         stop.cancel()
         factory.shutdown()
