@@ -14,6 +14,7 @@ import pytest
 from kubernetes import client as k8s
 from kubernetes import config as k8s_config
 
+from kinformer import cli
 from kinformer.testing import FakeAPIServer, wait_for
 
 TOKEN = "s3cret-token"
@@ -110,8 +111,8 @@ def test_kinformer_serve_writes_a_kubeconfig_and_exits_zero_on_sigterm(tmp_path:
                 pipe.close()
 
 
-def test_kinformer_without_a_subcommand_prints_help_and_exits_2() -> None:
-    result = subprocess.run([sys.executable, "-m", "kinformer"], capture_output=True, text=True,
-                            timeout=30)
-    assert result.returncode == 2
-    assert "serve" in result.stderr
+def test_kinformer_without_a_subcommand_prints_help_and_exits_2(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    assert cli.main([]) == 2
+    assert "serve" in capsys.readouterr().err
