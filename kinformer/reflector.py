@@ -13,7 +13,9 @@ bookmarks, randomized watch timeouts, and jittered exponential backoff from
 from __future__ import annotations
 
 import logging
+import os
 import random as _random
+import sys
 import threading
 from collections.abc import Callable
 from typing import Any
@@ -48,6 +50,15 @@ def default_watch_error_handler(reflector: Reflector, error: BaseException) -> N
     does next (backing off, relisting), so the default handler adds nothing louder.
     """
     log.debug("reflector %s: list/watch error: %r", reflector.name, error)
+
+
+def _caller_name() -> str:
+    """``file.py:line`` of the code constructing a Reflector (client-go's default name)."""
+    try:
+        frame = sys._getframe(2)
+    except ValueError:
+        return "reflector"
+    return f"{os.path.basename(frame.f_code.co_filename)}:{frame.f_lineno}"
 
 
 def _is_connection_refused(error: BaseException) -> bool:
@@ -148,7 +159,7 @@ class Reflector:
         self._lw = lister_watcher
         self._store = store
         self._resync_period = float(resync_period)
-        self.name = name or f"reflector-{id(self):x}"
+        self.name = name or _caller_name()
         self._should_resync = should_resync
         self._clock = clock
         self._rand: Callable[[], float] = random if random is not None else _random.random

@@ -527,3 +527,8 @@ def test_a_failing_resync_check_ends_the_watch_and_relists() -> None:
         h.script.list_and_answer([], "1")
     finally:
         h.stop()
+
+
+def test_an_unnamed_reflector_is_named_after_the_line_that_built_it() -> None:
+    reflector = Reflector(ListWatch(lambda o: ListResult([], ""), lambda o: []), Indexer())
+    assert reflector.name.startswith("test_reflector.py:")
