@@ -1,0 +1,221 @@
+"""A ControllerManager over the discovering informer factory, with CRDs installed and deleted over HTTP.
+
+A controller starts once its CRD is served and its informer synced; deleting the CRD stops the
+informer, cancels the controller's context and joins its thread; reinstalling gives a fresh
+informer and a fresh controller. Also docs/examples/crd_controller.py end to end.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import queue
+import threading
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+import pytest
+from kubernetes import client as k8s
+
+from kinformer import Context, ControllerManager, DiscoveringDynamicSharedInformerFactory, ManagedController
+from kinformer.gvr import GroupVersionResource
+from kinformer.testing import FakeAPIServer, wait_for
+
+WIDGETS = GroupVersionResource("example.com", "v1", "widgets")
+GADGETS = GroupVersionResource("example.com", "v1", "gadgets")
+EXAMPLE = Path(__file__).resolve().parents[2] / "docs" / "examples" / "crd_controller.py"
+TIMEOUT = 5.0
+
+
+def load_example() -> ModuleType:
+    spec = importlib.util.spec_from_file_location("crd_controller", EXAMPLE)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+example = load_example()
+
+
+def crd(gvr: GroupVersionResource) -> dict[str, Any]:
+    kind = gvr.resource[:-1].capitalize()
+    return {
+        "apiVersion": "apiextensions.k8s.io/v1",
+        "kind": "CustomResourceDefinition",
+        "metadata": {"name": gvr.group_resource},
+        "spec": {
+            "group": gvr.group,
+            "scope": "Namespaced",
+            "names": {"plural": gvr.resource, "singular": gvr.resource[:-1], "kind": kind},
+            "versions": [
+                {
+                    "name": gvr.version,
+                    "served": True,
+                    "storage": True,
+                    "schema": {
+                        "openAPIV3Schema": {"type": "object", "x-kubernetes-preserve-unknown-fields": True}
+                    },
+                }
+            ],
+        },
+    }
+
+
+class Instances:
+    """A ManagedController.create that records each instance's context and thread."""
+
+    def __init__(self) -> None:
+        self.created: queue.Queue[tuple[Context, list[threading.Thread]]] = queue.Queue()
+
+    def create(self, ctx: Context) -> Callable[[Context], None]:
+        threads: list[threading.Thread] = []
+        self.created.put((ctx, threads))
+
+        def start(run_ctx: Context) -> None:
+            threads.append(threading.current_thread())
+            run_ctx.wait()
+
+        return start
+
+    def next(self) -> tuple[Context, threading.Thread]:
+        ctx, threads = self.created.get(timeout=TIMEOUT)
+        assert wait_for(lambda: threads, TIMEOUT)
+        return ctx, threads[0]
+
+
+@pytest.fixture
+def ctx() -> Iterator[Context]:
+    ctx = Context("test")
+    yield ctx
+    ctx.cancel()
+
+
+def run_manager(
+    api_client: Any, ctx: Context, controllers: dict[str, ManagedController]
+) -> tuple[DiscoveringDynamicSharedInformerFactory, ControllerManager, threading.Thread]:
+    ddsif = DiscoveringDynamicSharedInformerFactory(api_client, lambda g: g.group == "example.com")
+    manager = ControllerManager("e2e", ddsif.informer_source(), controllers)
+    ddsif.start(ctx)
+    runner = threading.Thread(target=manager.start, args=(ctx,), name="test-controller-manager")
+    runner.start()
+    assert ddsif.wait_ready(TIMEOUT)
+    return ddsif, manager, runner
+
+
+def stop_all(ctx: Context, ddsif: DiscoveringDynamicSharedInformerFactory, runner: threading.Thread) -> None:
+    ctx.cancel()
+    runner.join(TIMEOUT)
+    assert not runner.is_alive()
+    ddsif.stop()
+
+
+def test_a_controller_runs_exactly_while_its_crd_is_installed(
+    apiserver: FakeAPIServer, api_client: Any, ctx: Context
+) -> None:
+    extensions = k8s.ApiextensionsV1Api(api_client)
+    instances = Instances()
+    ddsif, manager, runner = run_manager(
+        api_client, ctx, {"widgets": ManagedController({WIDGETS}, instances.create)}
+    )
+    try:
+        assert manager.running_controllers() == set()
+        assert instances.created.empty()
+
+        extensions.create_custom_resource_definition(crd(WIDGETS))
+        first_ctx, first_thread = instances.next()
+        assert manager.running_controllers() == {"widgets"}
+        first_informer = ddsif.for_resource(WIDGETS).informer()
+        assert first_informer.has_synced()
+
+        extensions.delete_custom_resource_definition(WIDGETS.group_resource)
+        assert first_ctx.wait(TIMEOUT)
+        assert wait_for(lambda: manager.running_controllers() == set(), TIMEOUT)
+        assert not first_thread.is_alive()  # joined before it left running_controllers
+        assert first_informer.is_stopped()
+
+        extensions.create_custom_resource_definition(crd(WIDGETS))
+        second_ctx, second_thread = instances.next()
+        assert second_ctx is not first_ctx and not second_ctx.cancelled()
+        assert second_thread is not first_thread
+        assert ddsif.for_resource(WIDGETS).informer() is not first_informer
+        assert manager.running_controllers() == {"widgets"}
+    finally:
+        stop_all(ctx, ddsif, runner)
+    assert second_ctx.cancelled()
+    assert not second_thread.is_alive()
+
+
+def test_a_controller_waits_for_every_required_informer_to_sync(
+    apiserver: FakeAPIServer, api_client: Any, ctx: Context
+) -> None:  # SC-26 over HTTP
+    extensions = k8s.ApiextensionsV1Api(api_client)
+    instances = Instances()
+    extensions.create_custom_resource_definition(crd(WIDGETS))
+    apiserver.forbid("gadgets", "list")
+    extensions.create_custom_resource_definition(crd(GADGETS))
+    ddsif, manager, runner = run_manager(
+        api_client, ctx, {"both": ManagedController({WIDGETS, GADGETS}, instances.create)}
+    )
+    try:
+        gadgets = ddsif.for_resource(GADGETS).informer()
+        assert wait_for(lambda: gadgets.last_error() is not None, TIMEOUT)
+        assert WIDGETS in ddsif.informers()[0] and GADGETS in ddsif.informers()[1]
+        assert instances.created.empty()
+        assert manager.running_controllers() == set()
+
+        apiserver.allow("gadgets", "list")
+        ctx_both, _thread = instances.next()
+        assert manager.running_controllers() == {"both"}
+
+        extensions.delete_custom_resource_definition(GADGETS.group_resource)
+        assert ctx_both.wait(TIMEOUT)
+        assert wait_for(lambda: manager.running_controllers() == set(), TIMEOUT)
+    finally:
+        stop_all(ctx, ddsif, runner)
+    assert instances.created.empty()  # created once only
+
+
+def test_the_widget_example_runs_while_its_crd_is_installed(
+    apiserver: FakeAPIServer, api_client: Any, ctx: Context
+) -> None:
+    extensions = k8s.ApiextensionsV1Api(api_client)
+    core = k8s.CoreV1Api(api_client)
+    widgets = k8s.CustomObjectsApi(api_client)
+    operator = example.WidgetOperator(api_client)
+    runner = threading.Thread(target=operator.run, args=(ctx,), name="test-widget-operator")
+    runner.start()
+
+    def message() -> Any:
+        try:
+            return core.read_namespaced_config_map("widget-w1", "default").data.get("message")
+        except k8s.ApiException as err:
+            assert err.status == 404
+            return None
+
+    def create_widget(text: str) -> None:
+        body = {"apiVersion": "example.com/v1", "kind": "Widget", "metadata": {"name": "w1"}}
+        body["spec"] = {"message": text}
+        widgets.create_namespaced_custom_object("example.com", "v1", "default", "widgets", body)
+
+    try:
+        assert operator.factory.wait_ready(TIMEOUT)
+        assert operator.manager.running_controllers() == set()
+        extensions.create_custom_resource_definition(example.widget_crd())
+        create_widget("hello")
+        assert wait_for(lambda: message() == "hello", TIMEOUT)
+        assert operator.manager.running_controllers() == {"widgets"}
+
+        widgets.patch_namespaced_custom_object(
+            "example.com", "v1", "default", "widgets", "w1", {"spec": {"message": "bye"}}
+        )
+        assert wait_for(lambda: message() == "bye", TIMEOUT)
+
+        extensions.delete_custom_resource_definition(WIDGETS.group_resource)
+        assert wait_for(lambda: operator.manager.running_controllers() == set(), TIMEOUT)
+
+    finally:
+        ctx.cancel()
+        runner.join(TIMEOUT)
+    assert not runner.is_alive()
