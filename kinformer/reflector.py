@@ -423,6 +423,8 @@ class Reflector:
                 propagate_now = rv not in ("", "0")
             current[0] = reading = opened
             opened = None
+            if resync_error:  # the resync timer failed before it could see this watch
+                reading.watch.close()
             try:
                 self._handle_watch(ctx, reading, propagate_now, resync_error)
             except _StopRequested:
