@@ -1,7 +1,9 @@
 """The ``kinformer`` command: one argparse subcommand per module, dispatched by :func:`main`.
 
 Each subcommand module offers ``add_parser(subparsers)`` (registering its options and setting
-``func``) and a ``run(args) -> int``. ``serve`` runs a FakeAPIServer in the foreground.
+``func``, and optionally ``log_level``, the level logged without ``-v``: INFO by default) and a
+``run(args) -> int``. ``serve`` runs a FakeAPIServer in the foreground, ``demo`` shows the
+machinery at work against one, ``watch`` is an informer-backed ``kubectl get -w``.
 """
 
 from __future__ import annotations
@@ -38,7 +40,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     logging.basicConfig(
-        level=logging.DEBUG if args.verbose else logging.INFO,
+        level=logging.DEBUG if args.verbose else getattr(args, "log_level", logging.INFO),
         format="%(asctime)s %(levelname)s %(name)s: %(message)s",
     )
     func = getattr(args, "func", None)

@@ -1,0 +1,495 @@
+"""``kinformer watch``: an informer-backed ``kubectl get -w`` for any served resource type.
+
+RESOURCE resolves as kubectl resolves it, from the server's discovery documents: plural,
+singular, short name or kind, optionally qualified as ``resource.group`` or
+``resource.version.group``. One shared informer lists and watches it; every change prints one
+line (event type, ``namespace/name``, resourceVersion). ``--once`` prints a table of the cache
+after the first list and exits. Failures print one line on stderr and exit with a code of their
+own (see :data:`EXIT_CODES`).
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import logging
+import os
+import signal
+import sys
+import tempfile
+import threading
+import time
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
+from types import FrameType
+from typing import Any, TextIO
+
+from kinformer import _json, _threads, context, errors, labels, listwatch
+from kinformer.gvr import GroupVersionResource, split_group_version
+from kinformer.informer import SharedIndexInformer
+
+EXIT_OK = 0
+EXIT_ERROR = 1
+EXIT_USAGE = 2
+EXIT_UNKNOWN_RESOURCE = 3
+EXIT_UNREACHABLE = 4
+EXIT_UNAUTHORIZED = 5
+EXIT_FORBIDDEN = 6
+EXIT_CONFIG = 7
+
+EXIT_CODES: tuple[tuple[int, str], ...] = (
+    (EXIT_OK, "success (--once printed the table; a watch was stopped with Ctrl-C)"),
+    (EXIT_ERROR, "any other error (the first list did not complete within --timeout)"),
+    (EXIT_USAGE, "bad arguments"),
+    (EXIT_UNKNOWN_RESOURCE, "the server has no such resource type, or it cannot be listed and watched"),
+    (EXIT_UNREACHABLE, "the server cannot be reached (refused, timed out, TLS failure)"),
+    (EXIT_UNAUTHORIZED, "the server answered 401 Unauthorized"),
+    (EXIT_FORBIDDEN, "the server answered 403 Forbidden"),
+    (EXIT_CONFIG, "the kubeconfig cannot be read or has no such context"),
+)
+
+REQUEST_TIMEOUT = (5.0, 30.0)  # (connect, read) seconds for one discovery GET
+SYNC_POLL = 0.2  # seconds between looks at the informer's last error while waiting for the list
+EMBEDDED_SEED = {  # namespace -> ConfigMap names seeded in an --embedded server
+    "default": ("app-config", "feature-flags", "routing"),
+    "kube-system": ("coredns", "kube-proxy"),
+}
+
+
+class CommandError(Exception):
+    """A failure that ends the command: ``message`` goes to stderr, ``code`` is the exit code."""
+
+    def __init__(self, code: int, message: str) -> None:
+        super().__init__(message)
+        self.code = code
+        self.message = message
+
+
+def exit_codes_epilog() -> str:
+    """The exit codes, formatted for an argparse epilog."""
+    lines = ["exit codes:"]
+    lines += [f"  {code}  {text}" for code, text in EXIT_CODES]
+    return "\n".join(lines)
+
+
+def add_parser(subparsers: Any) -> None:
+    """Register ``watch`` and its options."""
+    parser: argparse.ArgumentParser = subparsers.add_parser(
+        "watch",
+        help="watch a resource type through an informer, like kubectl get -w",
+        description="List and watch RESOURCE through a shared informer and print one line per "
+        "change: event type, namespace/name and resourceVersion. RESOURCE resolves as kubectl "
+        "resolves it: plural, singular, short name or kind, optionally as resource.group.",
+        epilog=exit_codes_epilog(),
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument("resource", metavar="RESOURCE",
+                        help="e.g. configmaps, cm, deploy, widgets.example.com")
+    scope = parser.add_mutually_exclusive_group()
+    scope.add_argument("-n", "--namespace", default=None,
+                       help="namespace to watch (default: the kubeconfig context's, else default)")
+    scope.add_argument("-A", "--all-namespaces", action="store_true", help="watch every namespace")
+    parser.add_argument("-l", "--selector", default="", help="label selector, e.g. app=web,tier!=db")
+    parser.add_argument("--kubeconfig", default=None,
+                        help="kubeconfig file (default: $KUBECONFIG or ~/.kube/config)")
+    parser.add_argument("--context", default=None, help="kubeconfig context (default: the current one)")
+    parser.add_argument("--once", action="store_true", help="print a table after the first list and exit")
+    parser.add_argument("--embedded", action="store_true",
+                        help="start a fresh embedded API server with a few ConfigMaps instead")
+    parser.add_argument("--timeout", type=float, default=30.0,
+                        help="seconds to wait for the first list (default 30)")
+    parser.set_defaults(func=run, log_level=logging.WARNING)
+
+
+# ---- the command ------------------------------------------------------------------------------
+
+
+def run(args: argparse.Namespace) -> int:
+    """Run ``kinformer watch``; returns the exit code. Blocks until Ctrl-C/SIGTERM or ``--once``."""
+    stop = threading.Event()
+
+    def on_signal(signum: int, frame: FrameType | None) -> None:
+        stop.set()
+
+    previous = {sig: signal.signal(sig, on_signal) for sig in (signal.SIGINT, signal.SIGTERM)}
+    broken = threading.Event()  # stdout's reader went away (| head): stop quietly
+
+    def on_broken_pipe() -> None:
+        broken.set()
+        stop.set()
+
+    try:
+        return _run(args, stop, sys.stdout, on_broken_pipe)
+    except CommandError as err:
+        print(f"error: {err.message}", file=sys.stderr, flush=True)
+        return err.code
+    except BrokenPipeError:
+        broken.set()
+        return EXIT_OK
+    finally:
+        if broken.is_set():
+            _silence_stdout()
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+
+
+def _run(args: argparse.Namespace, stop: threading.Event, out: TextIO,
+         on_broken_pipe: Callable[[], None]) -> int:
+    try:
+        selector = labels.parse_selector(args.selector)
+    except labels.LabelSelectorError as err:
+        raise CommandError(EXIT_USAGE, str(err)) from None
+    if args.timeout <= 0:
+        raise CommandError(EXIT_USAGE, "--timeout must be positive")
+    with _client(args) as (api, default_namespace, where):
+        target = resolve_resource(api, args.resource, where)
+        if not target.namespaced or args.all_namespaces:
+            namespace = ""
+        else:
+            namespace = args.namespace or default_namespace or "default"
+        lw = listwatch.ListWatch.for_resource(
+            api, target.gvr, namespace, label_selector=str(selector) or None)
+        informer = SharedIndexInformer(lw, name=f"watch-{target.gvr.group_resource}")
+        printer = EventPrinter(out, on_broken_pipe)
+        if not args.once:
+            informer.add_event_handler(printer)
+        ctx = context.Context("watch")
+        thread = _threads.spawn(informer.run, _threads.thread_name("watch", target.gvr.group_resource), ctx)
+        try:
+            if not _wait_for_sync(informer, stop, args.timeout, where, target):
+                return EXIT_OK  # interrupted before the first list completed
+            if args.once:
+                cached = informer.get_indexer().list()
+                print_table(out, cached, show_namespace=target.namespaced and not namespace,
+                            now=datetime.datetime.now(datetime.timezone.utc))
+                if not cached:
+                    scope = f" in {namespace} namespace" if target.namespaced and namespace else ""
+                    print(f"No resources found{scope}.", file=sys.stderr, flush=True)
+                return EXIT_OK
+            while not stop.wait(1.0):
+                pass
+            return EXIT_OK
+        finally:
+            ctx.cancel()
+            _threads.join_all([thread], 10.0)
+
+
+def _wait_for_sync(informer: SharedIndexInformer, stop: threading.Event, timeout: float, where: str,
+                   target: Resolved) -> bool:
+    """Wait for the first list; True once synced, False on stop; a fatal list error raises."""
+    deadline = time.monotonic() + timeout
+    while not informer.wait_for_sync(timeout=SYNC_POLL, stop=stop):
+        if stop.is_set():
+            return False
+        error = informer.last_error()
+        if isinstance(error, (errors.UnauthorizedError, errors.ForbiddenError, errors.NotFoundError)):
+            raise _command_error(error, where, f"list {target.gvr.group_resource}")
+        if time.monotonic() >= deadline:
+            if error is None:
+                raise CommandError(EXIT_ERROR, f"the first list of {target.gvr.group_resource} did not "
+                                               f"complete within {timeout:g}s")
+            raise _command_error(error, where, f"list {target.gvr.group_resource}")
+    return True
+
+
+def _command_error(error: BaseException, where: str, what: str) -> CommandError:
+    """The exit code and one-line message for an error talking to the server."""
+    if isinstance(error, errors.UnauthorizedError):
+        return CommandError(EXIT_UNAUTHORIZED, f"{what}: Unauthorized (401) from {where}: "
+                                               "check the credentials in the kubeconfig")
+    if isinstance(error, errors.ForbiddenError):
+        return CommandError(EXIT_FORBIDDEN, f"{what}: Forbidden (403): {error.message or error}")
+    if isinstance(error, errors.NotFoundError):
+        return CommandError(EXIT_UNKNOWN_RESOURCE, f"{what}: the server could not find it (404)")
+    if isinstance(error, (errors.TransportError, OSError)):
+        return CommandError(EXIT_UNREACHABLE, f"unable to connect to the server at {where}: {error}")
+    return CommandError(EXIT_ERROR, f"{what}: {error}")
+
+
+# ---- the client -------------------------------------------------------------------------------
+
+
+@contextmanager
+def _client(args: argparse.Namespace) -> Iterator[tuple[Any, str, str]]:
+    """``(api_client, default namespace, server URL)`` for the kubeconfig or an embedded server."""
+    from kubernetes import client
+
+    if args.embedded:
+        if args.kubeconfig or args.context:
+            raise CommandError(EXIT_USAGE, "--embedded cannot be combined with --kubeconfig or --context")
+        with _embedded_server() as server:
+            embedded = server.api_client()
+            try:
+                yield embedded, "default", server.url
+            finally:
+                embedded.close()
+        return
+    configuration = client.Configuration()
+    default_namespace = _load_kubeconfig(args.kubeconfig, args.context, configuration)
+    api: Any = client.ApiClient(configuration)
+    try:
+        yield api, default_namespace, str(configuration.host)
+    finally:
+        api.close()
+
+
+def _load_kubeconfig(path: str | None, context_name: str | None, configuration: Any) -> str:
+    """Load ``path`` (``context_name``) into ``configuration``; returns the context's namespace."""
+    from kubernetes import config as kube_config
+    from kubernetes.config.config_exception import ConfigException
+
+    config: Any = kube_config
+    config_file = path or os.environ.get("KUBECONFIG", "").split(os.pathsep)[0] or None
+    shown = config_file or "~/.kube/config"
+    if config_file is not None and not os.path.exists(config_file):
+        raise CommandError(EXIT_CONFIG, f"kubeconfig {shown} does not exist")
+    try:
+        config.load_kube_config(config_file=config_file, context=context_name,
+                                client_configuration=configuration)
+        contexts, active = config.list_kube_config_contexts(config_file=config_file)
+    except (ConfigException, OSError, ValueError, TypeError) as err:
+        raise CommandError(EXIT_CONFIG, f"cannot use kubeconfig {shown}: {_first_line(err)}") from None
+    chosen = active
+    if context_name:
+        chosen = next((c for c in contexts if c.get("name") == context_name), active)
+    return str(((chosen or {}).get("context") or {}).get("namespace") or "default")
+
+
+@contextmanager
+def _embedded_server() -> Iterator[Any]:
+    """A started FakeAPIServer seeded with :data:`EMBEDDED_SEED`; its kubeconfig path on stderr."""
+    from kinformer.testing.apiserver import FakeAPIServer
+
+    configmaps = GroupVersionResource("", "v1", "configmaps")
+    with FakeAPIServer() as server, tempfile.TemporaryDirectory(prefix="kinformer-watch-") as tmp:
+        for namespace, names in EMBEDDED_SEED.items():
+            server.bulk_create(configmaps, [
+                {"metadata": {"name": name, "namespace": namespace, "labels": {"seeded": "true"}},
+                 "data": {"key": name}}
+                for name in names
+            ])
+        path = server.write_kubeconfig(os.path.join(tmp, "kubeconfig"))
+        print(f"embedded API server at {server.url} (kubeconfig: {path})", file=sys.stderr, flush=True)
+        yield server
+
+
+def _first_line(err: BaseException) -> str:
+    text = str(err).strip() or type(err).__name__
+    return text.splitlines()[0]
+
+
+# ---- resolving RESOURCE -----------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Resolved:
+    """A resource type found in discovery: where to list it and how it is addressed."""
+
+    gvr: GroupVersionResource
+    kind: str
+    namespaced: bool
+
+
+@dataclass(frozen=True)
+class _Entry:
+    gvr: GroupVersionResource
+    kind: str
+    singular: str
+    short_names: tuple[str, ...]
+    namespaced: bool
+    verbs: frozenset[str]
+
+
+def resolve_resource(api: Any, name: str, where: str = "") -> Resolved:
+    """Resolve ``name`` as kubectl does, reading discovery through ``api`` (an ApiClient).
+
+    Accepts a plural, singular, short name or kind (any case), alone or as ``resource.group`` or
+    ``resource.version.group``. The core group wins over the others, then groups in the server's
+    order, each at its preferred version first. Raises :class:`CommandError` (unknown resource,
+    unreachable server, 401, 403).
+    """
+    wanted = name.strip().lower()
+    if not wanted:
+        raise CommandError(EXIT_USAGE, "RESOURCE must not be empty")
+    entries = _discover(api, where or "the server")
+    for candidate_name, group, version in _interpretations(wanted):
+        for entry in entries:
+            if group is not None and entry.gvr.group != group:
+                continue
+            if version is not None and entry.gvr.version != version:
+                continue
+            names = {entry.gvr.resource, entry.singular, entry.kind.lower(), *entry.short_names}
+            if candidate_name in names:
+                if not {"list", "watch"} <= entry.verbs:
+                    raise CommandError(EXIT_UNKNOWN_RESOURCE,
+                                       f"resource {entry.gvr.group_resource} cannot be listed and watched")
+                return Resolved(entry.gvr, entry.kind, entry.namespaced)
+    raise CommandError(EXIT_UNKNOWN_RESOURCE, f"the server doesn't have a resource type {name!r}")
+
+
+def _interpretations(wanted: str) -> list[tuple[str, str | None, str | None]]:
+    """``(resource, group or None, version or None)`` readings of ``wanted``, most specific first."""
+    if "." not in wanted:
+        return [(wanted, None, None)]
+    readings: list[tuple[str, str | None, str | None]] = []
+    parts = wanted.split(".")
+    if len(parts) >= 3:
+        readings.append((parts[0], ".".join(parts[2:]), parts[1]))  # resource.version.group
+    readings.append((parts[0], ".".join(parts[1:]), None))  # resource.group
+    return readings
+
+
+def _discover(api: Any, where: str) -> list[_Entry]:
+    """Every resource type the server serves, core first, each group's preferred version first."""
+    core = _get(api, "/api", where)
+    groups = _get(api, "/apis", where)
+    group_versions = [str(v) for v in core.get("versions") or []]
+    for group in groups.get("groups") or []:
+        preferred = str((group.get("preferredVersion") or {}).get("groupVersion") or "")
+        versions = [str(v.get("groupVersion")) for v in group.get("versions") or [] if v.get("groupVersion")]
+        versions.sort(key=lambda gv: gv != preferred)
+        group_versions += versions
+    entries: list[_Entry] = []
+    for gv in group_versions:
+        path = f"/apis/{gv}" if "/" in gv else f"/api/{gv}"
+        try:
+            doc = _get(api, path, where)
+        except CommandError as err:
+            if err.code in (EXIT_UNAUTHORIZED, EXIT_UNREACHABLE):
+                raise
+            continue  # one broken group version does not hide the others, as in kubectl
+        group, version = split_group_version(gv)
+        for res in doc.get("resources") or []:
+            resource = str(res.get("name") or "")
+            if not resource or "/" in resource:
+                continue
+            entries.append(_Entry(
+                GroupVersionResource(group, version, resource),
+                str(res.get("kind") or ""),
+                str(res.get("singularName") or "").lower(),
+                tuple(str(s).lower() for s in res.get("shortNames") or ()),
+                bool(res.get("namespaced", False)),
+                frozenset(str(v) for v in res.get("verbs") or ()),
+            ))
+    return entries
+
+
+def _get(api: Any, path: str, where: str) -> dict[str, Any]:
+    """GET one discovery document; failures become :class:`CommandError`."""
+    import urllib3
+
+    method, url, headers, body, post = api.param_serialize(
+        method="GET", resource_path=path, header_params={"Accept": "application/json"},
+        auth_settings=["BearerToken"])
+    try:
+        response = api.call_api(method, url, headers, body, post, _request_timeout=REQUEST_TIMEOUT)
+        data = response.read()
+    except (urllib3.exceptions.HTTPError, OSError) as exc:
+        raise _command_error(listwatch._transport_error(exc, path), where, "discovery") from None
+    if not 200 <= response.status <= 299:
+        raise _command_error(errors.api_error_from_status(response.status, data), where, f"discovery {path}")
+    try:
+        doc = _json.loads(data)
+    except ValueError:
+        raise CommandError(EXIT_ERROR, f"discovery {path} at {where}: the answer is not JSON") from None
+    if not isinstance(doc, dict):
+        raise CommandError(EXIT_ERROR, f"discovery {path} at {where}: the answer is not an object")
+    return doc
+
+
+# ---- output -----------------------------------------------------------------------------------
+
+
+class EventPrinter:
+    """An informer event handler printing ``TYPE namespace/name resourceVersion``, one line each.
+
+    Runs on the informer's handler thread (one at a time, in event order). Objects of the initial
+    list print as ADDED; a resync that changed nothing prints nothing.
+    """
+
+    def __init__(self, out: TextIO, on_broken_pipe: Callable[[], None] | None = None) -> None:
+        self._out = out
+        self._on_broken_pipe = on_broken_pipe
+
+    def on_add(self, obj: Any, is_in_initial_list: bool = False) -> None:
+        self._print("ADDED", obj)
+
+    def on_update(self, old: Any, new: Any) -> None:
+        if _resource_version(old) == _resource_version(new):
+            return
+        self._print("MODIFIED", new)
+
+    def on_delete(self, obj: Any) -> None:
+        from kinformer.handlers import deleted_object
+
+        self._print("DELETED", deleted_object(obj))
+
+    def _print(self, event: str, obj: Any) -> None:
+        line = f"{event:<9} {_key(obj):<48} {_resource_version(obj)}\n"
+        try:
+            self._out.write(line)
+            self._out.flush()
+        except (BrokenPipeError, ValueError):
+            if self._on_broken_pipe is not None:
+                self._on_broken_pipe()
+
+
+def print_table(out: TextIO, objs: Sequence[Any], show_namespace: bool, now: datetime.datetime) -> None:
+    """Print ``objs`` sorted by namespace and name as a kubectl-style table."""
+    header = (["NAMESPACE"] if show_namespace else []) + ["NAME", "RESOURCEVERSION", "AGE"]
+    rows = [header]
+    for obj in sorted(objs, key=lambda o: (_meta(o).get("namespace") or "", _meta(o).get("name") or "")):
+        meta = _meta(obj)
+        row = [str(meta.get("namespace") or "")] if show_namespace else []
+        row += [str(meta.get("name") or ""), _resource_version(obj), _age(meta.get("creationTimestamp"), now)]
+        rows.append(row)
+    if len(rows) == 1:
+        return
+    widths = [max(len(r[i]) for r in rows) for i in range(len(header))]
+    for row in rows:
+        out.write("   ".join(cell.ljust(w) for cell, w in zip(row, widths, strict=True)).rstrip() + "\n")
+    out.flush()
+
+
+def _meta(obj: Any) -> dict[str, Any]:
+    meta = obj.get("metadata") if isinstance(obj, dict) else None
+    return meta if isinstance(meta, dict) else {}
+
+
+def _key(obj: Any) -> str:
+    meta = _meta(obj)
+    namespace, name = meta.get("namespace") or "", meta.get("name") or ""
+    return f"{namespace}/{name}" if namespace else str(name)
+
+
+def _resource_version(obj: Any) -> str:
+    return str(_meta(obj).get("resourceVersion") or "")
+
+
+def _age(timestamp: Any, now: datetime.datetime) -> str:
+    """kubectl's short age: ``42s``, ``5m``, ``3h``, ``2d``; ``<unknown>`` without a timestamp."""
+    if not isinstance(timestamp, str) or not timestamp:
+        return "<unknown>"
+    try:
+        created = datetime.datetime.strptime(timestamp, "%Y-%m-%dT%H:%M:%SZ").replace(
+            tzinfo=datetime.timezone.utc)
+    except ValueError:
+        return "<unknown>"
+    seconds = max(0, int((now - created).total_seconds()))
+    if seconds < 120:
+        return f"{seconds}s"
+    if seconds < 7200:
+        return f"{seconds // 60}m"
+    if seconds < 2 * 86400:
+        return f"{seconds // 3600}h"
+    return f"{seconds // 86400}d"
+
+
+def _silence_stdout() -> None:
+    """Point stdout at devnull so the interpreter's final flush cannot fail on a closed pipe."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+    except (OSError, ValueError):
+        pass
