@@ -10,6 +10,7 @@ machine class. Run ``python benchmarks/bench_indexer.py [--json] [--n N] [--quic
 
 from __future__ import annotations
 
+import functools
 from typing import Any
 
 from _common import Result, measure, measure_pair, parse_args, report
@@ -95,11 +96,11 @@ class Floor:
                     if not bucket:
                         del index[ov]
                 key_values[key] = v
-                bucket = index.get(v)
-                if bucket is None:
+                new_bucket = index.get(v)
+                if new_bucket is None:
                     index[v] = {key: o}
                 else:
-                    bucket[key] = o
+                    new_bucket[key] = o
 
     def delete_all(self, objs: list[dict[str, Any]]) -> None:
         items, indices = self.items, self.indices
@@ -115,6 +116,10 @@ class Floor:
                 del bucket[key]
                 if not bucket:
                     del index[v]
+
+
+def _same(x: Indexer) -> Indexer:
+    return x
 
 
 def floor_by_key_lists(objs: list[dict[str, Any]]) -> tuple[dict[str, Any], dict[str, list[str]]]:
@@ -136,6 +141,9 @@ def main() -> None:
     namespaces = [f"ns-{i}" for i in range(N_NAMESPACES)]
     by_index_ops = BY_INDEX_ROUNDS * len(namespaces)
     results: list[Result] = []
+
+    def empty(fields: list[str]) -> Indexer:
+        return Indexer(indexers={f: FUNCS[f] for f in fields})
 
     def filled(fields: list[str]) -> Indexer:
         ix = Indexer(indexers={f: FUNCS[f] for f in fields})
@@ -171,24 +179,24 @@ def main() -> None:
     for shape, fields in SHAPES.items():
         two = len(fields) == 2
         add, floor_add = measure_pair(
-            (lambda f=fields: Indexer(indexers={x: FUNCS[x] for x in f}), run_add),
-            (lambda f=fields: Floor(f), lambda fl: fl.add_all(objs)),
+            (functools.partial(empty, fields), run_add),
+            (functools.partial(Floor, fields), lambda fl: fl.add_all(objs)),
             n,
             repeat,
         )
         results.append(Result(f"add, {shape}", add, floor_add, GO_ADD_NS if two else None))
 
         upd, floor_upd = measure_pair(
-            (lambda f=fields: filled(f), run_update),
-            (lambda f=fields: filled_floor(f), lambda fl: fl.add_all(updated)),
+            (functools.partial(filled, fields), run_update),
+            (functools.partial(filled_floor, fields), lambda fl: fl.add_all(updated)),
             n,
             repeat,
         )
         results.append(Result(f"update, {shape}", upd, floor_upd, GO_UPDATE_NS if two else None))
 
         dele, floor_del = measure_pair(
-            (lambda f=fields: filled(f), run_delete),
-            (lambda f=fields: filled_floor(f), lambda fl: fl.delete_all(objs)),
+            (functools.partial(filled, fields), run_delete),
+            (functools.partial(filled_floor, fields), lambda fl: fl.delete_all(objs)),
             n,
             repeat,
         )
@@ -205,7 +213,7 @@ def main() -> None:
                         list(index[ns].values())
 
             bi, floor_bi = measure_pair(
-                (lambda ix=ix: ix, run_by_index),
+                (functools.partial(_same, ix), run_by_index),
                 (lambda: None, run_floor_by_index),
                 by_index_ops,
                 repeat,
