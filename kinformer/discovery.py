@@ -319,11 +319,10 @@ class DiscoveringDynamicSharedInformerFactory:
         self._served: dict[GroupVersionResource, APIResourceMeta] = {}
         self._subscribers: dict[str, queue.Queue[None]] = {}
         self._handlers: tuple[GVREventHandler, ...] = ()  # copy-on-write; read without the lock
-        self._ctx: context.Context | None = None  # the running worker's context
+        self._ctx: context.Context | None = None  # the worker's own context, set once by start/run
         self._started = False
         self._finished = False
-        self._thread: threading.Thread | None = None
-        self._own_ctx: context.Context | None = None
+        self._done = threading.Event()  # set once the worker has stopped every informer
         self._wake = threading.Event()  # set by a CRD change or by cancellation
         self._ready = threading.Event()  # set after the first successful pass
         self._crd_entry: _Entry | None = None
@@ -333,27 +332,21 @@ class DiscoveringDynamicSharedInformerFactory:
 
     def start(self, ctx: context.StopSignal) -> None:
         """Run :meth:`run` on a ``kinformer-ddsif`` thread until ``ctx`` fires or :meth:`stop`."""
-        if isinstance(ctx, context.Context):
-            own = ctx.child("ddsif")
-        else:  # a bridged context: cancelling it also ends the bridge
-            own, _cancel = context.context_for_channel(ctx)
-        self._claim(own)
-        self._own_ctx = own
-        self._thread = _threads.spawn(self._run, _threads.thread_name("ddsif"), own)
-
-    def stop(self, timeout: float = JOIN_TIMEOUT) -> None:
-        """Cancel what :meth:`start` runs and wait until it and every informer thread ended."""
-        own, thread = self._own_ctx, self._thread
-        if own is not None:
-            own.cancel()
-        if thread is not None:
-            _threads.join_all([thread], timeout)
+        own = self._claim(ctx)
+        _threads.spawn(self._run, _threads.thread_name("ddsif"), own)
 
     def run(self, ctx: context.StopSignal) -> None:
-        """Keep informers in step with discovery until ``ctx`` fires; blocks; runs once."""
-        run_ctx = context.as_context(ctx)
-        self._claim(run_ctx)
-        self._run(run_ctx)
+        """Keep informers in step with discovery until ``ctx`` fires or :meth:`stop`; blocks; runs once."""
+        self._run(self._claim(ctx))
+
+    def stop(self, timeout: float = JOIN_TIMEOUT) -> None:
+        """Cancel the worker and wait until it and every informer thread ended; a no-op before start."""
+        own = self._ctx
+        if own is None:
+            return
+        own.cancel()
+        if not self._done.wait(timeout):
+            log.warning("ddsif still stopping after %.1fs", timeout)
 
     def __enter__(self) -> DiscoveringDynamicSharedInformerFactory:
         self.start(context.Context("ddsif"))
@@ -370,12 +363,20 @@ class DiscoveringDynamicSharedInformerFactory:
         """Block until :meth:`ready` (True) or ``timeout`` real seconds passed (False)."""
         return self._ready.wait(timeout)
 
-    def _claim(self, ctx: context.Context) -> None:
+    def _claim(self, stop: context.StopSignal) -> context.Context:
+        """Mark the factory started; return its own context, cancelled with ``stop`` or by stop()."""
+        if isinstance(stop, context.Context):
+            own = stop.child("ddsif")
+        else:  # a bridged context: cancelling it also ends the bridge
+            own, _cancel = context.context_for_channel(stop)
         with self._lock:
-            if self._started:
-                raise errors.AlreadyStartedError("DiscoveringDynamicSharedInformerFactory runs once")
-            self._started = True
-            self._ctx = ctx
+            started, self._started = self._started, True
+            if not started:
+                self._ctx = own
+        if started:
+            own.cancel()
+            raise errors.AlreadyStartedError("DiscoveringDynamicSharedInformerFactory runs once")
+        return own
 
     def _run(self, ctx: context.Context) -> None:
         wake_handle = ctx.on_cancel(self._wake.set)
@@ -385,13 +386,19 @@ class DiscoveringDynamicSharedInformerFactory:
         finally:
             wake_handle.remove()
             self._shutdown()
+            ctx.cancel()  # ends an Event bridge, and for_resource starts nothing more
+            self._done.set()
             log.info("ddsif stopped")
 
     def _loop(self, ctx: context.Context) -> None:
         settle = 0
         while not ctx.cancelled():
             self._wake.clear()
-            result = self._update_informers(ctx)
+            try:
+                result = self._update_informers(ctx)
+            except Exception:
+                log.exception("ddsif pass failed; trying again at the next one")
+                result = None
             if result is not None:
                 self._ready.set()
                 self._ensure_crd_watch(ctx, result)

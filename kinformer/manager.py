@@ -143,11 +143,13 @@ class InformerManager:
                 record.meta = resource
                 record.is_static = True
                 record.is_present = False
-                record.stopped = False
                 record.handlers.append(handler)
-                self._factory.for_resource(resource.group_version_resource).informer().add_event_handler(
-                    handler
-                )
+                if record.stopped:  # its informer was dropped: a fresh one gets every handler
+                    record.stopped = False
+                    self._register(record)
+                else:
+                    shared = self._factory.for_resource(resource.group_version_resource).informer()
+                    shared.add_event_handler(handler)
                 return
             record = _Record(resource, [handler], is_static=True)
             self._records[resource.group_version_kind] = record
@@ -203,11 +205,23 @@ class InformerManager:
     # -- reads ------------------------------------------------------------------------------------
 
     def is_informer_synced(self, gvr: GroupVersionResource) -> bool:
-        """Whether the informer of ``gvr`` synced; creates an unstarted one for an unknown type."""
+        """Whether the informer of ``gvr`` synced.
+
+        Creates an unstarted informer for a type never seen (fleet does), which the next
+        :meth:`start` runs; a tracked type whose informer was stopped because it left the server
+        just answers False.
+        """
+        with self._lock:
+            if any(r.stopped and r.meta.group_version_resource == gvr for r in self._records.values()):
+                return False
         return self._factory.for_resource(gvr).informer().has_synced()
 
     def lister(self, gvr: GroupVersionResource) -> GenericLister:
-        """A lister over the cache of ``gvr``; creates the informer if needed (it fills after start)."""
+        """A lister over the cache of ``gvr``; creates the informer if needed (it fills after start).
+
+        Asking for a type that left the server creates an informer the next :meth:`start` runs,
+        relisting 404s until the type returns; look first with :meth:`get_all_resources`.
+        """
         return self._factory.for_resource(gvr).lister()
 
     def get_name_space_scoped_resources(self) -> list[GroupVersionResource]:

@@ -264,6 +264,20 @@ def test_a_plain_event_stops_the_factory_it_started(apiserver: FakeAPIServer, ap
     ddsif.stop()
 
 
+def test_stop_also_ends_a_blocking_run(apiserver: FakeAPIServer, api_client: Any, ctx: Context) -> None:
+    install(api_client, WIDGETS)
+    ddsif = DiscoveringDynamicSharedInformerFactory(api_client, example_only, watch_crds=False)
+    runner = threading.Thread(target=ddsif.run, args=(ctx,), name="test-ddsif-run")
+    runner.start()
+    assert ddsif.wait_ready(TIMEOUT)
+    inf = ddsif.for_resource(WIDGETS).informer()
+    ddsif.stop()
+    assert inf.is_stopped()
+    runner.join(TIMEOUT)
+    assert not runner.is_alive()
+    assert not ctx.cancelled()  # only the factory's own context was cancelled
+
+
 # -- ddsif on a fake clock ----------------------------------------------------------------------
 
 

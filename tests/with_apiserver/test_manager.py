@@ -110,6 +110,9 @@ def test_a_type_missing_from_a_complete_list_is_stopped_and_comes_back_fresh_wit
         manager.add_dynamic_resources([CM], recorder.handler, True)
         assert manager.get_all_resources() == [CONFIGMAPS]
         assert widget_informer_threads() == []  # stopped and joined, not relisting
+        assert not manager.is_informer_synced(WIDGETS)
+        manager.start()  # asking about the gone type created nothing to start
+        assert widget_informer_threads() == []
         create_widget(api_client, "w2")
         assert [o["metadata"]["name"] for o in old_lister.list()] == ["w1"]
 
