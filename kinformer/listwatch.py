@@ -471,10 +471,14 @@ class HTTPWatch:
         pending = b""
         with self._lock:
             self._iterating = True
+        read1 = getattr(self._response, "read1", None)
+        if read1 is None:  # urllib3 < 2: chunked streams arrive chunk by chunk through stream()
+            stream = self._response.stream(_READ_CHUNK)
+            read1 = lambda _amt: next(stream, b"")  # noqa: E731
         try:
             while not self._closed.is_set():
                 try:
-                    chunk = self._response.read1(_READ_CHUNK)
+                    chunk = read1(_READ_CHUNK)
                 except urllib3.exceptions.ReadTimeoutError as exc:
                     if self._closed.is_set():
                         return
