@@ -13,6 +13,7 @@ from __future__ import annotations
 import base64
 import binascii
 import collections
+import gc
 import itertools
 import json
 import queue
@@ -20,7 +21,6 @@ import random
 import re
 import threading
 import time
-import uuid
 from collections.abc import Callable, Iterable
 from datetime import datetime, timezone
 from typing import Any
@@ -80,9 +80,28 @@ _LABEL_MSG = (
 _GENERATE_ALPHABET = "bcdfghjklmnpqrstvwxz2456789"
 
 
+_stamp_cache: tuple[int, str] = (0, "")
+
+
 def now_timestamp() -> str:
-    """The current UTC time as Kubernetes writes it (``2026-01-02T03:04:05Z``)."""
-    return datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+    """The current UTC time as Kubernetes writes it (``2026-01-02T03:04:05Z``).
+
+    Formatted once per second: bulk writes create thousands of objects within one.
+    """
+    global _stamp_cache
+    second = int(time.time())
+    cached = _stamp_cache
+    if cached[0] == second:
+        return cached[1]
+    text = datetime.fromtimestamp(second, timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+    _stamp_cache = (second, text)
+    return text
+
+
+def new_uid() -> str:
+    """A random (version 4) UUID string, without building a ``uuid.UUID``."""
+    h = f"{random.getrandbits(128) & ~(0xF << 76) & ~(0x3 << 62) | (0x4 << 76) | (0x2 << 62):032x}"
+    return f"{h[:8]}-{h[8:12]}-{h[12:16]}-{h[16:20]}-{h[20:]}"
 
 
 class Entry:
@@ -503,12 +522,22 @@ class Storage:
             return self._create_locked(rt, namespace, obj)
 
     def bulk_create(self, rt: ResourceType, objs: Iterable[dict[str, Any]]) -> int:
-        """Create many objects under one lock hold; returns the last resourceVersion."""
-        with self._lock:
-            for obj in objs:
-                ns = str((obj.get("metadata") or {}).get("namespace") or "")
-                self._create_locked(rt, ns if rt.namespaced else "", obj)
-            return self._rv
+        """Create many objects under one lock hold; returns the last resourceVersion.
+
+        The cyclic garbage collector is paused meanwhile (it would walk the growing store
+        again and again) and restored afterwards, even on errors.
+        """
+        was_enabled = gc.isenabled()
+        gc.disable()
+        try:
+            with self._lock:
+                for obj in objs:
+                    ns = str((obj.get("metadata") or {}).get("namespace") or "")
+                    self._create_locked(rt, ns if rt.namespaced else "", obj)
+                return self._rv
+        finally:
+            if was_enabled:
+                gc.enable()
 
     def _create_locked(self, rt: ResourceType, namespace: str, obj: Any) -> Entry:
         meta = _check_body(rt, obj)
@@ -536,7 +565,7 @@ class Storage:
             raise status.already_exists(rt, name)
         obj["apiVersion"] = rt.api_version
         obj["kind"] = rt.kind
-        meta["uid"] = str(uuid.uuid4())
+        meta["uid"] = new_uid()
         meta["creationTimestamp"] = now_timestamp()
         meta.pop("deletionTimestamp", None)
         if rt.generation:

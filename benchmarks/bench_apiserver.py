@@ -1,0 +1,179 @@
+"""FakeAPIServer throughput: a full list of N ConfigMaps, and watch events streamed to watchers.
+
+The server runs in a child process (so client and server do not share one interpreter lock);
+the client talks raw HTTP through urllib3, the pool the official client uses. Figures:
+
+- ``list``: one GET of all N objects (seconds, MB/s), next to ``json.loads`` of the same bytes
+  with the cyclic GC paused (the decode floor a consumer pays on top);
+- ``watch-1`` / ``watch-10``: E new objects written server-side in chunks while 1 or 10 watchers
+  stream them; events per second per watcher and in total, counted as lines received.
+
+Run ``python benchmarks/bench_apiserver.py [--json] [--n N] [--events E] [--quick]``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import gc
+import json
+import multiprocessing
+import platform
+import sys
+import threading
+import time
+from multiprocessing.connection import Connection
+from typing import Any
+
+import urllib3
+
+N_OBJECTS = 100_000
+N_EVENTS = 50_000
+WRITE_CHUNK = 500  # objects created per storage lock hold while watchers stream
+
+
+def serve(conn: Connection, n: int) -> None:
+    """Child process: start a server holding ``n`` ConfigMaps, then obey commands."""
+    from kinformer.gvr import GroupVersionResource
+    from kinformer.testing import FakeAPIServer
+
+    configmaps = GroupVersionResource("", "v1", "configmaps")
+    server = FakeAPIServer(history_size=10_000)
+    server.start()
+    server.create(GroupVersionResource("", "v1", "namespaces"), {"metadata": {"name": "watched"}})
+    server.bulk_create(configmaps, (
+        {"metadata": {"name": f"cm-{i:06d}", "namespace": "default",
+                      "labels": {"app": f"app-{i % 50}"}},
+         "data": {"key": f"value-{i}"}}
+        for i in range(n)))
+    conn.send(server.url)
+    batch = 0
+    while True:
+        command, arg = conn.recv()
+        if command == "write":
+            batch += 1
+            for start in range(0, arg, WRITE_CHUNK):
+                server.bulk_create(configmaps, (
+                    {"metadata": {"name": f"ev-{batch}-{i:06d}", "namespace": "watched"}}
+                    for i in range(start, min(arg, start + WRITE_CHUNK))))
+            conn.send("written")
+        elif command == "watchers":
+            conn.send(server.wait_for_watchers(configmaps, arg, timeout=30))
+        else:
+            break
+    server.stop()
+    conn.send("stopped")
+
+
+def best_list(pool: urllib3.PoolManager, url: str, repeat: int) -> dict[str, Any]:
+    times, decode_times, size = [], [], 0
+    for _ in range(repeat):
+        began = time.perf_counter()
+        response = pool.request("GET", f"{url}/api/v1/configmaps", preload_content=True)
+        times.append(time.perf_counter() - began)
+        body = response.data
+        size = len(body)
+        was = gc.isenabled()
+        gc.disable()
+        try:
+            began = time.perf_counter()
+            decoded = json.loads(body)
+            decode_times.append(time.perf_counter() - began)
+        finally:
+            if was:
+                gc.enable()
+        count = len(decoded["items"])
+        del decoded
+    best = min(times)
+    return {"name": "list", "objects": count, "bytes": size, "seconds": best,
+            "mb_per_s": size / best / 1e6, "json_loads_seconds": min(decode_times)}
+
+
+def watch_rate(url: str, conn: Connection, watchers: int, events: int) -> dict[str, Any]:
+    ready = threading.Barrier(watchers + 1)
+    finished: list[float] = []
+    lock = threading.Lock()
+
+    def consume() -> None:
+        pool = urllib3.PoolManager()
+        response = pool.request(
+            "GET", f"{url}/api/v1/namespaces/watched/configmaps?watch=true&resourceVersion="
+            f"{rv}&timeoutSeconds=600", preload_content=False)
+        ready.wait()
+        seen = 0
+        tail = b""
+        for chunk in response.stream(1 << 16):
+            seen += chunk.count(b"\n")
+            tail = chunk
+            if seen >= events:
+                break
+        with lock:
+            finished.append(time.perf_counter())
+        del tail
+        response.release_conn()
+        response.close()
+        pool.clear()
+
+    head = urllib3.PoolManager().request("GET", f"{url}/api/v1/namespaces/watched/configmaps")
+    rv = json.loads(head.data)["metadata"]["resourceVersion"]
+    threads = [threading.Thread(target=consume) for _ in range(watchers)]
+    for thread in threads:
+        thread.start()
+    ready.wait()
+    conn.send(("watchers", watchers))
+    conn.recv()
+    began = time.perf_counter()
+    conn.send(("write", events))
+    conn.recv()
+    written = time.perf_counter() - began
+    for thread in threads:
+        thread.join()
+    elapsed = max(finished) - began
+    return {"name": f"watch-{watchers}", "watchers": watchers, "events": events,
+            "seconds": elapsed, "events_per_s_per_watcher": events / elapsed,
+            "events_per_s_total": events * watchers / elapsed,
+            "server_write_seconds": written}
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--n", type=int, default=N_OBJECTS, help="ConfigMaps held and listed")
+    parser.add_argument("--events", type=int, default=N_EVENTS, help="events per watch run")
+    parser.add_argument("--repeat", type=int, default=3, help="list runs; the best counts")
+    parser.add_argument("--quick", action="store_true", help="a tenth of the sizes, one run")
+    parser.add_argument("--json", action="store_true", help="print JSON instead of a table")
+    args = parser.parse_args()
+    if args.quick:
+        args.n, args.events, args.repeat = args.n // 10, args.events // 10, 1
+    parent, child = multiprocessing.Pipe()
+    process = multiprocessing.get_context("spawn").Process(target=serve, args=(child, args.n))
+    process.start()
+    try:
+        url = parent.recv()
+        pool = urllib3.PoolManager()
+        results = [best_list(pool, url, args.repeat)]
+        pool.clear()
+        results.append(watch_rate(url, parent, 1, args.events))
+        results.append(watch_rate(url, parent, 10, args.events))
+        parent.send(("stop", None))
+        parent.recv()
+    finally:
+        process.join(30)
+        if process.is_alive():
+            process.terminate()
+    if args.json:
+        print(json.dumps({"benchmark": "apiserver", "python": platform.python_version(),
+                          "results": results}, indent=2))
+        return 0
+    lst = results[0]
+    print(f"list {lst['objects']} ConfigMaps: {lst['seconds']:.3f} s, "
+          f"{lst['bytes'] / 1e6:.1f} MB, {lst['mb_per_s']:.0f} MB/s "
+          f"(json.loads floor {lst['json_loads_seconds']:.3f} s)")
+    for r in results[1:]:
+        print(f"{r['name']:>9}: {r['events']} events in {r['seconds']:.2f} s, "
+              f"{r['events_per_s_per_watcher']:,.0f}/s per watcher, "
+              f"{r['events_per_s_total']:,.0f}/s total")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
