@@ -27,7 +27,7 @@ from collections.abc import Callable
 from types import FrameType
 from typing import Any, TextIO
 
-from kinformer import _threads, context, errors
+from kinformer import _json, _threads, context, errors
 from kinformer.controller import Controller
 from kinformer.controller_manager import ControllerManager, ManagedController
 from kinformer.discovery import CachedDiscoveryClient, DiscoveringDynamicSharedInformerFactory
@@ -141,40 +141,57 @@ class AuditReconciler:
         self._stats.reconciled(AUDIT)
 
 
+class RawAPI:
+    """JSON requests through an ``ApiClient``'s own machinery, without the typed API classes.
+
+    The typed classes of the official client take seconds to import; the demo needs four verbs.
+    Thread-safe as the ApiClient is. Raises :class:`~kinformer.errors.APIError` subclasses for
+    error statuses, except the ones in ``ok``.
+    """
+
+    def __init__(self, api: Any) -> None:
+        self._api = api
+
+    def request(self, method: str, path: str, body: Any = None, *, ok: tuple[int, ...] = (),
+                content_type: str = "application/json") -> tuple[int, Any]:
+        headers = {"Accept": "application/json"}
+        if body is not None:
+            headers["Content-Type"] = content_type
+        params = self._api.param_serialize(method, path, header_params=headers, body=body)
+        response = self._api.call_api(*params, _request_timeout=(5.0, 30.0))
+        data = response.read()
+        status = int(response.status)
+        if not 200 <= status <= 299 and status not in ok:
+            raise errors.api_error_from_status(status, data)
+        return status, (_json.loads(data) if data else None)
+
+
 class WidgetReconciler:
     """Keeps a ConfigMap ``widget-<name>`` beside each Widget with ``data.message`` equal to its spec."""
 
-    def __init__(self, widgets: GenericLister, core: Any, stats: Stats) -> None:
+    def __init__(self, widgets: GenericLister, api: RawAPI, stats: Stats) -> None:
         self._widgets = widgets
-        self._core = core
+        self._api = api
         self._stats = stats
 
     def reconcile(self, key: str) -> None:
-        from kubernetes.client import ApiException
-
         namespace, name = split_meta_namespace_key(key)
-        cm_name = f"widget-{name}"
+        collection = resource_path(CONFIGMAPS, namespace)
+        path = f"{collection}/widget-{name}"
         self._stats.reconciled(WIDGET_CONTROLLER)
         try:
             widget = self._widgets.by_namespace(namespace).get(name)
         except errors.NotFoundError:
-            try:
-                self._core.delete_namespaced_config_map(cm_name, namespace)
-            except ApiException as err:
-                if err.status != 404:
-                    raise
+            self._api.request("DELETE", path, ok=(404,))
             return
         data = {"message": str((widget.get("spec") or {}).get("message", ""))}
-        try:
-            current = self._core.read_namespaced_config_map(cm_name, namespace)
-        except ApiException as err:
-            if err.status != 404:
-                raise
-            self._core.create_namespaced_config_map(namespace, {
-                "metadata": {"name": cm_name, "labels": {"demo.kinformer.io/widget": name}}, "data": data})
-            return
-        if (current.data or {}) != data:
-            self._core.patch_namespaced_config_map(cm_name, namespace, {"data": data})
+        status, current = self._api.request("GET", path, ok=(404,))
+        if status == 404:
+            self._api.request("POST", collection, {
+                "metadata": {"name": f"widget-{name}", "labels": {"demo.kinformer.io/widget": name}},
+                "data": data}, ok=(409,))
+        elif (current.get("data") or {}) != data:
+            self._api.request("PATCH", path, {"data": data}, content_type="application/merge-patch+json")
 
 
 def widget_crd() -> dict[str, Any]:
@@ -227,7 +244,7 @@ class Demo:
         configuration.host = self.server.url
         configuration.connection_pool_maxsize = 32  # one connection per open watch, plus writes
         self.api: Any = client.ApiClient(configuration)
-        self.core: Any = client.CoreV1Api(self.api)
+        self.raw = RawAPI(self.api)
         self.manager = InformerManager(self.api, 0, self.ctx)
         self.discovery = CachedDiscoveryClient(self.api)
         self.tracked: dict[GroupVersionResource, APIResourceMeta] = {}
@@ -257,7 +274,7 @@ class Demo:
 
     def _widget_controller(self, ctx: context.Context) -> Callable[[context.Context], None]:
         widgets = self.ddsif.for_resource(WIDGETS)
-        reconciler = WidgetReconciler(widgets.lister(), self.core, self.stats)
+        reconciler = WidgetReconciler(widgets.lister(), self.raw, self.stats)
         return self._run_controller(Controller(WIDGET_CONTROLLER, reconciler), widgets.informer())
 
     @staticmethod
@@ -331,10 +348,7 @@ class Demo:
 
     def install_crd(self) -> int:
         """Install the Widget CRD over HTTP, then create its objects; returns how many."""
-        from kubernetes import client
-
-        extensions: Any = client.ApiextensionsV1Api(self.api)
-        extensions.create_custom_resource_definition(widget_crd())
+        self.raw.request("POST", "/apis/apiextensions.k8s.io/v1/customresourcedefinitions", widget_crd())
         count = max(3, min(200, self.options.objects // 20))
         self.server.bulk_create(WIDGETS, (_widget(i) for i in range(count)))
         self.crd_installed = True
