@@ -82,8 +82,9 @@ class InformerManager:
         self._factory = factory.DynamicSharedInformerFactory(client, default_resync)
         # serialises add_*, stop: an informer being dropped cannot race the type's return
         self._update_lock = threading.Lock()
-        self._lock = threading.Lock()  # guards _records
+        self._lock = threading.Lock()  # guards _records, _handled
         self._records: dict[GroupVersionKind, _Record] = {}
+        self._handled: set[GroupVersionResource] = set()  # add_event_handler_to_informer done
 
     # -- what exists ------------------------------------------------------------------------------
 
@@ -154,6 +155,43 @@ class InformerManager:
             record = _Record(resource, [handler], is_static=True)
             self._records[resource.group_version_kind] = record
             self._register(record)
+
+    def create_informer_for_resource(self, resource: APIResourceMeta) -> None:
+        """Track a dynamic type and create its informer without a handler (fleet's newer API).
+
+        A type already tracked but absent is marked present again (and gets a fresh informer if
+        its old one was stopped). Starts nothing.
+        """
+        with self._update_lock, self._lock:
+            record = self._records.get(resource.group_version_kind)
+            if record is None:
+                record = _Record(resource, [], is_present=True)
+                self._records[resource.group_version_kind] = record
+                self._register(record)
+            elif not record.is_present:
+                record.is_present = True
+                if record.stopped:
+                    record.stopped = False
+                    self._register(record)
+
+    def add_event_handler_to_informer(
+        self, gvr: GroupVersionResource, handler: handlers.ResourceEventHandler
+    ) -> None:
+        """Register ``handler`` on the informer of ``gvr`` unless one was registered there already.
+
+        Idempotent per type, whatever the handler (fleet's fix for duplicate registrations). A
+        tracked type keeps the handler across a stop and return of its informer.
+        """
+        with self._update_lock, self._lock:
+            records = [r for r in self._records.values() if r.meta.group_version_resource == gvr]
+            if gvr in self._handled or any(r.handlers for r in records):
+                return
+            self._handled.add(gvr)
+            for record in records:
+                record.handlers.append(handler)
+            if records and records[0].stopped:
+                return  # registered on the fresh informer when the type returns
+            self._factory.for_resource(gvr).informer().add_event_handler(handler)
 
     def _register(self, record: _Record) -> None:
         """Attach the record's handlers to its (possibly fresh) informer; called with the lock held."""

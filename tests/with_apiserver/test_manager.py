@@ -246,3 +246,21 @@ def test_the_parent_stop_event_stops_the_informers(apiserver: FakeAPIServer, api
     manager.start()  # the parent is done: nothing starts
     assert informer_threads() == []
     manager.stop()
+
+
+def test_the_newer_api_registers_one_handler_per_type(apiserver: FakeAPIServer, api_client: Any) -> None:
+    first, second = Recorder(), Recorder()
+    manager = InformerManager(api_client, 0, Context())
+    manager.create_informer_for_resource(CM)
+    manager.create_informer_for_resource(CM)
+    assert manager.get_all_resources() == [CONFIGMAPS]
+    manager.add_event_handler_to_informer(CONFIGMAPS, first.handler)
+    manager.add_event_handler_to_informer(CONFIGMAPS, second.handler)  # one per type: ignored
+    manager.start()
+    assert manager.wait_for_cache_sync(TIMEOUT)
+    create_cm(api_client, "one")
+    create_cm(api_client, "two")
+    first.expect(("add", "two"))
+    assert first.count(("add", "one")) == 1
+    assert second.events.empty()
+    manager.stop()
