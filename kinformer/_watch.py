@@ -113,6 +113,7 @@ def run(args: argparse.Namespace) -> int:
         stop.set()
 
     previous = {sig: signal.signal(sig, on_signal) for sig in (signal.SIGINT, signal.SIGTERM)}
+    logging.getLogger("urllib3").setLevel(logging.ERROR)  # its retry warnings repeat our one line
     broken = threading.Event()  # stdout's reader went away (| head): stop quietly
 
     def on_broken_pipe() -> None:

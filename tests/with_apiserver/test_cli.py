@@ -1,0 +1,196 @@
+"""The kinformer command in subprocesses: demo, watch against embedded and started servers, errors."""
+
+from __future__ import annotations
+
+import os
+import queue
+import socket
+import subprocess
+import sys
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+from typing import IO, Any
+
+import pytest
+
+from kinformer import _watch, cli
+from kinformer.gvr import GroupVersionResource
+from kinformer.testing import FakeAPIServer
+
+CONFIGMAPS = GroupVersionResource("", "v1", "configmaps")
+TIMEOUT = 30.0  # seconds any one command may take before the test fails
+
+
+def kinformer(*args: str, timeout: float = TIMEOUT) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "kinformer", *args], capture_output=True, text=True,
+                          timeout=timeout, stdin=subprocess.DEVNULL)
+
+
+def configmap(name: str, namespace: str = "default") -> dict[str, object]:
+    return {"metadata": {"name": name, "namespace": namespace}, "data": {"k": "v"}}
+
+
+@pytest.fixture
+def kubeconfig(apiserver: FakeAPIServer, tmp_path: Path) -> str:
+    return apiserver.write_kubeconfig(tmp_path / "kubeconfig")
+
+
+class Lines:
+    """The stdout lines of a running process, read on a plain thread into a queue."""
+
+    def __init__(self, stream: IO[str]) -> None:
+        self._queue: queue.Queue[str | None] = queue.Queue()
+        self._thread = threading.Thread(target=self._read, args=(stream,), daemon=True)
+        self._thread.start()
+
+    def _read(self, stream: IO[str]) -> None:
+        for line in stream:
+            self._queue.put(line.rstrip("\n"))
+        self._queue.put(None)
+
+    def next_matching(self, text: str, timeout: float = 10.0) -> str:
+        while True:
+            line = self._queue.get(timeout=timeout)
+            assert line is not None, f"output ended before a line with {text!r}"
+            if text in line:
+                return line
+
+    def join(self) -> None:
+        self._thread.join(5.0)
+
+
+@pytest.fixture
+def watching(kubeconfig: str) -> Iterator[tuple[subprocess.Popen[str], Lines]]:
+    process = subprocess.Popen(
+        [sys.executable, "-m", "kinformer", "watch", "configmaps", "--kubeconfig", kubeconfig],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, stdin=subprocess.DEVNULL)
+    assert process.stdout is not None
+    lines = Lines(process.stdout)
+    try:
+        yield process, lines
+    finally:
+        if process.poll() is None:
+            process.terminate()
+        process.wait(10)
+        lines.join()
+        if process.stderr is not None:
+            process.stderr.close()
+
+
+def test_demo_runs_for_its_duration_and_ends_with_a_consistent_summary() -> None:
+    result = kinformer("demo", "--duration", "3", "--objects", "200", "--rate", "50")
+    assert result.returncode == 0, result.stderr
+    summary = result.stdout[result.stdout.index("kinformer demo summary"):]
+    assert "200 ConfigMaps in 4 namespaces" in summary
+    assert "every cache matches the server" in summary
+    assert "threads        all stopped" in summary
+    assert "configmap-audit" in summary
+
+
+def test_watch_once_on_the_embedded_server_prints_the_seeded_table() -> None:
+    result = kinformer("watch", "cm", "--embedded", "--once")
+    assert result.returncode == 0, result.stderr
+    rows = [line.split() for line in result.stdout.splitlines()]
+    assert rows[0] == ["NAME", "RESOURCEVERSION", "AGE"]
+    assert [row[0] for row in rows[1:]] == ["app-config", "feature-flags", "routing"]
+
+
+def test_watch_once_across_namespaces_adds_a_namespace_column(
+    apiserver: FakeAPIServer, kubeconfig: str,
+) -> None:
+    apiserver.create(CONFIGMAPS, configmap("a", "kube-system"))
+    made = apiserver.create(CONFIGMAPS, configmap("b"))
+    result = kinformer("watch", "configmap", "-A", "--once", "--kubeconfig", kubeconfig)
+    assert result.returncode == 0, result.stderr
+    rows = [line.split() for line in result.stdout.splitlines()]
+    assert rows[0] == ["NAMESPACE", "NAME", "RESOURCEVERSION", "AGE"]
+    assert rows[1][:2] == ["default", "b"] and rows[1][2] == made["metadata"]["resourceVersion"]
+    assert rows[2][:2] == ["kube-system", "a"]
+
+
+def test_watch_prints_a_line_for_each_change_made_while_it_runs(
+    apiserver: FakeAPIServer, watching: tuple[subprocess.Popen[str], Lines],
+) -> None:
+    apiserver.create(CONFIGMAPS, configmap("before"))
+    process, lines = watching
+    assert apiserver.wait_for_watchers(CONFIGMAPS, 1, timeout=15.0)
+    made = apiserver.create(CONFIGMAPS, configmap("during"))
+    changed = apiserver.update(CONFIGMAPS, {**configmap("during"), "data": {"k": "w"}})
+    apiserver.delete(CONFIGMAPS, "default", "during")
+    assert lines.next_matching("default/during").split() == [
+        "ADDED", "default/during", made["metadata"]["resourceVersion"]]
+    assert lines.next_matching("default/during").split()[::2] == [
+        "MODIFIED", changed["metadata"]["resourceVersion"]]
+    assert lines.next_matching("default/during").split()[0] == "DELETED"
+    process.send_signal(2)  # SIGINT: a clean stop
+    assert process.wait(10) == 0
+
+
+def test_bad_arguments_exit_2(capsys: pytest.CaptureFixture[str]) -> None:
+    result = kinformer("watch", "cm", "-n", "a", "-A")
+    assert result.returncode == 2
+    assert "not allowed with argument" in result.stderr
+    with pytest.raises(SystemExit) as exited:
+        cli.main(["watch"])
+    assert exited.value.code == 2
+    capsys.readouterr()
+    assert cli.main(["watch", "cm", "-l", "app in (web"]) == 2
+    assert capsys.readouterr().err.startswith("error: ")
+
+
+def test_an_unknown_resource_exits_3_naming_it(kubeconfig: str) -> None:
+    result = kinformer("watch", "gizmos", "--kubeconfig", kubeconfig, "--once")
+    assert result.returncode == 3
+    assert result.stderr.strip() == "error: the server doesn't have a resource type 'gizmos'"
+
+
+def test_resources_resolve_like_kubectl_by_plural_singular_short_name_kind_and_group(
+    api_client: Any,
+) -> None:
+    deployments = GroupVersionResource("apps", "v1", "deployments")
+    for name in ("deployments", "deployment", "deploy", "Deployment", "deployments.apps",
+                 "deploy.v1.apps"):
+        assert _watch.resolve_resource(api_client, name).gvr == deployments, name
+    namespaces = _watch.resolve_resource(api_client, "ns")
+    assert namespaces.gvr.resource == "namespaces" and not namespaces.namespaced
+    with pytest.raises(_watch.CommandError) as failed:
+        _watch.resolve_resource(api_client, "deployments.example.com")
+    assert failed.value.code == _watch.EXIT_UNKNOWN_RESOURCE
+
+
+def test_a_refused_connection_exits_4(tmp_path: Path) -> None:
+    with socket.socket() as sock:  # a port nothing listens on once the socket closes
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    server = FakeAPIServer(port=port)
+    path = server.write_kubeconfig(tmp_path / "kubeconfig")
+    result = kinformer("watch", "cm", "--kubeconfig", path, "--once")
+    assert result.returncode == 4
+    assert result.stderr.startswith(f"error: unable to connect to the server at http://127.0.0.1:{port}")
+
+
+def test_a_wrong_token_exits_5(tmp_path: Path) -> None:
+    with FakeAPIServer(token="right") as server:
+        path = tmp_path / "kubeconfig"
+        server.write_kubeconfig(path)
+        path.write_text(path.read_text().replace('"right"', '"wrong"'))
+        result = kinformer("watch", "cm", "--kubeconfig", os.fspath(path), "--once")
+    assert result.returncode == 5
+    assert "Unauthorized (401)" in result.stderr
+
+
+def test_a_forbidden_list_exits_6(
+    apiserver: FakeAPIServer, kubeconfig: str, capsys: pytest.CaptureFixture[str],
+) -> None:
+    apiserver.forbid("configmaps", "list")
+    assert cli.main(["watch", "cm", "--kubeconfig", kubeconfig, "--once"]) == 6
+    assert "Forbidden (403)" in capsys.readouterr().err
+
+
+def test_a_missing_kubeconfig_or_context_exits_7(
+    kubeconfig: str, tmp_path: Path, capsys: pytest.CaptureFixture[str],
+) -> None:
+    assert cli.main(["watch", "cm", "--kubeconfig", os.fspath(tmp_path / "none")]) == 7
+    assert cli.main(["watch", "cm", "--kubeconfig", kubeconfig, "--context", "nope"]) == 7
+    assert "nope" in capsys.readouterr().err
