@@ -365,22 +365,25 @@ class Demo:
             _threads.join_all([self._churn_thread], STOP_TIMEOUT)
 
     def watch_counts(self) -> tuple[int, int]:
-        """(watch reconnects, relists) of the demo's informers, as the server saw them."""
-        paths = {resource_path(gvr): 1 for gvr in CACHED}
-        paths[resource_path(CONFIGMAPS)] += 1  # the InformerManager's and the controllers' informers
-        paths[resource_path(WIDGETS)] += 1
+        """(watch reconnects, relists) of the demo's informers, as the server saw them.
+
+        The server logs a request when it ends, so every logged watch is one that ended while the
+        informers ran and had to be re-established; lists beyond each informer's first are relists.
+        """
+        first_lists = {resource_path(gvr): 1 for gvr in CACHED}
+        first_lists[resource_path(CONFIGMAPS)] += 1  # the InformerManager's and the controllers' informers
+        first_lists[resource_path(WIDGETS)] += 1
         lists: collections.Counter[str] = collections.Counter()
-        watches: collections.Counter[str] = collections.Counter()
+        ended_watches = 0
         for method, path, query, _status in self.server.requests:
-            if method != "GET" or path not in paths:
+            if method != "GET" or path not in first_lists:
                 continue
             if query.get("watch") in ("true", "1"):
-                watches[path] += 1
+                ended_watches += 1
             elif not query.get("continue"):
                 lists[path] += 1
-        reconnects = sum(max(0, watches[p] - n) for p, n in paths.items())
-        relists = sum(max(0, lists[p] - n) for p, n in paths.items())
-        return reconnects, relists
+        relists = sum(max(0, lists[p] - n) for p, n in first_lists.items())
+        return ended_watches, relists
 
     def mismatches(self) -> list[str]:
         """Types whose cache differs from the server (by key and resourceVersion)."""
@@ -551,7 +554,7 @@ class Display:
             f"  watches       {reconnects} reconnects, {relists} relists  "
             f"({faults} faults injected, {changes} changes made)",
         ]
-        lines += [f"  warning       {w}" for w in self.warnings]
+        lines += [f"  last warnings {w}" for w in self.warnings]
         self._write(lines)
 
     def _write(self, lines: list[str]) -> None:
@@ -577,7 +580,7 @@ class _WarningCollector(logging.Handler):
         self._display = display
 
     def emit(self, record: logging.LogRecord) -> None:
-        self._display.warnings.append(f"{record.name}: {record.getMessage()}"[:160])
+        self._display.warnings.append(f"{record.name}: {record.getMessage()}"[:120])
 
 
 # ---- the command ------------------------------------------------------------------------------
