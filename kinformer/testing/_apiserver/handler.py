@@ -576,6 +576,7 @@ class Handler(http.server.BaseHTTPRequestHandler):
                         out.append(line)
                     watcher.last_rv = payload.rv
                 elif tag == store.INITIAL:
+                    watcher.initial_left -= 1
                     if watcher.matches(payload.obj):
                         out.append(b'{"type":"ADDED","object":' + self._data(rt, payload) + b"}\n")
                 elif tag == store.INITIAL_END:
@@ -591,6 +592,15 @@ class Handler(http.server.BaseHTTPRequestHandler):
                     item = get_nowait()
                 except queue.Empty:
                     break
+            now = time.monotonic()
+            if not ending and deadline is not None and now >= deadline:
+                ending = store.STOP
+                if bookmarks and not watcher.initial_left:
+                    out.append(self._bookmark(rt, watcher.last_rv))
+            elif not ending and bookmarks and now >= next_bookmark and not watcher.initial_left:
+                # a busy stream: every event up to last_rv has been taken, so it may be promised
+                out.append(self._bookmark(rt, watcher.last_rv))
+                next_bookmark = now + interval
             if out:
                 self._write_chunk(b"".join(out))
             if ending == store.STOP:

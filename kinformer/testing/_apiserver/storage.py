@@ -205,6 +205,7 @@ class Watcher:
         self.fields = fields
         self.queue: queue.SimpleQueue[tuple[str, Any]] = queue.SimpleQueue()
         self.last_rv = 0
+        self.initial_left = 0  # synthetic ADDED items still queued; no bookmark before they are out
         self.overflowed = False
         self._filtering = not selector.empty() or bool(fields.terms)
 
@@ -419,6 +420,7 @@ class Storage:
                 for key in self._sorted_keys(gr):
                     if not ns or key[0] == ns:
                         put((INITIAL, bucket[key]))
+                        watcher.initial_left += 1
                 if send_initial:
                     put((INITIAL_END, self._rv))
                 watcher.last_rv = self._rv
