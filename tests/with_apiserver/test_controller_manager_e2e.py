@@ -161,7 +161,8 @@ def test_a_controller_waits_for_every_required_informer_to_sync(
     try:
         gadgets = ddsif.for_resource(GADGETS).informer()
         assert wait_for(lambda: gadgets.last_error() is not None, TIMEOUT)
-        assert WIDGETS in ddsif.informers()[0] and GADGETS in ddsif.informers()[1]
+        assert wait_for(lambda: WIDGETS in ddsif.informers()[0], TIMEOUT)
+        assert GADGETS in ddsif.informers()[1]
         assert instances.created.empty()
         assert manager.running_controllers() == set()
 

@@ -299,6 +299,7 @@ def test_crd_changes_wait_at_least_a_second_after_the_previous_pass(
     clock.step(1.0)
     notes.get(timeout=TIMEOUT)
     assert running(ddsif) == {WIDGETS, GADGETS}
+    ddsif.stop()
 
 
 def test_without_a_crd_watch_discovery_is_polled_and_only_changes_notify(
