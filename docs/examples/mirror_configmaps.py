@@ -16,6 +16,7 @@ writes through the official client. Run it against the cluster of your kubeconfi
 from __future__ import annotations
 
 import logging
+import signal
 import sys
 import threading
 from typing import Any
@@ -155,11 +156,9 @@ def main(argv: list[str]) -> int:
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(threadName)s %(message)s")
     config.load_kube_config()
     stop = threading.Event()
-    try:
-        with k8s.ApiClient() as api_client:
-            run_mirror(api_client, argv[1], argv[2], stop)
-    except KeyboardInterrupt:
-        stop.set()
+    signal.signal(signal.SIGINT, lambda signum, frame: stop.set())  # Ctrl-C stops cleanly
+    with k8s.ApiClient() as api_client:
+        run_mirror(api_client, argv[1], argv[2], stop)
     return 0
 
 
