@@ -56,6 +56,7 @@ class DiscoveryResult:
 
     @property
     def complete(self) -> bool:
+        """True when every group version was read: absent types are really gone."""
         return not self.failed
 
     def preferred_resources(self) -> list[APIResourceMeta]:
