@@ -278,6 +278,16 @@ def test_stop_also_ends_a_blocking_run(apiserver: FakeAPIServer, api_client: Any
     assert not ctx.cancelled()  # only the factory's own context was cancelled
 
 
+def test_the_with_form_starts_and_stops_the_factory(apiserver: FakeAPIServer, api_client: Any) -> None:
+    install(api_client, WIDGETS)
+    with DiscoveringDynamicSharedInformerFactory(api_client, example_only, watch_crds=False) as ddsif:
+        assert ddsif.wait_ready(TIMEOUT)
+        inf = ddsif.for_resource(WIDGETS).informer()
+        assert inf.wait_for_sync(TIMEOUT)
+    assert inf.is_stopped()
+    assert ddsif.informers() == ({}, [])
+
+
 # -- ddsif on a fake clock ----------------------------------------------------------------------
 
 
