@@ -19,6 +19,8 @@ from kinformer.testing.apiserver import FakeAPIServer
 
 log = logging.getLogger("kinformer.serve")
 
+TOKEN_ENV = "KINFORMER_SERVE_TOKEN"
+
 
 def add_parser(subparsers: Any) -> None:
     """Register ``serve`` and its options."""
@@ -29,8 +31,9 @@ def add_parser(subparsers: Any) -> None:
     parser.add_argument("--port", type=int, default=0, help="port (default: any free port)")
     parser.add_argument("--kubeconfig", default="",
                         help="where to write the kubeconfig (default: a file in a temp dir)")
-    parser.add_argument("--token", default=None,
-                        help="require this bearer token; serves HTTPS with a throwaway CA")
+    parser.add_argument("--token", default=os.environ.get(TOKEN_ENV),
+                        help="require this bearer token; serves HTTPS with a throwaway CA "
+                        f"(default: ${TOKEN_ENV}, which keeps it out of process listings)")
     parser.add_argument("--history-size", type=int, default=10_000,
                         help="watch events kept for resuming (default 10000)")
     parser.add_argument("--bookmark-interval", type=float, default=60.0,

@@ -256,3 +256,20 @@ def test_server_side_helpers_see_and_make_the_same_objects(
     assert len(api.list_namespaced_config_map(NS).items) == 52
     apiserver.delete(CONFIGMAPS, NS, "a")
     assert len(apiserver.list_objects(CONFIGMAPS)) == 51
+
+
+def test_a_server_side_dry_run_checks_everything_and_stores_nothing(
+    apiserver: FakeAPIServer, api_client: Any,
+) -> None:
+    api = k8s.CoreV1Api(api_client)
+    before = apiserver.current_resource_version()
+    preview = api.create_namespaced_config_map(NS, cm("a"), dry_run="All")
+    assert preview.metadata.uid
+    assert api.list_namespaced_config_map(NS).items == []
+    assert api_error(api.create_namespaced_config_map, NS, cm("Bad_Name"), dry_run="All")[0] == 422
+    api.create_namespaced_config_map(NS, cm("a"))
+    api.delete_namespaced_config_map("a", NS, dry_run="All")
+    changed = api.patch_namespaced_config_map("a", NS, {"data": {"k": "new"}}, dry_run="All")
+    assert changed.data == {"k": "new"}
+    assert api.read_namespaced_config_map("a", NS).data == {"k": "v"}
+    assert int(apiserver.current_resource_version()) == int(before) + 1

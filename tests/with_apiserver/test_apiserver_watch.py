@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import threading
 from collections.abc import Iterator
 from typing import Any
 
@@ -238,7 +239,7 @@ def test_watcher_count_follows_open_and_closed_watches(
     apiserver.end_watches()
     for stream in streams:
         assert stream.rest() == []
-    assert apiserver.watcher_count(CONFIGMAPS) == 0
+    assert wait_for(lambda: apiserver.watcher_count(CONFIGMAPS) == 0, timeout=5)
 
 
 def test_many_watchers_each_see_every_event(
@@ -283,3 +284,23 @@ def test_a_restarted_server_keeps_its_port_and_state(
     apiserver.start()
     assert apiserver.url == url
     assert [i.metadata.name for i in api.list_namespaced_config_map(NS).items] == ["a"]
+
+
+def test_the_legacy_watch_path_streams_events_too(apiserver: FakeAPIServer, raw: Any) -> None:
+    apiserver.create(CONFIGMAPS, {"metadata": {"name": "a", "namespace": NS}})
+
+    def end_when_watching() -> None:
+        if apiserver.wait_for_watchers(CONFIGMAPS, 1, timeout=5):
+            apiserver.end_watches()
+
+    ender = threading.Thread(target=end_when_watching)
+    ender.start()
+    try:
+        status, body = raw("GET", "/api/v1/watch/namespaces/default/configmaps",
+                           query=[("resourceVersion", "0")])
+    finally:
+        ender.join()
+    assert status == 200
+    # one event line decodes as one JSON document
+    events = [body] if isinstance(body, dict) else [json.loads(x) for x in body.splitlines()]
+    assert [(e["type"], e["object"]["metadata"]["name"]) for e in events] == [("ADDED", "a")]

@@ -42,6 +42,19 @@ class _Failure:
     resource: str | None
 
 
+@dataclass
+class _RawAnswer:
+    count: int
+    body: bytes
+    verb: str
+    resource: str | None
+
+
+def _dry(query: dict[str, str]) -> bool:
+    """Whether the request asks for a server-side dry run (``dryRun=All``)."""
+    return query.get("dryRun") == "All"
+
+
 class ServerState:
     """What every connection shares: storage, credentials, fault switches and the request log.
 
@@ -54,8 +67,9 @@ class ServerState:
         self.bookmark_interval = bookmark_interval
         self.address = "127.0.0.1:0"
         self.stopping = threading.Event()
-        self.lock = threading.Lock()  # guards failures, delays, forbidden, requests
+        self.lock = threading.Lock()  # guards failures, raw_answers, delays, forbidden, requests
         self.failures: list[_Failure] = []
+        self.raw_answers: list[_RawAnswer] = []
         self.delays: dict[str | None, float] = {}
         self.forbidden: set[tuple[str, str | None]] = set()
         self.requests: list[tuple[str, str, dict[str, str], int]] = []
@@ -69,6 +83,17 @@ class ServerState:
                 if failure.count <= 0:
                     self.failures.remove(failure)
                 return failure.code
+        return None
+
+    def take_raw_answer(self, verb: str, resource: str) -> bytes | None:
+        with self.lock:
+            for answer in self.raw_answers:
+                if answer.verb != verb or answer.resource not in (None, resource):
+                    continue
+                answer.count -= 1
+                if answer.count <= 0:
+                    self.raw_answers.remove(answer)
+                return answer.body
         return None
 
     def delay_for(self, verb: str) -> float:
@@ -137,6 +162,9 @@ class Handler(http.server.BaseHTTPRequestHandler):
         query = {k: v[-1] for k, v in parse_qs(url.query, keep_blank_values=True).items()}
         self._code = 0
         self._streaming = False
+        self._recorded = False
+        self._query = query
+        self._path = url.path
         try:
             body = self._read_body()
             self._authenticate()
@@ -153,7 +181,15 @@ class Handler(http.server.BaseHTTPRequestHandler):
                     500, "InternalError", "an internal error occurred", {})))
             self.close_connection = True
         finally:
-            self.state.record(self.command, url.path, query, self._code)
+            self._record(self._code)
+
+    def _record(self, code: int) -> None:
+        """Log the request once, before its response goes out (so a client never sees the
+        answer of a request the log does not hold yet)."""
+        self._code = code
+        if not self._recorded:
+            self._recorded = True
+            self.state.record(self.command, self._path, self._query, code)
 
     def _read_body(self) -> bytes:
         length = self.headers.get("Content-Length")
@@ -187,7 +223,7 @@ class Handler(http.server.BaseHTTPRequestHandler):
             raise status.unauthorized()
 
     def _send_json(self, code: int, data: bytes, content_type: str = "application/json") -> None:
-        self._code = code
+        self._record(code)
         self.send_response(code)
         self.send_header("Content-Type", content_type)
         self.send_header("Content-Length", str(len(data)))
@@ -292,6 +328,10 @@ class Handler(http.server.BaseHTTPRequestHandler):
         code = self.state.take_failure(verb, rt.resource)
         if code is not None:
             raise status.injected(code)
+        raw = self.state.take_raw_answer(verb, rt.resource)
+        if raw is not None:
+            self._send_json(200, raw)
+            return
         getattr(self, "_" + verb)(req, query, body)
 
     def _verb(self, req: _Request, watch: bool) -> str:
@@ -331,12 +371,13 @@ class Handler(http.server.BaseHTTPRequestHandler):
 
     def _create(self, req: _Request, query: dict[str, str], body: bytes) -> None:
         obj = self._body(body, req.rt)
-        entry = self.state.storage.create(req.rt, req.namespace, obj)
+        entry = self.state.storage.create(req.rt, req.namespace, obj, _dry(query))
         self._send_json(201, self._data(req.rt, entry))
 
     def _update(self, req: _Request, query: dict[str, str], body: bytes) -> None:
         obj = self._body(body, req.rt)
-        entry = self.state.storage.update(req.rt, req.namespace, req.name, obj, req.subresource)
+        entry = self.state.storage.update(req.rt, req.namespace, req.name, obj, req.subresource,
+                                          _dry(query))
         self._send_json(200, self._data(req.rt, entry))
 
     def _patch(self, req: _Request, query: dict[str, str], body: bytes) -> None:
@@ -362,14 +403,15 @@ class Handler(http.server.BaseHTTPRequestHandler):
 
         else:
             raise status.unsupported_media_type(content_type)
-        entry = self.state.storage.patch(req.rt, req.namespace, req.name, apply, req.subresource)
+        entry = self.state.storage.patch(req.rt, req.namespace, req.name, apply, req.subresource,
+                                         _dry(query))
         self._send_json(200, self._data(req.rt, entry))
 
     def _delete(self, req: _Request, query: dict[str, str], body: bytes) -> None:
         options = self._body(body, req.rt) if body else None
         pre = options.get("preconditions") if isinstance(options, dict) else None
         entry = self.state.storage.delete(
-            req.rt, req.namespace, req.name, pre if isinstance(pre, dict) else None)
+            req.rt, req.namespace, req.name, pre if isinstance(pre, dict) else None, _dry(query))
         if req.rt.resource in ("namespaces", "pods") and not req.rt.group:
             self._send_json(200, entry.data)
             return
@@ -496,7 +538,7 @@ class Handler(http.server.BaseHTTPRequestHandler):
             if err.code != 410:
                 raise
             expired = err
-        self._code = 200
+        self._record(200)
         self._streaming = True
         self.send_response(200)
         self.send_header("Content-Type", "application/json")

@@ -518,10 +518,13 @@ class Storage:
             self._compacted = self._rv
             return self._rv
 
-    def create(self, rt: ResourceType, namespace: str, obj: Any) -> Entry:
-        """Create ``obj`` (a fresh dict the storage may keep); 404/409/422/400 as the server does."""
+    def create(self, rt: ResourceType, namespace: str, obj: Any, dry_run: bool = False) -> Entry:
+        """Create ``obj`` (a fresh dict the storage may keep); 404/409/422/400 as the server does.
+
+        With ``dry_run`` everything is checked and the would-be object returned, nothing stored.
+        """
         with self._lock:
-            return self._create_locked(rt, namespace, obj)
+            return self._create_locked(rt, namespace, obj, dry_run)
 
     def bulk_create(self, rt: ResourceType, objs: Iterable[dict[str, Any]]) -> int:
         """Create many objects under one lock hold; returns the last resourceVersion.
@@ -541,7 +544,9 @@ class Storage:
             if was_enabled:
                 gc.enable()
 
-    def _create_locked(self, rt: ResourceType, namespace: str, obj: Any) -> Entry:
+    def _create_locked(
+        self, rt: ResourceType, namespace: str, obj: Any, dry_run: bool = False
+    ) -> Entry:
         meta = _check_body(rt, obj)
         name = meta.get("name") or ""
         if not name and meta.get("generateName"):
@@ -580,17 +585,20 @@ class Storage:
             if problems:
                 raise status.invalid(rt, name, [("FieldValueInvalid", f, m) for f, m in problems])
             obj["status"] = resources.crd_status(obj)
+        if dry_run:
+            return Entry(obj, dumps(obj), self._rv)
         entry = self._commit(rt, ADDED, obj, None, namespace, name)
         if is_crd:
             self._serve_crd(entry.obj)
         return entry
 
     def update(
-        self, rt: ResourceType, namespace: str, name: str, obj: Any, subresource: str = ""
+        self, rt: ResourceType, namespace: str, name: str, obj: Any, subresource: str = "",
+        dry_run: bool = False,
     ) -> Entry:
         """Replace an object (PUT): 404 when missing, 409 on a stale resourceVersion."""
         with self._lock:
-            return self._update_locked(rt, namespace, name, obj, subresource)
+            return self._update_locked(rt, namespace, name, obj, subresource, dry_run)
 
     def patch(
         self,
@@ -599,6 +607,7 @@ class Storage:
         name: str,
         apply: Callable[[dict[str, Any]], Any],
         subresource: str = "",
+        dry_run: bool = False,
     ) -> Entry:
         """Apply ``apply`` to a private copy of the current object and store the result.
 
@@ -614,10 +623,11 @@ class Storage:
             meta = patched.get("metadata")
             if isinstance(meta, dict) and meta.get("resourceVersion") in (None, ""):
                 meta["resourceVersion"] = str(current.rv)
-            return self._update_locked(rt, namespace, name, patched, subresource)
+            return self._update_locked(rt, namespace, name, patched, subresource, dry_run)
 
     def _update_locked(
-        self, rt: ResourceType, namespace: str, name: str, obj: Any, subresource: str
+        self, rt: ResourceType, namespace: str, name: str, obj: Any, subresource: str,
+        dry_run: bool = False,
     ) -> Entry:
         current = self._buckets.get(rt.group_resource, {}).get((namespace, name))
         if current is None:
@@ -670,15 +680,16 @@ class Storage:
         if rt.generation and _spec_of(new) != _spec_of(old):
             new["metadata"]["generation"] = int(old_meta.get("generation") or 0) + 1
         new["metadata"]["resourceVersion"] = old_meta.get("resourceVersion")
-        if new == old:
-            return current  # a no-op update: no new version, no event
+        if new == old or dry_run:
+            return current if new == old else Entry(new, dumps(new), current.rv)
         entry = self._commit(rt, MODIFIED, new, current, namespace, name)
         if is_crd:
             self._serve_crd(entry.obj)
         return entry
 
     def delete(
-        self, rt: ResourceType, namespace: str, name: str, preconditions: dict[str, Any] | None = None
+        self, rt: ResourceType, namespace: str, name: str,
+        preconditions: dict[str, Any] | None = None, dry_run: bool = False,
     ) -> Entry:
         """Delete an object; returns its final state (a Namespace: its Terminating state).
 
@@ -699,6 +710,8 @@ class Storage:
                 raise status.conflict(rt, name, f"Precondition failed: ResourceVersion in "
                                       f"precondition: {pre['resourceVersion']}, ResourceVersion "
                                       f"in object meta: {current.rv}")
+            if dry_run:
+                return current
             if gr == "namespaces":
                 return self._delete_namespace(current, name)
             if rt.group == resources.CRD_GROUP and rt.resource == resources.CRD_RESOURCE:
