@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import collections
 import dataclasses
+import random
 import threading
 import time
 from collections.abc import Callable
@@ -164,8 +165,6 @@ class Recorder:
     """A handler logging every notification as (op, key, old rv, new rv); optionally slow or raising."""
 
     def __init__(self, label: str, seed: int = 0, slow: float = 0.0, raise_every: int = 0) -> None:
-        import random
-
         self.label = label
         self._lock = threading.Lock()
         self.log: list[tuple[str, str, str, str]] = []
@@ -240,8 +239,6 @@ class Chaos:
     """A FakeAPIServer under writes and faults, watched by informers; see the module docstring."""
 
     def __init__(self, seed: int) -> None:
-        import random
-
         self.seed = seed
         self._rng = random.Random(seed)
         self.server = FakeAPIServer(bookmark_interval=0.2, future_rv_wait=0.3)
@@ -297,7 +294,8 @@ class Chaos:
     def run(self, seconds: float) -> None:
         """Write and inject faults for ``seconds``, then stop both and restore a healthy server."""
         for index, kind in enumerate(KINDS):
-            self._spawn(self._writer, f"chaos-writer-{kind.name}", kind, self.seed * 100 + index)
+            objects = Objects(kind, self._writer_client)  # built here: the first import is slow
+            self._spawn(self._writer, f"chaos-writer-{kind.name}", objects, self.seed * 100 + index)
         self._spawn(self._fault_driver, "chaos-faults", self.seed)
         self._stop_faults.wait(seconds)
         self._stop_faults.set()
@@ -399,11 +397,9 @@ class Chaos:
         with self._stats_lock:
             counter[what] += 1
 
-    def _writer(self, kind: Kind, seed: int) -> None:
-        import random
-
+    def _writer(self, objects: Objects, seed: int) -> None:
         rng = random.Random(seed)
-        objects = Objects(kind, self._writer_client)
+        kind = objects.kind
         known: set[tuple[str, str]] = set()
         value = 0
         while not self._stop_writers.wait(WRITE_INTERVAL):
@@ -433,8 +429,6 @@ class Chaos:
                 self._count(self.operations, "refused")
 
     def _fault_driver(self, seed: int) -> None:
-        import random
-
         rng = random.Random(seed)
         server = self.server
         while not self._stop_faults.wait(FAULT_INTERVAL * (0.5 + rng.random())):
