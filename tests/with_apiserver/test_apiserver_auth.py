@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -15,9 +16,11 @@ from kubernetes import client as k8s
 from kubernetes import config as k8s_config
 
 from kinformer import cli
+from kinformer.gvr import GroupVersionResource
 from kinformer.testing import FakeAPIServer, wait_for
 
 TOKEN = "s3cret-token"
+CONFIGMAPS = GroupVersionResource("", "v1", "configmaps")
 
 
 @pytest.fixture(scope="module")
@@ -116,3 +119,22 @@ def test_kinformer_without_a_subcommand_prints_help_and_exits_2(
 ) -> None:
     assert cli.main([]) == 2
     assert "serve" in capsys.readouterr().err
+
+
+@pytest.mark.skipif(shutil.which("kubectl") is None, reason="kubectl is not installed")
+def test_kubectl_creates_and_reads_with_the_written_kubeconfig(
+    started: FakeAPIServer, tmp_path: Path,
+) -> None:
+    env = dict(os.environ, KUBECONFIG=started.write_kubeconfig(tmp_path / "kubeconfig"))
+
+    def kubectl(*args: str) -> str:
+        result = subprocess.run(["kubectl", *args], env=env, capture_output=True, text=True,
+                                timeout=30)
+        assert result.returncode == 0, result.stderr
+        return result.stdout
+
+    kubectl("create", "configmap", "from-kubectl", "--from-literal=a=b")  # a protobuf body
+    made = json.loads(kubectl("get", "configmap", "from-kubectl", "-o", "json"))
+    assert made["data"] == {"a": "b"}
+    assert started.get(CONFIGMAPS, "default", "from-kubectl")["metadata"]["uid"] == \
+        made["metadata"]["uid"]

@@ -22,7 +22,7 @@ from urllib.parse import parse_qs, urlsplit
 
 from kinformer import labels as labelsel
 from kinformer.testing._apiserver import patch as patches
-from kinformer.testing._apiserver import resources, status
+from kinformer.testing._apiserver import protobuf, resources, status
 from kinformer.testing._apiserver import storage as store
 from kinformer.testing._apiserver.resources import ResourceType
 from kinformer.testing._apiserver.status import StatusError
@@ -359,6 +359,17 @@ class Handler(http.server.BaseHTTPRequestHandler):
         return entry.data
 
     def _body(self, body: bytes, rt: ResourceType) -> Any:
+        content_type = self.headers.get("Content-Type", "").split(";")[0].strip().lower()
+        if body and content_type == "application/vnd.kubernetes.protobuf":
+            try:
+                return protobuf.decode(body)
+            except (ValueError, UnicodeDecodeError):
+                pass
+        if body and ("protobuf" in content_type or "cbor" in content_type):
+            raise status.StatusError(
+                415, "UnsupportedMediaType",
+                f'the body of the request was in an unknown format - accepted media types '
+                f'include: application/json, application/yaml (got "{content_type}")', {})
         try:
             return store.loads(body) if body else None
         except ValueError:
