@@ -6,7 +6,10 @@ the client talks raw HTTP through urllib3, the pool the official client uses. Fi
 - ``list``: one GET of all N objects (seconds, MB/s), next to ``json.loads`` of the same bytes
   with the cyclic GC paused (the decode floor a consumer pays on top);
 - ``watch-1`` / ``watch-10``: E new objects written server-side in chunks while 1 or 10 watchers
-  stream them; events per second per watcher and in total, counted as lines received.
+  stream them; events per second per watcher and in total, counted as lines received (with one
+  watcher the server's writes, not the streaming, set the pace);
+- ``replay-1`` / ``replay-10``: E events already in the history, streamed to watchers that start
+  from the version before them (pure streaming: no writes compete).
 
 Run ``python benchmarks/bench_apiserver.py [--json] [--n N] [--events E] [--quick]``.
 """
@@ -31,13 +34,13 @@ N_EVENTS = 50_000
 WRITE_CHUNK = 500  # objects created per storage lock hold while watchers stream
 
 
-def serve(conn: Connection, n: int) -> None:
+def serve(conn: Connection, n: int, history: int) -> None:
     """Child process: start a server holding ``n`` ConfigMaps, then obey commands."""
     from kinformer.gvr import GroupVersionResource
     from kinformer.testing import FakeAPIServer
 
     configmaps = GroupVersionResource("", "v1", "configmaps")
-    server = FakeAPIServer(history_size=10_000)
+    server = FakeAPIServer(history_size=history)
     server.start()
     server.create(GroupVersionResource("", "v1", "namespaces"), {"metadata": {"name": "watched"}})
     server.bulk_create(configmaps, (
@@ -88,7 +91,9 @@ def best_list(pool: urllib3.PoolManager, url: str, repeat: int) -> dict[str, Any
             "mb_per_s": size / best / 1e6, "json_loads_seconds": min(decode_times)}
 
 
-def watch_rate(url: str, conn: Connection, watchers: int, events: int) -> dict[str, Any]:
+def watch_rate(
+    url: str, conn: Connection, watchers: int, events: int, replay: bool = False
+) -> dict[str, Any]:
     ready = threading.Barrier(watchers + 1)
     finished: list[float] = []
     lock = threading.Lock()
@@ -115,20 +120,28 @@ def watch_rate(url: str, conn: Connection, watchers: int, events: int) -> dict[s
 
     head = urllib3.PoolManager().request("GET", f"{url}/api/v1/namespaces/watched/configmaps")
     rv = json.loads(head.data)["metadata"]["resourceVersion"]
+    written = 0.0
+    if replay:
+        conn.send(("write", events))
+        conn.recv()
     threads = [threading.Thread(target=consume) for _ in range(watchers)]
+    began = time.perf_counter()  # replay: from the watch requests on
     for thread in threads:
         thread.start()
-    ready.wait()
-    conn.send(("watchers", watchers))
-    conn.recv()
-    began = time.perf_counter()
-    conn.send(("write", events))
-    conn.recv()
-    written = time.perf_counter() - began
+    if replay:
+        ready.wait()
+    else:
+        ready.wait()
+        conn.send(("watchers", watchers))
+        conn.recv()
+        began = time.perf_counter()
+        conn.send(("write", events))
+        conn.recv()
+        written = time.perf_counter() - began
     for thread in threads:
         thread.join()
     elapsed = max(finished) - began
-    return {"name": f"watch-{watchers}", "watchers": watchers, "events": events,
+    return {"name": f"{'replay' if replay else 'watch'}-{watchers}", "watchers": watchers, "events": events,
             "seconds": elapsed, "events_per_s_per_watcher": events / elapsed,
             "events_per_s_total": events * watchers / elapsed,
             "server_write_seconds": written}
@@ -145,7 +158,8 @@ def main() -> int:
     if args.quick:
         args.n, args.events, args.repeat = args.n // 10, args.events // 10, 1
     parent, child = multiprocessing.Pipe()
-    process = multiprocessing.get_context("spawn").Process(target=serve, args=(child, args.n))
+    process = multiprocessing.get_context("spawn").Process(
+        target=serve, args=(child, args.n, args.events + 1000))
     process.start()
     try:
         url = parent.recv()
@@ -154,6 +168,8 @@ def main() -> int:
         pool.clear()
         results.append(watch_rate(url, parent, 1, args.events))
         results.append(watch_rate(url, parent, 10, args.events))
+        results.append(watch_rate(url, parent, 1, args.events, replay=True))
+        results.append(watch_rate(url, parent, 10, args.events, replay=True))
         parent.send(("stop", None))
         parent.recv()
     finally:
