@@ -65,6 +65,9 @@ class _HTTPServer(http.server.ThreadingHTTPServer):
 
     def get_request(self) -> tuple[socket.socket, Any]:
         sock, addr = super().get_request()
+        # headers and body go out in two writes: without NODELAY, Nagle plus the client's
+        # delayed ACK adds ~40 ms to every request on a kept-alive connection
+        sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         if self._context is not None:
             sock = self._context.wrap_socket(sock, server_side=True,
                                              do_handshake_on_connect=False)
@@ -195,16 +198,19 @@ class FakeAPIServer:
 
     @property
     def running(self) -> bool:
+        """Whether the server is accepting connections."""
         return self._server is not None
 
     # ---- client configuration ----------------------------------------------------------------
 
     @property
     def port(self) -> int:
+        """The bound port (0 before the first start when none was asked for)."""
         return self._port
 
     @property
     def url(self) -> str:
+        """``http://127.0.0.1:<port>``, or ``https://...`` when a token is set."""
         scheme = "https" if self._context is not None else "http"
         host = f"[{self._host}]" if ":" in self._host else self._host
         return f"{scheme}://{host}:{self._port}"
@@ -269,6 +275,20 @@ class FakeAPIServer:
         with self._state.lock:
             self._state.failures.append(handling._Failure(count, status, verb, resource))
 
+    def corrupt_next(
+        self, body: bytes, count: int = 1, verb: str = "list", resource: str | None = None
+    ) -> None:
+        """Answer the next ``count`` ``verb`` requests with HTTP 200 and ``body`` as it is.
+
+        For answers no real server sends: a list that is not JSON, not a list, or holds an
+        object without a name. Only requests on ``resource`` (a plural) count, if given;
+        :meth:`fail_next` failures are served first.
+        """
+        if verb not in handling.VERBS:
+            raise errors.ConfigurationError(f"unknown verb {verb!r}; one of {handling.VERBS}")
+        with self._state.lock:
+            self._state.raw_answers.append(handling._RawAnswer(count, bytes(body), verb, resource))
+
     def set_delay(self, seconds: float, verb: str | None = None) -> None:
         """Delay every request (of ``verb`` if given) by ``seconds``; 0 removes the delay."""
         with self._state.lock:
@@ -314,6 +334,7 @@ class FakeAPIServer:
             return list(self._state.requests)
 
     def clear_requests(self) -> None:
+        """Forget the requests recorded so far."""
         with self._state.lock:
             self._state.requests.clear()
 
