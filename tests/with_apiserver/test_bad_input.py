@@ -1,0 +1,207 @@
+"""Bad input from the server: each is a logged, typed error, a relist after backoff, and a clean cache.
+
+Broken answers come over real HTTP from FakeAPIServer's fault switches: lines that are not
+JSON, objects without a name, unknown event types, ERROR events other than 410, a stream cut in
+the middle of a line, and list bodies that are not JSON or not a list. The informer's clock is
+a FakeClock, so the backoff before the relist is visible: no list request is made until the
+test steps the clock.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import queue
+import threading
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import pytest
+
+from kinformer import errors
+from kinformer.context import Context
+from kinformer.gvr import GroupVersionResource
+from kinformer.informer import SharedIndexInformer
+from kinformer.listwatch import ListWatch
+from kinformer.store import DeletedFinalStateUnknown
+from kinformer.testing import FakeAPIServer, FakeClock, wait_for
+
+CONFIGMAPS = GroupVersionResource("", "v1", "configmaps")
+TIMEOUT = 5.0
+BACKOFF_STEP = 2.0  # seconds of fake time past the first backoff (0.8 s, jittered below 1.6 s)
+
+
+def configmap(name: str) -> dict[str, Any]:
+    return {"metadata": {"name": name, "namespace": "default"}, "data": {"v": name}}
+
+
+def line(event: dict[str, Any]) -> bytes:
+    return json.dumps(event).encode()
+
+
+GHOST = {"kind": "ConfigMap", "apiVersion": "v1",
+         "metadata": {"name": "ghost", "namespace": "default", "resourceVersion": "99999"}}
+
+
+class Tracker:
+    """Every notification a handler got, by key, and the errors the watch error handler saw."""
+
+    def __init__(self) -> None:
+        self.keys: set[str] = set()
+        self.errors: queue.SimpleQueue[BaseException] = queue.SimpleQueue()
+
+    def on_add(self, obj: Any, is_in_initial_list: bool) -> None:
+        self.keys.add(obj["metadata"]["name"])
+
+    def on_update(self, old: Any, new: Any) -> None:
+        self.keys.add(new["metadata"]["name"])
+
+    def on_delete(self, obj: Any) -> None:
+        if isinstance(obj, DeletedFinalStateUnknown):
+            self.keys.add(obj.key.split("/")[-1])
+        else:
+            self.keys.add(obj["metadata"]["name"])
+
+    def on_error(self, reflector: Any, error: BaseException) -> None:
+        self.errors.put(error)
+
+
+class Running:
+    """An informer on a FakeClock over HTTP, with a Tracker, running until the test ends."""
+
+    def __init__(self, server: FakeAPIServer, client: Any) -> None:
+        self.server = server
+        self.clock = FakeClock()
+        self.tracker = Tracker()
+        self.informer = SharedIndexInformer(
+            ListWatch.for_resource(client, CONFIGMAPS, namespace="default"),
+            clock=self.clock, name="bad-input")
+        self.informer.add_event_handler(self.tracker)
+        self.informer.set_watch_error_handler(self.tracker.on_error)
+        self.stop = Context()
+        self.thread = threading.Thread(target=self.informer.run, args=(self.stop,),
+                                       name="test-informer-run")
+        self.thread.start()
+
+    def cache(self) -> dict[str, str]:
+        return {o["metadata"]["name"]: o["metadata"]["resourceVersion"]
+                for o in self.informer.get_indexer().list()}
+
+    def server_state(self) -> dict[str, str]:
+        return {o["metadata"]["name"]: o["metadata"]["resourceVersion"]
+                for o in self.server.list_objects(CONFIGMAPS, "default")}
+
+    def lists(self) -> int:
+        return sum(1 for method, path, query, _ in self.server.requests
+                   if path.endswith("/configmaps") and query.get("watch") != "true")
+
+    def error(self) -> BaseException:
+        return self.tracker.errors.get(timeout=TIMEOUT)
+
+    def relists_only_after_the_backoff(self) -> None:
+        """The reflector waits on the clock and lists nothing until the backoff is stepped past."""
+        assert self.clock.wait_for_waiters(1, TIMEOUT), "no backoff wait"
+        lists = self.lists()
+        self.server.create(CONFIGMAPS, configmap("while-backing-off"))
+        assert not wait_for(lambda: self.lists() > lists, 0.2), "relisted without backing off"
+        self.clock.step(BACKOFF_STEP)
+        assert wait_for(lambda: self.lists() > lists, TIMEOUT), "never relisted"
+        assert wait_for(lambda: self.cache() == self.server_state(), TIMEOUT), (
+            self.cache(), self.server_state())
+
+
+@pytest.fixture
+def running(apiserver: FakeAPIServer, api_client: Any) -> Iterator[Running]:
+    run = Running(apiserver, api_client)
+    try:
+        yield run
+    finally:
+        run.stop.cancel()
+        run.thread.join(TIMEOUT)
+        assert not run.thread.is_alive()
+
+
+def kinformer_warnings(caplog: pytest.LogCaptureFixture) -> list[str]:
+    return [r.getMessage() for r in caplog.records
+            if r.levelno >= logging.WARNING and r.name.startswith("kinformer.")]
+
+
+WATCH_FAULTS: dict[str, tuple[Callable[[FakeAPIServer], int], type[BaseException], str]] = {
+    "a line that is not JSON": (
+        lambda s: s.inject_watch_garbage(b'{"type": "ADDED", "object": {"metad'),
+        errors.DecodeError, "malformed line"),
+    "an object without metadata": (
+        lambda s: s.inject_watch_garbage(line({"type": "ADDED", "object": {"kind": "ConfigMap"}})),
+        errors.DecodeError, "no metadata.name"),
+    "an object without a name": (
+        lambda s: s.inject_watch_garbage(line({"type": "MODIFIED", "object": {
+            "kind": "ConfigMap", "metadata": {"namespace": "default", "resourceVersion": "7"}}})),
+        errors.DecodeError, "no metadata.name"),
+    "an unknown event type": (
+        lambda s: s.inject_watch_garbage(line({"type": "EXPLODED", "object": GHOST})),
+        errors.DecodeError, "unknown event type"),
+    "an ERROR event with a 500 status": (
+        lambda s: s.inject_watch_garbage(line({"type": "ERROR", "object": {
+            "kind": "Status", "apiVersion": "v1", "status": "Failure", "code": 500,
+            "reason": "InternalError", "message": "etcd is unhappy"}})),
+        errors.ServerError, "etcd is unhappy"),
+    "a chunked stream cut in the middle of a line": (
+        lambda s: s.cut_watches_midline(),
+        errors.TransportError, "relisting"),
+}
+
+
+@pytest.mark.parametrize("fault", list(WATCH_FAULTS))
+def test_a_broken_watch_is_a_logged_typed_error_then_a_relist_after_backoff(
+    running: Running, apiserver: FakeAPIServer, caplog: pytest.LogCaptureFixture, fault: str
+) -> None:
+    inject, error_type, words = WATCH_FAULTS[fault]
+    apiserver.create(CONFIGMAPS, configmap("before"))
+    assert running.informer.wait_for_sync(timeout=TIMEOUT)
+    assert apiserver.wait_for_watchers(CONFIGMAPS, 1, TIMEOUT)
+    with caplog.at_level(logging.WARNING):
+        assert inject(apiserver) == 1
+        error = running.error()
+        assert isinstance(error, error_type), repr(error)
+        assert running.informer.last_error() is error
+        assert wait_for(lambda: any(words in w for w in kinformer_warnings(caplog)), TIMEOUT), (
+            kinformer_warnings(caplog))
+    assert running.cache() == running.server_state()
+    running.relists_only_after_the_backoff()
+    assert running.informer.last_error() is None
+    assert wait_for(lambda: running.tracker.keys == {"before", "while-backing-off"}, TIMEOUT), (
+        running.tracker.keys)
+
+
+LIST_BODIES = {
+    "a list body that is not JSON": (b"<html>502 Bad Gateway</html>", "not JSON"),
+    "a list body that is not a list": (line({"kind": "Status", "metadata": {}}), "not a list"),
+    "a list holding an object without a name": (line({
+        "kind": "ConfigMapList", "apiVersion": "v1", "metadata": {"resourceVersion": "99999"},
+        "items": [GHOST, {"metadata": {"namespace": "default"}}]}), "no metadata.name"),
+}
+
+
+@pytest.mark.parametrize("body", list(LIST_BODIES))
+def test_a_broken_list_is_a_logged_decode_error_and_nothing_of_it_is_cached(
+    apiserver: FakeAPIServer, api_client: Any, caplog: pytest.LogCaptureFixture, body: str
+) -> None:
+    data, words = LIST_BODIES[body]
+    apiserver.create(CONFIGMAPS, configmap("before"))
+    apiserver.corrupt_next(data, verb="list", resource="configmaps")
+    with caplog.at_level(logging.WARNING):
+        run = Running(apiserver, api_client)
+        try:
+            error = run.error()
+            assert isinstance(error, errors.DecodeError), repr(error)
+            assert run.informer.last_error() is error
+            assert any(words in w for w in kinformer_warnings(caplog)), kinformer_warnings(caplog)
+            assert not run.informer.has_synced() and run.cache() == {}
+            run.relists_only_after_the_backoff()
+            assert run.informer.has_synced() and run.informer.last_error() is None
+            assert wait_for(lambda: run.tracker.keys == {"before", "while-backing-off"}, TIMEOUT), (
+                run.tracker.keys)
+        finally:
+            run.stop.cancel()
+            run.thread.join(TIMEOUT)
+    assert not run.thread.is_alive()
