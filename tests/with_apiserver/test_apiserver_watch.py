@@ -304,3 +304,28 @@ def test_the_legacy_watch_path_streams_events_too(apiserver: FakeAPIServer, raw:
     # one event line decodes as one JSON document
     events = [body] if isinstance(body, dict) else [json.loads(x) for x in body.splitlines()]
     assert [(e["type"], e["object"]["metadata"]["name"]) for e in events] == [("ADDED", "a")]
+
+
+def test_a_watcher_too_far_behind_is_ended_with_410_while_writers_go_on() -> None:
+    big = "x" * 10_000
+    with FakeAPIServer(max_backlog=50) as server:
+        client = server.api_client()
+        try:
+            api = k8s.CoreV1Api(client)
+            since = api.list_namespaced_config_map(NS).metadata.resource_version
+            stream = Stream(api, resource_version=since)
+            assert server.wait_for_watchers(CONFIGMAPS, 1, timeout=5)
+            # 20 MB of events: more than loopback socket buffers hold for a client not reading
+            for start in range(0, 2000, 100):
+                server.bulk_create(CONFIGMAPS, [
+                    {"metadata": {"name": f"c{i}", "namespace": NS}, "data": {"v": big}}
+                    for i in range(start, start + 100)])
+            lines = list(stream._lines)
+            stream.close()
+        finally:
+            client.close()
+    assert len(lines) < 2001
+    last = json.loads(lines[-1])
+    assert last["type"] == "ERROR"
+    assert last["object"]["code"] == 410
+    assert all(line.startswith('{"type":"ADDED"') for line in lines[:-1])
