@@ -273,3 +273,19 @@ def test_a_server_side_dry_run_checks_everything_and_stores_nothing(
     assert changed.data == {"k": "new"}
     assert api.read_namespaced_config_map("a", NS).data == {"k": "v"}
     assert int(apiserver.current_resource_version()) == int(before) + 1
+
+
+def test_strategic_merge_patches_merge_containers_by_name(api_client: Any) -> None:
+    apps = k8s.AppsV1Api(api_client)
+    containers = [{"name": "a", "image": "nginx:1", "env": [{"name": "X", "value": "1"}]},
+                  {"name": "b", "image": "busybox"}]
+    apps.create_namespaced_deployment(NS, {"metadata": {"name": "d"}, "spec": {
+        "selector": {"matchLabels": {"app": "w"}},
+        "template": {"metadata": {"labels": {"app": "w"}}, "spec": {"containers": containers}}}})
+    patched = apps.patch_namespaced_deployment("d", NS, {"spec": {"template": {"spec": {
+        "containers": [{"name": "a", "image": "nginx:2"},
+                       {"name": "b", "$patch": "delete"},
+                       {"name": "c", "image": "redis"}]}}}})
+    result = [(c.name, c.image, [e.name for e in c.env or []])
+              for c in patched.spec.template.spec.containers]
+    assert result == [("a", "nginx:2", ["X"]), ("c", "redis", [])]

@@ -402,15 +402,21 @@ class Handler(http.server.BaseHTTPRequestHandler):
             def apply(current: dict[str, Any]) -> Any:
                 return patches.json_patch(current, ops)
 
-        elif content_type == patches.MERGE or (
-            content_type == patches.STRATEGIC and not req.rt.custom
-        ):
+        elif content_type == patches.MERGE:
             if not isinstance(doc, dict):
                 raise status.bad_request("a merge patch must be a JSON object")
             merge = doc
 
             def apply(current: dict[str, Any]) -> Any:
                 return patches.merge_patch(current, merge)
+
+        elif content_type == patches.STRATEGIC and not req.rt.custom:
+            if not isinstance(doc, dict):
+                raise status.bad_request("a strategic merge patch must be a JSON object")
+            strategic = doc
+
+            def apply(current: dict[str, Any]) -> Any:
+                return patches.strategic_merge_patch(current, strategic)
 
         else:
             raise status.unsupported_media_type(content_type)

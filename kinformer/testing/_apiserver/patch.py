@@ -1,7 +1,9 @@
 """Patch documents the fake API server applies: JSON merge patch and JSON patch.
 
-Strategic merge patch is applied as a JSON merge patch (exact for the maps and scalars tests
-patch; lists are replaced rather than merged by key). Bad patches raise 400 or 422 Status errors.
+Strategic merge patch merges lists of objects by the merge keys of the built-in types
+(containers by ``name``, volumeMounts by ``mountPath``, ...) and honours the ``$patch``,
+``$retainKeys``, ``$setElementOrder/`` and ``$deleteFromPrimitiveList/`` directives kubectl
+sends; other lists are replaced. Bad patches raise 400 or 422 Status errors.
 """
 
 from __future__ import annotations
@@ -27,6 +29,106 @@ def merge_patch(target: Any, patch: Any) -> Any:
         else:
             result[key] = merge_patch(result.get(key), value)
     return result
+
+
+# patchMergeKey of the list fields of the built-in types, by field name.
+MERGE_KEYS: dict[str, tuple[str, ...]] = {
+    "containers": ("name",),
+    "initContainers": ("name",),
+    "ephemeralContainers": ("name",),
+    "env": ("name",),
+    "volumes": ("name",),
+    "volumeMounts": ("mountPath",),
+    "volumeDevices": ("devicePath",),
+    "imagePullSecrets": ("name",),
+    "secrets": ("name",),
+    "hostAliases": ("ip",),
+    "conditions": ("type",),
+    "ownerReferences": ("uid",),
+    "topologySpreadConstraints": ("topologyKey",),
+    "ports": ("containerPort", "port"),
+}
+_ORDER = "$setElementOrder/"
+_DELETE_PRIMITIVES = "$deleteFromPrimitiveList/"
+
+
+def strategic_merge_patch(target: Any, patch: Any) -> Any:
+    """Kubernetes' strategic merge patch for built-in types (see the module docstring)."""
+    if not isinstance(patch, dict):
+        return copy.deepcopy(patch)
+    directive = patch.get("$patch")
+    if directive == "delete":
+        return None
+    base: dict[str, Any] = {} if directive == "replace" or not isinstance(target, dict) \
+        else dict(target)
+    retain = patch.get("$retainKeys")
+    orders: dict[str, Any] = {}
+    for key, value in patch.items():
+        if key in ("$patch", "$retainKeys"):
+            continue
+        if key.startswith(_ORDER):
+            orders[key[len(_ORDER):]] = value
+            continue
+        if key.startswith(_DELETE_PRIMITIVES):
+            field = key[len(_DELETE_PRIMITIVES):]
+            if isinstance(base.get(field), list) and isinstance(value, list):
+                base[field] = [v for v in base[field] if v not in value]
+            continue
+        if value is None:
+            base.pop(key, None)
+        elif isinstance(value, list) and key in MERGE_KEYS:
+            base[key] = _merge_list(base.get(key), value, MERGE_KEYS[key])
+        else:
+            merged = strategic_merge_patch(base.get(key), value)
+            if merged is None and isinstance(value, dict):
+                base.pop(key, None)
+            else:
+                base[key] = merged
+    for field, order in orders.items():
+        if isinstance(base.get(field), list) and isinstance(order, list):
+            base[field] = _reorder(base[field], order, MERGE_KEYS.get(field, ()))
+    if isinstance(retain, list):
+        base = {k: v for k, v in base.items() if k in retain}
+    return base
+
+
+def _merge_key(items: list[Any], candidates: tuple[str, ...]) -> str | None:
+    for key in candidates:
+        if items and all(isinstance(i, dict) and key in i for i in items):
+            return key
+    return None
+
+
+def _merge_list(current: Any, patch: list[Any], candidates: tuple[str, ...]) -> list[Any]:
+    key = _merge_key([p for p in patch if not (isinstance(p, dict) and "$patch" in p)]
+                     or patch, candidates)
+    if key is None or not isinstance(current, list):
+        return [strategic_merge_patch(None, p) for p in patch
+                if not (isinstance(p, dict) and p.get("$patch") == "delete")]
+    result = list(current)
+    for item in patch:
+        if not isinstance(item, dict) or key not in item:
+            continue
+        index = next((i for i, c in enumerate(result)
+                      if isinstance(c, dict) and c.get(key) == item[key]), None)
+        if item.get("$patch") == "delete":
+            if index is not None:
+                del result[index]
+        elif index is None:
+            result.append(strategic_merge_patch(None, item))
+        else:
+            result[index] = strategic_merge_patch(result[index], item)
+    return result
+
+
+def _reorder(items: list[Any], order: list[Any], candidates: tuple[str, ...]) -> list[Any]:
+    key = _merge_key(order, candidates) if candidates else None
+    if key is None:
+        return items
+    rank = {o[key]: i for i, o in enumerate(order) if isinstance(o, dict)}
+    ranked = [i for i in items if isinstance(i, dict) and i.get(key) in rank]
+    ranked.sort(key=lambda i: rank[i[key]])
+    return ranked + [i for i in items if not (isinstance(i, dict) and i.get(key) in rank)]
 
 
 def _pointer(path: Any) -> list[str]:
