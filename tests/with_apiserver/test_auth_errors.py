@@ -1,0 +1,209 @@
+"""Authentication and permission errors: visible, backed off, and never a leaked token.
+
+A 401 or 403 on the list or on the watch reaches the watch error handler and
+``last_error()``; the reflector then waits one growing backoff step (on a FakeClock) per
+attempt, so the fake time a window of attempts takes is counted, never the real time, and a
+frozen clock means no request at all. The bearer token never shows in any log record (every
+logger at DEBUG, urllib3's and the official client's included), error or repr.
+"""
+
+from __future__ import annotations
+
+import logging
+import queue
+import threading
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import pytest
+from kubernetes import client as k8s
+
+from kinformer import errors
+from kinformer.context import Context
+from kinformer.discovery import CachedDiscoveryClient
+from kinformer.factory import DynamicSharedInformerFactory
+from kinformer.gvr import GroupVersionResource
+from kinformer.handlers import wait_for_cache_sync
+from kinformer.informer import SharedIndexInformer
+from kinformer.listwatch import ListOptions, ListWatch
+from kinformer.manager import InformerManager
+from kinformer.testing import FakeAPIServer, FakeClock, wait_for
+
+TOKEN = "kinformer-secret-token-0123456789"
+WRONG_TOKEN = "kinformer-wrong-token-9876543210"
+CONFIGMAPS = GroupVersionResource("", "v1", "configmaps")
+SECRETS = GroupVersionResource("", "v1", "secrets")
+TIMEOUT = 5.0
+WINDOW = 60.0  # fake seconds of retrying: 0.8, 1.6, 3.2, 6.4, 12.8 s (jittered up to 2x) fit in it
+NO_HOT_LOOP = 0.3  # real seconds during which a frozen clock must see no request
+
+
+@pytest.fixture
+def server() -> Iterator[FakeAPIServer]:
+    """A token-protected server (HTTPS) of its own, so no fault switch outlives a test."""
+    with FakeAPIServer(token=TOKEN, bookmark_interval=0.2) as secure:
+        yield secure
+
+
+def client_with_token(server: FakeAPIServer, token: str) -> k8s.ApiClient:
+    configuration = k8s.Configuration()
+    configuration.host = server.url
+    configuration.ssl_ca_cert = server.ca_file
+    configuration.api_key = {"authorization": token}
+    configuration.api_key_prefix = {"authorization": "Bearer"}
+    return k8s.ApiClient(configuration)
+
+
+class Run:
+    """An informer on a FakeClock collecting what its watch error handler sees."""
+
+    def __init__(self, server: FakeAPIServer, client: Any) -> None:
+        self.server = server
+        self.client = client
+        self.clock = FakeClock()
+        self.errors: queue.SimpleQueue[BaseException] = queue.SimpleQueue()
+        self.informer = SharedIndexInformer(
+            ListWatch.for_resource(client, CONFIGMAPS, namespace="default"),
+            clock=self.clock, name="auth")
+        self.informer.set_watch_error_handler(lambda r, e: self.errors.put(e))
+        self.stop = Context()
+        self.thread = threading.Thread(target=self.informer.run, args=(self.stop,),
+                                       name="test-informer-run")
+        self.thread.start()
+
+    def requests(self) -> int:
+        return sum(1 for _, path, _, _ in self.server.requests if path.endswith("/configmaps"))
+
+    def close(self) -> None:
+        self.stop.cancel()
+        self.thread.join(TIMEOUT)
+        self.client.close()
+        assert not self.thread.is_alive()
+
+    def retry_window(self, per_attempt: int) -> list[float]:
+        """Step the clock through each backoff wait for WINDOW fake seconds; the waits seen.
+
+        While the clock stands still no request comes; each step past a wait makes exactly
+        ``per_attempt`` requests before the reflector waits again.
+        """
+        count = self.requests()
+        assert self.clock.wait_for_waiters(1, TIMEOUT), "the reflector is not backing off"
+        assert not wait_for(lambda: self.requests() > count, NO_HOT_LOOP), "requests while time stood still"
+        waits: list[float] = []
+        while True:
+            wait = self.clock.waiters()[0]
+            if sum(waits) + wait > WINDOW:
+                return waits
+            waits.append(wait)
+            self.clock.step(wait)
+            count += per_attempt
+            assert self._reaches(count), "no new attempt after the backoff"
+            assert self.clock.wait_for_waiters(1, TIMEOUT), "the reflector is not backing off"
+            assert self.requests() == count
+            assert isinstance(self.errors.get(timeout=TIMEOUT), errors.APIError)
+
+    def _reaches(self, count: int) -> bool:
+        return wait_for(lambda: self.requests() >= count, TIMEOUT)
+
+
+Setup = Callable[[FakeAPIServer], Any]
+
+
+def wrong_token(server: FakeAPIServer) -> Any:
+    return client_with_token(server, WRONG_TOKEN)
+
+
+def fail_watches_401(server: FakeAPIServer) -> Any:
+    server.fail_next(1_000_000, 401, verb="watch", resource="configmaps")
+    return client_with_token(server, TOKEN)
+
+
+def forbid(verb: str) -> Setup:
+    def setup(server: FakeAPIServer) -> Any:
+        server.forbid("configmaps", verb)
+        return client_with_token(server, TOKEN)
+
+    return setup
+
+
+CASES: dict[str, tuple[Setup, type[errors.APIError], bool]] = {
+    # name: (setup returning the client, the error, whether the list itself fails)
+    "401 on list": (wrong_token, errors.UnauthorizedError, True),
+    "403 on list": (forbid("list"), errors.ForbiddenError, True),
+    "401 on watch": (fail_watches_401, errors.UnauthorizedError, False),
+    "403 on watch": (forbid("watch"), errors.ForbiddenError, False),
+}
+
+
+@pytest.mark.parametrize("case", list(CASES))
+def test_auth_errors_reach_the_handler_and_last_error_and_back_off_without_a_hot_loop(
+    server: FakeAPIServer, caplog: pytest.LogCaptureFixture, case: str
+) -> None:
+    setup, error_type, list_fails = CASES[case]
+    run = Run(server, setup(server))
+    try:
+        with caplog.at_level(logging.WARNING):
+            error = run.errors.get(timeout=TIMEOUT)
+            assert isinstance(error, error_type), repr(error)
+            assert error.status in (401, 403) and error.reason in ("Unauthorized", "Forbidden")
+            if list_fails:
+                assert not wait_for_cache_sync(None, run.informer.has_synced, timeout=0.2)
+                assert "caches did not sync" in caplog.text
+            else:
+                assert run.informer.wait_for_sync(timeout=TIMEOUT)
+            assert wait_for(lambda: run.informer.last_error() is error, TIMEOUT)
+            assert error.reason in caplog.text  # the reflector's warning says why
+        waits = run.retry_window(per_attempt=1 if list_fails else 2)
+        assert 3 <= len(waits) <= 6, waits
+        assert waits == sorted(waits) and waits[0] < 1.6 and waits[-1] >= 6.4, waits
+        assert isinstance(run.informer.last_error(), error_type)
+    finally:
+        run.close()
+
+
+def test_the_bearer_token_never_shows_in_logs_errors_or_reprs(
+    server: FakeAPIServer, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.DEBUG)  # the root logger: kinformer, urllib3 and kubernetes alike
+    for name in ("urllib3", "kubernetes", "kinformer"):
+        caplog.set_level(logging.DEBUG, logger=name)
+    server.forbid("secrets")
+    client = client_with_token(server, TOKEN)
+    wrong = client_with_token(server, WRONG_TOKEN)
+    seen: list[BaseException] = []
+    shown: list[str] = []
+    stop = Context()
+    factory = DynamicSharedInformerFactory(client)
+    manager = InformerManager(client, parent_stop=stop)
+    discovery = CachedDiscoveryClient(client)
+    try:
+        configmaps = factory.for_resource(CONFIGMAPS)
+        secrets = factory.for_resource(SECRETS)
+        for generic in (configmaps, secrets):
+            generic.informer().set_watch_error_handler(lambda r, e: seen.append(e))
+        factory.start(stop)
+        assert configmaps.informer().wait_for_sync(timeout=TIMEOUT)
+        server.create(CONFIGMAPS, {"metadata": {"name": "token-test", "namespace": "default"}})
+        assert wait_for(lambda: configmaps.lister().list(), TIMEOUT)
+        server.drop_watches()
+        assert wait_for(lambda: secrets.informer().last_error() is not None, TIMEOUT)
+        discovery.server_resources()
+        unauthorized = ListWatch.for_resource(wrong, CONFIGMAPS)
+        with pytest.raises(errors.UnauthorizedError) as raised:
+            unauthorized.list(ListOptions())
+        seen.append(raised.value)
+        seen.append(secrets.informer().last_error() or AssertionError("no error"))
+        shown += [repr(o) for o in (factory, configmaps, configmaps.informer(), configmaps.lister(),
+                                    manager, discovery, unauthorized)]
+    finally:
+        stop.cancel()
+        factory.shutdown()
+        manager.stop()
+        client.close()
+        wrong.close()
+    assert any(isinstance(e, errors.ForbiddenError) for e in seen)
+    shown += [repr(e) for e in seen] + [str(e) for e in seen]
+    shown += [str(getattr(e, "body", "")) for e in seen]
+    assert any(r.name.startswith("urllib3") and r.levelno == logging.DEBUG for r in caplog.records)
+    for text in [caplog.text, *shown, *(r.getMessage() for r in caplog.records)]:
+        assert TOKEN not in text and WRONG_TOKEN not in text, text
