@@ -51,7 +51,7 @@ WIDGET_CONTROLLER = "widget-configmaps"
 LOAD_CHUNK = 1000  # ConfigMaps per bulk insert while loading
 DISCOVERY_INTERVAL = 1.0  # seconds between the InformerManager's discovery passes
 CHURN_TICK = 0.05  # seconds between churn batches
-FAULT_INTERVAL = 6.0  # seconds between injected faults (dropped watches, compaction)
+FIRST_FAULT = 8.0  # seconds of churn before the first injected fault; each gap after is twice the last
 CONVERGE_TIMEOUT = 10.0  # seconds the caches get to match the server at the end
 STOP_TIMEOUT = 15.0  # seconds to join the demo's own threads
 
@@ -440,9 +440,10 @@ def _rv(obj: Any) -> str:
 class Churn:
     """Updates, creates and deletes ConfigMaps and updates Widgets at a steady rate, server-side.
 
-    :meth:`run` blocks until its context is cancelled; every ``FAULT_INTERVAL`` seconds (with
-    faults on) it drops every watch, and every other time first forgets the event history, so
-    resuming watches get 410 Gone and the reflectors relist.
+    :meth:`run` blocks until its context is cancelled. With faults on it drops every watch after
+    :data:`FIRST_FAULT` seconds, then after gaps twice as long each time (a reflector's backoff
+    grows with every failure and resets only after two quiet minutes, as in client-go); every
+    other fault first forgets the event history, so resuming watches would get 410 Gone.
     """
 
     def __init__(self, server: FakeAPIServer, stats: Stats, options: Options, widgets: int) -> None:
@@ -459,7 +460,8 @@ class Churn:
         rate = self._options.rate
         begun = time.monotonic()
         done = 0
-        next_fault = begun + FAULT_INTERVAL
+        gap = FIRST_FAULT
+        next_fault = begun + gap
         while not ctx.wait(CHURN_TICK):
             now = time.monotonic()
             due = int((now - begun) * rate) - done
@@ -470,7 +472,8 @@ class Churn:
                     log.debug("churn change failed: %s", err)
             done += max(0, due)
             if self._options.faults and now >= next_fault:
-                next_fault = now + FAULT_INTERVAL
+                gap *= 2  # the reflectors' backoff grows with each failure, as client-go's does
+                next_fault = now + gap
                 self._fault()
 
     def _change(self) -> None:
