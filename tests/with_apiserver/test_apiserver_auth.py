@@ -138,3 +138,10 @@ def test_kubectl_creates_and_reads_with_the_written_kubeconfig(
     assert made["data"] == {"a": "b"}
     assert started.get(CONFIGMAPS, "default", "from-kubectl")["metadata"]["uid"] == \
         made["metadata"]["uid"]
+    manifest = tmp_path / "cm.yaml"
+    manifest.write_text("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: applied\n"
+                        "data:\n  a: '1'\n")
+    kubectl("apply", "-f", str(manifest))  # fetches /openapi/v3, then creates
+    manifest.write_text(manifest.read_text().replace("a: '1'", "a: '2'"))
+    kubectl("apply", "-f", str(manifest))  # a strategic merge patch
+    assert started.get(CONFIGMAPS, "default", "applied")["data"] == {"a": "2"}

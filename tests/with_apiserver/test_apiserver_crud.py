@@ -289,3 +289,17 @@ def test_strategic_merge_patches_merge_containers_by_name(api_client: Any) -> No
     result = [(c.name, c.image, [e.name for e in c.env or []])
               for c in patched.spec.template.spec.containers]
     assert result == [("a", "nginx:2", ["X"]), ("c", "redis", [])]
+
+
+def test_server_side_apply_creates_then_merges_the_applied_fields(raw: Any) -> None:
+    path = "/api/v1/namespaces/default/configmaps/applied"
+    query = [("fieldManager", "tests")]
+    body = "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: applied\ndata:\n  a: '1'\n"
+    status, made = raw("PATCH", path, body=body, content_type="application/apply-patch+yaml",
+                       query=query)
+    assert (status, made["data"]) == (201, {"a": "1"})
+    status, changed = raw("PATCH", path, body=body.replace("a: '1'", "b: '2'"),
+                          content_type="application/apply-patch+yaml", query=query)
+    assert (status, changed["data"]) == (200, {"a": "1", "b": "2"})
+    status, _ = raw("PATCH", path, body=body, content_type="application/apply-patch+yaml")
+    assert status == 422

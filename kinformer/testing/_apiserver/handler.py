@@ -21,8 +21,8 @@ from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
 from kinformer import labels as labelsel
+from kinformer.testing._apiserver import openapi, protobuf, resources, status
 from kinformer.testing._apiserver import patch as patches
-from kinformer.testing._apiserver import protobuf, resources, status
 from kinformer.testing._apiserver import storage as store
 from kinformer.testing._apiserver.resources import ResourceType
 from kinformer.testing._apiserver.status import StatusError
@@ -245,6 +245,9 @@ class Handler(http.server.BaseHTTPRequestHandler):
         if parts == ["version"]:
             self._send_obj(200, resources.version_info())
             return
+        if parts[:2] == ["openapi", "v3"]:
+            self._openapi(parts[2:])
+            return
         if not parts or parts[0] not in ("api", "apis"):
             raise status.path_not_found()
         if parts[0] == "api":
@@ -273,6 +276,20 @@ class Handler(http.server.BaseHTTPRequestHandler):
             self._send_obj(200, self._resource_list(group, version))
             return
         self._resource_request(group, version, rest, query, body)
+
+    def _openapi(self, rest: list[str]) -> None:
+        types = self.state.storage.types()
+        if not rest:
+            self._send_obj(200, openapi.index(types))
+            return
+        doc = None
+        if rest[0] == "api" and len(rest) == 2:
+            doc = openapi.document(types, "", rest[1])
+        elif rest[0] == "apis" and len(rest) == 3:
+            doc = openapi.document(types, rest[1], rest[2])
+        if doc is None:
+            raise status.path_not_found()
+        self._send_obj(200, doc)
 
     def _group_list(self) -> dict[str, Any]:
         versions: dict[str, list[str]] = {}
@@ -393,7 +410,7 @@ class Handler(http.server.BaseHTTPRequestHandler):
 
     def _patch(self, req: _Request, query: dict[str, str], body: bytes) -> None:
         content_type = self.headers.get("Content-Type", "").split(";")[0].strip().lower()
-        doc = self._body(body, req.rt)
+        doc = self._body(body, req.rt) if content_type != patches.APPLY else None
         if content_type == patches.JSON_PATCH:
             if not isinstance(doc, list):
                 raise status.bad_request("a JSON patch must be a list of operations")
@@ -418,11 +435,43 @@ class Handler(http.server.BaseHTTPRequestHandler):
             def apply(current: dict[str, Any]) -> Any:
                 return patches.strategic_merge_patch(current, strategic)
 
+        elif content_type == patches.APPLY:
+            self._server_side_apply(req, query, body)
+            return
         else:
             raise status.unsupported_media_type(content_type)
         entry = self.state.storage.patch(req.rt, req.namespace, req.name, apply, req.subresource,
                                          _dry(query))
         self._send_json(200, self._data(req.rt, entry))
+
+    def _server_side_apply(self, req: _Request, query: dict[str, str], body: bytes) -> None:
+        """Server-side apply, simplified: create when missing, else merge the applied fields in
+        (strategic merge for built-ins, merge patch for custom objects). Field ownership is not
+        tracked, so fields dropped from the applied configuration are not removed."""
+        try:
+            applied = patches.load_apply_body(body)
+        except ValueError as err:
+            raise status.bad_request(f"error decoding YAML: {err}") from None
+        if not query.get("fieldManager"):
+            raise status.invalid_options("PatchOptions", [(
+                "FieldValueRequired", "fieldManager",
+                "Required value: is required for apply patch")])
+        merge = patches.merge_patch if req.rt.custom else patches.strategic_merge_patch
+        storage = self.state.storage
+        try:
+            entry = storage.patch(req.rt, req.namespace, req.name,
+                                  lambda current: merge(current, applied), req.subresource,
+                                  _dry(query))
+            code = 200
+        except StatusError as err:
+            if err.code != 404 or req.subresource:
+                raise
+            meta = applied.setdefault("metadata", {})
+            if isinstance(meta, dict):
+                meta.setdefault("name", req.name)
+            entry = storage.create(req.rt, req.namespace, applied, _dry(query))
+            code = 201
+        self._send_json(code, self._data(req.rt, entry))
 
     def _delete(self, req: _Request, query: dict[str, str], body: bytes) -> None:
         options = self._body(body, req.rt) if body else None

@@ -9,6 +9,7 @@ sends; other lists are replaced. Bad patches raise 400 or 422 Status errors.
 from __future__ import annotations
 
 import copy
+import importlib
 from typing import Any
 
 from kinformer.testing._apiserver import status
@@ -16,6 +17,20 @@ from kinformer.testing._apiserver import status
 MERGE = "application/merge-patch+json"
 STRATEGIC = "application/strategic-merge-patch+json"
 JSON_PATCH = "application/json-patch+json"
+APPLY = "application/apply-patch+yaml"
+
+
+def load_apply_body(body: bytes) -> dict[str, Any]:
+    """The object of a server-side apply body (YAML or JSON); ValueError when it is not one."""
+    yaml: Any = importlib.import_module("yaml")  # a dependency of the kubernetes client
+
+    try:
+        doc = yaml.safe_load(body)
+    except yaml.YAMLError as err:
+        raise ValueError(str(err)) from None
+    if not isinstance(doc, dict):
+        raise ValueError("the applied configuration is not an object")
+    return doc
 
 
 def merge_patch(target: Any, patch: Any) -> Any:

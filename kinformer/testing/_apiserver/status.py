@@ -151,7 +151,8 @@ def unsupported_media_type(content_type: str) -> StatusError:
         415, "UnsupportedMediaType",
         f"the body of the request was in an unknown format - accepted media types include: "
         f"application/json-patch+json, application/merge-patch+json, "
-        f"application/apply-patch+yaml (got {content_type!r})", {})
+        f"application/strategic-merge-patch+json, application/apply-patch+yaml "
+        f"(got {content_type!r})", {})
 
 
 def forbidden(rt: ResourceType, verb: str, namespace: str, name: str = "") -> StatusError:
