@@ -267,9 +267,9 @@ def test_a_failed_watch_request_answers_the_injected_status(
 def test_a_delay_longer_than_the_client_timeout_makes_the_request_time_out(
     apiserver: FakeAPIServer, api: k8s.CoreV1Api,
 ) -> None:
-    apiserver.set_delay(2.0, verb="list")
+    apiserver.set_delay(1.0, verb="list")
     with pytest.raises((urllib3.exceptions.ReadTimeoutError, urllib3.exceptions.MaxRetryError)):
-        api.list_namespaced_config_map(NS, _request_timeout=0.2)
+        api.list_namespaced_config_map(NS, _request_timeout=0.1)
     api.read_namespace(NS)
     apiserver.set_delay(0, verb="list")
     assert api.list_namespaced_config_map(NS).items == []
