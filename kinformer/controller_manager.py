@@ -90,6 +90,8 @@ class ControllerManager:
     joined before ``start`` returns. ``running_controllers`` is thread-safe. A manager starts
     once (:class:`~kinformer.errors.AlreadyStartedError`).
 
+    Example::
+
         manager = ControllerManager("cluster-1", factory.informer_source(),
                                     {"widgets": ManagedController({widgets_gvr}, new_widget_controller)})
         manager.start(ctx)

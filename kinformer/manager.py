@@ -62,6 +62,8 @@ class InformerManager:
     the list has its informer stopped (cancelled, then joined) and dropped; when the type comes
     back, a fresh informer with the same handler starts on the next :meth:`start`.
 
+    Example::
+
         with InformerManager(api_client, 0, stop) as manager:
             manager.add_dynamic_resources(discovery.server_resources().preferred_resources(),
                                           handler, list_complete=True)

@@ -27,6 +27,8 @@ class WorkQueue(Generic[T]):
     or the queue is shut down. After ``shut_down`` new adds are ignored, but items already
     queued are still handed out; ``get`` returns ``(None, True)`` once none are left.
 
+    Example::
+
         queue = WorkQueue(name="pods")
         item, shutdown = queue.get()
         if not shutdown:

@@ -20,6 +20,8 @@ class RateLimitingQueue(DelayingQueue[T]):
     :func:`~kinformer.workqueue.rate_limiters.default_controller_rate_limiter` on the queue's
     clock. Give each queue its own limiter: a shared one mixes up ``forget`` between queues.
 
+    Example::
+
         queue = RateLimitingQueue(name="pods")
         key, shutdown = queue.get()
         try:
