@@ -58,6 +58,42 @@ def dumps(obj: Any) -> bytes:
     return json.dumps(obj, separators=(",", ":"), ensure_ascii=False).encode("utf-8")
 
 
+def pause_gc() -> None:
+    """Disable the cyclic collector until the matching :func:`resume_gc`; re-entrant, thread-safe.
+
+    Pauses nest across threads: the collector comes back only when the last pause is resumed,
+    and only if it was enabled when the first began. Every call must be paired with exactly
+    one :func:`resume_gc`, on every path (use ``try``/``finally``, or :func:`gc_paused`).
+    """
+    global _gc_depth, _gc_was_enabled
+    with _gc_lock:
+        if _gc_depth == 0:
+            _gc_was_enabled = gc.isenabled()
+            gc.disable()
+        _gc_depth += 1
+
+
+def resume_gc() -> None:
+    """End one :func:`pause_gc`; the last one restores the collector's earlier state."""
+    global _gc_depth
+    with _gc_lock:
+        if _gc_depth == 0:
+            return
+        _gc_depth -= 1
+        if _gc_depth == 0 and _gc_was_enabled:
+            gc.enable()
+
+
+def freeze_gc() -> None:
+    """Move every object tracked now to the collector's permanent generation (``gc.freeze``).
+
+    Called once a cache is synced: later collections no longer walk it, so their cost stays
+    that of the young objects. Frozen objects are still freed by reference counting; only
+    cyclic garbage that exists at this moment stays until ``gc.unfreeze()``.
+    """
+    gc.freeze()
+
+
 @contextlib.contextmanager
 def gc_paused() -> Iterator[None]:
     """Disable the cyclic garbage collector inside the block; restore its previous state after.
@@ -66,16 +102,8 @@ def gc_paused() -> Iterator[None]:
     collector is re-enabled only when the last one exits, and only if it was enabled before the
     first one entered. The state is restored even when the block raises.
     """
-    global _gc_depth, _gc_was_enabled
-    with _gc_lock:
-        if _gc_depth == 0:
-            _gc_was_enabled = gc.isenabled()
-            gc.disable()
-        _gc_depth += 1
+    pause_gc()
     try:
         yield
     finally:
-        with _gc_lock:
-            _gc_depth -= 1
-            if _gc_depth == 0 and _gc_was_enabled:
-                gc.enable()
+        resume_gc()

@@ -15,7 +15,7 @@ import threading
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from kinformer import _processor, _threads, context, delta_fifo, errors, reflector, store
+from kinformer import _json, _processor, _threads, context, delta_fifo, errors, reflector, store
 from kinformer.clock import REAL_CLOCK, Clock
 from kinformer.handlers import ResourceEventHandler, wait_for_cache_sync
 
@@ -26,6 +26,10 @@ POP_TIMEOUT = 1.0  # the delta loop looks at its stop signal at least this often
 JOIN_TIMEOUT = 30.0  # reflector and delta loop close their own streams; this only bounds a bug
 
 IndexFunc = Callable[[Any], list[str]]
+_DELETED = delta_fifo.DeltaType.DELETED
+_ADD, _UPDATE, _DELETE = _processor.ADD, _processor.UPDATE, _processor.DELETE
+_Notification = _processor.Notification
+_new_notification = tuple.__new__  # builds a Notification without NamedTuple.__new__'s frame
 _ids = itertools.count(1)
 
 
@@ -60,6 +64,51 @@ class ResourceEventHandlerRegistration:
 
     def __repr__(self) -> str:
         return f"<ResourceEventHandlerRegistration {self._listener.handler!r}>"
+
+
+class _InformerFIFO(delta_fifo.DeltaFIFO):
+    """The informer's DeltaFIFO: its first list pauses the cyclic collector until it is applied.
+
+    Applying a big first list allocates millions of objects and frees none; the collector
+    would walk the growing cache again and again. ``replace`` pauses it (unless the FIFO is
+    closed) and the informer's delta loop calls :meth:`end_gc_pause` once ``has_synced``, after
+    freezing the synced cache out of the collector's reach (``gc.freeze``). Every path ends the
+    pause: a failed replace, an empty list, stop (the delta loop and ``run`` both end it).
+    """
+
+    def __init__(self, *args: Any) -> None:
+        super().__init__(*args)
+        self._gc_lock = threading.Lock()  # guards gc_held and _gc_used
+        self.gc_held = False  # this FIFO holds one collector pause; read without the lock
+        self._gc_used = False  # the pause is only for the first list
+
+    def replace(self, objs: Any, resource_version: str = "") -> None:
+        with self._gc_lock:
+            hold = not self._gc_used and not self.is_closed()
+            if hold:
+                self._gc_used = True
+                _json.pause_gc()
+                self.gc_held = True
+        try:
+            super().replace(objs, resource_version)
+        except BaseException:
+            if hold:
+                with self._gc_lock:
+                    self._gc_used = False
+                self.end_gc_pause(freeze=False)
+            raise
+        if hold and (self.has_synced() or self.is_closed()):  # nothing left for the delta loop
+            self.end_gc_pause(freeze=self.has_synced())
+
+    def end_gc_pause(self, freeze: bool) -> None:
+        """End the pause if this FIFO holds one; with ``freeze``, freeze first (no young sweep)."""
+        with self._gc_lock:
+            if not self.gc_held:
+                return
+            self.gc_held = False
+            if freeze:
+                _json.freeze_gc()
+            _json.resume_gc()
 
 
 class SharedIndexInformer:
@@ -123,7 +172,7 @@ class SharedIndexInformer:
             if self._started:
                 log.warning("informer %s: run more than once is not allowed", self._name)
                 return
-            fifo = delta_fifo.DeltaFIFO(
+            fifo = _InformerFIFO(
                 store.meta_namespace_key_func,
                 self._indexer,
                 True,
@@ -153,6 +202,7 @@ class SharedIndexInformer:
             fifo.close()
             inner.cancel()
             _threads.join_all(threads, JOIN_TIMEOUT)
+            fifo.end_gc_pause(freeze=False)
             self._processor.stop(_processor.LISTENER_JOIN_TIMEOUT)
             with self._start_lock:
                 self._stopped = True
@@ -289,39 +339,49 @@ class SharedIndexInformer:
 
     # -- the delta loop -------------------------------------------------------------------------
 
-    def _delta_loop(self, fifo: delta_fifo.DeltaFIFO, ctx: context.Context) -> None:
-        while not ctx.cancelled():
-            try:
-                fifo.pop(self._handle_deltas, timeout=POP_TIMEOUT)
-            except errors.FIFOClosedError:
-                return
-            except TimeoutError:
-                continue
-            except Exception:
-                log.exception("informer %s: failed to process deltas; object dropped", self._name)
+    def _delta_loop(self, fifo: _InformerFIFO, ctx: context.Context) -> None:
+        """Pop and apply deltas until stopped; end the first list's collector pause once applied."""
+        try:
+            while not ctx.cancelled():
+                if fifo.gc_held and fifo.has_synced():
+                    fifo.end_gc_pause(freeze=True)
+                try:
+                    fifo.pop(self._handle_deltas, timeout=POP_TIMEOUT)
+                except errors.FIFOClosedError:
+                    return
+                except TimeoutError:
+                    continue
+                except Exception:
+                    log.exception("informer %s: failed to process deltas; object dropped", self._name)
+                if fifo.gc_held and fifo.has_synced():
+                    fifo.end_gc_pause(freeze=True)
+        finally:
+            fifo.end_gc_pause(freeze=False)
 
     def _handle_deltas(self, deltas: list[delta_fifo.Delta], is_in_initial_list: bool) -> None:
-        """Apply popped deltas oldest first: cache first, then notifications (under the FIFO lock)."""
+        """Apply popped deltas oldest first: cache first, then notifications (under the FIFO lock).
+
+        Runs once per popped key: the key is computed once and the cache written under it.
+        """
+        indexer = self._indexer
+        distribute = self._processor.distribute
         with self._block_deltas:
-            for delta in deltas:
-                obj = delta.object
-                if delta.type == delta_fifo.DeltaType.DELETED:
-                    self._indexer.delete(obj)
-                    self._processor.distribute(
-                        _processor.Notification(_processor.DELETE, obj), False
-                    )
+            for delta_type, obj in deltas:
+                if delta_type == _DELETED:
+                    indexer.delete(obj)
+                    distribute(_new_notification(_Notification, (_DELETE, obj, None)), False)
                     continue
-                old = self._indexer.get(obj)
+                key = indexer._key(obj)
+                old = indexer.get_by_key(key)
+                indexer._write(obj, key)
                 if old is not None:
-                    self._indexer.update(obj)
-                    self._processor.distribute(
-                        _processor.Notification(_processor.UPDATE, old, obj),
+                    distribute(
+                        _new_notification(_Notification, (_UPDATE, old, obj)),
                         _resource_version(old) == _resource_version(obj),
                     )
                 else:
-                    self._indexer.add(obj)
-                    self._processor.distribute(
-                        _processor.Notification(_processor.ADD, obj, is_in_initial_list), False
+                    distribute(
+                        _new_notification(_Notification, (_ADD, obj, is_in_initial_list)), False
                     )
 
     def __repr__(self) -> str:

@@ -20,7 +20,7 @@ import threading
 from collections.abc import Callable
 from typing import Any
 
-from kinformer import _threads, errors
+from kinformer import _json, _threads, errors
 from kinformer import backoff as _backoff
 from kinformer import clock as _clock
 from kinformer import context as _context
@@ -293,6 +293,12 @@ class Reflector:
 
     def _list(self, ctx: _context.Context) -> None:
         rv = self._relist_resource_version()
+        # no collection from the list request until the list is queued: a big list allocates
+        # millions of objects and frees none, and the collector would walk them repeatedly
+        with _json.gc_paused():
+            self._list_and_replace(ctx, rv)
+
+    def _list_and_replace(self, ctx: _context.Context, rv: str) -> None:
         try:
             result, paginated = self._paged_list(ctx, rv)
         except _StopRequested:

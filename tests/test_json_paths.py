@@ -1,0 +1,126 @@
+"""The collector around bulk work: pauses nest and always end, and an informer restores it on every path."""
+
+from __future__ import annotations
+
+import gc
+import threading
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+from kinformer import _json
+from kinformer.informer import SharedIndexInformer
+from kinformer.listwatch import ChannelWatch, ListOptions, ListResult, ListWatch
+
+TIMEOUT = 5.0
+
+
+@pytest.fixture(autouse=True)
+def collector_enabled() -> Iterator[None]:
+    """Each test starts with the collector on and leaves nothing frozen behind."""
+    assert gc.isenabled()
+    try:
+        yield
+    finally:
+        gc.unfreeze()
+        gc.enable()
+
+
+def cm(name: str) -> dict[str, Any]:
+    return {"metadata": {"namespace": "ns", "name": name, "resourceVersion": "5"}}
+
+
+def lister_watcher(*objs: dict[str, Any]) -> ListWatch:
+    def list_func(options: ListOptions) -> ListResult:
+        return ListResult(list(objs), "10")
+
+    return ListWatch(list_func, lambda options: ChannelWatch())
+
+
+def run_in_thread(informer: SharedIndexInformer, stop: threading.Event) -> threading.Thread:
+    thread = threading.Thread(target=informer.run, args=(stop,))
+    thread.start()
+    return thread
+
+
+def test_pauses_from_two_threads_nest_and_the_last_resume_restores_the_collector() -> None:
+    _json.pause_gc()
+    other = threading.Thread(target=_json.pause_gc)
+    other.start()
+    other.join()
+    _json.resume_gc()
+    assert not gc.isenabled()
+    _json.resume_gc()
+    assert gc.isenabled()
+
+
+def test_a_resume_without_a_pause_changes_nothing() -> None:
+    _json.resume_gc()
+    assert gc.isenabled()
+    gc.disable()
+    _json.resume_gc()
+    assert not gc.isenabled()
+
+
+def test_a_synced_informer_leaves_the_collector_on_and_its_cache_frozen() -> None:
+    informer = SharedIndexInformer(lister_watcher(cm("a"), cm("b")))
+    stop = threading.Event()
+    thread = run_in_thread(informer, stop)
+    try:
+        assert informer.wait_for_sync(TIMEOUT)
+        frozen = gc.get_freeze_count()
+    finally:
+        stop.set()
+        thread.join(TIMEOUT)
+    assert gc.isenabled()
+    assert frozen > 0
+
+
+def test_stopping_while_the_initial_list_is_queued_restores_the_collector() -> None:
+    entered, release = threading.Event(), threading.Event()
+    collector_on_inside: list[bool] = []
+
+    def transform(obj: Any) -> Any:
+        if obj["metadata"]["name"] == "b":
+            collector_on_inside.append(gc.isenabled())
+            entered.set()
+            release.wait(TIMEOUT)
+        return obj
+
+    informer = SharedIndexInformer(lister_watcher(cm("a"), cm("b"), cm("c")))
+    informer.set_transform(transform)
+    stop = threading.Event()
+    thread = run_in_thread(informer, stop)
+    assert entered.wait(TIMEOUT)
+    stop.set()
+    release.set()
+    thread.join(TIMEOUT)
+    assert collector_on_inside == [False]
+    assert gc.isenabled()
+
+
+def test_an_object_failing_to_index_in_the_initial_list_still_ends_the_pause(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    collector_on_inside: list[bool] = []
+
+    def by_name(obj: Any) -> list[str]:
+        collector_on_inside.append(gc.isenabled())
+        if obj["metadata"]["name"] == "b":
+            raise ValueError("cannot index b")
+        return [obj["metadata"]["name"]]
+
+    informer = SharedIndexInformer(
+        lister_watcher(cm("a"), cm("b"), cm("c")), indexers={"name": by_name}
+    )
+    stop = threading.Event()
+    thread = run_in_thread(informer, stop)
+    try:
+        assert informer.wait_for_sync(TIMEOUT)
+    finally:
+        stop.set()
+        thread.join(TIMEOUT)
+    assert sorted(informer.get_indexer().list_keys()) == ["ns/a", "ns/c"]
+    assert collector_on_inside == [False, False, False]
+    assert gc.isenabled()
