@@ -42,7 +42,7 @@ def add_parser(subparsers: Any) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    """Serve until SIGINT or SIGTERM; returns 0 after a clean stop."""
+    """Serve until SIGINT or SIGTERM; returns 0 after a clean stop, 1 when it cannot listen."""
     stop = threading.Event()
 
     def on_signal(signum: int, frame: FrameType | None) -> None:
@@ -55,7 +55,11 @@ def run(args: argparse.Namespace) -> int:
                            history_size=args.history_size,
                            bookmark_interval=args.bookmark_interval)
     try:
-        server.start()
+        try:
+            server.start()
+        except OSError as err:
+            log.error("cannot listen on %s:%s: %s", args.host, args.port, err)
+            return 1
         server.write_kubeconfig(path)
         log.info("serving on %s; kubeconfig written to %s", server.url, path)
         print(f"kinformer serve: {server.url} kubeconfig={path}", flush=True)
