@@ -1,7 +1,8 @@
 """The chaos driver: writers, faults, informers with recording handlers, and the final checks.
 
 A :class:`Chaos` run owns a FakeAPIServer, one SharedIndexInformer per resource kind (a
-namespaced built-in, a cluster-scoped built-in, and a CRD's custom objects), writer threads
+namespaced built-in, a cluster-scoped built-in, and a CRD's custom objects) plus one watching a
+namespace through a label selector (objects move in and out of it), writer threads
 changing objects through the official client, and a fault driver. ``run(seconds)`` injects
 faults for that long; ``settle(timeout)`` waits until every cache and every handler's replayed
 event log equals the server; ``report()`` lists what happened and every mismatch left.
@@ -77,6 +78,42 @@ CONFIGMAPS = Kind("configmaps", GroupVersionResource("", "v1", "configmaps"), ("
 NODES = Kind("nodes", GroupVersionResource("", "v1", "nodes"), ("",))
 WIDGETS = Kind("widgets", GroupVersionResource(GROUP, "v1", "widgets"), ("default", "chaos"))
 KINDS = (CONFIGMAPS, NODES, WIDGETS)
+
+
+@dataclasses.dataclass(frozen=True)
+class View:
+    """What one informer watches: a kind, optionally one namespace and a label selector on color."""
+
+    name: str
+    kind: Kind
+    namespace: str = ""
+    colors: tuple[str, ...] = ()
+
+    @property
+    def selector(self) -> str | None:
+        return f"color in ({','.join(self.colors)})" if self.colors else None
+
+    def shows(self, obj: Any) -> bool:
+        meta = obj["metadata"]
+        if self.namespace and meta.get("namespace") != self.namespace:
+            return False
+        return not self.colors or (meta.get("labels") or {}).get("color") in self.colors
+
+    def lists(self, path: str, query: dict[str, str]) -> bool:
+        """Whether a request (path and query) is a list or watch of this view."""
+        scoped = f"/namespaces/{self.namespace}/" if self.namespace else "/namespaces/"
+        return (path.endswith("/" + self.kind.gvr.resource)
+                and f"/{self.kind.gvr.version}/" in path
+                and (scoped in path) == bool(self.namespace)
+                and query.get("labelSelector") == self.selector)
+
+
+VIEWS = (
+    View("configmaps", CONFIGMAPS),
+    View("nodes", NODES),
+    View("widgets", WIDGETS),
+    View("red-or-green-configmaps-in-chaos", CONFIGMAPS, "chaos", ("red", "green")),
+)
 
 
 def widget_crd() -> dict[str, Any]:
@@ -228,7 +265,7 @@ class Recorder:
 class Watched:
     """One kind's informer, its handlers and its run thread."""
 
-    kind: Kind
+    view: View
     informer: SharedIndexInformer
     handlers: list[Recorder]
     thread: threading.Thread
@@ -257,24 +294,25 @@ class Chaos:
         self.watched: list[Watched] = []
         self._threads: list[threading.Thread] = []
         clock = ScaledClock(CLOCK_SPEED)
-        for kind in KINDS:
+        for view in VIEWS:
             informer = SharedIndexInformer(
-                ListWatch.for_resource(self._informer_client, kind.gvr, read_timeout=READ_TIMEOUT),
+                ListWatch.for_resource(self._informer_client, view.kind.gvr, view.namespace,
+                                       label_selector=view.selector, read_timeout=READ_TIMEOUT),
                 indexers=INDEXERS,
                 clock=clock,
-                name=f"chaos-{kind.name}",
+                name=f"chaos-{view.name}",
             )
             handlers = [
-                Recorder(f"{kind.name}-fast"),
-                Recorder(f"{kind.name}-slow", slow=SLOW_HANDLER_WORK),
-                Recorder(f"{kind.name}-raising", seed=seed, raise_every=RAISE_EVERY),
+                Recorder(f"{view.name}-fast"),
+                Recorder(f"{view.name}-slow", slow=SLOW_HANDLER_WORK),
+                Recorder(f"{view.name}-raising", seed=seed, raise_every=RAISE_EVERY),
             ]
             for handler in handlers:
                 informer.add_event_handler(handler)
-            watched = Watched(kind, informer, handlers, threading.Thread())
+            watched = Watched(view, informer, handlers, threading.Thread())
             informer.set_watch_error_handler(self._error_counter(watched))
             watched.thread = threading.Thread(target=informer.run, args=(self._stop_informers,),
-                                              name=f"chaos-informer-{kind.name}")
+                                              name=f"chaos-informer-{view.name}")
             self.watched.append(watched)
 
     @staticmethod
@@ -333,20 +371,20 @@ class Chaos:
 
     # -- checks -------------------------------------------------------------------------------
 
-    def server_state(self, kind: Kind) -> dict[str, str]:
-        return {key_of(o): rv_of(o) for o in self.server.list_objects(kind.gvr)}
+    def server_state(self, view: View) -> dict[str, str]:
+        return {key_of(o): rv_of(o) for o in self.server.list_objects(view.kind.gvr) if view.shows(o)}
 
     def mismatches(self, watched: Watched) -> list[str]:
         """Every difference between the server and this kind's cache, indexes and handler logs."""
         try:
-            truth = self.server_state(watched.kind)
+            truth = self.server_state(watched.view)
         except Exception as exc:  # the CRD may be gone for a moment
             return [f"server state unavailable: {exc}"]
         found: list[str] = []
         indexer = watched.informer.get_indexer()
         cache = {key_of(o): rv_of(o) for o in indexer.list()}
-        found += _diff(f"{watched.kind.name} cache", cache, truth)
-        found += index_mismatches(watched.kind.name, indexer)
+        found += _diff(f"{watched.view.name} cache", cache, truth)
+        found += index_mismatches(watched.view.name, indexer)
         for handler in watched.handlers:
             state, anomalies = handler.replay()
             found += _diff(f"{handler.label} replay", state, truth)
@@ -357,15 +395,15 @@ class Chaos:
         return [m for w in self.watched for m in self.mismatches(w)]
 
     def relists(self) -> dict[str, int]:
-        """Successful list requests per kind after the first one."""
+        """Successful list requests per view after the first one."""
         counts: collections.Counter[str] = collections.Counter()
         for method, path, query, code in self.server.requests:
             if method != "GET" or code != 200 or query.get("watch") in ("true", "1"):
                 continue
-            for kind in KINDS:
-                if path.endswith("/" + kind.gvr.resource) and f"/{kind.gvr.version}/" in path:
-                    counts[kind.name] += 1
-        return {k.name: max(0, counts[k.name] - 1) for k in KINDS}
+            for view in VIEWS:
+                if view.lists(path, query):
+                    counts[view.name] += 1
+        return {v.name: max(0, counts[v.name] - 1) for v in VIEWS}
 
     def report(self) -> str:
         events = sum(len(h.log) for w in self.watched for h in w.handlers)
@@ -381,7 +419,7 @@ class Chaos:
             f"  relists: {self.relists()}",
             f"  list/watch errors seen by informers: {dict(sorted(errors.items()))}",
             f"  handler notifications: {events} (tombstones {tombstones}, raised {raised})",
-            f"  objects on the server: { {k.name: len(self.server_state(k)) for k in KINDS} }",
+            f"  objects seen by each view: { {v.name: len(self.server_state(v)) for v in VIEWS} }",
             f"  final mismatches: {len(self.all_mismatches())}",
         ]
         return "\n".join(lines)
