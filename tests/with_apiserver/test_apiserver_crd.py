@@ -153,3 +153,13 @@ def test_dynamic_client_discovers_and_reads_builtins_and_crds(api_client: Any) -
     assert seen == [("ADDED", "c")]
     deployments = client.resources.get(api_version="apps/v1", kind="Deployment")
     assert deployments.get(namespace="default").items == []
+
+
+def test_a_malformed_crd_is_422_not_a_server_error(raw: Any) -> None:
+    bad = crd()
+    bad["spec"]["names"]["shortNames"] = 7
+    bad["spec"]["versions"][0]["subresources"] = 3
+    status, body = raw("POST", "/apis/apiextensions.k8s.io/v1/customresourcedefinitions",
+                       body=bad)
+    assert (status, body["reason"]) == (422, "Invalid")
+    assert GROUP not in group_names(raw)

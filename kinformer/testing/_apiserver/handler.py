@@ -204,7 +204,11 @@ class Handler(http.server.BaseHTTPRequestHandler):
             parts: list[bytes] = []
             while True:
                 line = self.rfile.readline()
-                size = int(line.split(b";")[0].strip() or b"0", 16)
+                try:
+                    size = int(line.split(b";")[0].strip() or b"0", 16)
+                except ValueError:
+                    self.close_connection = True
+                    raise status.bad_request("invalid chunked request body") from None
                 if size == 0:
                     while self.rfile.readline() not in (b"\r\n", b"\n", b""):
                         pass

@@ -199,6 +199,21 @@ def validate_crd(crd: dict[str, Any]) -> list[tuple[str, str]]:
                          "Invalid value: must have exactly one version marked as storage version"))
     elif not all(isinstance(v, dict) and v.get("name") for v in versions):
         problems.append(("spec.versions", "Required value: name"))
+    for list_field in ("shortNames", "categories"):
+        value = names.get(list_field) if names else None
+        if value is not None and not (
+            isinstance(value, list) and all(isinstance(v, str) for v in value)
+        ):
+            problems.append((f"spec.names.{list_field}", "Invalid value: must be a list of strings"))
+    for text_field in ("singular", "listKind", "kind"):
+        value = names.get(text_field) if names else None
+        if value is not None and not isinstance(value, str):
+            problems.append((f"spec.names.{text_field}", "Invalid value: must be a string"))
+    if isinstance(versions, list) and any(
+        isinstance(v, dict) and not isinstance(v.get("subresources") or {}, dict)
+        for v in versions
+    ):
+        problems.append(("spec.versions.subresources", "Invalid value: must be an object"))
     if spec.get("scope", "Namespaced") not in ("Namespaced", "Cluster"):
         problems.append(("spec.scope", 'Unsupported value: supported values: "Cluster", "Namespaced"'))
     return problems
