@@ -367,23 +367,24 @@ class Demo:
     def watch_counts(self) -> tuple[int, int]:
         """(watch reconnects, relists) of the demo's informers, as the server saw them.
 
-        The server logs a request when it ends, so every logged watch is one that ended while the
-        informers ran and had to be re-established; lists beyond each informer's first are relists.
+        Each informer's first list and first watch are not counted; every further watch is a
+        re-established one, every further list (not counting continued pages) a relist.
         """
-        first_lists = {resource_path(gvr): 1 for gvr in CACHED}
-        first_lists[resource_path(CONFIGMAPS)] += 1  # the InformerManager's and the controllers' informers
-        first_lists[resource_path(WIDGETS)] += 1
+        firsts = {resource_path(gvr): 1 for gvr in CACHED}
+        firsts[resource_path(CONFIGMAPS)] += 1  # the InformerManager's and the controllers' informers
+        firsts[resource_path(WIDGETS)] += 1
         lists: collections.Counter[str] = collections.Counter()
-        ended_watches = 0
+        watches: collections.Counter[str] = collections.Counter()
         for method, path, query, _status in self.server.requests:
-            if method != "GET" or path not in first_lists:
+            if method != "GET" or path not in firsts:
                 continue
             if query.get("watch") in ("true", "1"):
-                ended_watches += 1
+                watches[path] += 1
             elif not query.get("continue"):
                 lists[path] += 1
-        relists = sum(max(0, lists[p] - n) for p, n in first_lists.items())
-        return ended_watches, relists
+        reconnects = sum(max(0, watches[p] - n) for p, n in firsts.items())
+        relists = sum(max(0, lists[p] - n) for p, n in firsts.items())
+        return reconnects, relists
 
     def mismatches(self) -> list[str]:
         """Types whose cache differs from the server (by key and resourceVersion)."""
