@@ -293,6 +293,12 @@ def _check_object(obj: Any, what: str) -> dict[str, Any]:
     metadata = obj.get("metadata")
     if not isinstance(metadata, dict) or not metadata.get("name"):
         raise errors.DecodeError(f"{what}: object has no metadata.name")
+    # a name or namespace that is not a string would become a garbage cache key
+    if type(metadata["name"]) is not str:
+        raise errors.DecodeError(f"{what}: metadata.name is not a string")
+    namespace = metadata.get("namespace")
+    if namespace is not None and type(namespace) is not str:
+        raise errors.DecodeError(f"{what}: metadata.namespace is not a string")
     return obj
 
 
@@ -396,11 +402,13 @@ class _HTTPResource:
             log.warning("%s", exc)
             raise
         metadata = body.get("metadata") or {}
-        return ListResult(
-            items,
-            str(metadata.get("resourceVersion") or ""),
-            str(metadata.get("continue") or ""),
-        )
+        is_dict = isinstance(metadata, dict)
+        rv = (metadata.get("resourceVersion") or "") if is_dict else None
+        token = (metadata.get("continue") or "") if is_dict else None
+        if not isinstance(rv, str) or not isinstance(token, str):
+            log.warning("list %s: response metadata is not an object of strings", self._gvr)
+            raise errors.DecodeError(f"list {self._gvr}: response metadata is not an object of strings")
+        return ListResult(items, rv, token)
 
     def watch(self, options: ListOptions) -> Watch:
         options = self._options(options)
@@ -429,7 +437,7 @@ class HTTPWatch:
 
     Iterate once, on one thread. ``close()`` is thread-safe and idempotent: it shuts the socket
     down so a blocked read wakes at once, and the iteration then ends quietly. A malformed line,
-    an unknown event type or an object without ``metadata.name`` is logged and raised as
+    an unknown event type or an object without a string ``metadata.name`` is logged and raised as
     :class:`~kinformer.errors.DecodeError`; silence for longer than ``read_timeout`` raises
     :class:`~kinformer.errors.TransportError`. ERROR events are yielded (see
     :func:`error_from_event`).
