@@ -137,6 +137,11 @@ WATCH_FAULTS: dict[str, tuple[Callable[[FakeAPIServer], int], type[BaseException
         lambda s: s.inject_watch_garbage(line({"type": "MODIFIED", "object": {
             "kind": "ConfigMap", "metadata": {"namespace": "default", "resourceVersion": "7"}}})),
         errors.DecodeError, "no metadata.name"),
+    "an object whose name is not a string": (
+        lambda s: s.inject_watch_garbage(line({"type": "ADDED", "object": {
+            "kind": "ConfigMap", "metadata": {"name": ["ghost"], "namespace": "default",
+                                              "resourceVersion": "7"}}})),
+        errors.DecodeError, "metadata.name"),
     "an unknown event type": (
         lambda s: s.inject_watch_garbage(line({"type": "EXPLODED", "object": GHOST})),
         errors.DecodeError, "unknown event type"),
@@ -179,6 +184,13 @@ LIST_BODIES = {
     "a list holding an object without a name": (line({
         "kind": "ConfigMapList", "apiVersion": "v1", "metadata": {"resourceVersion": "99999"},
         "items": [GHOST, {"metadata": {"namespace": "default"}}]}), "no metadata.name"),
+    "a list holding an object whose name is not a string": (line({
+        "kind": "ConfigMapList", "apiVersion": "v1", "metadata": {"resourceVersion": "99999"},
+        "items": [GHOST, {"metadata": {"name": {"ghost": 1}, "namespace": "default"}}]}),
+        "metadata.name"),
+    "a list whose metadata is not an object": (line({
+        "kind": "ConfigMapList", "apiVersion": "v1", "metadata": "99999", "items": [GHOST]}),
+        "metadata"),
 }
 
 
