@@ -33,7 +33,7 @@ from typing import Any
 from kinformer import _threads, errors
 from kinformer.gvr import GroupVersionResource, KubeObject
 from kinformer.testing._apiserver import handler as handling
-from kinformer.testing._apiserver import status, tls
+from kinformer.testing._apiserver import records, status, tls, watchers
 from kinformer.testing._apiserver import storage as store
 from kinformer.testing._apiserver.resources import ResourceType
 from kinformer.testing._apiserver.status import StatusError
@@ -179,7 +179,7 @@ class FakeAPIServer:
             if server is None:
                 return
             self._state.stopping.set()
-            self._storage.signal_watchers(store.DROP)
+            self._storage.signal_watchers(watchers.DROP)
             server.shutdown()
             workers = server.close_connections()
             server.server_close()
@@ -309,19 +309,19 @@ class FakeAPIServer:
 
     def drop_watches(self) -> int:
         """End every open watch abruptly (no terminating chunk); returns how many."""
-        return self._storage.signal_watchers(store.DROP)
+        return self._storage.signal_watchers(watchers.DROP)
 
     def end_watches(self) -> int:
         """End every open watch cleanly, as a server-side timeout does; returns how many."""
-        return self._storage.signal_watchers(store.STOP)
+        return self._storage.signal_watchers(watchers.STOP)
 
     def inject_watch_garbage(self, line: bytes = b"not json") -> int:
         """Make the next line of every open watch ``line`` (malformed); returns how many."""
-        return self._storage.signal_watchers(store.GARBAGE, bytes(line))
+        return self._storage.signal_watchers(watchers.GARBAGE, bytes(line))
 
     def cut_watches_midline(self) -> int:
         """Write half an event line on every open watch, then close it abruptly."""
-        return self._storage.signal_watchers(store.CUT)
+        return self._storage.signal_watchers(watchers.CUT)
 
     def compact(self) -> int:
         """Forget the event history: watches and Exact lists from older versions get 410."""
@@ -362,14 +362,14 @@ class FakeAPIServer:
     def create(self, gvr: GroupVersionResource, obj: KubeObject) -> KubeObject:
         """Create ``obj`` (namespace from its metadata) and return the stored copy."""
         rt = self._type(gvr)
-        body = store.loads(store.dumps(obj))
+        body = records.loads(records.dumps(obj))
         ns = str((body.get("metadata") or {}).get("namespace") or "") if rt.namespaced else ""
         return self._call(lambda: self._storage.create(rt, ns, body))
 
     def bulk_create(self, gvr: GroupVersionResource, objs: Iterable[KubeObject]) -> str:
         """Create many objects at once (one lock hold); returns the last resourceVersion."""
         rt = self._type(gvr)
-        bodies = [store.loads(store.dumps(o)) for o in objs]
+        bodies = [records.loads(records.dumps(o)) for o in objs]
         try:
             return str(self._storage.bulk_create(rt, bodies))
         except StatusError as err:
@@ -378,7 +378,7 @@ class FakeAPIServer:
     def update(self, gvr: GroupVersionResource, obj: KubeObject) -> KubeObject:
         """Replace an object as PUT does (409 on a stale resourceVersion)."""
         rt = self._type(gvr)
-        body = store.loads(store.dumps(obj))
+        body = records.loads(records.dumps(obj))
         meta = body.get("metadata") or {}
         ns = str(meta.get("namespace") or "") if rt.namespaced else ""
         return self._call(lambda: self._storage.update(rt, ns, str(meta.get("name", "")), body))
@@ -397,12 +397,12 @@ class FakeAPIServer:
                      ) -> list[KubeObject]:
         """Every stored object of the type (private copies), sorted by namespace and name."""
         rt = self._type(gvr)
-        return [store.loads(e.data) for e in self._storage.entries(rt, namespace or "")]
+        return [records.loads(e.data) for e in self._storage.entries(rt, namespace or "")]
 
     def _call(self, op: Any) -> KubeObject:
         try:
             entry = op()
         except StatusError as err:
             raise errors.api_error_from_status(err.code, err.body()) from None
-        obj: KubeObject = store.loads(entry.data)
+        obj: KubeObject = records.loads(entry.data)
         return obj

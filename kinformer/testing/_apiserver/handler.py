@@ -8,20 +8,16 @@ watcher's own queue, so the connection thread is the only one that waits on a sl
 
 from __future__ import annotations
 
-import contextlib
 import hmac
 import http.server
 import logging
-import queue
-import socket
 import threading
-import time
 from dataclasses import dataclass
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
 from kinformer import labels as labelsel
-from kinformer.testing._apiserver import openapi, protobuf, resources, status
+from kinformer.testing._apiserver import openapi, protobuf, records, resources, status, watchers, watchstream
 from kinformer.testing._apiserver import patch as patches
 from kinformer.testing._apiserver import storage as store
 from kinformer.testing._apiserver.resources import ResourceType
@@ -31,7 +27,6 @@ log = logging.getLogger("kinformer.testing.apiserver")
 
 VERBS = ("get", "list", "watch", "create", "update", "patch", "delete", "deletecollection")
 _RV_MATCHES = ("", "NotOlderThan", "Exact")
-_MAX_BATCH = 512  # watch events written per chunk when a watcher has a backlog
 
 
 @dataclass
@@ -171,13 +166,13 @@ class Handler(http.server.BaseHTTPRequestHandler):
             self._route(url.path, query, body)
         except StatusError as err:
             if not self._streaming:
-                self._send_json(err.code, store.dumps(err.body()))
+                self._send_json(err.code, records.dumps(err.body()))
         except OSError:
             self.close_connection = True
         except Exception:
             log.exception("internal error serving %s %s", self.command, url.path)
             if not self._streaming:
-                self._send_json(500, store.dumps(status.status_body(
+                self._send_json(500, records.dumps(status.status_body(
                     500, "InternalError", "an internal error occurred", {})))
             self.close_connection = True
         finally:
@@ -237,7 +232,7 @@ class Handler(http.server.BaseHTTPRequestHandler):
             self.wfile.write(data)
 
     def _send_obj(self, code: int, obj: Any) -> None:
-        self._send_json(code, store.dumps(obj))
+        self._send_json(code, records.dumps(obj))
 
     # ---- routing -----------------------------------------------------------------------------
 
@@ -373,11 +368,8 @@ class Handler(http.server.BaseHTTPRequestHandler):
 
     # ---- verbs -------------------------------------------------------------------------------
 
-    def _data(self, rt: ResourceType, entry: store.Entry) -> bytes:
-        """The entry's bytes, re-encoded only when served under another version of a CRD."""
-        if rt.custom and entry.obj.get("apiVersion") != rt.api_version:
-            return store.dumps(dict(entry.obj, apiVersion=rt.api_version))
-        return entry.data
+    def _data(self, rt: ResourceType, entry: records.Entry) -> bytes:
+        return records.data_for(rt, entry)
 
     def _body(self, body: bytes, rt: ResourceType) -> Any:
         content_type = self.headers.get("Content-Type", "").split(";")[0].strip().lower()
@@ -392,7 +384,7 @@ class Handler(http.server.BaseHTTPRequestHandler):
                 f'the body of the request was in an unknown format - accepted media types '
                 f'include: application/json, application/yaml (got "{content_type}")', {})
         try:
-            return store.loads(body) if body else None
+            return records.loads(body) if body else None
         except ValueError:
             raise status.bad_request(
                 f"the body of the request could not be decoded into a {rt.kind}") from None
@@ -512,7 +504,7 @@ class Handler(http.server.BaseHTTPRequestHandler):
             selector = labelsel.parse_selector(query.get("labelSelector", ""))
         except labelsel.LabelSelectorError as err:
             raise status.bad_request(f"unable to parse requirement: {err}") from None
-        fields = store.FieldSelector.parse(query.get("fieldSelector", ""), rt)
+        fields = watchers.FieldSelector.parse(query.get("fieldSelector", ""), rt)
         if selector.empty() and not fields.terms:
             return None
 
@@ -577,7 +569,7 @@ class Handler(http.server.BaseHTTPRequestHandler):
             if remaining is not None:
                 meta["remainingItemCount"] = remaining
         head = (b'{"kind":"' + rt.list_kind.encode() + b'","apiVersion":"'
-                + rt.api_version.encode() + b'","metadata":' + store.dumps(meta)
+                + rt.api_version.encode() + b'","metadata":' + records.dumps(meta)
                 + b',"items":[')
         self._send_json(200, head + b",".join(items) + b"]}")
 
@@ -592,7 +584,7 @@ class Handler(http.server.BaseHTTPRequestHandler):
         field_text = query.get("fieldSelector", "")
         if req.name:
             field_text = ",".join(t for t in (field_text, f"metadata.name={req.name}") if t)
-        fields = store.FieldSelector.parse(field_text, rt)
+        fields = watchers.FieldSelector.parse(field_text, rt)
         rv, _ = self._list_options(query, watch=True)
         timeout_text = query.get("timeoutSeconds", "") or "0"
         if not timeout_text.isdigit():
@@ -600,7 +592,7 @@ class Handler(http.server.BaseHTTPRequestHandler):
         timeout = int(timeout_text)
         bookmarks = query.get("allowWatchBookmarks") in ("true", "1")
         send_initial = query.get("sendInitialEvents") in ("true", "1")
-        watcher = store.Watcher(rt, req.namespace, selector, fields)
+        watcher = watchers.Watcher(rt, req.namespace, selector, fields)
         expired: StatusError | None = None
         try:
             self.state.storage.watch(watcher, rv, send_initial)
@@ -615,134 +607,14 @@ class Handler(http.server.BaseHTTPRequestHandler):
         self.send_header("Transfer-Encoding", "chunked")
         self.send_header("Cache-Control", "no-cache, private")
         self.end_headers()
+        stream = watchstream.WatchStream(self.wfile, self.connection, self.state.storage,
+                                         watcher, self.state.bookmark_interval)
         if expired is not None:
-            self._write_chunk(b'{"type":"ERROR","object":' + store.dumps(expired.body()) + b"}\n")
-            self._end_stream()
+            stream.write_chunk(watchstream.error_line(expired))
+            stream.end()
             return
         try:
-            self._stream(watcher, timeout, bookmarks)
+            if not stream.run(timeout, bookmarks):
+                self.close_connection = True
         finally:
             self.state.storage.unwatch(watcher)
-
-    def _write_chunk(self, data: bytes) -> None:
-        self.wfile.write(b"%x\r\n%s\r\n" % (len(data), data))
-
-    def _end_stream(self) -> None:
-        self.wfile.write(b"0\r\n\r\n")
-
-    def _abort(self) -> None:
-        self.close_connection = True
-        with contextlib.suppress(OSError):
-            self.connection.shutdown(socket.SHUT_RDWR)
-
-    def _bookmark(self, rt: ResourceType, rv: int, initial_end: bool = False) -> bytes:
-        meta: dict[str, Any] = {"resourceVersion": str(rv)}
-        if initial_end:
-            meta["annotations"] = {"k8s.io/initial-events-end": "true"}
-        return store.dumps({"type": "BOOKMARK", "object": {
-            "kind": rt.kind, "apiVersion": rt.api_version, "metadata": meta}}) + b"\n"
-
-    def _stream(self, watcher: store.Watcher, timeout: int, bookmarks: bool) -> None:
-        """Write the watcher's items until a timeout, a stop, a drop or a dead client."""
-        storage = self.state.storage
-        rt = watcher.rt
-        interval = self.state.bookmark_interval
-        started = time.monotonic()
-        deadline = started + timeout if timeout > 0 else None
-        next_bookmark = started + interval
-        get = watcher.queue.get
-        get_nowait = watcher.queue.get_nowait
-        while True:
-            if watcher.overflowed:
-                err = status.too_old(watcher.last_rv, storage.resource_version)
-                self._write_chunk(b'{"type":"ERROR","object":' + store.dumps(err.body()) + b"}\n")
-                self._end_stream()
-                return
-            now = time.monotonic()
-            wait = next_bookmark - now if bookmarks else 3600.0
-            if deadline is not None:
-                wait = min(wait, deadline - now)
-            try:
-                item = get(timeout=max(0.0, wait))
-            except queue.Empty:
-                now = time.monotonic()
-                if deadline is not None and now >= deadline:
-                    version = storage.bookmark_version(watcher) if bookmarks else None
-                    if version is not None:
-                        self._write_chunk(self._bookmark(rt, version))
-                    self._end_stream()
-                    return
-                if bookmarks and now >= next_bookmark:
-                    version = storage.bookmark_version(watcher)
-                    if version is not None:
-                        self._write_chunk(self._bookmark(rt, version))
-                    next_bookmark = now + interval
-                continue
-            out: list[bytes] = []
-            ending = ""
-            while True:
-                tag, payload = item
-                if tag == store.EVENT:
-                    line = self._event_line(watcher, payload)
-                    if line:
-                        out.append(line)
-                    watcher.last_rv = payload.rv
-                elif tag == store.INITIAL:
-                    watcher.initial_left -= 1
-                    if watcher.matches(payload.obj):
-                        out.append(b'{"type":"ADDED","object":' + self._data(rt, payload) + b"}\n")
-                elif tag == store.INITIAL_END:
-                    out.append(self._bookmark(rt, payload, initial_end=True))
-                elif tag == store.GARBAGE:
-                    out.append(payload if payload.endswith(b"\n") else payload + b"\n")
-                else:
-                    ending = tag
-                    break
-                if len(out) >= _MAX_BATCH:
-                    break
-                try:
-                    item = get_nowait()
-                except queue.Empty:
-                    break
-            now = time.monotonic()
-            if not ending and deadline is not None and now >= deadline:
-                ending = store.STOP
-                if bookmarks and not watcher.initial_left:
-                    out.append(self._bookmark(rt, watcher.last_rv))
-            elif not ending and bookmarks and now >= next_bookmark and not watcher.initial_left:
-                # a busy stream: every event up to last_rv has been taken, so it may be promised
-                out.append(self._bookmark(rt, watcher.last_rv))
-                next_bookmark = now + interval
-            if out:
-                self._write_chunk(b"".join(out))
-            if ending == store.STOP:
-                self._end_stream()
-                return
-            if ending == store.DROP:
-                self._abort()
-                return
-            if ending == store.CUT:
-                line = self._bookmark(rt, watcher.last_rv)
-                self._write_chunk(line[: len(line) // 2])
-                self._abort()
-                return
-
-    def _event_line(self, watcher: store.Watcher, ev: store.Event) -> bytes | None:
-        rt = watcher.rt
-        data = ev.entry.data
-        if rt.custom and ev.entry.obj.get("apiVersion") != rt.api_version:
-            data = self._data(rt, ev.entry)
-        if not watcher._filtering:
-            return b'{"type":"' + ev.type.encode() + b'","object":' + data + b"}\n"
-        if ev.type == store.DELETED:
-            if watcher.matches(ev.entry.obj):
-                return b'{"type":"DELETED","object":' + data + b"}\n"
-            return None
-        now_in = watcher.matches(ev.entry.obj)
-        was_in = ev.prev is not None and watcher.matches(ev.prev.obj)
-        if now_in:
-            kind = b"MODIFIED" if was_in else b"ADDED"
-            return b'{"type":"' + kind + b'","object":' + data + b"}\n"
-        if was_in:
-            return b'{"type":"DELETED","object":' + ev.left_data() + b"}\n"
-        return None

@@ -16,205 +16,30 @@ import collections
 import gc
 import itertools
 import json
-import queue
 import random
-import re
 import threading
 import time
 from collections.abc import Callable, Iterable
-from datetime import datetime, timezone
 from typing import Any
 
-from kinformer import labels as labelsel
-from kinformer.testing._apiserver import resources, status
+from kinformer.testing._apiserver import resources, status, validation
+from kinformer.testing._apiserver.records import (
+    ADDED,
+    DELETED,
+    MODIFIED,
+    Entry,
+    Event,
+    dumps,
+    loads,
+    new_uid,
+    now_timestamp,
+    with_resource_version,
+)
 from kinformer.testing._apiserver.resources import ResourceType
+from kinformer.testing._apiserver.watchers import EVENT, INITIAL, INITIAL_END, STOP, Watcher
 
-try:
-    import orjson
-
-    def dumps(obj: Any) -> bytes:
-        """Compact JSON bytes of ``obj``."""
-        return orjson.dumps(obj)
-
-    def loads(data: bytes | str) -> Any:
-        """Decode JSON; raises ValueError on bad input."""
-        return orjson.loads(data)
-
-except ImportError:  # pragma: no cover - orjson is an optional speed-up
-
-    def dumps(obj: Any) -> bytes:
-        """Compact JSON bytes of ``obj``."""
-        return json.dumps(obj, separators=(",", ":")).encode()
-
-    def loads(data: bytes | str) -> Any:
-        """Decode JSON; raises ValueError on bad input."""
-        return json.loads(data)
-
-
-ADDED = "ADDED"
-MODIFIED = "MODIFIED"
-DELETED = "DELETED"
-
-# Watch queue item tags (besides events).
-EVENT = "event"
-INITIAL = "initial"
-INITIAL_END = "initial-end"
-STOP = "stop"  # end the stream cleanly
-DROP = "drop"  # close the connection abruptly
-GARBAGE = "garbage"  # write a malformed line
-CUT = "cut"  # write half a line, then close abruptly
-
-MAX_SNAPSHOTS = 64  # continue tokens kept alive; older ones answer 410 like a compacted etcd
-_SUBDOMAIN = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*\Z")
-_LABEL = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?\Z")
-_SUBDOMAIN_MSG = (
-    "a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or "
-    "'.', and must start and end with an alphanumeric character (e.g. 'example.com', regex used "
-    "for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*')"
-)
-_LABEL_MSG = (
-    "a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and "
-    "must start and end with an alphanumeric character (e.g. 'my-name',  or '123-abc', regex "
-    "used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?')"
-)
 _GENERATE_ALPHABET = "bcdfghjklmnpqrstvwxz2456789"
-
-
-_stamp_cache: tuple[int, str] = (0, "")
-
-
-def now_timestamp() -> str:
-    """The current UTC time as Kubernetes writes it (``2026-01-02T03:04:05Z``).
-
-    Formatted once per second: bulk writes create thousands of objects within one.
-    """
-    global _stamp_cache
-    second = int(time.time())
-    cached = _stamp_cache
-    if cached[0] == second:
-        return cached[1]
-    text = datetime.fromtimestamp(second, timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
-    _stamp_cache = (second, text)
-    return text
-
-
-def new_uid() -> str:
-    """A random (version 4) UUID string, without building a ``uuid.UUID``."""
-    h = f"{random.getrandbits(128) & ~(0xF << 76) & ~(0x3 << 62) | (0x4 << 76) | (0x2 << 62):032x}"
-    return f"{h[:8]}-{h[8:12]}-{h[12:16]}-{h[16:20]}-{h[20:]}"
-
-
-class Entry:
-    """One stored version of an object: the decoded dict (never mutated) and its JSON bytes."""
-
-    __slots__ = ("data", "obj", "rv")
-
-    def __init__(self, obj: dict[str, Any], data: bytes, rv: int) -> None:
-        self.obj = obj
-        self.data = data
-        self.rv = rv
-
-
-class Event:
-    """One write in the history: ``entry`` is the new state (the final state for DELETED)."""
-
-    __slots__ = ("_left", "entry", "gr", "name", "namespace", "prev", "rv", "type")
-
-    def __init__(
-        self, type_: str, gr: str, namespace: str, name: str, entry: Entry, prev: Entry | None
-    ) -> None:
-        self.type = type_
-        self.gr = gr
-        self.namespace = namespace
-        self.name = name
-        self.entry = entry
-        self.prev = prev
-        self.rv = entry.rv
-        self._left: bytes | None = None
-
-    def left_data(self) -> bytes:
-        """The previous object at this event's version: what a watch sees leaving its selector."""
-        if self._left is None:
-            assert self.prev is not None
-            self._left = dumps(with_resource_version(self.prev.obj, self.rv))
-        return self._left
-
-
-def with_resource_version(obj: dict[str, Any], rv: int) -> dict[str, Any]:
-    """A shallow copy of ``obj`` whose ``metadata.resourceVersion`` is ``rv``."""
-    copy = dict(obj)
-    copy["metadata"] = dict(obj.get("metadata") or {}, resourceVersion=str(rv))
-    return copy
-
-
-class FieldSelector:
-    """A parsed field selector: (path, negated, value) terms over dotted paths, all must hold."""
-
-    def __init__(self, terms: Iterable[tuple[tuple[str, ...], bool, str]] = ()) -> None:
-        self.terms = tuple(terms)
-
-    @classmethod
-    def parse(cls, text: str, rt: ResourceType) -> FieldSelector:
-        """Parse ``metadata.name=x,metadata.namespace!=y``; unknown fields raise 400."""
-        allowed = {"metadata.name", "metadata.namespace", *rt.extra_fields}
-        terms = []
-        for raw in text.split(","):
-            part = raw.strip()
-            if not part:
-                continue
-            for op in ("!=", "==", "="):
-                field, sep, value = part.partition(op)
-                if sep:
-                    break
-            else:
-                raise status.bad_request(f"invalid selector: '{text}'; can't understand '{part}'")
-            field = field.strip()
-            if field not in allowed:
-                raise status.bad_request(f'field label not supported: {field}')
-            terms.append((tuple(field.split(".")), op == "!=", value.strip()))
-        return cls(terms)
-
-    def matches(self, obj: dict[str, Any]) -> bool:
-        for path, negated, value in self.terms:
-            node: Any = obj
-            for step in path:
-                node = node.get(step) if isinstance(node, dict) else None
-            actual = "" if node is None else str(node)
-            if (actual == value) == negated:
-                return False
-        return True
-
-
-class Watcher:
-    """One open watch: its filter, its queue of pending items, and where it has got to.
-
-    Writers put ``(tag, payload)`` items under the storage lock; the serving thread takes them
-    off without it. ``overflowed`` is set by a writer when the queue grows past the backlog.
-    """
-
-    def __init__(
-        self,
-        rt: ResourceType,
-        namespace: str,
-        selector: labelsel.Selector,
-        fields: FieldSelector,
-    ) -> None:
-        self.rt = rt
-        self.namespace = namespace
-        self.selector = selector
-        self.fields = fields
-        self.queue: queue.SimpleQueue[tuple[str, Any]] = queue.SimpleQueue()
-        self.last_rv = 0
-        self.initial_left = 0  # synthetic ADDED items still queued; no bookmark before they are out
-        self.overflowed = False
-        self._filtering = not selector.empty() or bool(fields.terms)
-
-    def matches(self, obj: dict[str, Any]) -> bool:
-        """Whether ``obj`` passes the label and field selectors."""
-        if not self._filtering:
-            return True
-        meta = obj.get("metadata") or {}
-        return self.selector.matches(meta.get("labels")) and self.fields.matches(obj)
+MAX_SNAPSHOTS = 64  # continue tokens kept alive; older ones answer 410 like a compacted etcd
 
 
 class _Snapshot:
@@ -547,7 +372,7 @@ class Storage:
     def _create_locked(
         self, rt: ResourceType, namespace: str, obj: Any, dry_run: bool = False
     ) -> Entry:
-        meta = _check_body(rt, obj)
+        meta = validation.check_body(rt, obj)
         name = meta.get("name") or ""
         if not name and meta.get("generateName"):
             name = str(meta["generateName"]) + "".join(
@@ -565,7 +390,7 @@ class Storage:
         else:
             namespace = ""
             meta.pop("namespace", None)
-        _validate_name(rt, name)
+        validation.validate_name(rt, name)
         if rt.namespaced and ("", namespace) not in self._buckets.get("namespaces", {}):
             raise status.namespace_not_found(namespace)
         if (namespace, name) in self._buckets.get(rt.group_resource, {}):
@@ -632,7 +457,7 @@ class Storage:
         current = self._buckets.get(rt.group_resource, {}).get((namespace, name))
         if current is None:
             raise status.not_found(rt, name)
-        meta = _check_body(rt, obj)
+        meta = validation.check_body(rt, obj)
         if meta.get("name") not in (None, "", name):
             raise status.bad_request(f"the name of the object ({meta.get('name')}) does not "
                                      f"match the name on the URL ({name})")
@@ -761,44 +586,6 @@ class Storage:
         self._buckets.pop(gr, None)
         self._sorted.pop(gr, None)
         self._lock.notify_all()
-
-
-def _check_body(rt: ResourceType, obj: Any) -> dict[str, Any]:
-    """The metadata of a request body, after checking the shapes a decoder would reject (400)."""
-    if not isinstance(obj, dict):
-        raise status.bad_request(f"the body of the request could not be decoded into a {rt.kind}")
-    meta = obj.get("metadata")
-    if meta is None:
-        meta = obj["metadata"] = {}
-    if not isinstance(meta, dict):
-        raise status.bad_request("metadata: expected a JSON object")
-    for field in ("name", "namespace", "generateName", "resourceVersion", "uid"):
-        if meta.get(field) is not None and not isinstance(meta[field], str):
-            raise status.bad_request(f"metadata.{field}: expected a string")
-    for field in ("labels", "annotations"):
-        value = meta.get(field)
-        if value is None:
-            continue
-        if not isinstance(value, dict) or not all(
-            isinstance(k, str) and isinstance(v, str) for k, v in value.items()
-        ):
-            raise status.bad_request(f"metadata.{field}: expected a map of strings to strings")
-    return meta
-
-
-def _validate_name(rt: ResourceType, name: str) -> None:
-    if not name:
-        raise status.invalid(rt, "", [("FieldValueRequired", "metadata.name",
-                                       "Required value: name or generateName is required")])
-    if rt.resource == "namespaces":
-        ok, limit, msg = bool(_LABEL.match(name)), 63, _LABEL_MSG
-    else:
-        ok, limit, msg = bool(_SUBDOMAIN.match(name)), 253, _SUBDOMAIN_MSG
-    if len(name) > limit:
-        ok, msg = False, f"must be no more than {limit} characters"
-    if not ok:
-        raise status.invalid(rt, name, [("FieldValueInvalid", "metadata.name",
-                                         f'Invalid value: "{name}": {msg}')])
 
 
 def _spec_of(obj: dict[str, Any]) -> dict[str, Any]:
