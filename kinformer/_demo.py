@@ -23,6 +23,7 @@ import signal
 import sys
 import threading
 import time
+import urllib.parse
 from collections.abc import Callable
 from types import FrameType
 from typing import Any, TextIO
@@ -38,7 +39,7 @@ from kinformer.manager import InformerManager
 from kinformer.store import split_meta_namespace_key
 from kinformer.testing.apiserver import FakeAPIServer
 
-log = logging.getLogger("kinformer.demo")
+log = logging.getLogger(__name__)
 
 NAMESPACES = GroupVersionResource("", "v1", "namespaces")
 CONFIGMAPS = GroupVersionResource("", "v1", "configmaps")
@@ -238,12 +239,12 @@ class Demo:
         self.options = options
         self.stats = stats
         self.ctx = context.Context("demo")
-        self.server = FakeAPIServer(bookmark_interval=5.0)
+        self.server = FakeAPIServer(bookmark_interval=5.0)  # stopped by close()
         self.server.start()
         configuration = client.Configuration()
         configuration.host = self.server.url
         configuration.connection_pool_maxsize = 32  # one connection per open watch, plus writes
-        self.api: Any = client.ApiClient(configuration)
+        self.api: Any = _counting_api_client(configuration)
         self.raw = RawAPI(self.api)
         self.manager = InformerManager(self.api, 0, self.ctx)
         self.discovery = CachedDiscoveryClient(self.api)
@@ -365,7 +366,7 @@ class Demo:
             _threads.join_all([self._churn_thread], STOP_TIMEOUT)
 
     def watch_counts(self) -> tuple[int, int]:
-        """(watch reconnects, relists) of the demo's informers, as the server saw them.
+        """(watch reconnects, relists) of the demo's informers, from the requests they sent.
 
         Each informer's first list and first watch are not counted; every further watch is a
         re-established one, every further list (not counting continued pages) a relist.
@@ -373,17 +374,9 @@ class Demo:
         firsts = {resource_path(gvr): 1 for gvr in CACHED}
         firsts[resource_path(CONFIGMAPS)] += 1  # the InformerManager's and the controllers' informers
         firsts[resource_path(WIDGETS)] += 1
-        lists: collections.Counter[str] = collections.Counter()
-        watches: collections.Counter[str] = collections.Counter()
-        for method, path, query, _status in self.server.requests:
-            if method != "GET" or path not in firsts:
-                continue
-            if query.get("watch") in ("true", "1"):
-                watches[path] += 1
-            elif not query.get("continue"):
-                lists[path] += 1
-        reconnects = sum(max(0, watches[p] - n) for p, n in firsts.items())
-        relists = sum(max(0, lists[p] - n) for p, n in firsts.items())
+        lists, watches = self.api.counts()
+        reconnects = sum(max(0, watches.get(p, 0) - n) for p, n in firsts.items())
+        relists = sum(max(0, lists.get(p, 0) - n) for p, n in firsts.items())
         return reconnects, relists
 
     def mismatches(self) -> list[str]:
@@ -411,6 +404,40 @@ class Demo:
         self.server.stop()
         return alive + [t.name for t in _threads.kinformer_threads() if t.is_alive()
                         and t is not threading.current_thread()]
+
+
+def _counting_api_client(configuration: Any) -> Any:
+    """An ``ApiClient`` that also counts the lists and watches it sends, by path.
+
+    ``counts()`` returns ``(lists, watches)``: Counters of GET requests by path, a list counted
+    once however many pages it took. Thread-safe.
+    """
+    from kubernetes.client import ApiClient
+
+    class CountingApiClient(ApiClient):
+        def __init__(self, configuration: Any) -> None:
+            super().__init__(configuration)
+            self._counts_lock = threading.Lock()  # guards _lists, _watches
+            self._lists: collections.Counter[str] = collections.Counter()
+            self._watches: collections.Counter[str] = collections.Counter()
+
+        def call_api(self, method: str, url: str, *args: Any, **kwargs: Any) -> Any:
+            if method == "GET":
+                parts = urllib.parse.urlsplit(url)
+                query = urllib.parse.parse_qs(parts.query)
+                if query.get("watch", [""])[0] in ("true", "1"):
+                    with self._counts_lock:
+                        self._watches[parts.path] += 1
+                elif not query.get("continue"):
+                    with self._counts_lock:
+                        self._lists[parts.path] += 1
+            return super().call_api(method, url, *args, **kwargs)
+
+        def counts(self) -> tuple[dict[str, int], dict[str, int]]:
+            with self._counts_lock:
+                return dict(self._lists), dict(self._watches)
+
+    return CountingApiClient(configuration)
 
 
 def _configmap(i: int) -> dict[str, Any]:
@@ -600,8 +627,9 @@ def run(args: argparse.Namespace) -> int:
 
     def on_signal(signum: int, frame: FrameType | None) -> None:
         stop.set()
+        signal.signal(signum, previous[signum])  # a second Ctrl-C interrupts at once
 
-    previous = {sig: signal.signal(sig, on_signal) for sig in (signal.SIGINT, signal.SIGTERM)}
+    previous: dict[int, Any] = {sig: signal.signal(sig, on_signal) for sig in (signal.SIGINT, signal.SIGTERM)}
     out = sys.stdout
     display = Display(out, out.isatty())
     root = logging.getLogger()

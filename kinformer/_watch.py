@@ -111,8 +111,9 @@ def run(args: argparse.Namespace) -> int:
 
     def on_signal(signum: int, frame: FrameType | None) -> None:
         stop.set()
+        signal.signal(signum, previous[signum])  # a second Ctrl-C interrupts at once
 
-    previous = {sig: signal.signal(sig, on_signal) for sig in (signal.SIGINT, signal.SIGTERM)}
+    previous: dict[int, Any] = {sig: signal.signal(sig, on_signal) for sig in (signal.SIGINT, signal.SIGTERM)}
     logging.getLogger("urllib3").setLevel(logging.ERROR)  # its retry warnings repeat our one line
     broken = threading.Event()  # stdout's reader went away (| head): stop quietly
 
@@ -326,7 +327,7 @@ def resolve_resource(api: Any, name: str, where: str = "") -> Resolved:
                     raise CommandError(EXIT_UNKNOWN_RESOURCE,
                                        f"resource {entry.gvr.group_resource} cannot be listed and watched")
                 return Resolved(entry.gvr, entry.kind, entry.namespaced)
-    raise CommandError(EXIT_UNKNOWN_RESOURCE, f"the server doesn't have a resource type {name!r}")
+    raise CommandError(EXIT_UNKNOWN_RESOURCE, f'the server doesn\'t have a resource type "{name}"')
 
 
 def _interpretations(wanted: str) -> list[tuple[str, str | None, str | None]]:

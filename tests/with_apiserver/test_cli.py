@@ -142,7 +142,7 @@ def test_bad_arguments_exit_2(capsys: pytest.CaptureFixture[str]) -> None:
 def test_an_unknown_resource_exits_3_naming_it(kubeconfig: str) -> None:
     result = kinformer("watch", "gizmos", "--kubeconfig", kubeconfig, "--once")
     assert result.returncode == 3
-    assert result.stderr.strip() == "error: the server doesn't have a resource type 'gizmos'"
+    assert result.stderr.strip() == 'error: the server doesn\'t have a resource type "gizmos"'
 
 
 def test_resources_resolve_like_kubectl_by_plural_singular_short_name_kind_and_group(
