@@ -293,12 +293,14 @@ def _check_object(obj: Any, what: str) -> dict[str, Any]:
     metadata = obj.get("metadata")
     if not isinstance(metadata, dict) or not metadata.get("name"):
         raise errors.DecodeError(f"{what}: object has no metadata.name")
-    # a name or namespace that is not a string would become a garbage cache key
+    # a name or namespace that is not a string would become a garbage cache key, and such a
+    # resourceVersion the version the reflector resumes (and relists) from, forever
     if type(metadata["name"]) is not str:
         raise errors.DecodeError(f"{what}: metadata.name is not a string")
-    namespace = metadata.get("namespace")
-    if namespace is not None and type(namespace) is not str:
-        raise errors.DecodeError(f"{what}: metadata.namespace is not a string")
+    for field in ("namespace", "resourceVersion"):
+        value = metadata.get(field)
+        if value is not None and type(value) is not str:
+            raise errors.DecodeError(f"{what}: metadata.{field} is not a string")
     return obj
 
 
@@ -532,9 +534,15 @@ class HTTPWatch:
             if not isinstance(obj, dict):
                 raise errors.DecodeError(f"watch {self._subject}: ERROR event without a Status")
         elif event_type == "BOOKMARK":
-            if not isinstance(obj, dict) or not isinstance(obj.get("metadata"), dict):
+            metadata = obj.get("metadata") if isinstance(obj, dict) else None
+            if not isinstance(metadata, dict):
                 log.warning("watch %s: bookmark without metadata", self._subject)
                 raise errors.DecodeError(f"watch {self._subject}: bookmark without metadata")
+            if not isinstance(metadata.get("resourceVersion", ""), str):
+                # the reflector would resume, and relist, from this version forever
+                log.warning("watch %s: bookmark resourceVersion is not a string", self._subject)
+                raise errors.DecodeError(
+                    f"watch {self._subject}: bookmark resourceVersion is not a string")
         else:
             try:
                 _check_object(obj, f"watch {self._subject}: {event_type}")
