@@ -142,6 +142,15 @@ WATCH_FAULTS: dict[str, tuple[Callable[[FakeAPIServer], int], type[BaseException
             "kind": "ConfigMap", "metadata": {"name": ["ghost"], "namespace": "default",
                                               "resourceVersion": "7"}}})),
         errors.DecodeError, "metadata.name"),
+    "a bookmark whose resourceVersion is not a string": (
+        lambda s: s.inject_watch_garbage(line({"type": "BOOKMARK", "object": {
+            "kind": "ConfigMap", "apiVersion": "v1", "metadata": {"resourceVersion": {"rv": 7}}}})),
+        errors.DecodeError, "resourceVersion"),
+    "an object whose resourceVersion is not a string": (
+        lambda s: s.inject_watch_garbage(line({"type": "MODIFIED", "object": {
+            "kind": "ConfigMap", "metadata": {"name": "before", "namespace": "default",
+                                              "resourceVersion": ["7"]}}})),
+        errors.DecodeError, "resourceVersion"),
     "an unknown event type": (
         lambda s: s.inject_watch_garbage(line({"type": "EXPLODED", "object": GHOST})),
         errors.DecodeError, "unknown event type"),
