@@ -170,7 +170,9 @@ def _run(args: argparse.Namespace, stop: threading.Event, out: TextIO,
                     print(f"No resources found{scope}.", file=sys.stderr, flush=True)
                 return EXIT_OK
             while not stop.wait(1.0):
-                pass
+                error = informer.last_error()
+                if isinstance(error, (errors.UnauthorizedError, errors.ForbiddenError)):
+                    raise _command_error(error, where, f"watch {target.gvr.group_resource}")
             return EXIT_OK
         finally:
             ctx.cancel()

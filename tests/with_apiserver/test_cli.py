@@ -127,6 +127,18 @@ def test_watch_prints_a_line_for_each_change_made_while_it_runs(
     assert process.wait(10) == 0
 
 
+def test_a_watch_that_becomes_forbidden_ends_with_exit_6(
+    apiserver: FakeAPIServer, watching: tuple[subprocess.Popen[str], Lines],
+) -> None:
+    process, _lines = watching
+    assert apiserver.wait_for_watchers(CONFIGMAPS, 1, timeout=15.0)
+    apiserver.forbid("configmaps")
+    apiserver.drop_watches()  # the reflector relists, and the list is refused
+    assert process.wait(15) == 6
+    assert process.stderr is not None
+    assert "Forbidden (403)" in process.stderr.read()
+
+
 def test_bad_arguments_exit_2(capsys: pytest.CaptureFixture[str]) -> None:
     result = kinformer("watch", "cm", "-n", "a", "-A")
     assert result.returncode == 2
