@@ -329,7 +329,7 @@ class FakeAPIServer:
 
     @property
     def requests(self) -> list[tuple[str, str, dict[str, str], int]]:
-        """Every request served so far: (method, path, query, HTTP status)."""
+        """The requests served so far (the last 100,000): (method, path, query, HTTP status)."""
         with self._state.lock:
             return list(self._state.requests)
 

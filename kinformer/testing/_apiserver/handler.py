@@ -8,6 +8,7 @@ watcher's own queue, so the connection thread is the only one that waits on a sl
 
 from __future__ import annotations
 
+import collections
 import hmac
 import http.server
 import logging
@@ -25,6 +26,7 @@ from kinformer.testing._apiserver.status import StatusError
 
 log = logging.getLogger("kinformer.testing.apiserver")
 
+REQUEST_LOG_SIZE = 100_000  # requests remembered; a long-running ``kinformer serve`` stays bounded
 VERBS = ("get", "list", "watch", "create", "update", "patch", "delete", "deletecollection")
 _RV_MATCHES = ("", "NotOlderThan", "Exact")
 
@@ -67,7 +69,8 @@ class ServerState:
         self.raw_answers: list[_RawAnswer] = []
         self.delays: dict[str | None, float] = {}
         self.forbidden: set[tuple[str, str | None]] = set()
-        self.requests: list[tuple[str, str, dict[str, str], int]] = []
+        self.requests: collections.deque[tuple[str, str, dict[str, str], int]] = (
+            collections.deque(maxlen=REQUEST_LOG_SIZE))
 
     def take_failure(self, verb: str, resource: str) -> int | None:
         with self.lock:
