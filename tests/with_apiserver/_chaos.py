@@ -88,6 +88,7 @@ class View:
     kind: Kind
     namespace: str = ""
     colors: tuple[str, ...] = ()
+    resync: float = 0.0  # seconds of the informers' clock between resyncs; 0: never
 
     @property
     def selector(self) -> str | None:
@@ -110,7 +111,7 @@ class View:
 
 VIEWS = (
     View("configmaps", CONFIGMAPS),
-    View("nodes", NODES),
+    View("nodes", NODES, resync=20.0),  # every 0.25 s of real time
     View("widgets", WIDGETS),
     View("red-or-green-configmaps-in-chaos", CONFIGMAPS, "chaos", ("red", "green")),
 )
@@ -298,6 +299,7 @@ class Chaos:
             informer = SharedIndexInformer(
                 ListWatch.for_resource(self._informer_client, view.kind.gvr, view.namespace,
                                        label_selector=view.selector, read_timeout=READ_TIMEOUT),
+                default_event_handler_resync_period=view.resync,
                 indexers=INDEXERS,
                 clock=clock,
                 name=f"chaos-{view.name}",
