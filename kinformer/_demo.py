@@ -19,6 +19,7 @@ import contextlib
 import dataclasses
 import logging
 import random
+import shutil
 import signal
 import sys
 import threading
@@ -571,7 +572,7 @@ class Display:
             return
         until = f" / {demo.options.duration:g}s" if demo.options.duration else " (Ctrl-C stops)"
         lines = [
-            f"\x1b[1mkinformer demo\x1b[0m  {demo.server.url}  {elapsed:5.1f}s{until}  "
+            f"kinformer demo  {demo.server.url}  {elapsed:5.1f}s{until}  "
             f"churn {demo.options.rate:g}/s",
             f"  phase         {phase}",
             f"  loaded        {demo.loaded}/{demo.options.objects} ConfigMaps in "
@@ -590,6 +591,9 @@ class Display:
 
     def _write(self, lines: list[str]) -> None:
         if self._tty:
+            # a wrapped line would throw off the cursor-up count of the next frame
+            width = max(20, shutil.get_terminal_size().columns - 1)
+            lines = [line[:width] for line in lines]
             up = f"\x1b[{self._drawn}F" if self._drawn else "\x1b[?25l"
             self._out.write(up + "".join(line + "\x1b[K\n" for line in lines) + "\x1b[J")
             self._drawn = len(lines)
