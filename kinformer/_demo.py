@@ -545,7 +545,7 @@ class Display:
 
     def __init__(self, out: TextIO, tty: bool) -> None:
         self._out = out
-        self._tty = tty
+        self.tty = tty
         self._drawn = 0
         self._last_events = 0
         self._last_time = time.monotonic()
@@ -563,7 +563,7 @@ class Display:
         cached = demo.cached()
         running = sorted(demo.controllers.running_controllers())
         reconnects, relists = demo.watch_counts()
-        if not self._tty:
+        if not self.tty:
             parts = [f"t={elapsed:.1f}s", f"phase={phase}", f"events/s={self.rate:.0f}"]
             parts += [f"{gvr.resource}={'listing' if n is None else n}" for gvr, n in cached.items()]
             parts += [f"controllers={','.join(running) or '-'}", f"reconnects={reconnects}",
@@ -590,7 +590,7 @@ class Display:
         self._write(lines)
 
     def _write(self, lines: list[str]) -> None:
-        if self._tty:
+        if self.tty:
             # a wrapped line would throw off the cursor-up count of the next frame
             width = max(20, shutil.get_terminal_size().columns - 1)
             lines = [line[:width] for line in lines]
@@ -602,7 +602,7 @@ class Display:
         self._out.flush()
 
     def close(self) -> None:
-        if self._tty:
+        if self.tty:
             self._out.write("\x1b[?25h")
             self._out.flush()
 
@@ -638,7 +638,7 @@ def run(args: argparse.Namespace) -> int:
     display = Display(out, out.isatty())
     root = logging.getLogger()
     saved_handlers = root.handlers[:]
-    if display._tty:
+    if display.tty:
         root.handlers = [_WarningCollector(display)]
     try:
         return _run(options, stop, display, out)
@@ -657,7 +657,7 @@ def _run(options: Options, stop: threading.Event, display: Display, out: TextIO)
     alive: list[str] = []
     try:
         deadline = demo.started + options.duration if options.duration else float("inf")
-        frame_interval = 0.5 if display._tty else 1.0
+        frame_interval = 0.5 if display.tty else 1.0
 
         def tick(phase: str) -> bool:
             """Draw a frame; False once the demo should end."""
@@ -686,25 +686,26 @@ def _run(options: Options, stop: threading.Event, display: Display, out: TextIO)
         demo.stop_churn()
         if demo.synced_after is not None:
             display.frame(demo, "checking the caches against the server")
-            mismatched = _converge(demo, stop)
+            mismatched = _converge(demo)
     finally:
         alive = demo.close()
-    _summary(out, demo, display, interrupted, mismatched, alive)
+    _summary(out, demo, interrupted, mismatched, alive)
     return 1 if alive or mismatched else 0
 
 
-def _converge(demo: Demo, stop: threading.Event) -> list[str]:
+def _converge(demo: Demo) -> list[str]:
     """Wait until every cache equals the server; the types still differing after the timeout."""
     deadline = time.monotonic() + CONVERGE_TIMEOUT
+    pause = threading.Event()  # never set: ``stop`` may already be, after Ctrl-C
     while True:
         differing = demo.mismatches()
         if not differing or time.monotonic() >= deadline:
             return differing
-        stop.wait(0.1)
+        pause.wait(0.1)
 
 
-def _summary(out: TextIO, demo: Demo, display: Display, interrupted: bool, mismatched: list[str],
-             alive: list[str]) -> None:
+def _summary(out: TextIO, demo: Demo, interrupted: bool, mismatched: list[str], alive: list[str]) -> None:
+    """Print what the run did and whether the caches ended equal to the server."""
     events, reconciles, changes, faults = demo.stats.snapshot()
     elapsed = time.monotonic() - demo.started
     total = sum(events.values())

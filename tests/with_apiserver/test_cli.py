@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import queue
+import signal
 import socket
 import subprocess
 import sys
@@ -123,7 +124,7 @@ def test_watch_prints_a_line_for_each_change_made_while_it_runs(
     assert lines.next_matching("default/during").split()[::2] == [
         "MODIFIED", changed["metadata"]["resourceVersion"]]
     assert lines.next_matching("default/during").split()[0] == "DELETED"
-    process.send_signal(2)  # SIGINT: a clean stop
+    process.send_signal(signal.SIGINT)  # a clean stop, exit 0
     assert process.wait(10) == 0
 
 
