@@ -88,6 +88,26 @@ def _resource_version(obj: Any) -> str | None:
     return str(rv) if rv is not None else ""
 
 
+def _has_name(obj: Any) -> bool:
+    """Whether the object carries a non-empty metadata.name (bookmarks need not)."""
+    metadata = _metadata(obj)
+    if isinstance(metadata, dict):
+        return bool(metadata.get("name"))
+    return bool(getattr(metadata, "name", None))
+
+
+def _named_items(items: Any, name: str) -> list[Any]:
+    """The list items that have a name; each one without is logged and left out of the cache."""
+    kept = [obj for obj in items if _has_name(obj)]
+    if len(kept) != len(items):
+        log.warning(
+            "reflector %s: %d listed objects without metadata.name; skipped",
+            name,
+            len(items) - len(kept),
+        )
+    return kept
+
+
 def _is_initial_events_end(obj: Any) -> bool:
     metadata = _metadata(obj)
     if isinstance(metadata, dict):
@@ -333,7 +353,7 @@ class Reflector:
             "reflector %s: listed %d items at rv=%s", self.name, len(result.items), result.resource_version
         )
         try:
-            self._store.replace(list(result.items), result.resource_version)
+            self._store.replace(_named_items(list(result.items), self.name), result.resource_version)
         except Exception as exc:
             log.warning("reflector %s: unable to sync list result: %s", self.name, exc)
             raise errors.KinformerError(
@@ -511,6 +531,9 @@ class Reflector:
                         "without metadata" if rv is None else "of unknown type",
                     )
                     continue
+                if event_type != "BOOKMARK" and not _has_name(obj):
+                    log.warning("reflector %s: %s event without a name; skipped", self.name, event_type)
+                    continue
                 if debug:
                     log.debug("reflector %s: %s rv=%s", self.name, event_type, rv)
                 action = actions[event_type]
@@ -656,6 +679,12 @@ class Reflector:
                 rv = _resource_version(obj)
                 if rv is None:
                     log.warning("reflector %s: event without metadata; skipped", self.name)
+                    continue
+                if event.type not in ("ADDED", "MODIFIED", "DELETED", "BOOKMARK"):
+                    log.warning("reflector %s: %s event of unknown type; skipped", self.name, event.type)
+                    continue
+                if event.type != "BOOKMARK" and not _has_name(obj):
+                    log.warning("reflector %s: %s event without a name; skipped", self.name, event.type)
                     continue
                 opened.events += 1
                 if event.type in ("ADDED", "MODIFIED"):
