@@ -240,6 +240,7 @@ class Demo:
         self.options = options
         self.stats = stats
         self.ctx = context.Context("demo")
+        self._threads_before = set(_threads.kinformer_threads())  # to check that close() left none
         self.server = FakeAPIServer(bookmark_interval=5.0)  # stopped by close()
         self.server.start()
         configuration = client.Configuration()
@@ -398,13 +399,13 @@ class Demo:
         self.final_cached = {gvr: n for gvr, n in self.cached().items() if n is not None}
         self.watch_counts_final = self.watch_counts()
         self.ctx.cancel()
-        alive = _threads.join_all([*self.threads, *filter(None, [self._churn_thread])], STOP_TIMEOUT)
+        _threads.join_all([*self.threads, *filter(None, [self._churn_thread])], STOP_TIMEOUT)
         self.ddsif.stop()
         self.manager.stop()
         self.api.close()
         self.server.stop()
-        return alive + [t.name for t in _threads.kinformer_threads() if t.is_alive()
-                        and t is not threading.current_thread()]
+        started_here = [t for t in _threads.kinformer_threads() if t not in self._threads_before]
+        return _threads.join_all(started_here, STOP_TIMEOUT)
 
 
 def _counting_api_client(configuration: Any) -> Any:
