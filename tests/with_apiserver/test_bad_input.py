@@ -29,6 +29,7 @@ from kinformer.testing import FakeAPIServer, FakeClock, wait_for
 CONFIGMAPS = GroupVersionResource("", "v1", "configmaps")
 TIMEOUT = 5.0
 BACKOFF_STEP = 2.0  # seconds of fake time past the first backoff (0.8 s, jittered below 1.6 s)
+NO_HOT_LOOP = 0.1  # real seconds during which the stopped fake clock must see no relist
 
 
 def configmap(name: str) -> dict[str, Any]:
@@ -103,7 +104,7 @@ class Running:
         assert self.clock.wait_for_waiters(1, TIMEOUT), "no backoff wait"
         lists = self.lists()
         self.server.create(CONFIGMAPS, configmap("while-backing-off"))
-        assert not wait_for(lambda: self.lists() > lists, 0.2), "relisted without backing off"
+        assert not wait_for(lambda: self.lists() > lists, NO_HOT_LOOP), "relisted without backing off"
         self.clock.step(BACKOFF_STEP)
         assert wait_for(lambda: self.lists() > lists, TIMEOUT), "never relisted"
         assert wait_for(lambda: self.cache() == self.server_state(), TIMEOUT), (
