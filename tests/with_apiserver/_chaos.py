@@ -248,6 +248,8 @@ class Recorder:
             elif op == "update":
                 if state.get(key) != old:
                     anomalies.append(f"update of {key} from rv {old}, known at {state.get(key)}")
+                if int(new) < int(old):
+                    anomalies.append(f"update of {key} went back in time from rv {old} to {new}")
                 state[key] = new
             else:
                 if key not in state:
