@@ -60,7 +60,9 @@ class Listener:
         self.resync_period = resync_period  # effective; guarded by the processor's lock
         self.next_resync = now + resync_period  # guarded by the processor's lock
         self._upstream_synced = upstream_synced
-        self._cond = threading.Condition()  # guards _buffer, _closed, _pending_initial
+        self._lock = threading.Lock()  # guards _buffer, _closed, _pending_initial, _waiting
+        self._cond = threading.Condition(self._lock)  # hot paths take the lock directly
+        self._waiting = False  # the delivery thread waits in _cond: notify only then
         self._buffer: deque[Notification] = deque()
         self._closed = False
         self._pending_initial = 0  # initial-list adds enqueued and not yet returned from the handler
@@ -68,13 +70,28 @@ class Listener:
 
     def add(self, notification: Notification) -> None:
         """Buffer a notification for delivery; ignored once closed. Never blocks on the handler."""
-        with self._cond:
+        lock = self._lock
+        lock.acquire()
+        try:
             if self._closed:
                 return
             if notification.kind == ADD and notification.second:
                 self._pending_initial += 1
             self._buffer.append(notification)
-            self._cond.notify()
+            if self._waiting:
+                self._cond.notify()
+        finally:
+            lock.release()
+
+    def add_initial(self, notifications: list[Notification]) -> None:
+        """Buffer many ``ADD`` notifications of the initial list (``second`` True) at once."""
+        with self._lock:
+            if self._closed:
+                return
+            self._pending_initial += len(notifications)
+            self._buffer.extend(notifications)
+            if self._waiting:
+                self._cond.notify()
 
     def start(self, name: str) -> threading.Thread:
         self.thread = _threads.spawn(self._run, name)
@@ -104,21 +121,31 @@ class Listener:
         return self.resync_period != 0 and now >= self.next_resync
 
     def _run(self) -> None:
+        lock, cond, buffer = self._lock, self._cond, self._buffer
+        returned_initial = 0  # an initial add that returned, counted at the next lock hold
         while True:
-            with self._cond:
-                while not self._buffer and not self._closed:
-                    self._cond.wait()
+            lock.acquire()
+            try:
+                self._pending_initial -= returned_initial
+                returned_initial = 0
+                while not buffer and not self._closed:
+                    self._waiting = True
+                    try:
+                        cond.wait()
+                    finally:
+                        self._waiting = False
                 if self._closed:
                     return
-                item = self._buffer.popleft()
+                item = buffer.popleft()
+            finally:
+                lock.release()
             try:
                 self._deliver(item)
             except Exception:
                 log.exception("event handler %r failed on %s; notification skipped", self.handler, item.kind)
             finally:
                 if item.kind == ADD and item.second:
-                    with self._cond:
-                        self._pending_initial -= 1
+                    returned_initial = 1
 
     def _deliver(self, item: Notification) -> None:
         if item.kind == ADD:
@@ -169,6 +196,12 @@ class SharedProcessor:
         if found:
             listener.close()
         return found
+
+    def distribute_initial(self, notifications: list[Notification]) -> None:
+        """Buffer many initial-list ``ADD`` notifications for every listener, in order."""
+        with self._lock:
+            for listener in self._listeners:
+                listener.add_initial(notifications)
 
     def distribute(self, notification: Notification, sync: bool) -> None:
         """Buffer ``notification`` for every listener, or only the syncing ones when ``sync``."""

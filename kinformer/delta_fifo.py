@@ -204,19 +204,25 @@ class DeltaFIFO:
         queued, so an error leaves the FIFO unchanged. ``resource_version`` is not used here.
         """
         key_of = self.key_of
+        key_func = self._key_func
         transformer = self._transformer
         pairs = []
         for obj in objs:
-            key = key_of(obj)
+            key = key_func(obj) if type(obj) is dict else key_of(obj)
             if transformer is not None:
                 obj = self._transform(obj)
             pairs.append((key, obj))
         action = _REPLACED if self._emit_delta_type_replaced else _SYNC
         with self._cond:
             new_keys: set[str] = set()
+            items, queue = self._items, self._queue
             for key, obj in pairs:
                 new_keys.add(key)
-                self._queue_locked(action, obj, key)
+                if key in items:
+                    self._queue_locked(action, obj, key)
+                else:  # the usual case, inlined: a key with nothing queued
+                    items[key] = [_new_delta(Delta, (action, obj))]
+                    queue.append(key)
             deletions = 0
             for key in [k for k in self._items if k not in new_keys]:
                 newest = self._items[key][-1][1]
@@ -312,6 +318,42 @@ class DeltaFIFO:
                 if not self._synced and self._populated and self._initial_population_count == 0:
                     self._synced = True
             return deltas
+        finally:
+            lock.release()
+
+    def _pop_initial(
+        self, process: Callable[[builtins.list[tuple[str, Deltas]]], None], limit: int
+    ) -> int:
+        """Pop up to ``limit`` items of the initial list at once: ``process(batch)`` under the lock.
+
+        ``batch`` holds ``(key, deltas)`` pairs in queue order.
+        Never blocks: returns 0 when the FIFO is synced or nothing of the initial list is
+        queued, else how many items were popped. Equivalent to that many :meth:`pop` calls, each
+        with ``is_in_initial_list`` True (the informer's bulk path for a first list); the items
+        are removed before ``process`` runs, and ``has_synced`` turns True after it returns
+        when the batch held the last item of the initial list.
+        """
+        lock = self._lock
+        lock.acquire()
+        try:
+            count = self._initial_population_count
+            queue = self._queue
+            if self._synced or count <= 0 or not queue:
+                return 0
+            take = min(count, limit, len(queue))
+            items = self._items
+            popleft = queue.popleft
+            batch = []
+            for _ in range(take):
+                key = popleft()
+                batch.append((key, items.pop(key)))
+            self._initial_population_count = count - take
+            try:
+                process(batch)
+            finally:
+                if self._populated and self._initial_population_count == 0:
+                    self._synced = True
+            return take
         finally:
             lock.release()
 

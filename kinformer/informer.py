@@ -22,6 +22,7 @@ from kinformer.handlers import ResourceEventHandler, wait_for_cache_sync
 log = logging.getLogger(__name__)
 
 MINIMUM_RESYNC_PERIOD = 1.0  # client-go's floor: a smaller period would replay the cache in a busy loop
+INITIAL_BATCH = 1000  # items of the first list applied per FIFO lock hold
 POP_TIMEOUT = 1.0  # the delta loop looks at its stop signal at least this often
 JOIN_TIMEOUT = 30.0  # reflector and delta loop close their own streams; this only bounds a bug
 
@@ -346,6 +347,8 @@ class SharedIndexInformer:
                 if fifo.gc_held and fifo.has_synced():
                     fifo.end_gc_pause(freeze=True)
                 try:
+                    if fifo._pop_initial(self._handle_initial, INITIAL_BATCH):
+                        continue
                     fifo.pop(self._handle_deltas, timeout=POP_TIMEOUT)
                 except errors.FIFOClosedError:
                     return
@@ -358,31 +361,65 @@ class SharedIndexInformer:
         finally:
             fifo.end_gc_pause(freeze=False)
 
-    def _handle_deltas(self, deltas: list[delta_fifo.Delta], is_in_initial_list: bool) -> None:
-        """Apply popped deltas oldest first: cache first, then notifications (under the FIFO lock).
+    def _handle_initial(self, batch: list[tuple[str, list[delta_fifo.Delta]]]) -> None:
+        """Apply popped items of the first list at once (under the FIFO lock).
 
-        Runs once per popped key: the key is computed once and the cache written under it.
+        The same outcome as ``_handle_deltas(deltas, True)`` for each item in order: when every
+        item is a single add of a key not cached yet, the cache takes them in one pass and each
+        handler gets its ``on_add(obj, True)`` notifications in one append; otherwise (relist,
+        several deltas, an index function error) each item goes the usual way.
         """
         indexer = self._indexer
-        distribute = self._processor.distribute
         with self._block_deltas:
-            for delta_type, obj in deltas:
-                if delta_type == _DELETED:
-                    indexer.delete(obj)
-                    distribute(_new_notification(_Notification, (_DELETE, obj, None)), False)
-                    continue
-                key = indexer._key(obj)
-                old = indexer.get_by_key(key)
-                indexer._write(obj, key)
-                if old is not None:
-                    distribute(
-                        _new_notification(_Notification, (_UPDATE, old, obj)),
-                        _resource_version(old) == _resource_version(obj),
+            items: dict[str, Any] = {}
+            fast = True
+            for key, deltas in batch:  # the FIFO's key is the cache's for objects that are not DFSUs
+                if len(deltas) != 1 or deltas[0][0] == _DELETED:
+                    fast = False
+                    break
+                items[key] = deltas[0][1]
+            if fast:
+                try:
+                    fast = indexer._add_new(items)
+                except Exception:
+                    fast = False
+                if fast:
+                    self._processor.distribute_initial(
+                        [_new_notification(_Notification, (_ADD, obj, True)) for obj in items.values()]
                     )
-                else:
-                    distribute(
-                        _new_notification(_Notification, (_ADD, obj, is_in_initial_list)), False
-                    )
+                    return
+            for _, deltas in batch:
+                try:
+                    self._apply(deltas, True)
+                except Exception:
+                    log.exception("informer %s: failed to process deltas; object dropped", self._name)
+
+    def _handle_deltas(self, deltas: list[delta_fifo.Delta], is_in_initial_list: bool) -> None:
+        """Apply popped deltas oldest first: cache first, then notifications (under the FIFO lock)."""
+        with self._block_deltas:
+            self._apply(deltas, is_in_initial_list)
+
+    def _apply(self, deltas: list[delta_fifo.Delta], is_in_initial_list: bool) -> None:
+        """``_handle_deltas`` without the lock: the key is computed once per delta."""
+        indexer = self._indexer
+        distribute = self._processor.distribute
+        for delta_type, obj in deltas:
+            if delta_type == _DELETED:
+                indexer.delete(obj)
+                distribute(_new_notification(_Notification, (_DELETE, obj, None)), False)
+                continue
+            key = indexer._key(obj)
+            old = indexer.get_by_key(key)
+            indexer._write(obj, key)
+            if old is not None:
+                distribute(
+                    _new_notification(_Notification, (_UPDATE, old, obj)),
+                    _resource_version(old) == _resource_version(obj),
+                )
+            else:
+                distribute(
+                    _new_notification(_Notification, (_ADD, obj, is_in_initial_list)), False
+                )
 
     def __repr__(self) -> str:
         state = "stopped" if self._stopped else "running" if self._started else "new"

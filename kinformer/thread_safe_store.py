@@ -150,6 +150,43 @@ class IndexedMap:
         finally:
             lock.release()
 
+    def _add_new(self, items: dict[str, Any]) -> bool:
+        """Store many objects under keys not stored yet, in one pass and one lock hold.
+
+        The same end state as ``_write`` of each item in order (the last one sets the store's
+        resourceVersion). Returns False and changes nothing when a key is already stored or the
+        indexers changed meanwhile; an index function error propagates and changes nothing.
+        Callers fall back to ``_write`` per item then.
+        """
+        if not items:
+            return True
+        fns = self._fns
+        objs = list(items.values())
+        columns = [[fn(obj) for obj in objs] for fn in fns]  # outside the lock, may raise
+        lock = self._lock
+        lock.acquire()
+        try:
+            if fns is not self._fns:
+                return False
+            stored = self._items
+            for key in items:
+                if key in stored:
+                    return False
+            stored.update(items)
+            self._rv_obj = objs[-1]
+            for index, key_values, i in self._slots:
+                for (key, obj), vals in zip(items.items(), columns[i], strict=True):
+                    key_values[key] = vals
+                    for v in vals:
+                        bucket = index.get(v)
+                        if bucket is None:
+                            index[v] = {key: obj}
+                        else:
+                            bucket[key] = obj
+            return True
+        finally:
+            lock.release()
+
     def _delete(self, key: str, obj: Any = None) -> None:
         """Remove ``key`` and its index entries; a missing key is a no-op.
 

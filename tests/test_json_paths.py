@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 
 from kinformer import _json
+from kinformer.handlers import wait_for_cache_sync
 from kinformer.informer import SharedIndexInformer
 from kinformer.listwatch import ChannelWatch, ListOptions, ListResult, ListWatch
 
@@ -122,5 +123,36 @@ def test_an_object_failing_to_index_in_the_initial_list_still_ends_the_pause(
         stop.set()
         thread.join(TIMEOUT)
     assert sorted(informer.get_indexer().list_keys()) == ["ns/a", "ns/c"]
-    assert collector_on_inside == [False, False, False]
+    assert collector_on_inside and not any(collector_on_inside)
     assert gc.isenabled()
+
+
+def test_a_first_list_larger_than_a_batch_reaches_cache_index_and_handler_in_list_order() -> None:
+    from kinformer.handlers import ResourceEventHandlerDetailedFuncs
+    from kinformer.informer import INITIAL_BATCH
+
+    objs = [cm(f"o{i:05d}") for i in range(INITIAL_BATCH * 2 + 7)]
+    for i, obj in enumerate(objs):
+        obj["metadata"]["labels"] = {"shard": str(i % 3)}
+    seen: list[tuple[str, bool]] = []
+    informer = SharedIndexInformer(
+        lister_watcher(*objs), indexers={"shard": lambda o: [o["metadata"]["labels"]["shard"]]}
+    )
+    registration = informer.add_event_handler(
+        ResourceEventHandlerDetailedFuncs(
+            add_func=lambda obj, initial: seen.append((obj["metadata"]["name"], initial))
+        )
+    )
+    stop = threading.Event()
+    thread = run_in_thread(informer, stop)
+    try:
+        assert informer.wait_for_sync(TIMEOUT)
+        assert wait_for_cache_sync(stop, registration.has_synced, timeout=TIMEOUT)
+    finally:
+        stop.set()
+        thread.join(TIMEOUT)
+    assert seen == [(o["metadata"]["name"], True) for o in objs]
+    indexer = informer.get_indexer()
+    assert len(indexer) == len(objs)
+    assert len(indexer.by_index("shard", "1")) == len([o for o in objs[1::3]])
+    assert indexer.get_by_key("ns/o00042") is objs[42]
