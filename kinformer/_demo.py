@@ -55,6 +55,7 @@ DISCOVERY_INTERVAL = 1.0  # seconds between the InformerManager's discovery pass
 CHURN_TICK = 0.05  # seconds between churn batches
 FIRST_FAULT = 8.0  # seconds of churn before the first injected fault; each gap after is twice the last
 CONVERGE_TIMEOUT = 10.0  # seconds the caches get to match the server at the end
+RATE_WINDOW = 0.5  # seconds: events/s is recomputed over at least this long
 STOP_TIMEOUT = 15.0  # seconds to join the demo's own threads
 
 
@@ -557,15 +558,16 @@ class Display:
         now = time.monotonic()
         events, reconciles, changes, faults = demo.stats.snapshot()
         total = sum(events.values())
-        if now > self._last_time:
+        if now - self._last_time >= RATE_WINDOW:  # a shorter span would make a jumpy rate
             self.rate = (total - self._last_events) / (now - self._last_time)
-        self._last_events, self._last_time = total, now
+            self._last_events, self._last_time = total, now
         elapsed = now - demo.started
         cached = demo.cached()
         running = sorted(demo.controllers.running_controllers())
         reconnects, relists = demo.watch_counts()
         if not self.tty:
-            parts = [f"t={elapsed:.1f}s", f"phase={phase}", f"events/s={self.rate:.0f}"]
+            parts = [f"t={elapsed:.1f}s", f"phase={phase}",
+                     f"loaded={demo.loaded}/{demo.options.objects}", f"events/s={self.rate:.0f}"]
             parts += [f"{gvr.resource}={'listing' if n is None else n}" for gvr, n in cached.items()]
             parts += [f"controllers={','.join(running) or '-'}", f"reconnects={reconnects}",
                       f"relists={relists}"]
@@ -665,7 +667,14 @@ def _run(options: Options, stop: threading.Event, display: Display, out: TextIO)
             display.frame(demo, phase)
             return not stop.is_set() and time.monotonic() < deadline
 
-        demo.load(lambda: display.frame(demo, "loading the workload"))
+        last_load_frame = [0.0]
+
+        def loading() -> None:
+            if time.monotonic() - last_load_frame[0] >= frame_interval:
+                display.frame(demo, "loading the workload")
+                last_load_frame[0] = time.monotonic()
+
+        demo.load(loading)
         demo.start()
         phase = "listing: initial lists loading"
         next_frame = time.monotonic()
