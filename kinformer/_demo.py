@@ -459,6 +459,10 @@ def _widget(i: int) -> dict[str, Any]:
             "spec": {"message": "hello 0"}}
 
 
+def _plural(count: int, noun: str) -> str:
+    return f"{count} {noun}" if count == 1 else f"{count} {noun}s"
+
+
 def _key(obj: Any) -> str:
     meta = obj.get("metadata") or {}
     return f"{meta.get('namespace') or ''}/{meta.get('name') or ''}"
@@ -587,9 +591,9 @@ class Display:
             "  controllers   " + (", ".join(f"{name} ({reconciles.get(name, 0)} reconciles)"
                                             for name in running) or "none yet"),
             f"  watches       {reconnects} reconnects, {relists} relists  "
-            f"({faults} faults injected, {changes} changes made)",
+            f"({_plural(faults, 'fault')} injected, {changes} changes made)",
         ]
-        lines += [f"  last warnings {w}" for w in self.warnings]
+        lines += [f"  {'last warnings' if i == 0 else '':<13} {w}" for i, w in enumerate(self.warnings)]
         self._write(lines)
 
     def _write(self, lines: list[str]) -> None:
@@ -733,7 +737,7 @@ def _summary(out: TextIO, demo: Demo, interrupted: bool, mismatched: list[str], 
                                 or "nothing"),
         "  controllers    " + (", ".join(f"{name} {n} reconciles" for name, n in sorted(reconciles.items()))
                                 or "none ran"),
-        f"  watches        {reconnects} reconnects, {relists} relists ({faults} faults injected)",
+        f"  watches        {reconnects} reconnects, {relists} relists ({_plural(faults, 'fault')} injected)",
     ]
     if demo.synced_after is not None:
         lines.append("  consistency    " + (f"caches differ from the server: {', '.join(mismatched)}"
