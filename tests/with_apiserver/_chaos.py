@@ -266,7 +266,7 @@ class Recorder:
 
 @dataclasses.dataclass
 class Watched:
-    """One kind's informer, its handlers and its run thread."""
+    """One view's informer, its handlers, its run thread and the errors it reported."""
 
     view: View
     informer: SharedIndexInformer
@@ -280,7 +280,6 @@ class Chaos:
 
     def __init__(self, seed: int) -> None:
         self.seed = seed
-        self._rng = random.Random(seed)
         self.server = FakeAPIServer(bookmark_interval=0.2, future_rv_wait=0.3)
         self.server.start()
         self.server.create(GroupVersionResource("", "v1", "namespaces"),
