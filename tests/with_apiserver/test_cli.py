@@ -89,6 +89,26 @@ def test_demo_runs_for_its_duration_and_ends_with_a_consistent_summary() -> None
     assert "configmap-audit" in summary
 
 
+def test_demo_stops_cleanly_on_ctrl_c_with_its_summary() -> None:
+    process = subprocess.Popen([sys.executable, "-m", "kinformer", "demo", "--duration", "0",
+                                "--objects", "100"],
+                               stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
+                               stdin=subprocess.DEVNULL)
+    assert process.stdout is not None
+    lines = Lines(process.stdout)
+    try:
+        lines.next_matching("phase=running", timeout=TIMEOUT)
+        process.send_signal(signal.SIGINT)
+        assert process.wait(TIMEOUT) == 0
+        assert "interrupted after" in lines.next_matching("kinformer demo summary")
+        assert lines.next_matching("threads").split() == ["threads", "all", "stopped"]
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait(10)
+        lines.join()
+
+
 def test_watch_once_on_the_embedded_server_prints_the_seeded_table() -> None:
     result = kinformer("watch", "cm", "--embedded", "--once")
     assert result.returncode == 0, result.stderr
