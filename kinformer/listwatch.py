@@ -115,6 +115,9 @@ class ListerWatcher(Protocol):
         ...
 
 
+_new_event = tuple.__new__  # builds a WatchEvent without NamedTuple.__new__'s frame
+
+
 def error_from_event(event: WatchEvent) -> errors.APIError:
     """The typed error an ERROR event stands for (a 410 ``Status`` gives a GoneError)."""
     status = event.object if isinstance(event.object, dict) else {}
@@ -508,11 +511,13 @@ class HTTPWatch:
                     continue
                 lines = pending.split(b"\n")
                 pending = lines.pop()
+                closed = self._closed.is_set
+                decode = self._decode
                 for line in lines:
-                    if self._closed.is_set():
+                    if closed():
                         return
-                    if line.strip():
-                        yield self._decode(line)
+                    if line and not line.isspace():  # blank lines (keep-alives) are skipped
+                        yield decode(line)
         finally:
             self._release()
 
@@ -543,13 +548,17 @@ class HTTPWatch:
                 log.warning("watch %s: bookmark resourceVersion is not a string", self._subject)
                 raise errors.DecodeError(
                     f"watch {self._subject}: bookmark resourceVersion is not a string")
-        else:
+        elif not (
+            type(obj) is dict
+            and type(metadata := obj.get("metadata")) is dict
+            and metadata.get("name")
+        ):  # the usual case checked inline; _check_object words the error
             try:
                 _check_object(obj, f"watch {self._subject}: {event_type}")
             except errors.DecodeError as exc:
                 log.warning("%s", exc)
                 raise
-        return WatchEvent(str(event_type), obj)
+        return _new_event(WatchEvent, (event_type, obj))
 
 
 def _shutdown(response: Any) -> None:

@@ -513,6 +513,8 @@ class Reflector:
             "BOOKMARK": None,
         }
         debug = log.isEnabledFor(logging.DEBUG)
+        lock = self._lock
+        take_rv = getattr(store, "update_resource_version", None)  # _propagate's store hook
         handle = ctx.on_cancel(opened.watch.close)
         try:
             for event in opened.iterator:
@@ -522,18 +524,29 @@ class Reflector:
                 if event_type == "ERROR":
                     raise _lw.error_from_event(event)
                 obj = event.object
-                rv = _resource_version(obj)
-                if rv is None or event_type not in actions:
-                    log.warning(
-                        "reflector %s: %s event %s; skipped",
-                        self.name,
-                        event_type,
-                        "without metadata" if rv is None else "of unknown type",
-                    )
-                    continue
-                if event_type != "BOOKMARK" and not _has_name(obj):
-                    log.warning("reflector %s: %s event without a name; skipped", self.name, event_type)
-                    continue
+                if (
+                    type(obj) is dict
+                    and type(meta := obj.get("metadata")) is dict
+                    and meta.get("name")
+                    and type(rv := meta.get("resourceVersion")) is str
+                    and event_type in actions
+                ):
+                    pass  # the usual decoded event, checked inline
+                else:
+                    rv = _resource_version(obj)
+                    if rv is None or event_type not in actions:
+                        log.warning(
+                            "reflector %s: %s event %s; skipped",
+                            self.name,
+                            event_type,
+                            "without metadata" if rv is None else "of unknown type",
+                        )
+                        continue
+                    if event_type != "BOOKMARK" and not _has_name(obj):
+                        log.warning(
+                            "reflector %s: %s event without a name; skipped", self.name, event_type
+                        )
+                        continue
                 if debug:
                     log.debug("reflector %s: %s rv=%s", self.name, event_type, rv)
                 action = actions[event_type]
@@ -547,7 +560,11 @@ class Reflector:
                 if not propagate_now and event_type != "ADDED":
                     propagate_now = True
                 if propagate_now and rv:
-                    self._propagate(rv)
+                    if take_rv is None:
+                        with lock:
+                            self._last_rv = rv
+                    else:
+                        self._propagate(rv)
                 opened.events += 1
         finally:
             handle.remove()
