@@ -244,8 +244,8 @@ def _load_kubeconfig(path: str | None, context_name: str | None, configuration: 
     from kubernetes.config.config_exception import ConfigException
 
     config: Any = kube_config
-    config_file = path or os.environ.get("KUBECONFIG", "").split(os.pathsep)[0] or None
-    shown = config_file or "~/.kube/config"
+    config_file = path or None  # None: $KUBECONFIG (its files merged) or ~/.kube/config, as kubectl
+    shown = config_file or os.environ.get("KUBECONFIG") or "~/.kube/config"
     if config_file is not None and not os.path.exists(config_file):
         raise CommandError(EXIT_CONFIG, f"kubeconfig {shown} does not exist")
     try:
