@@ -86,7 +86,6 @@ def test_demo_runs_for_its_duration_and_ends_with_a_consistent_summary() -> None
     assert "200 ConfigMaps in 4 namespaces" in summary
     assert "every cache matches the server" in summary
     assert "threads        all stopped" in summary
-    assert "configmap-audit" in summary
 
 
 def test_demo_stops_cleanly_on_ctrl_c_with_its_summary() -> None:
