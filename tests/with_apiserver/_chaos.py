@@ -24,7 +24,7 @@ from kubernetes import client as k8s
 
 from kinformer.gvr import GroupVersionResource
 from kinformer.informer import SharedIndexInformer
-from kinformer.listwatch import ListWatch
+from kinformer.listwatch import ListOptions, ListResult, ListWatch
 from kinformer.store import (
     NAMESPACE_INDEX,
     DeletedFinalStateUnknown,
@@ -99,14 +99,6 @@ class View:
         if self.namespace and meta.get("namespace") != self.namespace:
             return False
         return not self.colors or (meta.get("labels") or {}).get("color") in self.colors
-
-    def lists(self, path: str, query: dict[str, str]) -> bool:
-        """Whether a request (path and query) is a list or watch of this view."""
-        scoped = f"/namespaces/{self.namespace}/" if self.namespace else "/namespaces/"
-        return (path.endswith("/" + self.kind.gvr.resource)
-                and f"/{self.kind.gvr.version}/" in path
-                and (scoped in path) == bool(self.namespace)
-                and query.get("labelSelector") == self.selector)
 
 
 VIEWS = (
@@ -292,14 +284,16 @@ class Chaos:
         self._stop_informers = threading.Event()
         self.operations: collections.Counter[str] = collections.Counter()
         self.faults: collections.Counter[str] = collections.Counter()
+        self.lists: collections.Counter[str] = collections.Counter()  # successful, per view
         self._stats_lock = threading.Lock()
         self.watched: list[Watched] = []
         self._threads: list[threading.Thread] = []
         clock = ScaledClock(CLOCK_SPEED)
         for view in VIEWS:
+            http = ListWatch.for_resource(self._informer_client, view.kind.gvr, view.namespace,
+                                          label_selector=view.selector, read_timeout=READ_TIMEOUT)
             informer = SharedIndexInformer(
-                ListWatch.for_resource(self._informer_client, view.kind.gvr, view.namespace,
-                                       label_selector=view.selector, read_timeout=READ_TIMEOUT),
+                ListWatch(self._counting(view.name, http.list), http.watch),
                 default_event_handler_resync_period=view.resync,
                 indexers=INDEXERS,
                 clock=clock,
@@ -317,6 +311,15 @@ class Chaos:
             watched.thread = threading.Thread(target=informer.run, args=(self._stop_informers,),
                                               name=f"chaos-informer-{view.name}")
             self.watched.append(watched)
+
+    def _counting(self, name: str, list_func: Callable[[ListOptions], ListResult]
+                  ) -> Callable[[ListOptions], ListResult]:
+        def counted(options: ListOptions) -> ListResult:
+            result = list_func(options)
+            self._count(self.lists, name)
+            return result
+
+        return counted
 
     @staticmethod
     def _error_counter(watched: Watched) -> Callable[[Any, BaseException], None]:
@@ -398,15 +401,9 @@ class Chaos:
         return [m for w in self.watched for m in self.mismatches(w)]
 
     def relists(self) -> dict[str, int]:
-        """Successful list requests per view after the first one."""
-        counts: collections.Counter[str] = collections.Counter()
-        for method, path, query, code in self.server.requests:
-            if method != "GET" or code != 200 or query.get("watch") in ("true", "1"):
-                continue
-            for view in VIEWS:
-                if view.lists(path, query):
-                    counts[view.name] += 1
-        return {v.name: max(0, counts[v.name] - 1) for v in VIEWS}
+        """Successful lists per view after the first one."""
+        with self._stats_lock:
+            return {v.name: max(0, self.lists[v.name] - 1) for v in VIEWS}
 
     def report(self) -> str:
         events = sum(len(h.log) for w in self.watched for h in w.handlers)
