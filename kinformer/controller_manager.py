@@ -125,13 +125,13 @@ class ControllerManager:
         with self._lock:
             return set(self._running)
 
-    def start(self, stop: context.StopSignal) -> None:
-        """Manage the controllers until ``stop`` is cancelled; return once all of them were joined."""
+    def start(self, ctx: context.StopSignal) -> None:
+        """Manage the controllers until ``ctx`` is cancelled; return once all of them were joined."""
         with self._lock:
             if self._started:
                 raise errors.AlreadyStartedError(f"controller manager {self.name} was already started")
             self._started = True
-        ctx = context.as_context(stop)
+        ctx = context.as_context(ctx)
         subscription = self._source.subscribe(self.name)
         forwarder = _threads.spawn(
             self._forward, _threads.thread_name("notifications", self.name), ctx, subscription
