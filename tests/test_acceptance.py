@@ -20,6 +20,7 @@ from kubernetes.client import V1ConfigMap, V1ObjectMeta
 from kinformer import (
     NAMESPACE_INDEX,
     AlreadyStartedError,
+    APIResourceMeta,
     BucketRateLimiter,
     ChannelWatch,
     Context,
@@ -44,6 +45,7 @@ from kinformer import (
     ManagedController,
     MaxOfRateLimiter,
     NotFoundError,
+    ObjectName,
     RateLimitingQueue,
     Reflector,
     ResourceEventHandlerFuncs,
@@ -54,7 +56,9 @@ from kinformer import (
     WorkQueue,
     context_for_channel,
     default_controller_rate_limiter,
+    deleted_object,
     deletion_handling_meta_namespace_key_func,
+    index_func_to_key_func_adapter,
     meta_namespace_index_func,
     meta_namespace_key_func,
     new_indexer,
@@ -1130,7 +1134,7 @@ def test_controller_manager_reconciles_once_at_start_without_a_notification() ->
         "initial", InformerSource(served.subscribe, served.informers), {"c": ManagedController([g1], create)}
     )
     ctx = Context()
-    thread = threading.Thread(target=manager.start, args=(ctx,))
+    thread = threading.Thread(target=manager.start, kwargs={"ctx": ctx})
     thread.start()
     try:
         assert started.wait(TIMEOUT)
@@ -1138,3 +1142,187 @@ def test_controller_manager_reconciles_once_at_start_without_a_notification() ->
         ctx.cancel()
         thread.join(TIMEOUT)
     assert not thread.is_alive()
+
+
+# -- more of API.md's shapes -------------------------------------------------------------------
+
+
+def test_list_and_watch_value_types_take_api_md_field_names() -> None:
+    options = ListOptions(
+        resource_version="5",
+        resource_version_match="NotOlderThan",
+        limit=10,
+        continue_token="t",
+        label_selector="app=web",
+        field_selector="metadata.name=a",
+        timeout_seconds=300,
+        allow_watch_bookmarks=True,
+        send_initial_events=False,
+    )
+    assert (options.resource_version, options.limit, options.continue_token) == ("5", 10, "t")
+    result = ListResult(items=[obj("a")], resource_version="7", continue_token="")
+    assert (len(result.items), result.resource_version) == (1, "7")
+    event = WatchEvent(type="ADDED", object=obj("a"))
+    assert (event.type, event.object["metadata"]["name"]) == ("ADDED", "a")
+    meta = APIResourceMeta(
+        group_version_kind=GroupVersionKind("apps", "v1", "Deployment"), group_version_resource=DEPLOYMENTS
+    )
+    assert meta.is_cluster_scoped is False
+
+
+def test_closing_a_channel_watch_from_another_thread_ends_its_iteration() -> None:
+    watch = ChannelWatch()
+    ended = threading.Event()
+
+    def consume() -> None:
+        for _ in watch:
+            pass
+        ended.set()
+
+    thread = threading.Thread(target=consume)
+    thread.start()
+    watch.close()
+    thread.join(TIMEOUT)
+    assert ended.is_set()
+
+
+def test_sc11_classic_fifo_pops_a_key_with_all_its_deltas_in_first_arrival_order() -> None:
+    fifo = DeltaFIFO()
+    fifo.add(obj("a", 1))
+    fifo.add(obj("b", 1))
+    fifo.update(obj("a", 2))
+    assert pop_now(fifo)[0] == [(DeltaType.ADDED, "a1"), (DeltaType.UPDATED, "a2")]
+    assert pop_now(fifo)[0] == [(DeltaType.ADDED, "b1")]
+
+
+def test_indexer_replace_without_a_version_and_len() -> None:
+    indexer = Indexer()
+    indexer.replace([obj("a"), obj("b"), obj("a", 2)])
+    assert len(indexer) == 2
+    assert indexer.get_by_key("ns/a")["metadata"]["resourceVersion"] == "2"
+
+
+def test_an_index_function_that_raises_is_not_silently_skipped() -> None:
+    def broken(o: Any) -> list[str]:
+        raise RuntimeError("index failed")
+
+    indexer = Indexer(indexers={"broken": broken})
+    with pytest.raises(RuntimeError):
+        indexer.add(obj("a"))
+
+
+def test_index_func_adapter_wants_exactly_one_value() -> None:
+    key_func = index_func_to_key_func_adapter(lambda o: o["keys"])
+    assert key_func({"keys": ["k"]}) == "k"
+    with pytest.raises(Exception, match="unexpected empty indexKeys"):
+        key_func({"keys": []})
+    with pytest.raises(Exception, match="too many keys"):
+        key_func({"keys": ["a", "b"]})
+
+
+def test_handler_funcs_skip_missing_callbacks_and_a_raising_handler_keeps_getting_events() -> None:
+    source = Source(obj("a"))
+    informer = SharedIndexInformer(source.lister_watcher)
+    updates: queue.Queue[str] = queue.Queue()
+
+    def add_func(o: Any) -> None:
+        raise RuntimeError("handler bug")
+
+    informer.add_event_handler(
+        ResourceEventHandlerFuncs(add_func=add_func, update_func=lambda old, new: updates.put(name_of(new)))
+    )
+    informer.add_event_handler(ResourceEventHandlerFuncs())
+    with running(informer) as stop:
+        assert wait_for_cache_sync(stop, informer.has_synced, timeout=TIMEOUT)
+        watch = source.watch()
+        watch.modify(obj("a", 11))
+        watch.delete(obj("a", 12))
+        assert updates.get(timeout=TIMEOUT) == "a11"
+
+
+def test_remove_event_handler_rejects_what_is_not_a_registration() -> None:
+    informer = SharedIndexInformer(Source().lister_watcher)
+    registration = informer.add_event_handler(Recorder())
+    informer.remove_event_handler(registration)
+    informer.remove_event_handler(registration)
+    with pytest.raises(TypeError):
+        informer.remove_event_handler(object())  # type: ignore[arg-type]
+
+
+def test_add_indexers_after_stop_raises() -> None:
+    informer = SharedIndexInformer(Source().lister_watcher)
+    with running(informer) as stop:
+        assert wait_for_cache_sync(stop, informer.has_synced, timeout=TIMEOUT)
+    with pytest.raises(StoppedError):
+        informer.add_indexers({"late": by_name})
+
+
+def test_late_indexer_indexes_objects_already_cached() -> None:
+    informer = SharedIndexInformer(Source(obj("a"), obj("b")).lister_watcher)
+    with running(informer) as stop:
+        assert wait_for_cache_sync(stop, informer.has_synced, timeout=TIMEOUT)
+        informer.add_indexers({"by_name": by_name})
+        assert informer.get_indexer().index_keys("by_name", "b") == ["ns/b"]
+        with pytest.raises(ValueError):
+            informer.add_indexers({"by_name": by_name})
+
+
+def test_last_error_reports_a_watch_error() -> None:
+    clock = FakeClock()
+    source = Source(obj("a"))
+    informer = SharedIndexInformer(source.lister_watcher, clock=clock)
+    with running(informer) as stop:
+        assert wait_for_cache_sync(stop, informer.has_synced, timeout=TIMEOUT)
+        assert informer.last_error() is None
+        source.watch().error({"kind": "Status", "status": "Failure", "code": 500, "reason": "InternalError"})
+        assert wait_for(lambda: informer.last_error() is not None, TIMEOUT)
+        backoff(clock)
+        source.watch()
+        assert informer.last_error() is None
+
+
+def test_watch_error_handler_hears_watch_errors() -> None:
+    clock = FakeClock()
+    source = Source(obj("a"))
+    informer = SharedIndexInformer(source.lister_watcher, clock=clock)
+    heard: queue.Queue[BaseException] = queue.Queue()
+    informer.set_watch_error_handler(lambda reflector, error: heard.put(error))
+    with running(informer) as stop:
+        assert wait_for_cache_sync(stop, informer.has_synced, timeout=TIMEOUT)
+        source.watch().fail(ConnectionResetError("cut"))
+        assert heard.get(timeout=TIMEOUT) is not None
+
+
+def test_object_name_and_deleted_object_helpers() -> None:
+    assert str(ObjectName("ns", "a")) == "ns/a"
+    assert str(ObjectName("", "a")) == "a"
+    assert ObjectName.parse("ns/a") == ObjectName("ns", "a")
+    assert deleted_object(DeletedFinalStateUnknown("ns/a", obj("a"))) == obj("a")
+    assert deleted_object(obj("b")) == obj("b")
+
+
+def test_limiters_take_api_md_argument_names() -> None:
+    limiter = ItemExponentialFailureRateLimiter(base=0.001, max=0.004)
+    assert [limiter.when("x") for _ in range(4)] == pytest.approx([0.001, 0.002, 0.004, 0.004])
+    bucket = BucketRateLimiter(qps=1, burst=1, clock=FakeClock())
+    assert [bucket.when("a"), bucket.when("b")] == pytest.approx([0, 1])
+    assert bucket.num_requeues("a") == 0
+    q: RateLimitingQueue[str] = RateLimitingQueue()
+    q.add_rate_limited("x")
+    assert q.get(timeout=TIMEOUT) == ("x", False)
+    q.shut_down()
+
+
+def test_add_after_with_no_delay_adds_at_once_and_nothing_after_shutdown() -> None:
+    q: DelayingQueue[str] = DelayingQueue(clock=FakeClock())
+    q.add_after("now", 0)
+    assert q.len() == 1
+    q.shut_down()
+    q.add_after("late", 0)
+    q.add_after("later", 5)
+    assert [q.get(), q.get()] == [("now", False), (None, True)]
+
+
+def test_wait_for_cache_sync_checks_again_until_every_cache_synced() -> None:
+    answers = iter([False, False, True])
+    assert wait_for_cache_sync(Context(), lambda: next(answers), lambda: True, timeout=TIMEOUT)
