@@ -1,0 +1,404 @@
+"""Acceptance over HTTP: API.md's factories, managers and fault switches through ``kinformer`` names only.
+
+Objects are written with the official client against FakeAPIServer; every kinformer name comes
+from ``kinformer`` or ``kinformer.testing`` and is called as API.md spells it.
+"""
+
+from __future__ import annotations
+
+import queue
+import threading
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+from kubernetes import client as k8s
+from kubernetes.dynamic import DynamicClient
+
+from kinformer import (
+    APIResourceMeta,
+    Context,
+    ControllerManager,
+    DiscoveringDynamicSharedInformerFactory,
+    DynamicSharedInformerFactory,
+    GroupVersionKind,
+    GroupVersionResource,
+    InformerManager,
+    ListWatch,
+    ManagedController,
+    NotFoundError,
+    ResourceEventHandlerFuncs,
+    SharedIndexInformer,
+    wait_for_cache_sync,
+)
+from kinformer.testing import FakeAPIServer, FakeClock, wait_for
+
+TIMEOUT = 5.0
+CONFIGMAPS = GroupVersionResource("", "v1", "configmaps")
+SECRETS = GroupVersionResource("", "v1", "secrets")
+NAMESPACES = GroupVersionResource("", "v1", "namespaces")
+GADGETS = GroupVersionResource("acceptance.io", "v1", "gadgets")
+CM = APIResourceMeta(GroupVersionKind("", "v1", "ConfigMap"), CONFIGMAPS)
+SECRET = APIResourceMeta(GroupVersionKind("", "v1", "Secret"), SECRETS)
+NS = APIResourceMeta(GroupVersionKind("", "v1", "Namespace"), NAMESPACES, is_cluster_scoped=True)
+
+
+def create_cm(api_client: Any, name: str, namespace: str = "default", **labels: str) -> None:
+    k8s.CoreV1Api(api_client).create_namespaced_config_map(
+        namespace, {"metadata": {"name": name, "labels": labels}, "data": {"k": "v"}}
+    )
+
+
+def create_secret(api_client: Any, name: str) -> None:
+    k8s.CoreV1Api(api_client).create_namespaced_secret("default", {"metadata": {"name": name}})
+
+
+def gadget_crd() -> dict[str, Any]:
+    return {
+        "apiVersion": "apiextensions.k8s.io/v1",
+        "kind": "CustomResourceDefinition",
+        "metadata": {"name": "gadgets.acceptance.io"},
+        "spec": {
+            "group": "acceptance.io",
+            "scope": "Namespaced",
+            "names": {"plural": "gadgets", "singular": "gadget", "kind": "Gadget"},
+            "versions": [
+                {
+                    "name": "v1",
+                    "served": True,
+                    "storage": True,
+                    "schema": {
+                        "openAPIV3Schema": {"type": "object", "x-kubernetes-preserve-unknown-fields": True}
+                    },
+                }
+            ],
+        },
+    }
+
+
+class Names:
+    """A handler recording ``(event, name)`` pairs."""
+
+    def __init__(self) -> None:
+        self.events: queue.Queue[tuple[str, str]] = queue.Queue()
+        self.handler = ResourceEventHandlerFuncs(
+            add_func=lambda o: self.events.put(("add", o["metadata"]["name"])),
+            update_func=lambda old, new: self.events.put(("update", new["metadata"]["name"])),
+            delete_func=lambda o: self.events.put(("delete", o["metadata"]["name"])),
+        )
+
+    def next(self) -> tuple[str, str]:
+        return self.events.get(timeout=TIMEOUT)
+
+
+def cached(informer: SharedIndexInformer) -> list[str]:
+    return sorted(informer.get_indexer().list_keys())
+
+
+@pytest.fixture
+def server() -> Iterator[FakeAPIServer]:
+    with FakeAPIServer() as apiserver:
+        yield apiserver
+
+
+@pytest.fixture
+def api(server: FakeAPIServer) -> Iterator[Any]:
+    api_client = server.api_client()
+    try:
+        yield api_client
+    finally:
+        api_client.close()
+
+
+def run_in_thread(informer: SharedIndexInformer, stop: Any) -> threading.Thread:
+    thread = threading.Thread(target=informer.run, args=(stop,))
+    thread.start()
+    return thread
+
+
+# -- ListWatch.for_resource and the fault switches ---------------------------------------------
+
+
+@pytest.mark.parametrize("client_kind", ["api_client", "dynamic_client"])
+def test_an_informer_over_http_syncs_and_follows_changes(api: Any, client_kind: str) -> None:
+    create_cm(api, "a")
+    client = api if client_kind == "api_client" else DynamicClient(api)
+    informer = SharedIndexInformer(ListWatch.for_resource(client, CONFIGMAPS, namespace="default"))
+    names = Names()
+    informer.add_event_handler(names.handler)
+    stop = threading.Event()
+    thread = run_in_thread(informer, stop)
+    try:
+        assert wait_for_cache_sync(stop, informer.has_synced, timeout=TIMEOUT)
+        assert names.next() == ("add", "a")
+        assert informer.last_sync_resource_version() not in ("", "0")
+        create_cm(api, "b")
+        assert names.next() == ("add", "b")
+        k8s.CoreV1Api(api).delete_namespaced_config_map("a", "default")
+        assert names.next() == ("delete", "a")
+        assert cached(informer) == ["default/b"]
+    finally:
+        stop.set()
+        thread.join(TIMEOUT)
+    assert informer.is_stopped()
+
+
+def test_for_resource_narrows_by_label_selector(api: Any) -> None:
+    create_cm(api, "web", app="web")
+    create_cm(api, "db", app="db")
+    informer = SharedIndexInformer(ListWatch.for_resource(api, CONFIGMAPS, label_selector="app=web"))
+    ctx = Context()
+    thread = run_in_thread(informer, ctx)
+    try:
+        assert wait_for_cache_sync(ctx, informer.has_synced, timeout=TIMEOUT)
+        assert cached(informer) == ["default/web"]
+    finally:
+        ctx.cancel()
+        thread.join(TIMEOUT)
+
+
+def test_a_failed_list_is_reported_and_retried_until_the_informer_syncs(
+    server: FakeAPIServer, api: Any
+) -> None:
+    create_cm(api, "a")
+    clock = FakeClock()
+    server.fail_next(1, status=500, verb="list")
+    informer = SharedIndexInformer(ListWatch.for_resource(api, CONFIGMAPS), clock=clock)
+    stop = threading.Event()
+    thread = run_in_thread(informer, stop)
+    try:
+        assert wait_for(lambda: informer.last_error() is not None, TIMEOUT)
+        assert not informer.has_synced()
+        assert wait_for(lambda: any(w > 0 for w in clock.waiters()), TIMEOUT)
+        clock.step(max(clock.waiters()))
+        assert wait_for_cache_sync(stop, informer.has_synced, timeout=TIMEOUT)
+        assert informer.last_error() is None
+        assert cached(informer) == ["default/a"]
+    finally:
+        stop.set()
+        thread.join(TIMEOUT)
+
+
+def test_dropped_watches_and_compaction_lose_no_change(server: FakeAPIServer, api: Any) -> None:
+    clock = FakeClock()
+    informer = SharedIndexInformer(ListWatch.for_resource(api, CONFIGMAPS), clock=clock)
+    stop = threading.Event()
+    thread = run_in_thread(informer, stop)
+
+    def caught_up(*keys: str) -> bool:
+        """Wait until the cache holds exactly ``keys``, stepping through any backoff."""
+
+        def check() -> bool:
+            if clock.waiters():
+                clock.step(max(clock.waiters()))
+            return cached(informer) == list(keys)
+
+        return wait_for(check, TIMEOUT)
+
+    try:
+        assert wait_for_cache_sync(stop, informer.has_synced, timeout=TIMEOUT)
+        create_cm(api, "a")
+        assert caught_up("default/a")
+        server.drop_watches()
+        create_cm(api, "b")
+        assert caught_up("default/a", "default/b")
+        server.compact()
+        server.drop_watches()
+        create_cm(api, "c")
+        k8s.CoreV1Api(api).delete_namespaced_config_map("a", "default")
+        assert caught_up("default/b", "default/c")
+    finally:
+        stop.set()
+        thread.join(TIMEOUT)
+
+
+# -- DynamicSharedInformerFactory and listers --------------------------------------------------
+
+
+def test_factory_starts_waits_lists_and_shuts_down(api: Any) -> None:
+    create_cm(api, "a", app="web")
+    create_cm(api, "b", namespace="kube-system")
+    factory = DynamicSharedInformerFactory(api, default_resync=0, namespace="", tweak_list_options=None)
+    generic = factory.for_resource(CONFIGMAPS)
+    assert factory.for_resource(CONFIGMAPS).informer() is generic.informer()
+    stop = threading.Event()
+    factory.start(stop)
+    try:
+        assert factory.wait_for_cache_sync(stop, timeout=TIMEOUT) == {CONFIGMAPS: True}
+        lister = generic.lister()
+        assert sorted(o["metadata"]["name"] for o in lister.list()) == ["a", "b"]
+        assert [o["metadata"]["name"] for o in lister.by_namespace("default").list("app=web")] == ["a"]
+        assert lister.by_namespace("kube-system").get("b")["metadata"]["name"] == "b"
+        with pytest.raises(NotFoundError, match='configmaps "nope" not found'):
+            lister.by_namespace("default").get("nope")
+        secrets = factory.for_resource(SECRETS)
+        factory.start(stop)
+        assert factory.wait_for_cache_sync(stop, timeout=TIMEOUT) == {CONFIGMAPS: True, SECRETS: True}
+        assert secrets.informer().has_synced()
+    finally:
+        stop.set()
+        factory.shutdown()
+    assert generic.informer().is_stopped()
+
+
+def test_factory_started_with_a_context_stops_with_it(api: Any) -> None:
+    factory = DynamicSharedInformerFactory(api)
+    informer = factory.for_resource(CONFIGMAPS).informer()
+    ctx = Context()
+    factory.start(ctx)
+    assert wait_for_cache_sync(ctx, informer.has_synced, timeout=TIMEOUT)
+    ctx.cancel()
+    factory.shutdown()
+    assert informer.is_stopped()
+
+
+# -- InformerManager (SC-27, SC-28 with API.md's difference) -----------------------------------
+
+
+def test_sc27_a_type_missing_from_a_complete_list_is_stopped_and_returns_with_one_handler(api: Any) -> None:
+    stop = threading.Event()
+    manager = InformerManager(api, 0, stop)
+    names = Names()
+    try:
+        manager.add_dynamic_resources([CM, SECRET], names.handler, True)
+        manager.start()
+        manager.wait_for_cache_sync(timeout=TIMEOUT)
+        assert sorted(map(str, manager.get_name_space_scoped_resources())) == sorted(
+            map(str, [CONFIGMAPS, SECRETS])
+        )
+        create_secret(api, "s1")
+        assert names.next() == ("add", "s1")
+
+        manager.add_dynamic_resources([CM], names.handler, True)
+        assert manager.get_name_space_scoped_resources() == [CONFIGMAPS]
+        create_secret(api, "s2")
+        create_cm(api, "marker")
+        assert names.next() == ("add", "marker")  # the stopped secrets informer heard nothing
+
+        manager.add_dynamic_resources([CM], names.handler, False)
+        assert manager.get_name_space_scoped_resources() == [CONFIGMAPS]
+
+        manager.add_dynamic_resources([CM, SECRET], names.handler, True)
+        manager.start()
+        assert sorted(names.next() for _ in range(2)) == [("add", "s1"), ("add", "s2")]
+        assert manager.wait_for_cache_sync(timeout=TIMEOUT)
+        assert manager.is_informer_synced(SECRETS)
+        create_cm(api, "marker2")
+        assert names.next() == ("add", "marker2")  # s1/s2 came once each: one handler
+    finally:
+        manager.stop()
+    assert names.events.empty()
+
+
+def test_sc28_asking_about_an_unknown_type_creates_an_informer_that_start_runs(api: Any) -> None:
+    ctx = Context()
+    manager = InformerManager(api, 0, ctx)
+    try:
+        assert manager.is_informer_synced(NAMESPACES) is False
+        assert manager.is_informer_synced(NAMESPACES) is False
+        manager.start()
+        assert manager.wait_for_cache_sync(timeout=TIMEOUT)
+        assert manager.is_informer_synced(NAMESPACES)
+        assert "default" in [o["metadata"]["name"] for o in manager.lister(NAMESPACES).list()]
+    finally:
+        ctx.cancel()
+        manager.stop()
+
+
+def test_manager_reports_scope_statics_and_its_client(api: Any) -> None:
+    stop = threading.Event()
+    manager = InformerManager(api, 0, stop)
+    try:
+        manager.add_static_resource(NS, Names().handler)
+        manager.add_dynamic_resources([CM], Names().handler, True)
+        assert manager.is_cluster_scoped_resources(NS.group_version_kind) is True
+        assert manager.is_cluster_scoped_resources(CM.group_version_kind) is False
+        assert manager.is_cluster_scoped_resources(GroupVersionKind("x", "v1", "Unknown")) is False
+        assert manager.get_name_space_scoped_resources() == [CONFIGMAPS]
+        assert manager.get_client() is api
+    finally:
+        manager.stop()
+
+
+def test_setting_the_parent_stop_event_stops_the_managers_informers(api: Any) -> None:
+    stop = threading.Event()
+    manager = InformerManager(api, 0, stop)
+    manager.add_dynamic_resources([CM], Names().handler, True)
+    manager.start()
+    assert manager.wait_for_cache_sync(timeout=TIMEOUT)
+    assert manager.lister(CONFIGMAPS).list() == []
+    stop.set()  # no stop(): the suite's thread-leak check sees the informers end on their own
+    assert manager.is_informer_synced(SECRETS) is False
+    manager.start()  # after the parent stopped, nothing starts again
+    assert manager.is_informer_synced(SECRETS) is False
+
+
+# -- ddsif and ControllerManager (SC-25, SC-26) ------------------------------------------------
+
+
+def test_sc25_sc26_a_crd_brings_an_informer_and_a_controller_and_takes_both_away(api: Any) -> None:
+    ddsif = DiscoveringDynamicSharedInformerFactory(api, filter_func=lambda gvr: gvr.group == "acceptance.io")
+    notes = ddsif.subscribe("acceptance")
+    created: queue.Queue[str] = queue.Queue()
+    stopped: queue.Queue[str] = queue.Queue()
+
+    def create(ctx: Context) -> Any:
+        created.put("created")
+
+        def start_fn(run_ctx: Context) -> None:
+            run_ctx.wait()
+            stopped.put("stopped")
+
+        return start_fn
+
+    manager = ControllerManager(
+        "acceptance", ddsif.informer_source(), {"gadgets": ManagedController({GADGETS}, create)}
+    )
+    ctx = Context()
+    ddsif.start(ctx)
+    thread = threading.Thread(target=manager.start, args=(ctx,))
+    thread.start()
+    try:
+        extensions = k8s.ApiextensionsV1Api(api)
+        extensions.create_custom_resource_definition(gadget_crd())
+        notes.get(timeout=TIMEOUT)
+        assert created.get(timeout=TIMEOUT) == "created"
+        synced, not_synced = ddsif.informers()
+        assert set(synced) | set(not_synced) == {GADGETS}
+        informer = ddsif.for_resource(GADGETS).informer()
+        assert wait_for(lambda: manager.running_controllers() == {"gadgets"}, TIMEOUT)
+
+        extensions.delete_custom_resource_definition("gadgets.acceptance.io")
+        notes.get(timeout=TIMEOUT)
+        assert stopped.get(timeout=TIMEOUT) == "stopped"
+        assert informer.is_stopped()
+        assert ddsif.informers() == ({}, [])
+        assert wait_for(lambda: manager.running_controllers() == set(), TIMEOUT)
+        ddsif.unsubscribe("acceptance")
+    finally:
+        ctx.cancel()
+        thread.join(TIMEOUT)
+    assert not thread.is_alive()
+
+
+# -- the test server itself -------------------------------------------------------------------
+
+
+def test_fake_apiserver_writes_a_kubeconfig_the_official_client_loads(
+    server: FakeAPIServer, tmp_path: Any
+) -> None:
+    from kubernetes import config
+
+    path = tmp_path / "kubeconfig"
+    server.write_kubeconfig(str(path))
+    api_client = config.new_client_from_config(config_file=str(path))
+    try:
+        names = [n.metadata.name for n in k8s.CoreV1Api(api_client).list_namespace().items]
+        assert "default" in names
+        server.fail_next(1, status=503, verb="list")
+        with pytest.raises(k8s.ApiException) as info:
+            k8s.CoreV1Api(api_client).list_namespace()
+        assert info.value.status == 503
+        assert server.url.startswith("http://127.0.0.1:")
+    finally:
+        api_client.close()
