@@ -1,0 +1,168 @@
+"""Run every benchmark with ``--json``, one after another, and write one report.
+
+Each benchmark runs in its own process (one at a time: the machine is small and shared); its
+JSON goes into one report, with the machine it ran on (CPU count and model, Python, JSON
+decoder), written to ``--out`` (default ``.benchmarks/report.json``). A summary table is printed;
+``--json`` prints the whole report as well. A benchmark that fails or times out is recorded
+with its error and the others still run.
+
+Run ``python benchmarks/run_all.py [--quick] [--only informer,watch] [--out PATH] [--json]``
+(``tox -e bench`` runs it).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+HERE = Path(__file__).resolve().parent
+BENCHMARKS = ("indexer", "fifo", "workqueue", "apiserver", "informer", "watch", "memory")
+TIMEOUT = 3600.0  # seconds per benchmark
+
+
+def machine() -> dict[str, Any]:
+    model = platform.processor() or ""
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8") as f:
+            for line in f:
+                if line.startswith("model name"):
+                    model = line.split(":", 1)[1].strip()
+                    break
+    except OSError:
+        pass
+    try:
+        import orjson  # noqa: F401
+
+        decoder = "orjson"
+    except ImportError:
+        decoder = "stdlib"
+    if os.environ.get("KINFORMER_JSON", "").lower() == "stdlib":
+        decoder = "stdlib"
+    return {
+        "nproc": os.cpu_count(),
+        "cpu": model,
+        "python": platform.python_version(),
+        "implementation": platform.python_implementation(),
+        "system": f"{platform.system()} {platform.release()}",
+        "json_decoder": decoder,
+    }
+
+
+def run(name: str, quick: bool) -> dict[str, Any]:
+    command = [sys.executable, str(HERE / f"bench_{name}.py"), "--json"]
+    if quick:
+        command.append("--quick")
+    began = time.perf_counter()
+    try:
+        done = subprocess.run(
+            command, capture_output=True, text=True, timeout=TIMEOUT, cwd=HERE, check=False
+        )
+    except subprocess.TimeoutExpired:
+        return {"error": f"timed out after {TIMEOUT:.0f} s"}
+    elapsed = time.perf_counter() - began
+    if done.returncode != 0:
+        return {"error": f"exit {done.returncode}: {done.stderr.strip()[-2000:]}"}
+    try:
+        result: dict[str, Any] = json.loads(done.stdout)
+    except ValueError:
+        return {"error": f"not JSON: {done.stdout[-500:]}"}
+    result["wall_seconds"] = elapsed
+    return result
+
+
+def _ratio(x: float | None) -> str:
+    return "-" if x is None else f"{x:.2f}"
+
+
+def summary(name: str, result: dict[str, Any]) -> list[str]:
+    """Human-readable lines for one benchmark's result."""
+    if "error" in result:
+        return [f"  ERROR {result['error'].splitlines()[-1] if result['error'] else ''}"]
+    lines = []
+    if name in ("indexer", "fifo", "workqueue"):
+        for r in result["results"]:
+            lines.append(
+                f"  {r['name']:<44} {r['ns_per_op']:>9,.0f} ns/op  x floor {_ratio(r['ratio_to_floor']):>5}"
+                f"  x Go {_ratio(r['ratio_to_go']):>5}"
+            )
+    elif name == "apiserver":
+        for r in result["results"]:
+            if r["name"] == "list":
+                lines.append(f"  list {r['objects']:,} objects: {r['seconds']:.3f} s, "
+                             f"{r['mb_per_s']:.0f} MB/s (json.loads {r['json_loads_seconds']:.3f} s)")
+            else:
+                lines.append(f"  {r['name']}: {r['events_per_s_per_watcher']:,.0f} events/s per watcher")
+    elif name == "informer":
+        for r in result["results"]:
+            if "seconds" in r:
+                cells = ", ".join(
+                    f"{k} {v:.3f} s ({r['ratio_to_floor'][k]:.2f}x)" for k, v in r["seconds"].items()
+                )
+                lines.append(f"  {r['name']}: {cells}")
+                if "official_over_kinformer" in r:
+                    lines.append(f"    kinformer is {r['official_over_kinformer']:.1f}x faster than the "
+                                 f"official informer, {r['watch_dict_over_kinformer']:.1f}x than Watch+dict")
+            else:
+                lines.append(f"  {r['name']}: server stream {r['server_stream_events_per_s']:,.0f}/s, "
+                             f"kinformer handler {r['kinformer_handler_events_per_s']:,.0f}/s")
+    elif name == "watch":
+        rates = ", ".join(f"{k} {v:,.0f}/s" for k, v in result["events_per_s"].items())
+        lines.append(f"  {rates}")
+        lines.append(f"  decode floor / kinformer = {result['floor_over_kinformer']:.2f}, "
+                     f"kinformer / official = {result['kinformer_over_official']:.1f}x")
+        lat = result["latency"]
+        lines.append(f"  latency at {lat['offered_per_s']:,.0f}/s: p50 {lat['p50_ms']:.1f} ms, "
+                     f"p99 {lat['p99_ms']:.1f} ms")
+    elif name == "memory":
+        for r in result["results"]:
+            lines.append(f"  {r['name']:<24} objects {r['object_bytes']:>8,.0f} B, cache overhead "
+                         f"{r['overhead_bytes']:>6,.0f} B ({r['overhead_share']:.1%})")
+    return lines
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="pass --quick to every benchmark")
+    parser.add_argument("--only", default="", help="comma-separated names, e.g. informer,watch")
+    parser.add_argument("--out", default=".benchmarks/report.json", help="report path")
+    parser.add_argument("--json", action="store_true", help="also print the whole report")
+    args = parser.parse_args()
+    names = [n for n in args.only.split(",") if n] or list(BENCHMARKS)
+    unknown = sorted(set(names) - set(BENCHMARKS))
+    if unknown:
+        parser.error(f"unknown benchmarks: {', '.join(unknown)}")
+    report: dict[str, Any] = {
+        "machine": machine(),
+        "started": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+        "quick": args.quick,
+        "benchmarks": {},
+    }
+    m = report["machine"]
+    print(f"{m['nproc']} CPUs, {m['cpu']}, {m['implementation']} {m['python']}, "
+          f"{m['system']}, decoder {m['json_decoder']}", flush=True)
+    failed = False
+    for name in names:
+        print(f"{name}:", flush=True)
+        result = run(name, args.quick)
+        report["benchmarks"][name] = result
+        failed = failed or "error" in result
+        for line in summary(name, result):
+            print(line, flush=True)
+    out = Path(args.out)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(json.dumps(report, indent=2) + "\n", encoding="utf-8")
+    print(f"report written to {out}")
+    if args.json:
+        print(json.dumps(report, indent=2))
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
