@@ -396,9 +396,10 @@ class _HTTPResource:
         kind = body.get("kind")
         item_kind = kind[:-4] if isinstance(kind, str) and kind.endswith("List") else None
         api_version = body.get("apiVersion") or self._api_version
+        what = f"list {self._gvr}"  # formatted once, not per item
         try:
             for item in items:
-                _check_object(item, f"list {self._gvr}")
+                _check_object(item, what)
                 if item_kind and "kind" not in item:
                     item["kind"] = item_kind
                 if "apiVersion" not in item:
