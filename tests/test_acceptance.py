@@ -494,8 +494,8 @@ def test_sc1_watch_add_and_modify_reach_the_handler_as_add_then_update_with_the_
     informer.add_event_handler(
         ResourceEventHandlerFuncs(add_func=lambda o: events.put(("add", name_of(o))), update_func=on_update)
     )
-    with running(informer) as stop:
-        assert wait_for_cache_sync(stop, informer.has_synced, timeout=TIMEOUT)
+    with running(informer):
+        assert wait_for(informer.has_synced, TIMEOUT)
         watch = source.watch()
         watch.add(obj("a", 11))
         watch.modify(obj("a", 12))
@@ -510,8 +510,8 @@ def test_sc4_relist_delivers_a_tombstone_to_on_delete() -> None:
     informer = SharedIndexInformer(source.lister_watcher, clock=clock)
     handler = Recorder()
     informer.add_event_handler(handler)
-    with running(informer) as stop:
-        assert wait_for_cache_sync(stop, informer.has_synced, timeout=TIMEOUT)
+    with running(informer):
+        assert wait_for(informer.has_synced, TIMEOUT)
         assert handler.next() == ("add", "x1")
         source.items = []
         source.rv = 20
@@ -526,8 +526,8 @@ def test_sc9_late_handler_gets_initial_adds_only_and_others_hear_nothing_extra()
     informer = SharedIndexInformer(source.lister_watcher)
     first = Detailed()
     informer.add_event_handler(first)
-    with running(informer) as stop:
-        assert wait_for_cache_sync(stop, informer.has_synced, timeout=TIMEOUT)
+    with running(informer):
+        assert wait_for(informer.has_synced, TIMEOUT)
         first.take(2)
         late = Detailed()
         registration = informer.add_event_handler(late)
@@ -569,8 +569,8 @@ def test_sc13_an_informer_without_resync_never_resyncs_whatever_a_handler_asks()
     informer = SharedIndexInformer(source.lister_watcher, default_event_handler_resync_period=0, clock=clock)
     handler = Recorder()
     informer.add_event_handler_with_resync_period(handler, 30)
-    with running(informer) as stop:
-        assert wait_for_cache_sync(stop, informer.has_synced, timeout=TIMEOUT)
+    with running(informer):
+        assert wait_for(informer.has_synced, TIMEOUT)
         assert handler.next() == ("add", "x1")
         watch = source.watch()
         clock.step(120)
@@ -586,8 +586,8 @@ def test_sc13_a_shorter_handler_period_before_start_lowers_the_check_period_only
     fast = Recorder()
     informer.add_event_handler(slow)
     informer.add_event_handler_with_resync_period(fast, 5)
-    with running(informer) as stop:
-        assert wait_for_cache_sync(stop, informer.has_synced, timeout=TIMEOUT)
+    with running(informer):
+        assert wait_for(informer.has_synced, TIMEOUT)
         assert slow.next() == ("add", "x1") and fast.next() == ("add", "x1")
         watch = source.watch()
         step_resync(clock, 5)
@@ -603,8 +603,8 @@ def test_sc13_a_shorter_handler_period_after_start_is_raised_to_the_check_period
     clock = FakeClock()
     source = Source(obj("x"))
     informer = SharedIndexInformer(source.lister_watcher, default_event_handler_resync_period=10, clock=clock)
-    with running(informer) as stop:
-        assert wait_for_cache_sync(stop, informer.has_synced, timeout=TIMEOUT)
+    with running(informer):
+        assert wait_for(informer.has_synced, TIMEOUT)
         watch = source.watch()
         late = Recorder()
         informer.add_event_handler_with_resync_period(late, 5)
@@ -624,8 +624,8 @@ def test_sc7_resync_delivers_equal_version_updates_to_handlers_that_asked() -> N
     quiet = Recorder()
     informer.add_event_handler(syncing)
     informer.add_event_handler_with_resync_period(quiet, 0)
-    with running(informer) as stop:
-        assert wait_for_cache_sync(stop, informer.has_synced, timeout=TIMEOUT)
+    with running(informer):
+        assert wait_for(informer.has_synced, TIMEOUT)
         assert syncing.next() == ("add", "x1") and quiet.next() == ("add", "x1")
         source.watch()
         assert wait_for(lambda: any(w > 0 for w in clock.waiters()), TIMEOUT)
@@ -640,8 +640,8 @@ def test_informer_setters_after_start_and_handlers_after_stop_raise() -> None:
     informer.set_transform(lambda o: o)
     informer.set_watch_error_handler(lambda r, e: None)
     informer.add_indexers({"by_name": by_name})
-    with running(informer) as stop:
-        assert wait_for_cache_sync(stop, informer.has_synced, timeout=TIMEOUT)
+    with running(informer):
+        assert wait_for(informer.has_synced, TIMEOUT)
         with pytest.raises(AlreadyStartedError):
             informer.set_transform(lambda o: o)
         with pytest.raises(AlreadyStartedError):
@@ -654,7 +654,7 @@ def test_informer_setters_after_start_and_handlers_after_stop_raise() -> None:
 def test_second_run_returns_at_once() -> None:
     informer = SharedIndexInformer(Source().lister_watcher)
     with running(informer) as stop:
-        assert wait_for_cache_sync(stop, informer.has_synced, timeout=TIMEOUT)
+        assert wait_for(informer.has_synced, TIMEOUT)
         informer.run(stop)
 
 
@@ -662,8 +662,8 @@ def test_informer_transform_is_applied_before_caching() -> None:
     source = Source(obj("a"))
     informer = SharedIndexInformer(source.lister_watcher)
     informer.set_transform(lambda o: {**o, "seen": True})
-    with running(informer) as stop:
-        assert wait_for_cache_sync(stop, informer.has_synced, timeout=TIMEOUT)
+    with running(informer):
+        assert wait_for(informer.has_synced, TIMEOUT)
         assert informer.get_indexer().get_by_key("ns/a")["seen"] is True
 
 
@@ -679,12 +679,12 @@ def test_last_error_reports_a_failing_list_and_clears_after_a_good_one() -> None
 
     informer = SharedIndexInformer(ListWatch(flaky_list, source.lister_watcher.watch_func), clock=clock)
     assert informer.last_error() is None
-    with running(informer) as stop:
+    with running(informer):
         assert wait_for(lambda: informer.last_error() is not None, TIMEOUT)
         assert "list failed" in str(informer.last_error())
         assert wait_for(lambda: any(w > 0 for w in clock.waiters()), TIMEOUT)
         clock.step(max(clock.waiters()))
-        assert wait_for_cache_sync(stop, informer.has_synced, timeout=TIMEOUT)
+        assert wait_for(informer.has_synced, TIMEOUT)
         assert informer.last_error() is None
 
 
@@ -697,8 +697,8 @@ def test_bad_objects_and_event_types_are_logged_at_warning_and_never_cached(
     handler = Recorder()
     informer.add_event_handler(handler)
     caplog.set_level(logging.WARNING)
-    with running(informer) as stop:
-        assert wait_for_cache_sync(stop, informer.has_synced, timeout=TIMEOUT)
+    with running(informer):
+        assert wait_for(informer.has_synced, TIMEOUT)
         assert handler.next() == ("add", "a1")
         watch = source.watch()
         watch.send(WatchEvent("GOSSIP", obj("g", 11)))
@@ -1232,8 +1232,8 @@ def test_handler_funcs_skip_missing_callbacks_and_a_raising_handler_keeps_gettin
         ResourceEventHandlerFuncs(add_func=add_func, update_func=lambda old, new: updates.put(name_of(new)))
     )
     informer.add_event_handler(ResourceEventHandlerFuncs())
-    with running(informer) as stop:
-        assert wait_for_cache_sync(stop, informer.has_synced, timeout=TIMEOUT)
+    with running(informer):
+        assert wait_for(informer.has_synced, TIMEOUT)
         watch = source.watch()
         watch.modify(obj("a", 11))
         watch.delete(obj("a", 12))
@@ -1251,16 +1251,16 @@ def test_remove_event_handler_rejects_what_is_not_a_registration() -> None:
 
 def test_add_indexers_after_stop_raises() -> None:
     informer = SharedIndexInformer(Source().lister_watcher)
-    with running(informer) as stop:
-        assert wait_for_cache_sync(stop, informer.has_synced, timeout=TIMEOUT)
+    with running(informer):
+        assert wait_for(informer.has_synced, TIMEOUT)
     with pytest.raises(StoppedError):
         informer.add_indexers({"late": by_name})
 
 
 def test_late_indexer_indexes_objects_already_cached() -> None:
     informer = SharedIndexInformer(Source(obj("a"), obj("b")).lister_watcher)
-    with running(informer) as stop:
-        assert wait_for_cache_sync(stop, informer.has_synced, timeout=TIMEOUT)
+    with running(informer):
+        assert wait_for(informer.has_synced, TIMEOUT)
         informer.add_indexers({"by_name": by_name})
         assert informer.get_indexer().index_keys("by_name", "b") == ["ns/b"]
         with pytest.raises(ValueError):
@@ -1271,8 +1271,8 @@ def test_last_error_reports_a_watch_error() -> None:
     clock = FakeClock()
     source = Source(obj("a"))
     informer = SharedIndexInformer(source.lister_watcher, clock=clock)
-    with running(informer) as stop:
-        assert wait_for_cache_sync(stop, informer.has_synced, timeout=TIMEOUT)
+    with running(informer):
+        assert wait_for(informer.has_synced, TIMEOUT)
         assert informer.last_error() is None
         source.watch().error({"kind": "Status", "status": "Failure", "code": 500, "reason": "InternalError"})
         assert wait_for(lambda: informer.last_error() is not None, TIMEOUT)
@@ -1287,8 +1287,8 @@ def test_watch_error_handler_hears_watch_errors() -> None:
     informer = SharedIndexInformer(source.lister_watcher, clock=clock)
     heard: queue.Queue[BaseException] = queue.Queue()
     informer.set_watch_error_handler(lambda reflector, error: heard.put(error))
-    with running(informer) as stop:
-        assert wait_for_cache_sync(stop, informer.has_synced, timeout=TIMEOUT)
+    with running(informer):
+        assert wait_for(informer.has_synced, TIMEOUT)
         source.watch().fail(ConnectionResetError("cut"))
         assert heard.get(timeout=TIMEOUT) is not None
 
@@ -1326,3 +1326,109 @@ def test_add_after_with_no_delay_adds_at_once_and_nothing_after_shutdown() -> No
 def test_wait_for_cache_sync_checks_again_until_every_cache_synced() -> None:
     answers = iter([False, False, True])
     assert wait_for_cache_sync(Context(), lambda: next(answers), lambda: True, timeout=TIMEOUT)
+
+
+# -- edges a careful reader of SEMANTICS.md would try ---------------------------------------------
+
+
+def test_split_key_with_a_leading_slash_has_an_empty_namespace() -> None:
+    assert split_meta_namespace_key("/x") == ("", "x")
+
+
+def test_replace_with_an_unkeyable_object_changes_nothing() -> None:
+    indexer = Indexer()
+    indexer.add(obj("keep"))
+    with pytest.raises(KeyError):
+        indexer.replace([obj("a"), {"kind": "NoMeta"}], "2")
+    assert indexer.list_keys() == ["ns/keep"]
+
+
+def test_a_failing_fifo_transformer_queues_nothing() -> None:
+    def transform(o: Any) -> Any:
+        raise ValueError("cannot transform")
+
+    fifo = DeltaFIFO(transformer=transform)
+    with pytest.raises(ValueError):
+        fifo.add(obj("a"))
+    assert fifo.list_keys() == []
+
+
+def test_a_closed_fifo_still_accepts_items() -> None:
+    fifo = DeltaFIFO()
+    fifo.close()
+    fifo.add(obj("a"))
+    assert pop_now(fifo)[0] == [(DeltaType.ADDED, "a1")]
+
+
+def test_namespace_lister_for_the_empty_namespace_finds_nothing_by_name_but_lists_all() -> None:
+    indexer = Indexer(indexers={NAMESPACE_INDEX: meta_namespace_index_func})
+    indexer.replace([obj("a", namespace="x"), obj("b", namespace="y")], "1")
+    lister = GenericLister(indexer, CONFIGMAPS)
+    assert len(lister.by_namespace("").list()) == 2
+    assert len(lister.list("")) == 2
+    with pytest.raises(NotFoundError):
+        lister.by_namespace("").get("a")
+
+
+def test_not_found_names_the_object_without_its_namespace() -> None:
+    lister = GenericLister(Indexer(), DEPLOYMENTS)
+    with pytest.raises(NotFoundError) as info:
+        lister.by_namespace("ns").get("web")
+    assert "ns" not in str(info.value).replace('deployments.apps "web" not found', "")
+
+
+def test_a_relist_of_unchanged_objects_reaches_handlers_as_equal_updates_and_new_ones_as_late_adds() -> None:
+    clock = FakeClock()
+    source = Source(obj("x"))
+    informer = SharedIndexInformer(source.lister_watcher, clock=clock)
+    handler = Detailed()
+    informer.add_event_handler(handler)
+    with running(informer):
+        assert wait_for(informer.has_synced, TIMEOUT)
+        assert handler.take(1) == [("add", "x1", True)]
+        source.items = [obj("x"), obj("y", 20)]
+        source.watch().error({"kind": "Status", "status": "Failure", "code": 410, "reason": "Expired"})
+        backoff(clock)
+        assert handler.take(2) == [("update", "x1", "x1"), ("add", "y20", False)]
+
+
+def test_a_stuck_handler_neither_blocks_other_handlers_nor_counts_as_synced() -> None:
+    source = Source(obj("a"))
+    informer = SharedIndexInformer(source.lister_watcher)
+    gate = threading.Event()
+    entered = threading.Event()
+
+    def stuck(o: Any) -> None:
+        entered.set()
+        gate.wait(TIMEOUT)
+
+    slow_registration = informer.add_event_handler(ResourceEventHandlerFuncs(add_func=stuck))
+    fast = Recorder()
+    informer.add_event_handler(fast)
+    with running(informer):
+        try:
+            assert wait_for(informer.has_synced, TIMEOUT)
+            assert entered.wait(TIMEOUT)
+            source.watch().add(obj("b", 11))
+            assert fast.take(2) == [("add", "a1"), ("add", "b11")]
+            assert not slow_registration.has_synced()
+        finally:
+            gate.set()
+        assert wait_for(slow_registration.has_synced, TIMEOUT)
+
+
+def test_a_sub_second_handler_resync_period_is_raised_to_one_second() -> None:
+    clock = FakeClock()
+    source = Source(obj("x"))
+    informer = SharedIndexInformer(source.lister_watcher, default_event_handler_resync_period=1, clock=clock)
+    handler = Recorder()
+    informer.add_event_handler_with_resync_period(handler, 0.2)
+    with running(informer):
+        assert wait_for(informer.has_synced, TIMEOUT)
+        assert handler.next() == ("add", "x1")
+        watch = source.watch()
+        step_resync(clock, 0.5)
+        watch.add(obj("marker", 11))
+        assert handler.next() == ("add", "marker11")
+        step_resync(clock, 0.5)
+        assert sorted(handler.take(2)) == [("update", "marker11", "marker11"), ("update", "x1", "x1")]
