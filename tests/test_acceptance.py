@@ -929,6 +929,20 @@ def test_sc18_backoff_doubles_to_thirty_seconds_with_jitter_at_zero() -> None:
         assert delays == pytest.approx([0.8, 1.6, 3.2, 6.4, 12.8, 25.6, 30, 30])
 
 
+def test_sc18_backoff_starts_over_after_two_quiet_minutes() -> None:
+    with reflecting() as (script, clock, _reflector):
+        for expected in (0.8, 1.6, 3.2):
+            script.expect("list", RuntimeError("down"))
+            assert backoff(clock) == pytest.approx(expected)
+        script.expect("list", ListResult([], "100", ""))
+        watch = ChannelWatch()
+        script.expect("watch", watch)
+        clock.step(121)
+        watch.error({"kind": "Status", "status": "Failure", "code": 500, "reason": "InternalError"})
+        assert backoff(clock) == pytest.approx(0.8)
+        script.expect("list", ListResult([], "100", ""))
+
+
 def test_sc19_an_expired_continuation_page_falls_back_to_one_full_list() -> None:
     with reflecting() as (script, _clock, reflector):
         first = script.expect("list", ListResult([obj("a")], "100", "token"))
@@ -1432,3 +1446,11 @@ def test_a_sub_second_handler_resync_period_is_raised_to_one_second() -> None:
         assert handler.next() == ("add", "marker11")
         step_resync(clock, 0.5)
         assert sorted(handler.take(2)) == [("update", "marker11", "marker11"), ("update", "x1", "x1")]
+
+
+def test_namespace_lister_without_a_namespace_index_scans() -> None:
+    indexer = Indexer()
+    indexer.replace([obj("a", namespace="x", app="web"), obj("b", namespace="y", app="web")], "1")
+    assert [
+        o["metadata"]["name"] for o in GenericLister(indexer, CONFIGMAPS).by_namespace("y").list("app=web")
+    ] == ["b"]

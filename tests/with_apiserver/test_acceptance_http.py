@@ -158,10 +158,13 @@ def test_an_informer_over_http_syncs_and_follows_changes(api: Any, client_kind: 
     assert informer.is_stopped()
 
 
-def test_for_resource_narrows_by_label_selector(api: Any) -> None:
+def test_for_resource_narrows_by_label_and_field_selectors(api: Any) -> None:
     create_cm(api, "web", app="web")
     create_cm(api, "db", app="db")
-    informer = SharedIndexInformer(ListWatch.for_resource(api, CONFIGMAPS, label_selector="app=web"))
+    create_cm(api, "web2", app="web")
+    informer = SharedIndexInformer(
+        ListWatch.for_resource(api, CONFIGMAPS, label_selector="app=web", field_selector="metadata.name=web")
+    )
     ctx = Context()
     thread = run_in_thread(informer, ctx)
     try:
@@ -384,6 +387,7 @@ def test_setting_the_parent_stop_event_stops_the_managers_informers(api: Any) ->
 def test_sc25_sc26_a_crd_brings_an_informer_and_a_controller_and_takes_both_away(api: Any) -> None:
     ddsif = DiscoveringDynamicSharedInformerFactory(api, filter_func=lambda gvr: gvr.group == "acceptance.io")
     notes = ddsif.subscribe("acceptance")
+    assert notes.maxsize == 1
     created: queue.Queue[str] = queue.Queue()
     stopped: queue.Queue[str] = queue.Queue()
 
