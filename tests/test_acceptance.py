@@ -1454,3 +1454,44 @@ def test_namespace_lister_without_a_namespace_index_scans() -> None:
     assert [
         o["metadata"]["name"] for o in GenericLister(indexer, CONFIGMAPS).by_namespace("y").list("app=web")
     ] == ["b"]
+
+
+def test_a_controller_whose_resource_falls_out_of_sync_is_stopped_and_a_failed_create_is_retried() -> None:
+    g1 = GroupVersionResource("example.io", "v1", "ones")
+    served = Served()
+    served.change(g1, True)
+    attempts: queue.Queue[str] = queue.Queue()
+    stopped: queue.Queue[str] = queue.Queue()
+
+    calls: list[Context] = []
+
+    def create(ctx: Context) -> Any:
+        calls.append(ctx)
+        if len(calls) == 1:
+            attempts.put("failed")
+            raise RuntimeError("cannot build the controller yet")
+        attempts.put("created")
+
+        def start_fn(run_ctx: Context) -> None:
+            run_ctx.wait()
+            stopped.put("stopped")
+
+        return start_fn
+
+    manager = ControllerManager(
+        "retry", InformerSource(served.subscribe, served.informers), {"c": ManagedController({g1}, create)}
+    )
+    ctx = Context()
+    thread = threading.Thread(target=manager.start, args=(ctx,))
+    thread.start()
+    try:
+        assert attempts.get(timeout=TIMEOUT) == "failed"
+        assert attempts.get(timeout=TIMEOUT) == "created"
+        assert wait_for(lambda: manager.running_controllers() == {"c"}, TIMEOUT)
+        served.change(g1, False)
+        assert stopped.get(timeout=TIMEOUT) == "stopped"
+        assert wait_for(lambda: manager.running_controllers() == set(), TIMEOUT)
+    finally:
+        ctx.cancel()
+        thread.join(TIMEOUT)
+    assert not thread.is_alive()
