@@ -552,8 +552,11 @@ class HTTPWatch:
         elif not (
             type(obj) is dict
             and type(metadata := obj.get("metadata")) is dict
-            and metadata.get("name")
-        ):  # the usual case checked inline; _check_object words the error
+            and type(name := metadata.get("name")) is str
+            and name
+            and type(metadata.get("resourceVersion", "")) is str
+            and type(metadata.get("namespace", "")) is str
+        ):  # the usual case checked inline, as strictly as _check_object, which words the error
             try:
                 _check_object(obj, f"watch {self._subject}: {event_type}")
             except errors.DecodeError as exc:
