@@ -89,11 +89,10 @@ def _resource_version(obj: Any) -> str | None:
 
 
 def _has_name(obj: Any) -> bool:
-    """Whether the object carries a non-empty metadata.name (bookmarks need not)."""
+    """Whether the object carries a non-empty string metadata.name (bookmarks need not)."""
     metadata = _metadata(obj)
-    if isinstance(metadata, dict):
-        return bool(metadata.get("name"))
-    return bool(getattr(metadata, "name", None))
+    name = metadata.get("name") if isinstance(metadata, dict) else getattr(metadata, "name", None)
+    return isinstance(name, str) and name != ""
 
 
 def _named_items(items: Any, name: str) -> list[Any]:
@@ -527,7 +526,8 @@ class Reflector:
                 if (
                     type(obj) is dict
                     and type(meta := obj.get("metadata")) is dict
-                    and meta.get("name")
+                    and type(name := meta.get("name")) is str
+                    and name
                     and type(rv := meta.get("resourceVersion")) is str
                     and event_type in actions
                 ):
