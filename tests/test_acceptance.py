@@ -1495,3 +1495,20 @@ def test_a_controller_whose_resource_falls_out_of_sync_is_stopped_and_a_failed_c
         ctx.cancel()
         thread.join(TIMEOUT)
     assert not thread.is_alive()
+
+
+def test_an_object_whose_name_is_not_a_string_is_never_cached(caplog: pytest.LogCaptureFixture) -> None:
+    garbage = {"metadata": {"name": ["ghost"], "namespace": "ns", "resourceVersion": "3"}}
+    source = Source(obj("a"), garbage)
+    informer = SharedIndexInformer(source.lister_watcher)
+    handler = Recorder()
+    informer.add_event_handler(handler)
+    caplog.set_level(logging.WARNING)
+    with running(informer):
+        assert wait_for(informer.has_synced, TIMEOUT)
+        watch = source.watch()
+        watch.add({"metadata": {"name": 7, "namespace": "ns", "resourceVersion": "12"}})
+        watch.add(obj("b", 13))
+        assert [handler.next(), handler.next()] == [("add", "a1"), ("add", "b13")]
+        assert sorted(informer.get_indexer().list_keys()) == ["ns/a", "ns/b"]
+    assert len([r for r in caplog.records if r.levelno == logging.WARNING]) >= 2
