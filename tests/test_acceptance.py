@@ -1512,3 +1512,43 @@ def test_an_object_whose_name_is_not_a_string_is_never_cached(caplog: pytest.Log
         assert [handler.next(), handler.next()] == [("add", "a1"), ("add", "b13")]
         assert sorted(informer.get_indexer().list_keys()) == ["ns/a", "ns/b"]
     assert len([r for r in caplog.records if r.levelno == logging.WARNING]) >= 2
+
+
+def test_fifo_without_known_objects_deletes_only_what_it_holds() -> None:
+    fifo = DeltaFIFO()
+    fifo.add(obj("a"))
+    fifo.delete(obj("a"))
+    fifo.delete(obj("b"))
+    fifo.resync()
+    assert fifo.list_keys() == ["ns/a"]
+    assert pop_now(fifo)[0] == [(DeltaType.ADDED, "a1"), (DeltaType.DELETED, "a1")]
+
+
+def test_relist_tombstone_of_a_known_key_that_cannot_be_looked_up_carries_none() -> None:
+    class Known:
+        """A KeyListerGetter whose ``ns/ghost`` vanished between listing keys and the lookup."""
+
+        def list_keys(self) -> list[str]:
+            return ["ns/ghost", "ns/x"]
+
+        def get_by_key(self, key: str) -> Any:
+            return obj("x") if key == "ns/x" else None
+
+    fifo = DeltaFIFO(known_objects=Known(), emit_delta_type_replaced=True)
+    fifo.replace([], "1")
+    tombstones = {key: (fifo.get_by_key(key) or [])[-1].object for key in fifo.list_keys()}
+    assert {key: t.obj for key, t in tombstones.items()} == {"ns/ghost": None, "ns/x": obj("x")}
+
+
+def test_exponential_limiter_is_capped_even_after_thousands_of_failures() -> None:
+    limiter = ItemExponentialFailureRateLimiter(0.001, 1000)
+    delays = [limiter.when("x") for _ in range(3000)]
+    assert delays[-1] == 1000 and limiter.num_requeues("x") == 3000
+    both = MaxOfRateLimiter(
+        ItemExponentialFailureRateLimiter(0.001, 1), ItemExponentialFailureRateLimiter(0.002, 1)
+    )
+    both.when("a")
+    both.when("a")
+    assert both.num_requeues("a") == 2
+    both.forget("a")
+    assert both.num_requeues("a") == 0 and both.when("a") == pytest.approx(0.002)
