@@ -150,7 +150,8 @@ def test_store_get_returns_none_for_a_missing_object() -> None:
     assert store.get(obj("a")) is None
     assert store.get_by_key("ns/a") is None
     store.add(obj("a"))
-    assert store.get(obj("a", rv=9))["metadata"]["resourceVersion"] == "1"
+    stored = store.get(obj("a", rv=9))
+    assert stored is not None and stored["metadata"]["resourceVersion"] == "1"
     assert len(store) == 1
     store.resync()
     store.delete(obj("missing"))
@@ -445,7 +446,10 @@ def running(informer: SharedIndexInformer, stop: Any = None) -> Iterator[Any]:
     try:
         yield stop
     finally:
-        stop.set() if isinstance(stop, threading.Event) else stop.cancel()
+        if isinstance(stop, threading.Event):
+            stop.set()
+        else:
+            stop.cancel()
         thread.join(TIMEOUT)
         assert not thread.is_alive()
         assert informer.is_stopped()
@@ -664,7 +668,8 @@ def test_informer_transform_is_applied_before_caching() -> None:
     informer.set_transform(lambda o: {**o, "seen": True})
     with running(informer):
         assert wait_for(informer.has_synced, TIMEOUT)
-        assert informer.get_indexer().get_by_key("ns/a")["seen"] is True
+        cached = informer.get_indexer().get_by_key("ns/a")
+        assert cached is not None and cached["seen"] is True
 
 
 def test_last_error_reports_a_failing_list_and_clears_after_a_good_one() -> None:
@@ -897,7 +902,7 @@ def test_sc16_a_410_list_is_retried_at_once_at_the_empty_version() -> None:
         script.expect("watch", watch)
         watch.error(gone())
         backoff(clock)
-        assert script.expect("list", GoneError(410, gone())).resource_version == "100"
+        assert script.expect("list", GoneError(410, "Expired", "too old", gone())).resource_version == "100"
         assert script.expect("list", ListResult([], "120", "")).resource_version == ""
         assert script.expect("watch", ChannelWatch()).resource_version == "120"
 
@@ -947,7 +952,7 @@ def test_sc19_an_expired_continuation_page_falls_back_to_one_full_list() -> None
     with reflecting() as (script, _clock, reflector):
         first = script.expect("list", ListResult([obj("a")], "100", "token"))
         assert first.limit == 500
-        assert script.expect("list", GoneError(410, gone())).continue_token == "token"
+        assert script.expect("list", GoneError(410, "Expired", "too old", gone())).continue_token == "token"
         full = script.expect("list", ListResult([obj("a"), obj("b")], "101", ""))
         assert full.resource_version == "0"
         assert not full.limit and not full.continue_token
@@ -986,8 +991,14 @@ def test_shut_down_with_drain_waits_for_items_in_flight() -> None:
     q: WorkQueue[str] = WorkQueue()
     q.add("a")
     item, _ = q.get()
+    assert item == "a"
     drained = threading.Event()
-    thread = threading.Thread(target=lambda: (q.shut_down_with_drain(), drained.set()))
+
+    def drain() -> None:
+        q.shut_down_with_drain()
+        drained.set()
+
+    thread = threading.Thread(target=drain)
     thread.start()
     assert not drained.wait(0.05)
     q.done(item)
@@ -1142,7 +1153,11 @@ def test_controller_manager_reconciles_once_at_start_without_a_notification() ->
     started = threading.Event()
 
     def create(ctx: Context) -> Any:
-        return lambda run_ctx: (started.set(), run_ctx.wait())
+        def start_fn(run_ctx: Context) -> None:
+            started.set()
+            run_ctx.wait()
+
+        return start_fn
 
     manager = ControllerManager(
         "initial", InformerSource(served.subscribe, served.informers), {"c": ManagedController([g1], create)}
@@ -1213,7 +1228,8 @@ def test_indexer_replace_without_a_version_and_len() -> None:
     indexer = Indexer()
     indexer.replace([obj("a"), obj("b"), obj("a", 2)])
     assert len(indexer) == 2
-    assert indexer.get_by_key("ns/a")["metadata"]["resourceVersion"] == "2"
+    stored = indexer.get_by_key("ns/a")
+    assert stored is not None and stored["metadata"]["resourceVersion"] == "2"
 
 
 def test_an_index_function_that_raises_is_not_silently_skipped() -> None:

@@ -137,7 +137,7 @@ def run_in_thread(informer: SharedIndexInformer, stop: Any) -> threading.Thread:
 @pytest.mark.parametrize("client_kind", ["api_client", "dynamic_client"])
 def test_an_informer_over_http_syncs_and_follows_changes(api: Any, client_kind: str) -> None:
     create_cm(api, "a")
-    client = api if client_kind == "api_client" else DynamicClient(api)
+    client = api if client_kind == "api_client" else DynamicClient(api)  # type: ignore[no-untyped-call]
     informer = SharedIndexInformer(ListWatch.for_resource(client, CONFIGMAPS, namespace="default"))
     names = Names()
     informer.add_event_handler(names.handler)
@@ -439,7 +439,7 @@ def test_fake_apiserver_writes_a_kubeconfig_the_official_client_loads(
 
     path = tmp_path / "kubeconfig"
     server.write_kubeconfig(str(path))
-    api_client = config.new_client_from_config(config_file=str(path))
+    api_client = config.new_client_from_config(config_file=str(path))  # type: ignore[no-untyped-call]
     try:
         names = [n["metadata"]["name"] for n in call(api_client, "GET", "/api/v1/namespaces")["items"]]
         assert "default" in names
