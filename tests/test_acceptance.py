@@ -1568,3 +1568,19 @@ def test_exponential_limiter_is_capped_even_after_thousands_of_failures() -> Non
     assert both.num_requeues("a") == 2
     both.forget("a")
     assert both.num_requeues("a") == 0 and both.when("a") == pytest.approx(0.002)
+
+
+def test_deletes_of_unknown_objects_and_repeated_deletes_reach_handlers_once_at_most() -> None:
+    source = Source(obj("a"))
+    informer = SharedIndexInformer(source.lister_watcher)
+    handler = Recorder()
+    informer.add_event_handler(handler)
+    with running(informer):
+        assert wait_for(informer.has_synced, TIMEOUT)
+        assert handler.next() == ("add", "a1")
+        watch = source.watch()
+        watch.delete(obj("ghost", 11))
+        watch.delete(obj("a", 12))
+        watch.delete(obj("a", 12))
+        watch.add(obj("marker", 13))
+        assert handler.take(2) == [("delete", "a12"), ("add", "marker13")]
