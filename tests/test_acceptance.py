@@ -1584,3 +1584,17 @@ def test_deletes_of_unknown_objects_and_repeated_deletes_reach_handlers_once_at_
         watch.delete(obj("a", 12))
         watch.add(obj("marker", 13))
         assert handler.take(2) == [("delete", "a12"), ("add", "marker13")]
+
+
+def test_filtering_handler_passes_the_initial_list_flag_through_and_skips_what_never_matched() -> None:
+    inner = Detailed()
+    handler = FilteringResourceEventHandler(
+        filter_func=lambda o: o["metadata"].get("labels", {}).get("app") == "web", handler=inner
+    )
+    handler.on_add(obj("a", app="web"), True)
+    handler.on_add(obj("b", app="db"), True)
+    handler.on_update(obj("b", 1, app="db"), obj("b", 2, app="db"))
+    handler.on_update(obj("a", 1, app="web"), obj("a", 2, app="web"))
+    handler.on_delete(obj("b", app="db"))
+    assert inner.take(2) == [("add", "a1", True), ("update", "a1", "a2")]
+    assert inner.events.empty()
