@@ -97,7 +97,17 @@ def _has_name(obj: Any) -> bool:
 
 def _named_items(items: Any, name: str) -> list[Any]:
     """The list items that have a name; each one without is logged and left out of the cache."""
-    kept = [obj for obj in items if _has_name(obj)]
+    kept = [
+        obj
+        for obj in items
+        if (  # the usual decoded object checked inline
+            type(obj) is dict
+            and type(meta := obj.get("metadata")) is dict
+            and type(n := meta.get("name")) is str
+            and n
+        )
+        or _has_name(obj)
+    ]
     if len(kept) != len(items):
         log.warning(
             "reflector %s: %d listed objects without metadata.name; skipped",
