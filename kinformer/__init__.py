@@ -18,12 +18,11 @@ from kinformer.controller_manager import (
 )
 from kinformer.delta_fifo import Delta, DeltaFIFO, Deltas, DeltaType
 from kinformer.discovery import (
-    CachedDiscoveryClient,
     DiscoveringDynamicSharedInformerFactory,
-    DiscoveryResult,
     GVREventHandler,
     GVREventHandlerFuncs,
 )
+from kinformer.discovery_client import CachedDiscoveryClient, DiscoveryResult
 from kinformer.errors import (
     AlreadyStartedError,
     APIError,

@@ -1,14 +1,15 @@
-"""Discovery: which resource types the server serves, and one informer per type as they come and go.
+"""The discovering informer factory: one informer per served resource type, as types come and go.
 
-:class:`CachedDiscoveryClient` reads the server's discovery documents (``/api``, ``/api/v1``,
-``/apis``, ``/apis/<group>/<version>``) through the official ``ApiClient`` and caches the
-per-group-version lists in a ``cachetools.TTLCache``. :class:`DiscoveringDynamicSharedInformerFactory`
-is kcp's ddsif: its worker thread (``kinformer-ddsif``) keeps one
+:class:`DiscoveringDynamicSharedInformerFactory` is kcp's ddsif: its worker thread
+(``kinformer-ddsif``) reads discovery through a
+:class:`~kinformer.discovery_client.CachedDiscoveryClient`, keeps one
 :class:`~kinformer.informer.SharedIndexInformer` per served resource type that its filter accepts,
 each under its own child :class:`~kinformer.Context`, and tells subscribers (the
 :class:`~kinformer.controller_manager.ControllerManager`) when the set changed. It learns of
 CustomResourceDefinition changes within about a second by watching CRDs where the server serves
-them, and polls discovery every ``poll_interval`` seconds in any case.
+them, and polls discovery every ``poll_interval`` seconds in any case. :class:`GVREventHandler`
+hears of object changes of every type it runs. The discovery client and its result are
+re-exported here, where they lived first.
 """
 
 from __future__ import annotations
@@ -21,170 +22,23 @@ import threading
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any, Protocol, runtime_checkable
 
-import cachetools
-
-from kinformer import _json, _threads, context, errors, informer, listwatch, store
+from kinformer import _threads, context, crd, discovery_client, errors, informer, listwatch, store
 from kinformer.clock import REAL_CLOCK, Clock
 from kinformer.controller_manager import InformerSource
+from kinformer.crd import CRD_GVR as CRD_GVR
+from kinformer.discovery_client import DISCOVERY_CACHE_TTL as DISCOVERY_CACHE_TTL
+from kinformer.discovery_client import REQUEST_TIMEOUT as REQUEST_TIMEOUT
+from kinformer.discovery_client import CachedDiscoveryClient as CachedDiscoveryClient
+from kinformer.discovery_client import DiscoveryResult as DiscoveryResult
 from kinformer.factory import GenericInformer, gvr_subject
-from kinformer.gvr import APIResourceMeta, GroupVersionKind, GroupVersionResource, split_group_version
+from kinformer.gvr import APIResourceMeta, GroupVersionResource
 
 log = logging.getLogger(__name__)
 
-CRD_GVR = GroupVersionResource("apiextensions.k8s.io", "v1", "customresourcedefinitions")
 DEFAULT_POLL_INTERVAL = 30.0  # fleet's discovery period; CRD changes are seen at once where watched
-DISCOVERY_CACHE_TTL = 300.0  # bounds how long a type added without any CRD change goes unnoticed
 MIN_UPDATE_INTERVAL = 1.0  # kcp: at least a second between passes, so a burst of CRD events is one pass
 SETTLE_PASSES = 10  # extra passes, a second apart, while discovery lags behind the CRDs we watch
-REQUEST_TIMEOUT = (10.0, 30.0)  # (connect, read) seconds for one discovery GET
 JOIN_TIMEOUT = 30.0  # an informer joins its own threads with bounded waits; this only bounds a bug
-_REQUIRED_VERBS = frozenset({"list", "watch"})
-
-
-@dataclasses.dataclass(frozen=True)
-class DiscoveryResult:
-    """What one discovery pass found.
-
-    ``resources`` maps every served, listable and watchable resource type (no subresources) to
-    its kind and scope; ``failed`` maps each group version whose document could not be read to
-    the error. ``complete`` is fleet's ``list_complete``: nothing failed.
-    """
-
-    resources: dict[GroupVersionResource, APIResourceMeta]
-    failed: dict[str, Exception]
-    preferred: frozenset[str]  # group versions the server prefers, one per group
-
-    @property
-    def complete(self) -> bool:
-        """True when every group version was read: absent types are really gone."""
-        return not self.failed
-
-    def preferred_resources(self) -> list[APIResourceMeta]:
-        """The resource types of each group's preferred version (client-go's ServerPreferredResources)."""
-        return [m for g, m in self.resources.items() if g.group_version in self.preferred]
-
-
-class CachedDiscoveryClient:
-    """Reads what the server serves through the official client, caching per group version.
-
-    Thread-safe. The group lists (``/api``, ``/apis``) are read on every :meth:`server_resources`
-    call, so a group that appears or disappears is seen at once; the resource list of each group
-    version is cached for ``ttl`` seconds (of ``clock``) or until :meth:`invalidate`. Blocks the
-    calling thread for the HTTP round trips. ``client`` is what ``ListWatch.for_resource``
-    accepts: an ``ApiClient``, a ``DynamicClient`` or an API object holding one.
-    """
-
-    def __init__(self, client: Any, ttl: float = DISCOVERY_CACHE_TTL, *, clock: Clock = REAL_CLOCK) -> None:
-        self._api = listwatch._api_client_of(client)
-        self._lock = threading.Lock()  # guards _cache: cachetools caches are not thread-safe
-        self._cache: cachetools.TTLCache[str, list[APIResourceMeta]] = cachetools.TTLCache(
-            maxsize=512, ttl=ttl, timer=clock.now
-        )
-
-    def invalidate(self) -> None:
-        """Forget every cached document; the next call reads the server again."""
-        with self._lock:
-            self._cache.clear()
-
-    def server_group_versions(self) -> tuple[list[str], frozenset[str]]:
-        """Every served group version (``"v1"``, ``"apps/v1"``, ...) and the preferred ones.
-
-        Raises :class:`~kinformer.errors.APIError` or ``TransportError`` when a list cannot be read.
-        """
-        versions: list[str] = []
-        preferred: set[str] = set()
-        core = self._get("/api")
-        for version in core.get("versions") or []:
-            versions.append(str(version))
-        if versions:
-            preferred.add(versions[0])
-        groups = self._get("/apis")
-        for group in groups.get("groups") or []:
-            for entry in group.get("versions") or []:
-                gv = entry.get("groupVersion")
-                if gv:
-                    versions.append(str(gv))
-            pref = (group.get("preferredVersion") or {}).get("groupVersion")
-            if pref:
-                preferred.add(str(pref))
-        return versions, frozenset(preferred)
-
-    def server_resources_for_group_version(self, group_version: str) -> list[APIResourceMeta]:
-        """The listable and watchable resource types of one group version (cached)."""
-        with self._lock:
-            cached = self._cache.get(group_version)
-        if cached is not None:
-            return cached
-        path = f"/api/{group_version}" if "/" not in group_version else f"/apis/{group_version}"
-        metas = _parse_resource_list(group_version, self._get(path))
-        with self._lock:
-            self._cache[group_version] = metas
-        return metas
-
-    def server_resources(self) -> DiscoveryResult:
-        """Every served resource type that supports list and watch, subresources left out.
-
-        A group version whose document fails is named in ``failed``; a failure of the group
-        lists themselves raises.
-        """
-        versions, preferred = self.server_group_versions()
-        resources: dict[GroupVersionResource, APIResourceMeta] = {}
-        failed: dict[str, Exception] = {}
-        for gv in versions:
-            try:
-                metas = self.server_resources_for_group_version(gv)
-            except Exception as exc:
-                log.warning("discovery of %s failed: %s", gv, exc)
-                failed[gv] = exc
-                continue
-            for meta in metas:
-                resources[meta.group_version_resource] = meta
-        return DiscoveryResult(resources, failed, preferred)
-
-    def _get(self, path: str) -> dict[str, Any]:
-        import urllib3
-
-        method, url, headers, body, post = self._api.param_serialize(
-            method="GET",
-            resource_path=path,
-            header_params={"Accept": "application/json"},
-            auth_settings=["BearerToken"],
-        )
-        try:
-            rest = self._api.call_api(method, url, headers, body, post, _request_timeout=REQUEST_TIMEOUT)
-            data = rest.read()
-        except (urllib3.exceptions.HTTPError, OSError) as exc:
-            raise listwatch._transport_error(exc, path) from exc
-        if not 200 <= rest.status <= 299:
-            raise errors.api_error_from_status(rest.status, data)
-        try:
-            doc = _json.loads(data)
-        except ValueError as exc:
-            raise errors.DecodeError(f"discovery {path}: response is not JSON") from exc
-        if not isinstance(doc, dict):
-            raise errors.DecodeError(f"discovery {path}: response is not an object")
-        return doc
-
-
-def _parse_resource_list(group_version: str, doc: Mapping[str, Any]) -> list[APIResourceMeta]:
-    group, version = split_group_version(group_version)
-    metas: list[APIResourceMeta] = []
-    for res in doc.get("resources") or []:
-        name = res.get("name") or ""
-        if not name or "/" in name:
-            continue
-        if not _REQUIRED_VERBS.issubset(res.get("verbs") or ()):
-            continue
-        metas.append(
-            APIResourceMeta(
-                GroupVersionKind(
-                    res.get("group") or group, res.get("version") or version, res.get("kind", "")
-                ),
-                GroupVersionResource(group, version, name),
-                is_cluster_scoped=not res.get("namespaced", False),
-            )
-        )
-    return metas
 
 
 @runtime_checkable
@@ -304,7 +158,7 @@ class DiscoveringDynamicSharedInformerFactory:
         clock: Clock = REAL_CLOCK,
         indexers: Mapping[str, informer.IndexFunc] | None = None,
         watch_crds: bool = True,
-        discovery: CachedDiscoveryClient | None = None,
+        discovery: discovery_client.CachedDiscoveryClient | None = None,
     ) -> None:
         self._client = client
         self._filter = filter_func or (lambda gvr: True)
@@ -314,7 +168,7 @@ class DiscoveringDynamicSharedInformerFactory:
         self._indexers = {k: v for k, v in (indexers or {}).items() if k != store.NAMESPACE_INDEX}
         self._indexers[store.NAMESPACE_INDEX] = store.meta_namespace_index_func
         self._watch_crds = watch_crds
-        self._discovery = discovery or CachedDiscoveryClient(client, clock=clock)
+        self._discovery = discovery or discovery_client.CachedDiscoveryClient(client, clock=clock)
         self._lock = threading.Lock()  # guards _entries, _served, _subscribers, _ctx, _started, _finished
         self._entries: dict[GroupVersionResource, _Entry] = {}
         self._served: dict[GroupVersionResource, APIResourceMeta] = {}
@@ -434,7 +288,7 @@ class DiscoveringDynamicSharedInformerFactory:
 
     # -- the pass -------------------------------------------------------------------------------
 
-    def _update_informers(self, ctx: context.Context) -> DiscoveryResult | None:
+    def _update_informers(self, ctx: context.Context) -> discovery_client.DiscoveryResult | None:
         """One pass (KD-7); returns the discovery result, or None when discovery failed."""
         try:
             result = self._discovery.server_resources()
@@ -510,14 +364,14 @@ class DiscoveringDynamicSharedInformerFactory:
 
     # -- CRD watch ------------------------------------------------------------------------------
 
-    def _ensure_crd_watch(self, ctx: context.Context, result: DiscoveryResult) -> None:
-        if not self._watch_crds or self._crd_entry is not None or CRD_GVR not in result.resources:
+    def _ensure_crd_watch(self, ctx: context.Context, result: discovery_client.DiscoveryResult) -> None:
+        if not self._watch_crds or self._crd_entry is not None or crd.CRD_GVR not in result.resources:
             return
         shared = informer.SharedIndexInformer(
-            listwatch.ListWatch.for_resource(self._client, CRD_GVR), name="ddsif-crds"
+            listwatch.ListWatch.for_resource(self._client, crd.CRD_GVR), name="ddsif-crds"
         )
-        shared.add_event_handler(_CRDWatcher(self))
-        entry = _Entry(GenericInformer(shared, CRD_GVR))
+        shared.add_event_handler(crd.CRDChangeHandler(self._crd_changed))
+        entry = _Entry(GenericInformer(shared, crd.CRD_GVR))
         with self._lock:
             if self._finished:
                 return
@@ -526,22 +380,19 @@ class DiscoveringDynamicSharedInformerFactory:
             self._crd_entry = entry
         log.info("ddsif watching CustomResourceDefinitions")
 
-    def _crd_changed(self, crd: Any) -> None:
-        name = (crd.get("metadata") or {}).get("name") if isinstance(crd, dict) else None
+    def _crd_changed(self, obj: Any) -> None:
+        name = (obj.get("metadata") or {}).get("name") if isinstance(obj, dict) else None
         if name:
             self._crd_names.add(str(name))
         self._discovery.invalidate()
         self._wake.set()
 
-    def _lagging(self, result: DiscoveryResult) -> bool:
+    def _lagging(self, result: discovery_client.DiscoveryResult) -> bool:
         """Whether discovery still disagrees with the watched CRDs (a real server lags ~1 s)."""
-        crd = self._crd_entry
-        if crd is None:
+        crds = self._crd_entry
+        if crds is None:
             return False
-        expected: set[GroupVersionResource] = set()
-        for obj in crd.generic.informer().get_indexer().list():
-            if _established(obj) and not (obj.get("metadata") or {}).get("deletionTimestamp"):
-                expected.update(_served_gvrs(obj))
+        expected = crd.served_resources(crds.generic.informer().get_indexer().list())
         for gvr in result.resources:
             if gvr.group_resource in self._crd_names and gvr not in expected:
                 return True  # deleted or no longer served, yet still discovered
@@ -618,43 +469,6 @@ class DiscoveringDynamicSharedInformerFactory:
 
     def __repr__(self) -> str:
         return f"<DiscoveringDynamicSharedInformerFactory informers={len(self._entries)}>"
-
-
-class _CRDWatcher:
-    """Turns CRD events into a discovery pass; metadata-only updates are ignored."""
-
-    __slots__ = ("_factory",)
-
-    def __init__(self, factory: DiscoveringDynamicSharedInformerFactory) -> None:
-        self._factory = factory
-
-    def on_add(self, obj: Any, is_in_initial_list: bool) -> None:
-        self._factory._crd_changed(obj)
-
-    def on_update(self, old: Any, new: Any) -> None:
-        if not isinstance(old, dict) or not isinstance(new, dict):
-            return
-        if old.get("spec") != new.get("spec") or old.get("status") != new.get("status"):
-            self._factory._crd_changed(new)
-
-    def on_delete(self, obj: Any) -> None:
-        self._factory._crd_changed(getattr(obj, "obj", obj))
-
-
-def _established(crd: Mapping[str, Any]) -> bool:
-    for cond in (crd.get("status") or {}).get("conditions") or []:
-        if cond.get("type") == "Established":
-            return bool(cond.get("status") == "True")
-    return False
-
-
-def _served_gvrs(crd: Mapping[str, Any]) -> Iterable[GroupVersionResource]:
-    spec = crd.get("spec") or {}
-    group = spec.get("group", "")
-    plural = (spec.get("names") or {}).get("plural", "")
-    for version in spec.get("versions") or []:
-        if version.get("served", True):
-            yield GroupVersionResource(group, version.get("name", ""), plural)
 
 
 def _names(gvrs: Iterable[GroupVersionResource]) -> str:

@@ -2,7 +2,7 @@
 
 Azure/fleet's ``pkg/utils/informer`` InformerManager over a
 :class:`~kinformer.factory.DynamicSharedInformerFactory`. A caller (typically a loop over
-:meth:`~kinformer.discovery.CachedDiscoveryClient.server_resources`) tells it which resource
+:meth:`~kinformer.discovery_client.CachedDiscoveryClient.server_resources`) tells it which resource
 types exist with :meth:`InformerManager.add_dynamic_resources`; the manager registers the
 caller's handler once per type, strips ``metadata.managedFields`` from what it caches, and
 reports which types are present, namespaced or synced. Unlike fleet (its issue #279), a type that

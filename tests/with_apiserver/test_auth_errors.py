@@ -20,7 +20,7 @@ from kubernetes import client as k8s
 
 from kinformer import errors
 from kinformer.context import Context
-from kinformer.discovery import CachedDiscoveryClient
+from kinformer.discovery_client import CachedDiscoveryClient
 from kinformer.factory import DynamicSharedInformerFactory
 from kinformer.gvr import GroupVersionResource
 from kinformer.handlers import wait_for_cache_sync

@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 from kubernetes import client as k8s
 
-from kinformer import Context, _threads, discovery
+from kinformer import Context, _threads, discovery_client
 from kinformer.discovery import (
     CRD_GVR,
     CachedDiscoveryClient,
@@ -129,7 +129,7 @@ def test_resource_lists_keep_only_listable_watchable_types_and_no_subresources()
             {"name": "nodes", "namespaced": False, "kind": "Node", "verbs": ["list", "watch"]},
         ],
     }
-    metas = discovery._parse_resource_list("v1", doc)
+    metas = discovery_client._parse_resource_list("v1", doc)
     assert [(m.group_version_resource.resource, m.is_cluster_scoped) for m in metas] == [
         ("pods", False),
         ("nodes", True),

@@ -1,0 +1,175 @@
+"""The cached discovery client: which resource types the server serves, read through the official client.
+
+:class:`CachedDiscoveryClient` reads the server's discovery documents (``/api``, ``/api/v1``,
+``/apis``, ``/apis/<group>/<version>``) through the official ``ApiClient`` and caches the
+per-group-version lists in a ``cachetools.TTLCache``; one pass gives a :class:`DiscoveryResult`.
+Its users are :class:`~kinformer.discovery.DiscoveringDynamicSharedInformerFactory`, which runs
+one informer per served type, and callers feeding
+:meth:`~kinformer.manager.InformerManager.add_dynamic_resources` (fleet's discovery loop).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+import threading
+from collections.abc import Mapping
+from typing import Any
+
+import cachetools
+
+from kinformer import _json, errors, listwatch
+from kinformer.clock import REAL_CLOCK, Clock
+from kinformer.gvr import APIResourceMeta, GroupVersionKind, GroupVersionResource, split_group_version
+
+log = logging.getLogger(__name__)
+
+DISCOVERY_CACHE_TTL = 300.0  # bounds how long a type added without any CRD change goes unnoticed
+REQUEST_TIMEOUT = (10.0, 30.0)  # (connect, read) seconds for one discovery GET
+_REQUIRED_VERBS = frozenset({"list", "watch"})
+
+
+@dataclasses.dataclass(frozen=True)
+class DiscoveryResult:
+    """What one discovery pass found.
+
+    ``resources`` maps every served, listable and watchable resource type (no subresources) to
+    its kind and scope; ``failed`` maps each group version whose document could not be read to
+    the error. ``complete`` is fleet's ``list_complete``: nothing failed.
+    """
+
+    resources: dict[GroupVersionResource, APIResourceMeta]
+    failed: dict[str, Exception]
+    preferred: frozenset[str]  # group versions the server prefers, one per group
+
+    @property
+    def complete(self) -> bool:
+        """True when every group version was read: absent types are really gone."""
+        return not self.failed
+
+    def preferred_resources(self) -> list[APIResourceMeta]:
+        """The resource types of each group's preferred version (client-go's ServerPreferredResources)."""
+        return [m for g, m in self.resources.items() if g.group_version in self.preferred]
+
+
+class CachedDiscoveryClient:
+    """Reads what the server serves through the official client, caching per group version.
+
+    Thread-safe. The group lists (``/api``, ``/apis``) are read on every :meth:`server_resources`
+    call, so a group that appears or disappears is seen at once; the resource list of each group
+    version is cached for ``ttl`` seconds (of ``clock``) or until :meth:`invalidate`. Blocks the
+    calling thread for the HTTP round trips. ``client`` is what ``ListWatch.for_resource``
+    accepts: an ``ApiClient``, a ``DynamicClient`` or an API object holding one.
+    """
+
+    def __init__(self, client: Any, ttl: float = DISCOVERY_CACHE_TTL, *, clock: Clock = REAL_CLOCK) -> None:
+        self._api = listwatch._api_client_of(client)
+        self._lock = threading.Lock()  # guards _cache: cachetools caches are not thread-safe
+        self._cache: cachetools.TTLCache[str, list[APIResourceMeta]] = cachetools.TTLCache(
+            maxsize=512, ttl=ttl, timer=clock.now
+        )
+
+    def invalidate(self) -> None:
+        """Forget every cached document; the next call reads the server again."""
+        with self._lock:
+            self._cache.clear()
+
+    def server_group_versions(self) -> tuple[list[str], frozenset[str]]:
+        """Every served group version (``"v1"``, ``"apps/v1"``, ...) and the preferred ones.
+
+        Raises :class:`~kinformer.errors.APIError` or ``TransportError`` when a list cannot be read.
+        """
+        versions: list[str] = []
+        preferred: set[str] = set()
+        core = self._get("/api")
+        for version in core.get("versions") or []:
+            versions.append(str(version))
+        if versions:
+            preferred.add(versions[0])
+        groups = self._get("/apis")
+        for group in groups.get("groups") or []:
+            for entry in group.get("versions") or []:
+                gv = entry.get("groupVersion")
+                if gv:
+                    versions.append(str(gv))
+            pref = (group.get("preferredVersion") or {}).get("groupVersion")
+            if pref:
+                preferred.add(str(pref))
+        return versions, frozenset(preferred)
+
+    def server_resources_for_group_version(self, group_version: str) -> list[APIResourceMeta]:
+        """The listable and watchable resource types of one group version (cached)."""
+        with self._lock:
+            cached = self._cache.get(group_version)
+        if cached is not None:
+            return cached
+        path = f"/api/{group_version}" if "/" not in group_version else f"/apis/{group_version}"
+        metas = _parse_resource_list(group_version, self._get(path))
+        with self._lock:
+            self._cache[group_version] = metas
+        return metas
+
+    def server_resources(self) -> DiscoveryResult:
+        """Every served resource type that supports list and watch, subresources left out.
+
+        A group version whose document fails is named in ``failed``; a failure of the group
+        lists themselves raises.
+        """
+        versions, preferred = self.server_group_versions()
+        resources: dict[GroupVersionResource, APIResourceMeta] = {}
+        failed: dict[str, Exception] = {}
+        for gv in versions:
+            try:
+                metas = self.server_resources_for_group_version(gv)
+            except Exception as exc:
+                log.warning("discovery of %s failed: %s", gv, exc)
+                failed[gv] = exc
+                continue
+            for meta in metas:
+                resources[meta.group_version_resource] = meta
+        return DiscoveryResult(resources, failed, preferred)
+
+    def _get(self, path: str) -> dict[str, Any]:
+        import urllib3
+
+        method, url, headers, body, post = self._api.param_serialize(
+            method="GET",
+            resource_path=path,
+            header_params={"Accept": "application/json"},
+            auth_settings=["BearerToken"],
+        )
+        try:
+            rest = self._api.call_api(method, url, headers, body, post, _request_timeout=REQUEST_TIMEOUT)
+            data = rest.read()
+        except (urllib3.exceptions.HTTPError, OSError) as exc:
+            raise listwatch._transport_error(exc, path) from exc
+        if not 200 <= rest.status <= 299:
+            raise errors.api_error_from_status(rest.status, data)
+        try:
+            doc = _json.loads(data)
+        except ValueError as exc:
+            raise errors.DecodeError(f"discovery {path}: response is not JSON") from exc
+        if not isinstance(doc, dict):
+            raise errors.DecodeError(f"discovery {path}: response is not an object")
+        return doc
+
+
+def _parse_resource_list(group_version: str, doc: Mapping[str, Any]) -> list[APIResourceMeta]:
+    group, version = split_group_version(group_version)
+    metas: list[APIResourceMeta] = []
+    for res in doc.get("resources") or []:
+        name = res.get("name") or ""
+        if not name or "/" in name:
+            continue
+        if not _REQUIRED_VERBS.issubset(res.get("verbs") or ()):
+            continue
+        metas.append(
+            APIResourceMeta(
+                GroupVersionKind(
+                    res.get("group") or group, res.get("version") or version, res.get("kind", "")
+                ),
+                GroupVersionResource(group, version, name),
+                is_cluster_scoped=not res.get("namespaced", False),
+            )
+        )
+    return metas
