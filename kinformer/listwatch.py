@@ -399,7 +399,15 @@ class _HTTPResource:
         what = f"list {self._gvr}"  # formatted once, not per item
         try:
             for item in items:
-                _check_object(item, what)
+                if not (
+                    type(item) is dict
+                    and type(metadata := item.get("metadata")) is dict
+                    and type(name := metadata.get("name")) is str
+                    and name
+                    and type(metadata.get("resourceVersion", "")) is str
+                    and type(metadata.get("namespace", "")) is str
+                ):  # the usual item checked inline, as strictly as _check_object, which words the error
+                    _check_object(item, what)
                 if item_kind and "kind" not in item:
                     item["kind"] = item_kind
                 if "apiVersion" not in item:
