@@ -1,0 +1,142 @@
+"""What the ``kinformer demo`` runs against its workload: handlers, example controllers, HTTP.
+
+:class:`CountingHandler` counts the events of the InformerManager's informers;
+:class:`AuditReconciler` and :class:`WidgetReconciler` are the two example controllers the
+ControllerManager runs; :class:`RawAPI` writes JSON through an ``ApiClient`` for them; and
+:func:`counting_api_client` makes the ``ApiClient`` that counts the lists and watches sent, so
+the display can show reconnects and relists. :mod:`kinformer._demo` wires them together.
+"""
+
+from __future__ import annotations
+
+import collections
+import contextlib
+import threading
+import urllib.parse
+from typing import Any
+
+from kinformer import _demo_workload as workload
+from kinformer import _json, errors
+from kinformer.lister import GenericLister
+from kinformer.listwatch import resource_path
+from kinformer.store import split_meta_namespace_key
+
+AUDIT = "configmap-audit"
+WIDGET_CONTROLLER = "widget-configmaps"
+
+
+class CountingHandler:
+    """Counts the events of one informer by kind; runs on that informer's handler thread."""
+
+    def __init__(self, stats: workload.Stats) -> None:
+        self._stats = stats
+
+    def on_add(self, obj: Any, is_in_initial_list: bool = False) -> None:
+        self._stats.event("initial" if is_in_initial_list else "added")
+
+    def on_update(self, old: Any, new: Any) -> None:
+        self._stats.event("updated")
+
+    def on_delete(self, obj: Any) -> None:
+        self._stats.event("deleted")
+
+
+class AuditReconciler:
+    """Reads every changed ConfigMap back from the cache (what a real check would start from)."""
+
+    def __init__(self, configmaps: GenericLister, stats: workload.Stats) -> None:
+        self._configmaps = configmaps
+        self._stats = stats
+
+    def reconcile(self, key: str) -> None:
+        namespace, name = split_meta_namespace_key(key)
+        with contextlib.suppress(errors.NotFoundError):  # deleted since: nothing to audit
+            self._configmaps.by_namespace(namespace).get(name)
+        self._stats.reconciled(AUDIT)
+
+
+class RawAPI:
+    """JSON requests through an ``ApiClient``'s own machinery, without the typed API classes.
+
+    The typed classes of the official client take seconds to import; the demo needs four verbs.
+    Thread-safe as the ApiClient is. Raises :class:`~kinformer.errors.APIError` subclasses for
+    error statuses, except the ones in ``ok``.
+    """
+
+    def __init__(self, api: Any) -> None:
+        self._api = api
+
+    def request(self, method: str, path: str, body: Any = None, *, ok: tuple[int, ...] = (),
+                content_type: str = "application/json") -> tuple[int, Any]:
+        headers = {"Accept": "application/json"}
+        if body is not None:
+            headers["Content-Type"] = content_type
+        params = self._api.param_serialize(method, path, header_params=headers, body=body)
+        response = self._api.call_api(*params, _request_timeout=(5.0, 30.0))
+        data = response.read()
+        status = int(response.status)
+        if not 200 <= status <= 299 and status not in ok:
+            raise errors.api_error_from_status(status, data)
+        return status, (_json.loads(data) if data else None)
+
+
+class WidgetReconciler:
+    """Keeps a ConfigMap ``widget-<name>`` beside each Widget with ``data.message`` equal to its spec."""
+
+    def __init__(self, widgets: GenericLister, api: RawAPI, stats: workload.Stats) -> None:
+        self._widgets = widgets
+        self._api = api
+        self._stats = stats
+
+    def reconcile(self, key: str) -> None:
+        namespace, name = split_meta_namespace_key(key)
+        collection = resource_path(workload.CONFIGMAPS, namespace)
+        path = f"{collection}/widget-{name}"
+        self._stats.reconciled(WIDGET_CONTROLLER)
+        try:
+            widget = self._widgets.by_namespace(namespace).get(name)
+        except errors.NotFoundError:
+            self._api.request("DELETE", path, ok=(404,))
+            return
+        data = {"message": str((widget.get("spec") or {}).get("message", ""))}
+        status, current = self._api.request("GET", path, ok=(404,))
+        if status == 404:
+            self._api.request("POST", collection, {
+                "metadata": {"name": f"widget-{name}", "labels": {"demo.kinformer.io/widget": name}},
+                "data": data}, ok=(409,))
+        elif (current.get("data") or {}) != data:
+            self._api.request("PATCH", path, {"data": data}, content_type="application/merge-patch+json")
+
+
+def counting_api_client(configuration: Any) -> Any:
+    """An ``ApiClient`` that also counts the lists and watches it sends, by path.
+
+    ``counts()`` returns ``(lists, watches)``: Counters of GET requests by path, a list counted
+    once however many pages it took. Thread-safe.
+    """
+    from kubernetes.client import ApiClient
+
+    class CountingApiClient(ApiClient):
+        def __init__(self, configuration: Any) -> None:
+            super().__init__(configuration)
+            self._counts_lock = threading.Lock()  # guards _lists, _watches
+            self._lists: collections.Counter[str] = collections.Counter()
+            self._watches: collections.Counter[str] = collections.Counter()
+
+        def call_api(self, method: str, url: str, *args: Any, **kwargs: Any) -> Any:
+            if method == "GET":
+                parts = urllib.parse.urlsplit(url)
+                query = urllib.parse.parse_qs(parts.query)
+                if query.get("watch", [""])[0] in ("true", "1"):
+                    with self._counts_lock:
+                        self._watches[parts.path] += 1
+                elif not query.get("continue"):
+                    with self._counts_lock:
+                        self._lists[parts.path] += 1
+            return super().call_api(method, url, *args, **kwargs)
+
+        def counts(self) -> tuple[dict[str, int], dict[str, int]]:
+            with self._counts_lock:
+                return dict(self._lists), dict(self._watches)
+
+    return CountingApiClient(configuration)
