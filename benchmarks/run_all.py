@@ -115,7 +115,8 @@ def summary(name: str, result: dict[str, Any]) -> list[str]:
     elif name == "watch":
         rates = ", ".join(f"{k} {v:,.0f}/s" for k, v in result["events_per_s"].items())
         lines.append(f"  {rates}")
-        lines.append(f"  decode floor / kinformer = {result['floor_over_kinformer']:.2f}, "
+        lines.append(f"  decode floor / kinformer = {result['floor_over_kinformer']:.2f}, decode+keep "
+                     f"floor / kinformer = {result.get('keep_floor_over_kinformer', 0):.2f}, "
                      f"kinformer / official = {result['kinformer_over_official']:.1f}x")
         lat = result["latency"]
         lines.append(f"  latency at {lat['offered_per_s']:,.0f}/s: p50 {lat['p50_ms']:.1f} ms, "
