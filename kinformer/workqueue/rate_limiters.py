@@ -33,6 +33,34 @@ class RateLimiter(Protocol):
         ...
 
 
+class _FailureCounts:
+    """Per-item failure counts, kept until forgotten: the memory of the per-item limiters.
+
+    Thread-safe: every method holds the lock only for one dict operation.
+    """
+
+    __slots__ = ("_counts", "_lock")
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()  # guards _counts
+        self._counts: dict[Hashable, int] = {}
+
+    def add(self, item: Hashable) -> int:
+        """Count one more failure of ``item``; returns how many were counted before this one."""
+        with self._lock:
+            before = self._counts.get(item, 0)
+            self._counts[item] = before + 1
+        return before
+
+    def forget(self, item: Hashable) -> None:
+        with self._lock:
+            self._counts.pop(item, None)
+
+    def count(self, item: Hashable) -> int:
+        with self._lock:
+            return self._counts.get(item, 0)
+
+
 class ItemExponentialFailureRateLimiter:
     """``base * 2**failures`` per item, capped at ``max_delay`` (also on overflow).
 
@@ -45,13 +73,10 @@ class ItemExponentialFailureRateLimiter:
             raise errors.ConfigurationError(f"delays must not be negative: base={base} max={max}")
         self.base = base
         self.max_delay = max
-        self._lock = threading.Lock()  # guards _failures
-        self._failures: dict[Hashable, int] = {}
+        self._failures = _FailureCounts()
 
     def when(self, item: Hashable) -> float:
-        with self._lock:
-            exp = self._failures.get(item, 0)
-            self._failures[item] = exp + 1
+        exp = self._failures.add(item)
         try:
             delay = self.base * math.pow(2.0, exp)
         except OverflowError:
@@ -59,12 +84,10 @@ class ItemExponentialFailureRateLimiter:
         return min(delay, self.max_delay)
 
     def forget(self, item: Hashable) -> None:
-        with self._lock:
-            self._failures.pop(item, None)
+        self._failures.forget(item)
 
     def num_requeues(self, item: Hashable) -> int:
-        with self._lock:
-            return self._failures.get(item, 0)
+        return self._failures.count(item)
 
     def __repr__(self) -> str:
         return f"ItemExponentialFailureRateLimiter(base={self.base!r}, max={self.max_delay!r})"
@@ -80,22 +103,17 @@ class ItemFastSlowRateLimiter:
         self.fast_delay = fast_delay
         self.slow_delay = slow_delay
         self.max_fast_attempts = max_fast_attempts
-        self._lock = threading.Lock()  # guards _failures
-        self._failures: dict[Hashable, int] = {}
+        self._failures = _FailureCounts()
 
     def when(self, item: Hashable) -> float:
-        with self._lock:
-            attempts = self._failures.get(item, 0) + 1
-            self._failures[item] = attempts
+        attempts = self._failures.add(item) + 1
         return self.fast_delay if attempts <= self.max_fast_attempts else self.slow_delay
 
     def forget(self, item: Hashable) -> None:
-        with self._lock:
-            self._failures.pop(item, None)
+        self._failures.forget(item)
 
     def num_requeues(self, item: Hashable) -> int:
-        with self._lock:
-            return self._failures.get(item, 0)
+        return self._failures.count(item)
 
     def __repr__(self) -> str:
         return (
