@@ -38,13 +38,39 @@ class ResourceEventHandler(Protocol):
     def on_delete(self, obj: Any) -> None: ...
 
 
-class ResourceEventHandlerFuncs:
+class _FuncsHandler:
+    """What both function-made handlers share: optional update and delete functions.
+
+    A missing function means the notification is ignored; subclasses add ``add_func`` and
+    their own ``on_add``.
+    """
+
+    __slots__ = ("delete_func", "update_func")
+
+    def __init__(
+        self,
+        update_func: Callable[[Any, Any], object] | None,
+        delete_func: Callable[[Any], object] | None,
+    ) -> None:
+        self.update_func = update_func
+        self.delete_func = delete_func
+
+    def on_update(self, old: Any, new: Any) -> None:
+        if self.update_func is not None:
+            self.update_func(old, new)
+
+    def on_delete(self, obj: Any) -> None:
+        if self.delete_func is not None:
+            self.delete_func(obj)
+
+
+class ResourceEventHandlerFuncs(_FuncsHandler):
     """A handler made of optional functions; ``add_func(obj)`` does not see ``is_in_initial_list``.
 
     A missing function means the notification is ignored.
     """
 
-    __slots__ = ("add_func", "delete_func", "update_func")
+    __slots__ = ("add_func",)
 
     def __init__(
         self,
@@ -52,27 +78,18 @@ class ResourceEventHandlerFuncs:
         update_func: Callable[[Any, Any], object] | None = None,
         delete_func: Callable[[Any], object] | None = None,
     ) -> None:
+        super().__init__(update_func, delete_func)
         self.add_func = add_func
-        self.update_func = update_func
-        self.delete_func = delete_func
 
     def on_add(self, obj: Any, is_in_initial_list: bool) -> None:
         if self.add_func is not None:
             self.add_func(obj)
 
-    def on_update(self, old: Any, new: Any) -> None:
-        if self.update_func is not None:
-            self.update_func(old, new)
 
-    def on_delete(self, obj: Any) -> None:
-        if self.delete_func is not None:
-            self.delete_func(obj)
-
-
-class ResourceEventHandlerDetailedFuncs:
+class ResourceEventHandlerDetailedFuncs(_FuncsHandler):
     """Like :class:`ResourceEventHandlerFuncs`, but ``add_func(obj, is_in_initial_list)``."""
 
-    __slots__ = ("add_func", "delete_func", "update_func")
+    __slots__ = ("add_func",)
 
     def __init__(
         self,
@@ -80,21 +97,12 @@ class ResourceEventHandlerDetailedFuncs:
         update_func: Callable[[Any, Any], object] | None = None,
         delete_func: Callable[[Any], object] | None = None,
     ) -> None:
+        super().__init__(update_func, delete_func)
         self.add_func = add_func
-        self.update_func = update_func
-        self.delete_func = delete_func
 
     def on_add(self, obj: Any, is_in_initial_list: bool) -> None:
         if self.add_func is not None:
             self.add_func(obj, is_in_initial_list)
-
-    def on_update(self, old: Any, new: Any) -> None:
-        if self.update_func is not None:
-            self.update_func(old, new)
-
-    def on_delete(self, obj: Any) -> None:
-        if self.delete_func is not None:
-            self.delete_func(obj)
 
 
 class FilteringResourceEventHandler:
