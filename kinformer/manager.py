@@ -109,16 +109,7 @@ class InformerManager:
             with self._lock:
                 names = {meta.group_version_kind for meta in listed}
                 for meta in listed:
-                    record = self._records.get(meta.group_version_kind)
-                    if record is None:
-                        record = _Record(meta, [handler], is_present=True)
-                        self._records[meta.group_version_kind] = record
-                        self._register(record)
-                    elif not record.is_present:
-                        record.is_present = True
-                        if record.stopped:
-                            record.stopped = False
-                            self._register(record)
+                    self._track_dynamic(meta, [handler])
                 if list_complete:
                     for gvk, record in self._records.items():
                         if record.is_static or not record.is_present or gvk in names:
@@ -165,16 +156,7 @@ class InformerManager:
         its old one was stopped). Starts nothing.
         """
         with self._update_lock, self._lock:
-            record = self._records.get(resource.group_version_kind)
-            if record is None:
-                record = _Record(resource, [], is_present=True)
-                self._records[resource.group_version_kind] = record
-                self._register(record)
-            elif not record.is_present:
-                record.is_present = True
-                if record.stopped:
-                    record.stopped = False
-                    self._register(record)
+            self._track_dynamic(resource, [])
 
     def add_event_handler_to_informer(
         self, gvr: GroupVersionResource, handler: handlers.ResourceEventHandler
@@ -194,6 +176,25 @@ class InformerManager:
             if records and records[0].stopped:
                 return  # registered on the fresh informer when the type returns
             self._factory.for_resource(gvr).informer().add_event_handler(handler)
+
+    def _track_dynamic(
+        self, meta: APIResourceMeta, first_handlers: list[handlers.ResourceEventHandler]
+    ) -> None:
+        """Track a new dynamic type with ``first_handlers``, or mark an absent one present again.
+
+        A returning type whose informer was stopped gets a fresh one with its own handlers;
+        ``first_handlers`` are used only for a type not tracked before. Called with the lock held.
+        """
+        record = self._records.get(meta.group_version_kind)
+        if record is None:
+            record = _Record(meta, first_handlers, is_present=True)
+            self._records[meta.group_version_kind] = record
+            self._register(record)
+        elif not record.is_present:
+            record.is_present = True
+            if record.stopped:
+                record.stopped = False
+                self._register(record)
 
     def _register(self, record: _Record) -> None:
         """Attach the record's handlers to its (possibly fresh) informer; called with the lock held."""
