@@ -7,15 +7,13 @@ informer and a fresh controller. Also docs/examples/crd_controller.py end to end
 
 from __future__ import annotations
 
-import importlib.util
 import queue
 import threading
 from collections.abc import Callable, Iterator
-from pathlib import Path
-from types import ModuleType
 from typing import Any
 
 import pytest
+from _helpers import crd, load_example
 from kubernetes import client as k8s
 
 from kinformer import Context, ControllerManager, DiscoveringDynamicSharedInformerFactory, ManagedController
@@ -24,43 +22,10 @@ from kinformer.testing import FakeAPIServer, wait_for
 
 WIDGETS = GroupVersionResource("example.com", "v1", "widgets")
 GADGETS = GroupVersionResource("example.com", "v1", "gadgets")
-EXAMPLE = Path(__file__).resolve().parents[2] / "docs" / "examples" / "crd_controller.py"
 TIMEOUT = 5.0
 
 
-def load_example() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("crd_controller", EXAMPLE)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-example = load_example()
-
-
-def crd(gvr: GroupVersionResource) -> dict[str, Any]:
-    kind = gvr.resource[:-1].capitalize()
-    return {
-        "apiVersion": "apiextensions.k8s.io/v1",
-        "kind": "CustomResourceDefinition",
-        "metadata": {"name": gvr.group_resource},
-        "spec": {
-            "group": gvr.group,
-            "scope": "Namespaced",
-            "names": {"plural": gvr.resource, "singular": gvr.resource[:-1], "kind": kind},
-            "versions": [
-                {
-                    "name": gvr.version,
-                    "served": True,
-                    "storage": True,
-                    "schema": {
-                        "openAPIV3Schema": {"type": "object", "x-kubernetes-preserve-unknown-fields": True}
-                    },
-                }
-            ],
-        },
-    }
+example = load_example("crd_controller")
 
 
 class Instances:

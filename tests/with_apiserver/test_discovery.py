@@ -11,6 +11,7 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
+from _helpers import crd
 from kubernetes import client as k8s
 
 from kinformer import Context, _threads, discovery_client
@@ -30,30 +31,6 @@ GADGETS = GroupVersionResource("example.com", "v1", "gadgets")
 SPROCKETS = GroupVersionResource("example.com", "v1", "sprockets")
 POLL = 30.0
 TIMEOUT = 5.0
-
-
-def crd(gvr: GroupVersionResource, scope: str = "Namespaced") -> dict[str, Any]:
-    kind = gvr.resource[:-1].capitalize()
-    return {
-        "apiVersion": "apiextensions.k8s.io/v1",
-        "kind": "CustomResourceDefinition",
-        "metadata": {"name": gvr.group_resource},
-        "spec": {
-            "group": gvr.group,
-            "scope": scope,
-            "names": {"plural": gvr.resource, "singular": gvr.resource[:-1], "kind": kind},
-            "versions": [
-                {
-                    "name": gvr.version,
-                    "served": True,
-                    "storage": True,
-                    "schema": {
-                        "openAPIV3Schema": {"type": "object", "x-kubernetes-preserve-unknown-fields": True}
-                    },
-                }
-            ],
-        },
-    }
 
 
 def install(api_client: Any, gvr: GroupVersionResource) -> None:
@@ -84,6 +61,14 @@ def ctx() -> Iterator[Context]:
     ctx = Context("test")
     yield ctx
     ctx.cancel()
+
+
+def polled(api_client: Any) -> tuple[FakeClock, DiscoveringDynamicSharedInformerFactory]:
+    """A factory of the example types on a fake clock that only polls (no CRD watch)."""
+    clock = FakeClock()
+    return clock, DiscoveringDynamicSharedInformerFactory(
+        api_client, example_only, poll_interval=POLL, clock=clock, watch_crds=False
+    )
 
 
 def started(ddsif: DiscoveringDynamicSharedInformerFactory, ctx: Context) -> None:
@@ -315,10 +300,7 @@ def test_crd_changes_wait_at_least_a_second_after_the_previous_pass(
 def test_without_a_crd_watch_discovery_is_polled_and_only_changes_notify(
     apiserver: FakeAPIServer, api_client: Any, ctx: Context
 ) -> None:
-    clock = FakeClock()
-    ddsif = DiscoveringDynamicSharedInformerFactory(
-        api_client, example_only, poll_interval=POLL, clock=clock, watch_crds=False
-    )
+    clock, ddsif = polled(api_client)
     notes = ddsif.subscribe("test")
     started(ddsif, ctx)
     install(api_client, WIDGETS)
@@ -349,10 +331,7 @@ def test_without_a_crd_watch_discovery_is_polled_and_only_changes_notify(
 def test_subscriptions_coalesce_and_resubscribing_replaces_the_queue(
     apiserver: FakeAPIServer, api_client: Any, ctx: Context
 ) -> None:
-    clock = FakeClock()
-    ddsif = DiscoveringDynamicSharedInformerFactory(
-        api_client, example_only, poll_interval=POLL, clock=clock, watch_crds=False
-    )
+    clock, ddsif = polled(api_client)
     old = ddsif.subscribe("manager")
     other = ddsif.subscribe("other")
     started(ddsif, ctx)
@@ -377,10 +356,7 @@ def test_subscriptions_coalesce_and_resubscribing_replaces_the_queue(
 def test_an_informer_asked_for_a_type_that_is_not_served_is_dropped_by_the_next_pass(
     apiserver: FakeAPIServer, api_client: Any, ctx: Context
 ) -> None:
-    clock = FakeClock()
-    ddsif = DiscoveringDynamicSharedInformerFactory(
-        api_client, example_only, poll_interval=POLL, clock=clock, watch_crds=False
-    )
+    clock, ddsif = polled(api_client)
     notes = ddsif.subscribe("test")
     started(ddsif, ctx)
     unserved = ddsif.for_resource(CONFIGMAPS)  # rejected by the filter: never started

@@ -11,6 +11,7 @@ import queue
 import threading
 from typing import Any
 
+from _helpers import crd
 from kubernetes import client as k8s
 
 from kinformer import Context, _threads
@@ -28,29 +29,6 @@ SECRET = APIResourceMeta(GroupVersionKind("", "v1", "Secret"), SECRETS)
 NS = APIResourceMeta(GroupVersionKind("", "v1", "Namespace"), NAMESPACES, is_cluster_scoped=True)
 WIDGET = APIResourceMeta(GroupVersionKind("example.com", "v1", "Widget"), WIDGETS)
 TIMEOUT = 5.0
-
-
-def widget_crd() -> dict[str, Any]:
-    return {
-        "apiVersion": "apiextensions.k8s.io/v1",
-        "kind": "CustomResourceDefinition",
-        "metadata": {"name": "widgets.example.com"},
-        "spec": {
-            "group": "example.com",
-            "scope": "Namespaced",
-            "names": {"plural": "widgets", "singular": "widget", "kind": "Widget"},
-            "versions": [
-                {
-                    "name": "v1",
-                    "served": True,
-                    "storage": True,
-                    "schema": {
-                        "openAPIV3Schema": {"type": "object", "x-kubernetes-preserve-unknown-fields": True}
-                    },
-                }
-            ],
-        },
-    }
 
 
 def create_widget(api_client: Any, name: str) -> None:
@@ -97,7 +75,7 @@ def informer_threads() -> list[str]:
 def test_a_type_missing_from_a_complete_list_is_stopped_and_comes_back_fresh_with_one_handler(
     apiserver: FakeAPIServer, api_client: Any
 ) -> None:  # SC-27, adapted: fleet would leave B's informer running
-    k8s.ApiextensionsV1Api(api_client).create_custom_resource_definition(widget_crd())
+    k8s.ApiextensionsV1Api(api_client).create_custom_resource_definition(crd(WIDGETS))
     recorder = Recorder()
     with InformerManager(api_client, 0, Context()) as manager:
         manager.add_dynamic_resources([CM, WIDGET], recorder.handler, True)

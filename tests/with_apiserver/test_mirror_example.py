@@ -3,32 +3,21 @@ propagate, hand edits are undone, foreign ConfigMaps are left alone, and nothing
 
 from __future__ import annotations
 
-import importlib.util
 import threading
 from collections.abc import Iterator
-from pathlib import Path
-from types import ModuleType
 from typing import Any
 
 import pytest
+from _helpers import load_example
 from kubernetes import client as k8s
 
 from kinformer import _threads
 from kinformer.testing import wait_for
 
-EXAMPLE = Path(__file__).resolve().parents[2] / "docs" / "examples" / "mirror_configmaps.py"
 TIMEOUT = 5.0
 
 
-def load_example() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("mirror_configmaps", EXAMPLE)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-mirror = load_example()
+mirror = load_example("mirror_configmaps")
 
 
 def cm(name: str, data: dict[str, str], **labels: str) -> dict[str, Any]:
