@@ -404,12 +404,9 @@ class Storage:
             meta["generation"] = 1
         else:
             meta.pop("generation", None)
-        is_crd = rt.group == resources.CRD_GROUP and rt.resource == resources.CRD_RESOURCE
+        is_crd = _is_crd(rt)
         if is_crd:
-            problems = resources.validate_crd(obj)
-            if problems:
-                raise status.invalid(rt, name, [("FieldValueInvalid", f, m) for f, m in problems])
-            obj["status"] = resources.crd_status(obj)
+            _admit_crd(rt, name, obj)
         if dry_run:
             return Entry(obj, dumps(obj), self._rv)
         entry = self._commit(rt, ADDED, obj, None, namespace, name)
@@ -496,12 +493,9 @@ class Storage:
                     new_meta.pop(kept, None)
         new["apiVersion"] = old.get("apiVersion", rt.api_version)
         new["kind"] = rt.kind
-        is_crd = rt.group == resources.CRD_GROUP and rt.resource == resources.CRD_RESOURCE
+        is_crd = _is_crd(rt)
         if is_crd:
-            problems = resources.validate_crd(new)
-            if problems:
-                raise status.invalid(rt, name, [("FieldValueInvalid", f, m) for f, m in problems])
-            new["status"] = resources.crd_status(new)
+            _admit_crd(rt, name, new)
         if rt.generation and _spec_of(new) != _spec_of(old):
             new["metadata"]["generation"] = int(old_meta.get("generation") or 0) + 1
         new["metadata"]["resourceVersion"] = old_meta.get("resourceVersion")
@@ -539,7 +533,7 @@ class Storage:
                 return current
             if gr == "namespaces":
                 return self._delete_namespace(current, name)
-            if rt.group == resources.CRD_GROUP and rt.resource == resources.CRD_RESOURCE:
+            if _is_crd(rt):
                 self._unserve_crd(current.obj)
             return self._commit(rt, DELETED, None, current, namespace, name)
 
@@ -586,6 +580,18 @@ class Storage:
         self._buckets.pop(gr, None)
         self._sorted.pop(gr, None)
         self._lock.notify_all()
+
+
+def _is_crd(rt: ResourceType) -> bool:
+    return rt.group == resources.CRD_GROUP and rt.resource == resources.CRD_RESOURCE
+
+
+def _admit_crd(rt: ResourceType, name: str, crd: dict[str, Any]) -> None:
+    """Reject an invalid CRD with 422, as the server does, else set the status it would get."""
+    problems = resources.validate_crd(crd)
+    if problems:
+        raise status.invalid(rt, name, [("FieldValueInvalid", f, m) for f, m in problems])
+    crd["status"] = resources.crd_status(crd)
 
 
 def _spec_of(obj: dict[str, Any]) -> dict[str, Any]:
