@@ -35,7 +35,7 @@ from kinformer.controller_manager import ControllerManager, ManagedController
 from kinformer.discovery import DiscoveringDynamicSharedInformerFactory
 from kinformer.discovery_client import CachedDiscoveryClient
 from kinformer.gvr import APIResourceMeta, GroupVersionResource
-from kinformer.listwatch import resource_path
+from kinformer.http_listwatch import resource_path
 from kinformer.manager import InformerManager
 from kinformer.testing.apiserver import FakeAPIServer
 

@@ -17,8 +17,8 @@ from typing import Any
 
 from kinformer import _demo_workload as workload
 from kinformer import _json, errors
+from kinformer.http_listwatch import resource_path
 from kinformer.lister import GenericLister
-from kinformer.listwatch import resource_path
 from kinformer.store import split_meta_namespace_key
 
 AUDIT = "configmap-audit"

@@ -18,7 +18,7 @@ from typing import Any
 
 import cachetools
 
-from kinformer import _json, errors, listwatch
+from kinformer import _json, errors, http_listwatch
 from kinformer.clock import REAL_CLOCK, Clock
 from kinformer.gvr import APIResourceMeta, GroupVersionKind, GroupVersionResource, split_group_version
 
@@ -63,7 +63,7 @@ class CachedDiscoveryClient:
     """
 
     def __init__(self, client: Any, ttl: float = DISCOVERY_CACHE_TTL, *, clock: Clock = REAL_CLOCK) -> None:
-        self._api = listwatch._api_client_of(client)
+        self._api = http_listwatch.api_client_of(client)
         self._lock = threading.Lock()  # guards _cache: cachetools caches are not thread-safe
         self._cache: cachetools.TTLCache[str, list[APIResourceMeta]] = cachetools.TTLCache(
             maxsize=512, ttl=ttl, timer=clock.now
@@ -142,7 +142,7 @@ class CachedDiscoveryClient:
             rest = self._api.call_api(method, url, headers, body, post, _request_timeout=REQUEST_TIMEOUT)
             data = rest.read()
         except (urllib3.exceptions.HTTPError, OSError) as exc:
-            raise listwatch._transport_error(exc, path) from exc
+            raise http_listwatch.transport_error(exc, path) from exc
         if not 200 <= rest.status <= 299:
             raise errors.api_error_from_status(rest.status, data)
         try:

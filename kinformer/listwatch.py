@@ -1,27 +1,25 @@
-"""List and watch: the ListerWatcher seam and its HTTP version over the official client.
+"""List and watch: the ListerWatcher seam, its value types, and ListWatch.
 
 A :class:`ListerWatcher` is what a :class:`~kinformer.reflector.Reflector` pulls from:
 ``list(options) -> ListResult`` and ``watch(options) -> Watch``. :class:`ListWatch` builds one
-from two callables; :meth:`ListWatch.for_resource` builds the HTTP one, which sends its requests
-through a ``kubernetes.client.ApiClient`` (so host, token and its refresh hook, TLS and proxy all
-come from the client's ``Configuration``), decodes the JSON itself (objects stay dicts) and splits
-watch lines itself. :class:`ChannelWatch` is a watch fed by hand, like client-go's
-``watch.FakeWatcher``, for scripted ListerWatchers.
+from two callables; :meth:`ListWatch.for_resource` builds the HTTP one, whose transport (requests
+through a ``kubernetes.client.ApiClient``, streaming, line splitting, decoding checks) lives in
+:mod:`kinformer.http_listwatch`; :class:`~kinformer.http_listwatch.HTTPWatch` and
+:func:`~kinformer.http_listwatch.resource_path` stay importable from here. :class:`ChannelWatch`
+is a watch fed by hand, like client-go's ``watch.FakeWatcher``, for scripted ListerWatchers.
 """
 
 from __future__ import annotations
 
-import contextlib
 import dataclasses
 import inspect
 import logging
 import queue
-import socket
 import threading
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any, NamedTuple, Protocol, runtime_checkable
 
-from kinformer import _json, errors
+from kinformer import errors
 from kinformer import gvr as _gvr
 
 log = logging.getLogger(__name__)
@@ -29,7 +27,6 @@ log = logging.getLogger(__name__)
 EVENT_TYPES = frozenset({"ADDED", "MODIFIED", "DELETED", "BOOKMARK", "ERROR"})
 DEFAULT_READ_TIMEOUT = 60.0  # seconds of silence that mark a watch dead; above the bookmark interval
 DEFAULT_CONNECT_TIMEOUT = 10.0
-_READ_CHUNK = 256 * 1024  # bytes per read of a watch stream; a read returns as soon as data arrives
 INITIAL_EVENTS_END_ANNOTATION = "k8s.io/initial-events-end"
 
 
@@ -113,9 +110,6 @@ class ListerWatcher(Protocol):
     def watch(self, options: ListOptions) -> Watch:
         """Open a watch; raises typed errors when the server refuses it."""
         ...
-
-
-_new_event = tuple.__new__  # builds a WatchEvent without NamedTuple.__new__'s frame
 
 
 def error_from_event(event: WatchEvent) -> errors.APIError:
@@ -255,8 +249,10 @@ class ListWatch:
             api = kubernetes.config.new_client_from_config()
             lw = ListWatch.for_resource(api, GroupVersionResource("", "v1", "configmaps"))
         """
-        resource = _HTTPResource(
-            _api_client_of(client),
+        from kinformer import http_listwatch  # the transport imports this module
+
+        resource = http_listwatch.HTTPResource(
+            http_listwatch.api_client_of(client),
             gvr,
             namespace,
             label_selector,
@@ -268,321 +264,13 @@ class ListWatch:
         return cls(resource.list, resource.watch)
 
 
-def _api_client_of(client: Any) -> Any:
-    from kubernetes.client import ApiClient
+def __getattr__(name: str) -> Any:
+    """The HTTP transport's public names, importable from here as before the split."""
+    if name in _HTTP_NAMES:
+        from kinformer import http_listwatch
 
-    if isinstance(client, ApiClient):
-        return client
-    for attr in ("client", "api_client"):
-        inner = getattr(client, attr, None)
-        if isinstance(inner, ApiClient):
-            return inner
-    raise errors.ConfigurationError(
-        f"expected a kubernetes ApiClient or DynamicClient, got {type(client).__name__}"
-    )
+        return getattr(http_listwatch, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
-def resource_path(gvr: _gvr.GroupVersionResource, namespace: str = "") -> str:
-    """The REST path of a resource collection (``/api/v1/namespaces/ns/configmaps``)."""
-    base = f"/api/{gvr.version}" if gvr.group == "" else f"/apis/{gvr.group}/{gvr.version}"
-    if namespace:
-        return f"{base}/namespaces/{namespace}/{gvr.resource}"
-    return f"{base}/{gvr.resource}"
-
-
-def _check_object(obj: Any, what: str) -> dict[str, Any]:
-    if not isinstance(obj, dict):
-        raise errors.DecodeError(f"{what}: expected an object, got {type(obj).__name__}")
-    metadata = obj.get("metadata")
-    if not isinstance(metadata, dict) or not metadata.get("name"):
-        raise errors.DecodeError(f"{what}: object has no metadata.name")
-    # a name or namespace that is not a string would become a garbage cache key, and such a
-    # resourceVersion the version the reflector resumes (and relists) from, forever
-    if type(metadata["name"]) is not str:
-        raise errors.DecodeError(f"{what}: metadata.name is not a string")
-    for field in ("namespace", "resourceVersion"):
-        value = metadata.get(field)
-        if value is not None and type(value) is not str:
-            raise errors.DecodeError(f"{what}: metadata.{field} is not a string")
-    return obj
-
-
-class _HTTPResource:
-    """list and watch of one resource collection through an ApiClient; thread-safe."""
-
-    def __init__(
-        self,
-        api_client: Any,
-        gvr: _gvr.GroupVersionResource,
-        namespace: str,
-        label_selector: str | None,
-        field_selector: str | None,
-        read_timeout: float,
-        connect_timeout: float,
-        tweak: Callable[[ListOptions], ListOptions | None] | None,
-    ) -> None:
-        self._api = api_client
-        self._gvr = gvr
-        self._path = resource_path(gvr, namespace)
-        self._label_selector = label_selector
-        self._field_selector = field_selector
-        self._timeout = (connect_timeout, read_timeout)
-        self._tweak = tweak
-        self._api_version = gvr.version if gvr.group == "" else f"{gvr.group}/{gvr.version}"
-
-    def _options(self, options: ListOptions) -> ListOptions:
-        options = dataclasses.replace(options)
-        if self._label_selector is not None and options.label_selector is None:
-            options.label_selector = self._label_selector
-        if self._field_selector is not None and options.field_selector is None:
-            options.field_selector = self._field_selector
-        if self._tweak is not None:
-            tweaked = self._tweak(options)
-            if tweaked is not None:
-                options = tweaked
-        return options
-
-    def _request(self, params: list[tuple[str, str]]) -> Any:
-        """Send a GET; return the urllib3 response (body unread) or raise a typed error."""
-        import urllib3
-
-        method, url, headers, body, post = self._api.param_serialize(
-            method="GET",
-            resource_path=self._path,
-            query_params=params,
-            header_params={"Accept": "application/json"},
-            auth_settings=["BearerToken"],
-        )
-        try:
-            rest = self._api.call_api(
-                method, url, headers, body, post, _request_timeout=self._timeout
-            )
-        except urllib3.exceptions.HTTPError as exc:
-            raise _transport_error(exc, self._path) from exc
-        except OSError as exc:
-            raise _transport_error(exc, self._path) from exc
-        response = rest.response
-        if not 200 <= response.status <= 299:
-            try:
-                data = response.data
-            except Exception:  # a broken error body still gives a typed error
-                data = b""
-            finally:
-                response.release_conn()
-            raise errors.api_error_from_status(response.status, data)
-        return response
-
-    def list(self, options: ListOptions) -> ListResult:
-        import urllib3
-
-        options = self._options(options)
-        response = self._request(options.query())
-        try:
-            data = response.data
-        except (urllib3.exceptions.HTTPError, OSError) as exc:
-            raise _transport_error(exc, self._path) from exc
-        finally:
-            response.release_conn()
-        with _json.gc_paused():
-            try:
-                body = _json.loads(data)
-            except ValueError as exc:
-                log.warning("list %s: response is not JSON: %s", self._gvr, exc)
-                raise errors.DecodeError(f"list {self._gvr}: response is not JSON") from exc
-        if not isinstance(body, dict) or not isinstance(body.get("items"), list):
-            log.warning("list %s: response is not a list (no items)", self._gvr)
-            raise errors.DecodeError(f"list {self._gvr}: response is not a list (no items)")
-        items: list[Any] = body["items"]
-        kind = body.get("kind")
-        item_kind = kind[:-4] if isinstance(kind, str) and kind.endswith("List") else None
-        api_version = body.get("apiVersion") or self._api_version
-        what = f"list {self._gvr}"  # formatted once, not per item
-        try:
-            for item in items:
-                if not (
-                    type(item) is dict
-                    and type(metadata := item.get("metadata")) is dict
-                    and type(name := metadata.get("name")) is str
-                    and name
-                    and type(metadata.get("resourceVersion", "")) is str
-                    and type(metadata.get("namespace", "")) is str
-                ):  # the usual item checked inline, as strictly as _check_object, which words the error
-                    _check_object(item, what)
-                if item_kind and "kind" not in item:
-                    item["kind"] = item_kind
-                if "apiVersion" not in item:
-                    item["apiVersion"] = api_version
-        except errors.DecodeError as exc:
-            log.warning("%s", exc)
-            raise
-        metadata = body.get("metadata") or {}
-        is_dict = isinstance(metadata, dict)
-        rv = (metadata.get("resourceVersion") or "") if is_dict else None
-        token = (metadata.get("continue") or "") if is_dict else None
-        if not isinstance(rv, str) or not isinstance(token, str):
-            log.warning("list %s: response metadata is not an object of strings", self._gvr)
-            raise errors.DecodeError(f"list {self._gvr}: response metadata is not an object of strings")
-        return ListResult(items, rv, token)
-
-    def watch(self, options: ListOptions) -> Watch:
-        options = self._options(options)
-        params = [("watch", "true"), *options.query()]
-        return HTTPWatch(self._request(params), str(self._gvr), self._timeout[1])
-
-
-def _transport_error(exc: BaseException, where: str) -> errors.TransportError:
-    """A typed error for a failed connection; refused connections get their own class."""
-    seen: BaseException | None = exc
-    depth = 0
-    while seen is not None and depth < 8:
-        if isinstance(seen, ConnectionRefusedError):
-            return errors.ConnectionRefusedAPIError(f"{where}: connection refused")
-        reason = getattr(seen, "reason", None)
-        seen = reason if isinstance(reason, BaseException) else (seen.__cause__ or seen.__context__)
-        depth += 1
-    text = str(exc)
-    if "refused" in text.lower():
-        return errors.ConnectionRefusedAPIError(f"{where}: connection refused")
-    return errors.TransportError(f"{where}: {type(exc).__name__}: {text[:200]}")
-
-
-class HTTPWatch:
-    """A watch stream over one chunked HTTP response: one JSON event per line.
-
-    Iterate once, on one thread. ``close()`` is thread-safe and idempotent: it shuts the socket
-    down so a blocked read wakes at once, and the iteration then ends quietly. A malformed line,
-    an unknown event type or an object without a string ``metadata.name`` is logged and raised as
-    :class:`~kinformer.errors.DecodeError`; silence for longer than ``read_timeout`` raises
-    :class:`~kinformer.errors.TransportError`. ERROR events are yielded (see
-    :func:`error_from_event`).
-    """
-
-    def __init__(self, response: Any, subject: str, read_timeout: float | None = None) -> None:
-        self._response = response
-        self._subject = subject
-        self._read_timeout = read_timeout
-        self._closed = threading.Event()
-        self._lock = threading.Lock()  # guards _iterating, _released; released exactly once
-        self._iterating = False
-        self._released = False
-
-    def close(self) -> None:
-        if self._closed.is_set():
-            return
-        self._closed.set()
-        _shutdown(self._response)
-        with self._lock:
-            iterating = self._iterating
-        if not iterating:  # else the reading thread releases the connection on its way out
-            self._release()
-
-    def _release(self) -> None:
-        with self._lock:
-            if self._released:
-                return
-            self._released = True
-        try:
-            self._response.close()
-            self._response.release_conn()
-        except Exception:
-            log.debug("closing watch response for %s failed", self._subject, exc_info=True)
-
-    def __iter__(self) -> Iterator[WatchEvent]:
-        import urllib3
-
-        pending = b""
-        with self._lock:
-            self._iterating = True
-        read1 = getattr(self._response, "read1", None)
-        if read1 is None:  # urllib3 < 2: chunked streams arrive chunk by chunk through stream()
-            stream = self._response.stream(_READ_CHUNK)
-            read1 = lambda _amt: next(stream, b"")  # noqa: E731
-        try:
-            while not self._closed.is_set():
-                try:
-                    chunk = read1(_READ_CHUNK)
-                except urllib3.exceptions.ReadTimeoutError as exc:
-                    if self._closed.is_set():
-                        return
-                    raise errors.TransportError(
-                        f"watch {self._subject}: no data for {self._read_timeout}s"
-                    ) from exc
-                except (urllib3.exceptions.HTTPError, OSError, ValueError, AttributeError) as exc:
-                    if self._closed.is_set():
-                        return
-                    raise _transport_error(exc, f"watch {self._subject}") from exc
-                if not chunk:
-                    if pending.strip() and not self._closed.is_set():
-                        yield self._decode(pending)
-                    return
-                pending += chunk
-                if b"\n" not in chunk:
-                    continue
-                lines = pending.split(b"\n")
-                pending = lines.pop()
-                closed = self._closed.is_set
-                decode = self._decode
-                for line in lines:
-                    if closed():
-                        return
-                    if line and not line.isspace():  # blank lines (keep-alives) are skipped
-                        yield decode(line)
-        finally:
-            self._release()
-
-    def _decode(self, line: bytes) -> WatchEvent:
-        try:
-            raw = _json.loads(line)
-        except ValueError as exc:
-            log.warning("watch %s: malformed line: %.200r", self._subject, line)
-            raise errors.DecodeError(f"watch {self._subject}: malformed line") from exc
-        if not isinstance(raw, dict):
-            log.warning("watch %s: event is not an object: %.200r", self._subject, line)
-            raise errors.DecodeError(f"watch {self._subject}: event is not an object")
-        event_type = raw.get("type")
-        obj = raw.get("object")
-        if event_type not in EVENT_TYPES:
-            log.warning("watch %s: unknown event type %.50r", self._subject, event_type)
-            raise errors.DecodeError(f"watch {self._subject}: unknown event type {event_type!r}")
-        if event_type == "ERROR":
-            if not isinstance(obj, dict):
-                raise errors.DecodeError(f"watch {self._subject}: ERROR event without a Status")
-        elif event_type == "BOOKMARK":
-            metadata = obj.get("metadata") if isinstance(obj, dict) else None
-            if not isinstance(metadata, dict):
-                log.warning("watch %s: bookmark without metadata", self._subject)
-                raise errors.DecodeError(f"watch {self._subject}: bookmark without metadata")
-            if not isinstance(metadata.get("resourceVersion", ""), str):
-                # the reflector would resume, and relist, from this version forever
-                log.warning("watch %s: bookmark resourceVersion is not a string", self._subject)
-                raise errors.DecodeError(
-                    f"watch {self._subject}: bookmark resourceVersion is not a string")
-        elif not (
-            type(obj) is dict
-            and type(metadata := obj.get("metadata")) is dict
-            and type(name := metadata.get("name")) is str
-            and name
-            and type(metadata.get("resourceVersion", "")) is str
-            and type(metadata.get("namespace", "")) is str
-        ):  # the usual case checked inline, as strictly as _check_object, which words the error
-            try:
-                _check_object(obj, f"watch {self._subject}: {event_type}")
-            except errors.DecodeError as exc:
-                log.warning("%s", exc)
-                raise
-        return _new_event(WatchEvent, (event_type, obj))
-
-
-def _shutdown(response: Any) -> None:
-    """Wake a read blocked on ``response`` by shutting its socket down (urllib3 2.3+ or by hand)."""
-    shutdown = getattr(response, "shutdown", None)
-    if callable(shutdown):
-        try:
-            shutdown()
-            return
-        except Exception:
-            log.debug("HTTPResponse.shutdown failed", exc_info=True)
-    sock = getattr(getattr(response, "connection", None), "sock", None)
-    if sock is not None:
-        with contextlib.suppress(OSError):
-            sock.shutdown(socket.SHUT_RDWR)
+_HTTP_NAMES = frozenset({"HTTPResource", "HTTPWatch", "resource_path"})
