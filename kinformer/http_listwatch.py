@@ -23,7 +23,7 @@ from typing import Any
 from kinformer import _json, errors, listwatch
 from kinformer import gvr as _gvr
 
-log = logging.getLogger(__name__)
+log = logging.getLogger("kinformer.listwatch")  # the logger it had before the split: configs name it
 
 _READ_CHUNK = 256 * 1024  # bytes per read of a watch stream; a read returns as soon as data arrives
 _EVENT_TYPES = listwatch.EVENT_TYPES
