@@ -321,7 +321,7 @@ class DeltaFIFO:
         finally:
             lock.release()
 
-    def _pop_initial(
+    def pop_initial(
         self, process: Callable[[builtins.list[tuple[str, Deltas]]], None], limit: int
     ) -> int:
         """Pop up to ``limit`` items of the initial list at once: ``process(batch)`` under the lock.

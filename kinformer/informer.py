@@ -347,7 +347,7 @@ class SharedIndexInformer:
                 if fifo.gc_held and fifo.has_synced():
                     fifo.end_gc_pause(freeze=True)
                 try:
-                    if fifo._pop_initial(self._handle_initial, INITIAL_BATCH):
+                    if fifo.pop_initial(self._handle_initial, INITIAL_BATCH):
                         continue
                     fifo.pop(self._handle_deltas, timeout=POP_TIMEOUT)
                 except errors.FIFOClosedError:
@@ -380,7 +380,7 @@ class SharedIndexInformer:
                 items[key] = deltas[0][1]
             if fast:
                 try:
-                    fast = indexer._add_new(items)
+                    fast = indexer.add_new(items)
                 except Exception:
                     fast = False
                 if fast:
@@ -408,9 +408,9 @@ class SharedIndexInformer:
                 indexer.delete(obj)
                 distribute(_new_notification(_Notification, (_DELETE, obj, None)), False)
                 continue
-            key = indexer._key(obj)
+            key = indexer.key_of(obj)
             old = indexer.get_by_key(key)
-            indexer._write(obj, key)
+            indexer.update(obj, key)
             if old is not None:
                 distribute(
                     _new_notification(_Notification, (_UPDATE, old, obj)),

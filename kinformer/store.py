@@ -220,23 +220,29 @@ class Indexer(IndexedMap):
     ) -> None:
         super().__init__(indexers, key_func)
 
-    def _key(self, obj: Any) -> str:
+    def key_of(self, obj: Any) -> str:
+        """``obj``'s key under the key function; raises :class:`~kinformer.errors.KeyFuncError`."""
         try:
             return self._key_func(obj)
         except Exception as exc:
             raise errors.KeyFuncError(f"couldn't create key for object {obj!r:.200}: {exc}") from exc
 
     add = IndexedMap._write
-    """``add(obj)``: insert or replace ``obj`` under its key (one call: the shared write path)."""
+    """``add(obj, key=None)``: insert or replace ``obj`` under its key (one call: the shared write path).
+
+    ``key``, when given, must be :meth:`key_of` ``(obj)``: a caller that computed it already (the
+    informer's delta loop) saves running the key function twice.
+    """
     update = IndexedMap._write
+    """``update(obj, key=None)``: the same as :meth:`add`."""
 
     def delete(self, obj: Any) -> None:
         """Remove the object with ``obj``'s key; a missing key is a no-op."""
-        self._delete(self._key(obj), obj)
+        self._delete(self.key_of(obj), obj)
 
     def get(self, obj: Any) -> Any | None:
         """The cached object with ``obj``'s key, or None."""
-        return self._get(self._key(obj))
+        return self._get(self.key_of(obj))
 
     get_by_key = IndexedMap._get
 
@@ -251,7 +257,7 @@ class Indexer(IndexedMap):
             try:
                 key = key_func(obj)
             except Exception:
-                key = self._key(obj)
+                key = self.key_of(obj)
             items[key] = obj
         self._replace(items, resource_version)
 

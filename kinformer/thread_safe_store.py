@@ -45,8 +45,8 @@ def _resource_version_of(obj: Any) -> str | None:
 class IndexedMap:
     """The machinery shared by :class:`ThreadSafeStore` and :class:`kinformer.store.Indexer`.
 
-    Writes are ``_add``/``_delete``/``_replace`` by explicit key; the subclasses give them their
-    public names, so the hot paths cost no extra call.
+    Writes are ``_write``/``_delete``/``_replace`` by explicit key; the subclasses give them their
+    public names, so the hot paths cost no extra call. :meth:`add_new` is public on both.
     """
 
     __slots__ = (
@@ -150,13 +150,14 @@ class IndexedMap:
         finally:
             lock.release()
 
-    def _add_new(self, items: dict[str, Any]) -> bool:
+    def add_new(self, items: dict[str, Any]) -> bool:
         """Store many objects under keys not stored yet, in one pass and one lock hold.
 
-        The same end state as ``_write`` of each item in order (the last one sets the store's
-        resourceVersion). Returns False and changes nothing when a key is already stored or the
-        indexers changed meanwhile; an index function error propagates and changes nothing.
-        Callers fall back to ``_write`` per item then.
+        ``items`` maps each object's key to it. The same end state as adding each item in order
+        (the last one sets the store's resourceVersion), atomically. Returns False and changes
+        nothing when a key is already stored or the indexers changed meanwhile; an index
+        function error propagates and changes nothing. Callers then add the items one by one
+        (the informer applies a first list this way, in batches).
         """
         if not items:
             return True
