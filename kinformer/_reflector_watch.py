@@ -42,6 +42,15 @@ def is_connection_refused(error: BaseException) -> bool:
     return False
 
 
+def backs_off(error: BaseException) -> bool:
+    """Whether a watch that failed to start with ``error`` is retried after a backoff step.
+
+    A refused connection or a 429 means the server is there but busy or restarting: the
+    reflector backs off and watches again instead of relisting (client-go's rule).
+    """
+    return is_connection_refused(error) or isinstance(error, errors.TooManyRequestsError)
+
+
 def object_metadata(obj: Any) -> Any:
     """``obj``'s metadata: the ``metadata`` of a decoded dict or attribute of a model object."""
     if isinstance(obj, dict):
@@ -106,6 +115,9 @@ class WatchLoop:
     def _record_error(self, exc: BaseException) -> None:
         raise NotImplementedError  # Reflector's error bookkeeping
 
+    def _mark_synced(self, rv: str) -> None:
+        raise NotImplementedError  # Reflector's sync bookkeeping
+
     def _watch_timeout(self) -> int:
         low = self._min_watch_timeout
         return int(low + self._rand() * low)
@@ -140,7 +152,7 @@ class WatchLoop:
                 except Exception as exc:
                     if ctx.cancelled():
                         return
-                    if is_connection_refused(exc) or isinstance(exc, errors.TooManyRequestsError):
+                    if backs_off(exc):
                         self._record_error(exc)
                         log.warning(
                             "reflector %s: watch start failed: %s; backing off", self.name, exc

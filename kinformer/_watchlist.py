@@ -41,8 +41,6 @@ class WatchListSync(_reflector_watch.WatchLoop):
 
     _rv_unavailable: bool
     _initial_events_timeout: float
-    _last_error: BaseException | None
-    _synced_once: bool
 
     def _watch_list(self, ctx: _context.Context) -> _reflector_watch.OpenWatch | None:
         """Stream the initial state through a watch; the open watch, or None to list instead."""
@@ -61,9 +59,7 @@ class WatchListSync(_reflector_watch.WatchLoop):
                 if ctx.cancelled():
                     raise _reflector_watch.StopRequested() from exc
                 self._record_error(exc)
-                if _reflector_watch.is_connection_refused(exc) or isinstance(
-                    exc, errors.TooManyRequestsError
-                ):
+                if _reflector_watch.backs_off(exc):
                     log.warning("reflector %s: watch-list start failed: %s; backing off", self.name, exc)
                     if self._backoff.wait(ctx):
                         raise _reflector_watch.StopRequested() from exc
@@ -130,19 +126,14 @@ class WatchListSync(_reflector_watch.WatchLoop):
                     finished.set()
                     self._store.replace(list(temp.values()), rv)
                     self._rv_unavailable = False
-                    with self._lock:
-                        self._last_rv = rv
-                        self._last_error = None
-                        self._synced_once = True
+                    self._mark_synced(rv)
                     log.debug("reflector %s: watch-list synced %d items at rv=%s", self.name, len(temp), rv)
                     return "synced"
         except Exception as exc:
             if ctx.cancelled():
                 return "stop"
             if timed_out.is_set():
-                exc = errors.SyncTimeoutError(
-                    f"no initial-events-end bookmark within {self._initial_events_timeout}s"
-                )
+                exc = self._no_end_bookmark_error()
             self._record_error(exc)
             log.warning("reflector %s: watch-list stream failed: %s; listing instead", self.name, exc)
             return "fallback"
@@ -153,9 +144,7 @@ class WatchListSync(_reflector_watch.WatchLoop):
         if ctx.cancelled():
             return "stop"
         if timed_out.is_set():
-            error = errors.SyncTimeoutError(
-                f"no initial-events-end bookmark within {self._initial_events_timeout}s"
-            )
+            error = self._no_end_bookmark_error()
             self._record_error(error)
             log.warning("reflector %s: %s; listing instead", self.name, error)
             return "fallback"
@@ -164,6 +153,12 @@ class WatchListSync(_reflector_watch.WatchLoop):
             return "retry"
         log.warning("reflector %s: watch-list closed at once; listing instead", self.name)
         return "fallback"
+
+    def _no_end_bookmark_error(self) -> errors.SyncTimeoutError:
+        """What a WatchList that timed out before its end bookmark reports."""
+        return errors.SyncTimeoutError(
+            f"no initial-events-end bookmark within {self._initial_events_timeout}s"
+        )
 
     def _initial_events_timer(
         self,

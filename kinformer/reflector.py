@@ -310,8 +310,12 @@ class Reflector(_watchlist.WatchListSync):
             raise errors.KinformerError(
                 f"reflector {self.name}: unable to sync list result: {exc}"
             ) from exc
+        self._mark_synced(result.resource_version)
+
+    def _mark_synced(self, rv: str) -> None:
+        """A list, or a WatchList's initial events, reached the store at ``rv``."""
         with self._lock:
-            self._last_rv = result.resource_version
+            self._last_rv = rv
             self._last_error = None
             self._synced_once = True
 
