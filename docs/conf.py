@@ -33,3 +33,17 @@ suppress_warnings = ["ref.python"]
 
 html_theme = "alabaster"
 html_title = "kinformer"
+
+
+def _hide_private_bases(app: object, name: str, obj: object, options: object, bases: list[type]) -> None:
+    """Show only public bases: the Reflector's parts live in private modules and are not API."""
+    public = [
+        base
+        for base in bases
+        if not any(part.startswith("_") for part in getattr(base, "__module__", "").split("."))
+    ]
+    bases[:] = public or [object]
+
+
+def setup(app: object) -> None:
+    app.connect("autodoc-process-bases", _hide_private_bases)  # type: ignore[attr-defined]
