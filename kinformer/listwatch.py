@@ -13,16 +13,18 @@ from __future__ import annotations
 
 import dataclasses
 import inspect
-import logging
 import queue
 import threading
 from collections.abc import Callable, Iterable, Iterator
-from typing import Any, NamedTuple, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, NamedTuple, Protocol, runtime_checkable
 
 from kinformer import errors
 from kinformer import gvr as _gvr
 
-log = logging.getLogger(__name__)
+if TYPE_CHECKING:  # at run time, __getattr__ below imports them on first use (no import cycle)
+    from kinformer.http_listwatch import HTTPResource as HTTPResource
+    from kinformer.http_listwatch import HTTPWatch as HTTPWatch
+    from kinformer.http_listwatch import resource_path as resource_path
 
 EVENT_TYPES = frozenset({"ADDED", "MODIFIED", "DELETED", "BOOKMARK", "ERROR"})
 DEFAULT_READ_TIMEOUT = 60.0  # seconds of silence that mark a watch dead; above the bookmark interval
