@@ -12,6 +12,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable
 
+from kinformer import context as _context
 from kinformer import errors, listwatch
 
 log = logging.getLogger("kinformer.reflector")  # one logger for all of the reflector's parts
@@ -42,14 +43,19 @@ def list_all(
     limit: int,
     cancelled: Callable[[], bool],
     name: str,
+    ctx: _context.Context | None = None,
 ) -> tuple[listwatch.ListResult, bool] | None:
     """All pages of one list at ``rv``, and whether it came in pages; None once ``cancelled()``.
 
-    Blocks on the requests, on the caller's thread; ``cancelled`` is checked between pages. A
-    continuation page that expired falls back to one full list at ``rv``; any other error
-    propagates. ``name`` is the reflector's, for the log line.
+    Blocks on the requests, on the caller's thread; ``cancelled`` is checked between pages, and
+    cancelling ``ctx`` breaks off a request in flight when the lister takes a context (the
+    request then raises). A continuation page that expired falls back to one full list at
+    ``rv``; any other error propagates. ``name`` is the reflector's, for the log line.
     """
-    first = lister.list(listwatch.ListOptions(resource_version=rv, limit=limit or None))
+    def page(options: listwatch.ListOptions) -> listwatch.ListResult:
+        return listwatch.list_with_context(lister, options, ctx)
+
+    first = page(listwatch.ListOptions(resource_version=rv, limit=limit or None))
     if not first.continue_token:
         return first, False
     items = list(first.items)
@@ -58,7 +64,7 @@ def list_all(
         if cancelled():
             return None
         try:
-            page = lister.list(listwatch.ListOptions(limit=limit or None, continue_token=token))
+            page_result = page(listwatch.ListOptions(limit=limit or None, continue_token=token))
         except Exception as exc:
             if not errors.is_expired(exc):
                 raise
@@ -67,8 +73,8 @@ def list_all(
                 name,
                 rv,
             )
-            full = lister.list(listwatch.ListOptions(resource_version=rv))
+            full = page(listwatch.ListOptions(resource_version=rv))
             return full, True
-        items.extend(page.items)
-        token = page.continue_token
+        items.extend(page_result.items)
+        token = page_result.continue_token
     return listwatch.ListResult(items, first.resource_version, ""), True

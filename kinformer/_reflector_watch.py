@@ -122,9 +122,10 @@ class WatchLoop:
         low = self._min_watch_timeout
         return int(low + self._rand() * low)
 
-    def _open_watch(self, options: listwatch.ListOptions) -> OpenWatch:
+    def _open_watch(self, ctx: _context.Context, options: listwatch.ListOptions) -> OpenWatch:
+        """Start a watch; cancelling ``ctx`` breaks off a start the server has not answered."""
         started = self._clock.now()  # before the request: connecting counts as watch time
-        return OpenWatch(self._lw.watch(options), started)
+        return OpenWatch(listwatch.watch_with_context(self._lw, options, ctx), started)
 
     def _watch_loop(
         self,
@@ -148,7 +149,7 @@ class WatchLoop:
                     timeout_seconds=self._watch_timeout(),
                 )
                 try:
-                    opened = self._open_watch(options)
+                    opened = self._open_watch(ctx, options)
                 except Exception as exc:
                     if ctx.cancelled():
                         return

@@ -54,7 +54,7 @@ class WatchListSync(_reflector_watch.WatchLoop):
                 timeout_seconds=self._watch_timeout(),
             )
             try:
-                opened = self._open_watch(options)
+                opened = self._open_watch(ctx, options)
             except Exception as exc:
                 if ctx.cancelled():
                     raise _reflector_watch.StopRequested() from exc

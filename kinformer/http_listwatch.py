@@ -5,6 +5,10 @@ over an :class:`HTTPResource`, which sends its GET requests through a
 ``kubernetes.client.ApiClient`` (so host, token and its refresh hook, TLS and proxy all come from
 the client's ``Configuration``), decodes the JSON itself (objects stay dicts) and checks what it
 decoded. :class:`HTTPWatch` reads one chunked watch response and splits it into events itself.
+A request given a ``ctx`` can be broken off while it still waits for the response headers: the
+connection the client's pool hands to the request is noted (:class:`_RequestScope`, through the
+pool's ``_validate_conn`` step, which urllib3 runs on the requesting thread right before sending)
+and cancelling ``ctx`` shuts its socket down, so the blocked read fails at once.
 :func:`transport_error` and :func:`api_client_of` are shared with the discovery client
 (:mod:`kinformer.discovery_client`) and the ``watch`` command. The value types and the
 :class:`~kinformer.listwatch.ListerWatcher` protocol live in :mod:`kinformer.listwatch`.
@@ -21,6 +25,7 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 from kinformer import _json, errors, listwatch
+from kinformer import context as _context
 from kinformer import gvr as _gvr
 
 log = logging.getLogger("kinformer.listwatch")  # the logger it had before the split: configs name it
@@ -55,6 +60,116 @@ def resource_path(gvr: _gvr.GroupVersionResource, namespace: str = "") -> str:
     if namespace:
         return f"{base}/namespaces/{namespace}/{gvr.resource}"
     return f"{base}/{gvr.resource}"
+
+
+class _Cancelled(Exception):
+    """Raised into urllib3 when a request's context was cancelled; urllib3 does not retry it."""
+
+
+class _RequestScope:
+    """The pool connection one request runs on, so that a cancel from any thread breaks it off.
+
+    Thread-safe. :meth:`attach` runs on the requesting thread (from the pool hook) each time
+    urllib3 picks a connection for the request, retries included; :meth:`cancel` shuts the
+    attached connection's socket down; :meth:`detach` ends the scope before the connection goes
+    back to the pool, so a late cancel never touches a connection another request uses.
+    """
+
+    __slots__ = ("_cancelled", "_conn", "_lock")
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()  # guards _conn, _cancelled; the shutdown happens under it
+        self._conn: Any = None
+        self._cancelled = False
+
+    @property
+    def cancelled(self) -> bool:
+        with self._lock:
+            return self._cancelled
+
+    def cancel(self) -> None:
+        with self._lock:
+            self._cancelled = True
+            if self._conn is not None:
+                _shutdown_socket(getattr(self._conn, "sock", None))
+
+    def attach(self, conn: Any) -> None:
+        """Note ``conn`` as the request's connection; raise :class:`_Cancelled` once cancelled."""
+        with self._lock:
+            self._conn = conn
+            if self._cancelled:
+                raise _Cancelled()
+
+    def check(self) -> None:
+        """Raise :class:`_Cancelled` once cancelled (after connecting, before sending)."""
+        with self._lock:
+            if self._cancelled:
+                raise _Cancelled()
+
+    def detach(self) -> bool:
+        """Forget the connection; True when it was never cancelled (so it may be reused)."""
+        with self._lock:
+            self._conn = None
+            return not self._cancelled
+
+
+_local = threading.local()  # .scope: the _RequestScope of the request running on this thread
+_hook_lock = threading.Lock()  # serializes installing the hook on a pool
+_HOOKED = "_kinformer_cancel_hook"
+
+
+def _hook_pool(api_client: Any, url: str) -> None:
+    """Make the pool that will serve ``url`` report its connections to the current scope.
+
+    The hook wraps the pool's ``_validate_conn``, which urllib3 calls on the requesting thread
+    with the connection right before sending. Without a scope on the thread it only calls the
+    original, so other requests through the same pool are unaffected. A pool without the step
+    (another urllib3) is left alone: its requests then run to their timeout, as before.
+    """
+    manager = getattr(getattr(api_client, "rest_client", None), "pool_manager", None)
+    connection_from_url = getattr(manager, "connection_from_url", None)
+    if connection_from_url is None:
+        return
+    try:
+        pool = connection_from_url(url)
+    except Exception:
+        log.debug("no pool for %s; its requests cannot be cancelled", url, exc_info=True)
+        return
+    if getattr(pool, _HOOKED, False):
+        return
+    with _hook_lock:
+        if getattr(pool, _HOOKED, False):
+            return
+        original = getattr(pool, "_validate_conn", None)
+        if not callable(original):
+            return
+
+        def validate_conn(conn: Any) -> None:
+            scope: _RequestScope | None = getattr(_local, "scope", None)
+            if scope is None:
+                original(conn)
+                return
+            scope.attach(conn)
+            original(conn)
+            if getattr(conn, "sock", None) is None:
+                conn.connect()  # plain HTTP connects lazily; connect now so a cancel finds the socket
+            scope.check()
+
+        pool._validate_conn = validate_conn
+        setattr(pool, _HOOKED, True)
+
+
+def _shutdown_socket(sock: Any) -> None:
+    """Shut ``sock`` down at the TCP level, waking a read blocked on it (TLS sockets too)."""
+    if sock is None:
+        return
+    with contextlib.suppress(OSError, ValueError, AttributeError):
+        if isinstance(sock, socket.socket):
+            # the plain socket's shutdown: an SSLSocket's own would drop its TLS object under
+            # the reader's feet
+            socket.socket.shutdown(sock, socket.SHUT_RDWR)
+        else:
+            sock.shutdown(socket.SHUT_RDWR)
 
 
 def _check_object(obj: Any, what: str) -> dict[str, Any]:
@@ -115,8 +230,12 @@ class HTTPResource:
                 options = tweaked
         return options
 
-    def _request(self, params: list[tuple[str, str]]) -> Any:
-        """Send a GET; return the urllib3 response (body unread) or raise a typed error."""
+    def _request(self, params: list[tuple[str, str]], scope: _RequestScope | None) -> Any:
+        """Send a GET; return the urllib3 response (body unread) or raise a typed error.
+
+        With a ``scope``, cancelling it breaks the request off (it then raises
+        :class:`~kinformer.errors.TransportError`); the caller detaches the scope.
+        """
         import urllib3
 
         method, url, headers, body, post = self._api.param_serialize(
@@ -126,14 +245,22 @@ class HTTPResource:
             header_params={"Accept": "application/json"},
             auth_settings=["BearerToken"],
         )
+        if scope is not None:
+            _hook_pool(self._api, url)
+            _local.scope = scope
         try:
             rest = self._api.call_api(
                 method, url, headers, body, post, _request_timeout=self._timeout
             )
+        except _Cancelled as exc:
+            raise errors.TransportError(f"{self._path}: request cancelled") from exc
         except urllib3.exceptions.HTTPError as exc:
             raise transport_error(exc, self._path) from exc
         except OSError as exc:
             raise transport_error(exc, self._path) from exc
+        finally:
+            if scope is not None:
+                _local.scope = None
         response = rest.response
         if not 200 <= response.status <= 299:
             try:
@@ -141,21 +268,37 @@ class HTTPResource:
             except Exception:  # a broken error body still gives a typed error
                 data = b""
             finally:
-                response.release_conn()
+                _release(response, scope)
             raise errors.api_error_from_status(response.status, data)
         return response
 
-    def list(self, options: listwatch.ListOptions) -> listwatch.ListResult:
+    def _scoped(self, ctx: _context.Context | None) -> tuple[_RequestScope | None, Any]:
+        """A scope cancelled with ``ctx`` and the handle that unregisters it (None, None without)."""
+        if ctx is None:
+            return None, None
+        scope = _RequestScope()
+        return scope, ctx.on_cancel(scope.cancel)
+
+    @listwatch.takes_context
+    def list(
+        self, options: listwatch.ListOptions, ctx: _context.Context | None = None
+    ) -> listwatch.ListResult:
+        """One list request; cancelling ``ctx`` breaks it off (it raises TransportError)."""
         import urllib3
 
         options = self._options(options)
-        response = self._request(options.query())
+        scope, handle = self._scoped(ctx)
         try:
-            data = response.data
-        except (urllib3.exceptions.HTTPError, OSError) as exc:
-            raise transport_error(exc, self._path) from exc
+            response = self._request(options.query(), scope)
+            try:
+                data = response.data
+            except (urllib3.exceptions.HTTPError, OSError) as exc:
+                raise transport_error(exc, self._path) from exc
+            finally:
+                _release(response, scope)
         finally:
-            response.release_conn()
+            if handle is not None:
+                handle.remove()
         with _json.gc_paused():
             try:
                 body = _json.loads(data)
@@ -197,10 +340,46 @@ class HTTPResource:
             raise errors.DecodeError(f"list {self._gvr}: response metadata is not an object of strings")
         return listwatch.ListResult(items, rv, token)
 
-    def watch(self, options: listwatch.ListOptions) -> HTTPWatch:
+    @listwatch.takes_context
+    def watch(
+        self, options: listwatch.ListOptions, ctx: _context.Context | None = None
+    ) -> HTTPWatch:
+        """Open a watch; cancelling ``ctx`` before the response arrives breaks the request off.
+
+        Once open, the watch is the caller's to close (cancelling ``ctx`` no longer does).
+        """
         options = self._options(options)
         params = [("watch", "true"), *options.query()]
-        return HTTPWatch(self._request(params), str(self._gvr), self._timeout[1])
+        scope, handle = self._scoped(ctx)
+        try:
+            response = self._request(params, scope)
+        finally:
+            if handle is not None:
+                handle.remove()
+        if scope is not None and not scope.detach():
+            _discard(response)
+            raise errors.TransportError(f"watch {self._gvr}: request cancelled")
+        return HTTPWatch(response, str(self._gvr), self._timeout[1])
+
+
+def _release(response: Any, scope: _RequestScope | None) -> None:
+    """Give the response's connection back to the pool, or close it if the request was cancelled."""
+    if scope is not None and not scope.detach():
+        _discard(response)
+        return
+    response.release_conn()
+
+
+def _discard(response: Any) -> None:
+    """Close the response and its connection; the pool gets back a closed connection only."""
+    try:
+        response.close()
+        connection = getattr(response, "connection", None)
+        if connection is not None:
+            connection.close()
+        response.release_conn()
+    except Exception:
+        log.debug("closing a cancelled response failed", exc_info=True)
 
 
 def transport_error(exc: BaseException, where: str) -> errors.TransportError:

@@ -16,8 +16,9 @@ import inspect
 import queue
 import threading
 from collections.abc import Callable, Iterable, Iterator
-from typing import TYPE_CHECKING, Any, NamedTuple, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, NamedTuple, Protocol, TypeVar, runtime_checkable
 
+from kinformer import context as _context
 from kinformer import errors
 from kinformer import gvr as _gvr
 
@@ -103,7 +104,13 @@ class Watch(Protocol):
 
 
 class ListerWatcher(Protocol):
-    """What a Reflector lists and watches from."""
+    """What a Reflector lists and watches from.
+
+    A ``list`` or ``watch`` marked with :func:`takes_context` also accepts a keyword ``ctx``
+    (a :class:`~kinformer.context.Context`): cancelling it breaks off that request, even one
+    still waiting for the server's answer. The Reflector passes its stop context to such
+    methods (see :func:`list_with_context`); unmarked methods are called with the options alone.
+    """
 
     def list(self, options: ListOptions) -> ListResult:
         """One list request (one page when ``options.limit`` is set); raises typed errors."""
@@ -112,6 +119,43 @@ class ListerWatcher(Protocol):
     def watch(self, options: ListOptions) -> Watch:
         """Open a watch; raises typed errors when the server refuses it."""
         ...
+
+
+_F = TypeVar("_F", bound=Callable[..., Any])
+_TAKES_CONTEXT = "_kinformer_takes_context"
+
+
+def takes_context(func: _F) -> _F:
+    """Mark ``func`` (a list or watch callable) as accepting a keyword ``ctx`` that cancels it.
+
+    Cancelling ``ctx`` while the request runs must make the call raise (any error) promptly.
+    """
+    setattr(func, _TAKES_CONTEXT, True)
+    return func
+
+
+def _accepts_context(func: Any) -> bool:
+    return getattr(func, _TAKES_CONTEXT, False) is True
+
+
+def list_with_context(
+    lister: ListerWatcher, options: ListOptions, ctx: _context.Context | None
+) -> ListResult:
+    """``lister.list(options)``, passing ``ctx`` when the method is marked :func:`takes_context`."""
+    method = lister.list
+    if ctx is not None and _accepts_context(method):
+        return method(options, ctx=ctx)  # type: ignore[call-arg]
+    return method(options)
+
+
+def watch_with_context(
+    lister: ListerWatcher, options: ListOptions, ctx: _context.Context | None
+) -> Watch:
+    """``lister.watch(options)``, passing ``ctx`` when the method is marked :func:`takes_context`."""
+    method = lister.watch
+    if ctx is not None and _accepts_context(method):
+        return method(options, ctx=ctx)  # type: ignore[call-arg]
+    return method(options)
 
 
 def error_from_event(event: WatchEvent) -> errors.APIError:
@@ -208,7 +252,9 @@ class ListWatch:
     """A :class:`ListerWatcher` from two callables, ``list_func(options)`` and ``watch_func(options)``.
 
     ``watch_func`` may return a :class:`Watch` or any iterable of :class:`WatchEvent`.
-    Thread-safety is that of the callables.
+    Thread-safety is that of the callables. A callable marked :func:`takes_context` (as the
+    HTTP ones of :meth:`for_resource` are) gets the ``ctx`` passed to :meth:`list` or
+    :meth:`watch`, so cancelling it breaks off a request in flight.
     """
 
     def __init__(
@@ -219,10 +265,16 @@ class ListWatch:
         self.list_func = list_func
         self.watch_func = watch_func
 
-    def list(self, options: ListOptions) -> ListResult:
+    @takes_context
+    def list(self, options: ListOptions, ctx: _context.Context | None = None) -> ListResult:
+        if ctx is not None and _accepts_context(self.list_func):
+            return self.list_func(options, ctx=ctx)  # type: ignore[call-arg]
         return self.list_func(options)
 
-    def watch(self, options: ListOptions) -> Watch:
+    @takes_context
+    def watch(self, options: ListOptions, ctx: _context.Context | None = None) -> Watch:
+        if ctx is not None and _accepts_context(self.watch_func):
+            return as_watch(self.watch_func(options, ctx=ctx))  # type: ignore[call-arg]
         return as_watch(self.watch_func(options))
 
     @classmethod

@@ -102,7 +102,10 @@ class Reflector(_watchlist.WatchListSync):
     expired or broke relists after one backoff step; a clean close re-watches at once. An
     unexpected exception (a bug in a ListerWatcher) is logged with its traceback and handled
     like a failed list: the reflector keeps going with backoff rather than dying silently.
-    Stopping during a list discards its result; a list request itself is not interrupted.
+    Stopping during a list discards its result. A ListerWatcher whose ``list`` and ``watch``
+    take a context (:func:`~kinformer.listwatch.takes_context`, as the HTTP one does) has a list
+    or watch start still waiting for the server broken off by the stop; with any other, that
+    request runs to its end before ``run`` returns.
     """
 
     def __init__(
@@ -322,7 +325,7 @@ class Reflector(_watchlist.WatchListSync):
     def _paged_list(self, ctx: _context.Context, rv: str) -> tuple[listwatch.ListResult, bool]:
         """All pages of one list (:func:`kinformer._pager.list_all`); stops between pages."""
         limit = _pager.page_size(self._page_size, self._paginated_result, rv)
-        listed = _pager.list_all(self._lw, rv, limit, ctx.cancelled, self.name)
+        listed = _pager.list_all(self._lw, rv, limit, ctx.cancelled, self.name, ctx)
         if listed is None:
             raise _reflector_watch.StopRequested()
         return listed

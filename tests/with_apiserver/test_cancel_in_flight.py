@@ -1,0 +1,127 @@
+"""Stopping breaks off a list or watch start the server holds before answering.
+
+The server sits on the request for far longer than the test may take; the informer's ``run``
+must still return soon after the stop, with no reflector thread left, over plain HTTP and over
+HTTPS with a DynamicClient, and the client's connection pool must serve the next request.
+"""
+
+from __future__ import annotations
+
+import threading
+from typing import Any
+
+import kubernetes
+import pytest
+
+from kinformer.context import Context
+from kinformer.gvr import GroupVersionResource
+from kinformer.informer import SharedIndexInformer
+from kinformer.listwatch import ListOptions, ListWatch, takes_context
+from kinformer.testing import FakeAPIServer
+
+CONFIGMAPS = GroupVersionResource("", "v1", "configmaps")
+HOLD = 30.0  # how long the server sits on the held request; far beyond the deadline below
+STOP_DEADLINE = 5.0  # run() must have returned this long after stop
+TIMEOUT = 10.0
+
+
+class Announcing:
+    """The HTTP ListerWatcher, announcing each list and watch start just before sending it."""
+
+    def __init__(self, inner: ListWatch) -> None:
+        self.inner = inner
+        self.listing = threading.Event()
+        self.watching = threading.Event()
+
+    @takes_context
+    def list(self, options: ListOptions, ctx: Context | None = None) -> Any:
+        self.listing.set()
+        return self.inner.list(options, ctx=ctx)
+
+    @takes_context
+    def watch(self, options: ListOptions, ctx: Context | None = None) -> Any:
+        self.watching.set()
+        return self.inner.watch(options, ctx=ctx)
+
+
+def run_informer(lw: Any) -> tuple[SharedIndexInformer, Context, threading.Thread]:
+    informer = SharedIndexInformer(lw, name="held")
+    stop = Context()
+    thread = threading.Thread(target=informer.run, args=(stop,), name="test-informer-run")
+    thread.start()
+    return informer, stop, thread
+
+
+def assert_stops_promptly(stop: Context, thread: threading.Thread) -> None:
+    stop.cancel()
+    thread.join(STOP_DEADLINE)
+    assert not thread.is_alive(), "informer.run did not return after stop"
+    left = [t.name for t in threading.enumerate() if t.name.startswith("kinformer-reflector")]
+    assert left == []
+
+
+def test_stop_breaks_off_a_list_the_server_holds(apiserver: FakeAPIServer, api_client: Any) -> None:
+    apiserver.set_delay(HOLD, verb="list")
+    lw = Announcing(ListWatch.for_resource(api_client, CONFIGMAPS))
+    _informer, stop, thread = run_informer(lw)
+    try:
+        assert lw.listing.wait(TIMEOUT)
+    finally:
+        assert_stops_promptly(stop, thread)
+
+
+def test_stop_breaks_off_a_watch_start_the_server_holds(
+    apiserver: FakeAPIServer, api_client: Any
+) -> None:
+    apiserver.set_delay(HOLD, verb="watch")
+    lw = Announcing(ListWatch.for_resource(api_client, CONFIGMAPS))
+    informer, stop, thread = run_informer(lw)
+    try:
+        assert informer.wait_for_sync(timeout=TIMEOUT)
+        assert lw.watching.wait(TIMEOUT)
+    finally:
+        assert_stops_promptly(stop, thread)
+
+
+def test_the_client_lists_normally_after_a_cancelled_list(
+    apiserver: FakeAPIServer, api_client: Any
+) -> None:
+    apiserver.create(CONFIGMAPS, {"metadata": {"name": "a", "namespace": "default"}})
+    apiserver.set_delay(HOLD, verb="list")
+    lw = ListWatch.for_resource(api_client, CONFIGMAPS)
+    ctx = Context()
+    outcome: list[BaseException] = []
+
+    def held_list() -> None:
+        try:
+            lw.list(ListOptions(), ctx=ctx)
+        except Exception as exc:
+            outcome.append(exc)
+
+    lister = threading.Thread(target=held_list, name="test-held-list")
+    lister.start()
+    ctx.cancel()
+    lister.join(STOP_DEADLINE)
+    assert not lister.is_alive()
+    assert len(outcome) == 1
+    apiserver.set_delay(0, verb="list")
+    for _ in range(3):  # more lists than the pool could hand out broken connections
+        names = [obj["metadata"]["name"] for obj in lw.list(ListOptions()).items]
+        assert names == ["a"]
+
+
+@pytest.mark.parametrize("verb", ["list", "watch"])
+def test_stop_breaks_off_a_held_request_over_https_through_a_dynamic_client(verb: str) -> None:
+    with FakeAPIServer(token="s3cret", bookmark_interval=0.2) as server:
+        api = server.api_client()
+        try:
+            dynamic = kubernetes.dynamic.DynamicClient(api)  # type: ignore[no-untyped-call]
+            server.set_delay(HOLD, verb=verb)
+            lw = Announcing(ListWatch.for_resource(dynamic, CONFIGMAPS))
+            _informer, stop, thread = run_informer(lw)
+            try:
+                assert (lw.listing if verb == "list" else lw.watching).wait(TIMEOUT)
+            finally:
+                assert_stops_promptly(stop, thread)
+        finally:
+            api.close()
