@@ -6,9 +6,10 @@ over an :class:`HTTPResource`, which sends its GET requests through a
 the client's ``Configuration``), decodes the JSON itself (objects stay dicts) and checks what it
 decoded. :class:`HTTPWatch` reads one chunked watch response and splits it into events itself.
 A request given a ``ctx`` can be broken off while it still waits for the response headers: the
-connection the client's pool hands to the request is noted (:class:`_RequestScope`, through the
-pool's ``_validate_conn`` step, which urllib3 runs on the requesting thread right before sending)
-and cancelling ``ctx`` shuts its socket down, so the blocked read fails at once.
+connection the client's pool hands to the request is noted (through the pool's
+``_validate_conn`` step, which urllib3 runs on the requesting thread right before sending) and
+cancelling ``ctx`` shuts its socket down, so the blocked read fails at once; that connection is
+then closed, never handed back to the pool open.
 :func:`transport_error` and :func:`api_client_of` are shared with the discovery client
 (:mod:`kinformer.discovery_client`) and the ``watch`` command. The value types and the
 :class:`~kinformer.listwatch.ListerWatcher` protocol live in :mod:`kinformer.listwatch`.
@@ -195,7 +196,9 @@ class HTTPResource:
     Thread-safe: each call sends its own request. ``list`` reads the whole response and
     returns a :class:`~kinformer.listwatch.ListResult`; ``watch`` returns an open
     :class:`HTTPWatch`. Both raise typed errors (HTTP statuses, transport failures, responses
-    that do not decode to what Kubernetes sends).
+    that do not decode to what Kubernetes sends). Both take an optional ``ctx``: cancelling it
+    breaks off the request, even one the server has not answered yet, and the call raises
+    :class:`~kinformer.errors.TransportError`.
     """
 
     def __init__(
