@@ -1,7 +1,8 @@
 """The processor: fans an informer's notifications out to its handlers, one thread each.
 
 client-go's ``sharedProcessor`` and ``processorListener``. The informer's delta loop calls
-:meth:`SharedProcessor.distribute`, which only appends to each listener's unbounded buffer, so a
+:meth:`SharedProcessor.distribute_batch` (once per popped batch; ``distribute`` for one
+notification), which only appends to each listener's unbounded buffer, so a
 slow or stuck handler never stalls the watch or the other handlers. Each :class:`Listener` has
 one delivery thread (``kinformer-handler-<informer>-<n>``) calling its handler in order, outside
 every kinformer lock. The processor also decides which listeners take part in a resync
@@ -93,6 +94,20 @@ class Listener:
             if self._waiting:
                 self._cond.notify()
 
+    def add_many(self, notifications: list[Notification], initial: int) -> None:
+        """Buffer notifications in order, ``initial`` of them initial-list adds; one wakeup."""
+        lock = self._lock
+        lock.acquire()
+        try:
+            if self._closed:
+                return
+            self._pending_initial += initial
+            self._buffer.extend(notifications)
+            if self._waiting:
+                self._cond.notify()
+        finally:
+            lock.release()
+
     def start(self, name: str) -> threading.Thread:
         self.thread = _threads.spawn(self._run, name)
         return self.thread
@@ -121,31 +136,37 @@ class Listener:
         return self.resync_period != 0 and now >= self.next_resync
 
     def _run(self) -> None:
+        """Deliver until closed; takes the lock only to wait and to count returned initial adds.
+
+        The buffer is a deque: this thread pops it without the lock while producers extend it
+        under the lock, so a busy listener drains a whole batch without a lock per item.
+        """
         lock, cond, buffer = self._lock, self._cond, self._buffer
-        returned_initial = 0  # an initial add that returned, counted at the next lock hold
+        popleft = buffer.popleft
         while True:
-            lock.acquire()
             try:
-                self._pending_initial -= returned_initial
-                returned_initial = 0
-                while not buffer and not self._closed:
-                    self._waiting = True
-                    try:
-                        cond.wait()
-                    finally:
-                        self._waiting = False
-                if self._closed:
-                    return
-                item = buffer.popleft()
-            finally:
-                lock.release()
+                item = popleft()
+            except IndexError:
+                with lock:
+                    while not buffer and not self._closed:
+                        self._waiting = True
+                        try:
+                            cond.wait()
+                        finally:
+                            self._waiting = False
+                    if self._closed:
+                        return
+                continue
+            if self._closed:
+                return
             try:
                 self._deliver(item)
             except Exception:
                 log.exception("event handler %r failed on %s; notification skipped", self.handler, item.kind)
             finally:
                 if item.kind == ADD and item.second:
-                    returned_initial = 1
+                    with lock:
+                        self._pending_initial -= 1
 
     def _deliver(self, item: Notification) -> None:
         if item.kind == ADD:
@@ -202,6 +223,26 @@ class SharedProcessor:
         with self._lock:
             for listener in self._listeners:
                 listener.add_initial(notifications)
+
+    def distribute_batch(
+        self, notifications: list[Notification], sync_at: list[int], initial: int
+    ) -> None:
+        """Buffer notifications in order for every listener, one append and wakeup each.
+
+        ``sync_at`` lists the positions of sync notifications, which only syncing listeners
+        get; ``initial`` counts the initial-list adds (never sync notifications).
+        """
+        with self._lock:
+            others: list[Notification] | None = None
+            for listener, syncing in self._listeners.items():
+                if syncing or not sync_at:
+                    listener.add_many(notifications, initial)
+                    continue
+                if others is None:
+                    skip = set(sync_at)
+                    others = [n for i, n in enumerate(notifications) if i not in skip]
+                if others:
+                    listener.add_many(others, initial)
 
     def distribute(self, notification: Notification, sync: bool) -> None:
         """Buffer ``notification`` for every listener, or only the syncing ones when ``sync``."""

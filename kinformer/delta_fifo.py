@@ -321,6 +321,62 @@ class DeltaFIFO:
         finally:
             lock.release()
 
+    def pop_batch(
+        self,
+        process: Callable[[builtins.list[Deltas], bool], None],
+        limit: int,
+        timeout: float | None = None,
+    ) -> int:
+        """Pop up to ``limit`` keys at once once synced: ``process(batch, is_in_initial_list)``.
+
+        ``batch`` holds each key's deltas in queue order. Blocks like :meth:`pop` (``TimeoutError``
+        after ``timeout`` seconds, :class:`~kinformer.errors.FIFOClosedError` once closed and
+        drained). Once the FIFO is synced it takes every queued key up to ``limit`` in one lock
+        hold, with ``is_in_initial_list`` False: the same as that many :meth:`pop` calls. Before
+        that it takes one key, exactly as :meth:`pop` does, so ``has_synced`` still turns True
+        only after ``process`` for the last item of the initial list has returned. The items are
+        removed before ``process`` runs (under the FIFO lock); an exception from ``process``
+        propagates and the batch is dropped, not retried. Returns how many keys were popped.
+        """
+        cond = self._cond
+        lock = self._lock
+        lock.acquire()
+        try:
+            queue = self._queue
+            if not queue:
+                deadline = None if timeout is None else time.monotonic() + timeout
+                while not queue:
+                    if self._closed:
+                        raise errors.FIFOClosedError()
+                    remaining = None
+                    if deadline is not None:
+                        remaining = deadline - time.monotonic()
+                        if remaining <= 0:
+                            raise TimeoutError(f"DeltaFIFO.pop: nothing queued after {timeout}s")
+                    self._waiting += 1
+                    try:
+                        cond.wait(remaining)
+                    finally:
+                        self._waiting -= 1
+            items = self._items
+            popleft = queue.popleft
+            if self._synced:
+                take = min(limit, len(queue))
+                batch = [items.pop(popleft()) for _ in range(take)]
+                process(batch, False)
+                return take
+            batch = [items.pop(popleft())]
+            if self._initial_population_count > 0:
+                self._initial_population_count -= 1
+            try:
+                process(batch, True)
+            finally:
+                if self._populated and self._initial_population_count == 0:
+                    self._synced = True
+            return 1
+        finally:
+            lock.release()
+
     def pop_initial(
         self, process: Callable[[builtins.list[tuple[str, Deltas]]], None], limit: int
     ) -> int:

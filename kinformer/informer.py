@@ -23,6 +23,7 @@ log = logging.getLogger(__name__)
 
 MINIMUM_RESYNC_PERIOD = 1.0  # client-go's floor: a smaller period would replay the cache in a busy loop
 INITIAL_BATCH = 1000  # items of the first list applied per FIFO lock hold
+STEADY_BATCH = 1000  # keys applied per FIFO lock hold once synced
 POP_TIMEOUT = 1.0  # the delta loop looks at its stop signal at least this often
 JOIN_TIMEOUT = 30.0  # reflector and delta loop close their own streams; this only bounds a bug
 
@@ -349,7 +350,7 @@ class SharedIndexInformer:
                 try:
                     if fifo.pop_initial(self._handle_initial, INITIAL_BATCH):
                         continue
-                    fifo.pop(self._handle_deltas, timeout=POP_TIMEOUT)
+                    fifo.pop_batch(self._handle_batch, STEADY_BATCH, timeout=POP_TIMEOUT)
                 except errors.FIFOClosedError:
                     return
                 except TimeoutError:
@@ -364,7 +365,7 @@ class SharedIndexInformer:
     def _handle_initial(self, batch: list[tuple[str, list[delta_fifo.Delta]]]) -> None:
         """Apply popped items of the first list at once (under the FIFO lock).
 
-        The same outcome as ``_handle_deltas(deltas, True)`` for each item in order: when every
+        The same outcome as ``_handle_batch([deltas], True)`` for each item in order: when every
         item is a single add of a key not cached yet, the cache takes them in one pass and each
         handler gets its ``on_add(obj, True)`` notifications in one append; otherwise (relist,
         several deltas, an index function error) each item goes the usual way.
@@ -388,38 +389,59 @@ class SharedIndexInformer:
                         [_new_notification(_Notification, (_ADD, obj, True)) for obj in items.values()]
                     )
                     return
-            for _, deltas in batch:
-                try:
-                    self._apply(deltas, True)
-                except Exception:
-                    log.exception("informer %s: failed to process deltas; object dropped", self._name)
+            self._apply_all([deltas for _, deltas in batch], True)
 
-    def _handle_deltas(self, deltas: list[delta_fifo.Delta], is_in_initial_list: bool) -> None:
-        """Apply popped deltas oldest first: cache first, then notifications (under the FIFO lock)."""
+    def _handle_batch(self, batch: list[list[delta_fifo.Delta]], is_in_initial_list: bool) -> None:
+        """Apply popped keys in queue order (under the FIFO lock), then notify each handler once."""
         with self._block_deltas:
-            self._apply(deltas, is_in_initial_list)
+            self._apply_all(batch, is_in_initial_list)
 
-    def _apply(self, deltas: list[delta_fifo.Delta], is_in_initial_list: bool) -> None:
-        """``_handle_deltas`` without the lock: the key is computed once per delta."""
+    def _apply_all(self, batch: list[list[delta_fifo.Delta]], is_in_initial_list: bool) -> None:
+        """Apply each key's deltas oldest first, then hand every handler its notifications at once.
+
+        Call with ``_block_deltas`` held. The cache takes every change before any handler hears
+        of the batch; an error aborts only the rest of that key's deltas (logged, object
+        dropped), and the notifications of the changes already made are still delivered.
+        """
+        out: list[_processor.Notification] = []
+        sync_at: list[int] = []  # positions in ``out`` of equal-resourceVersion updates
+        apply = self._apply
+        for deltas in batch:
+            try:
+                apply(deltas, is_in_initial_list, out, sync_at)
+            except Exception:
+                log.exception("informer %s: failed to process deltas; object dropped", self._name)
+        if not out:
+            return
+        initial = 0
+        if is_in_initial_list:
+            initial = sum(1 for n in out if n[0] == _ADD and n[2])
+        self._processor.distribute_batch(out, sync_at, initial)
+
+    def _apply(
+        self,
+        deltas: list[delta_fifo.Delta],
+        is_in_initial_list: bool,
+        out: list[_processor.Notification],
+        sync_at: list[int],
+    ) -> None:
+        """Apply one key's deltas to the cache, appending their notifications to ``out``."""
         indexer = self._indexer
-        distribute = self._processor.distribute
+        append = out.append
         for delta_type, obj in deltas:
             if delta_type == _DELETED:
                 indexer.delete(obj)
-                distribute(_new_notification(_Notification, (_DELETE, obj, None)), False)
+                append(_new_notification(_Notification, (_DELETE, obj, None)))
                 continue
             key = indexer.key_of(obj)
             old = indexer.get_by_key(key)
             indexer.update(obj, key)
             if old is not None:
-                distribute(
-                    _new_notification(_Notification, (_UPDATE, old, obj)),
-                    _resource_version(old) == _resource_version(obj),
-                )
+                if _resource_version(old) == _resource_version(obj):
+                    sync_at.append(len(out))
+                append(_new_notification(_Notification, (_UPDATE, old, obj)))
             else:
-                distribute(
-                    _new_notification(_Notification, (_ADD, obj, is_in_initial_list)), False
-                )
+                append(_new_notification(_Notification, (_ADD, obj, is_in_initial_list)))
 
     def __repr__(self) -> str:
         state = "stopped" if self._stopped else "running" if self._started else "new"
