@@ -371,3 +371,50 @@ def test_reads_return_newest_objects_and_copies() -> None:  # DQ-13
     copy.clear()
     assert len(fifo.get_by_key("a") or []) == 2
     assert fifo.get_by_key("missing") is None
+
+
+def test_pop_batch_takes_one_key_at_a_time_until_the_initial_list_is_processed() -> None:
+    fifo = DeltaFIFO(emit_delta_type_replaced=True)
+    fifo.replace([obj("a"), obj("b")], "1")
+    seen: list[tuple[list[str], bool, bool]] = []
+
+    def process(batch: list[Deltas], initial: bool) -> None:
+        seen.append(([d[-1].object["metadata"]["name"] for d in batch], initial, fifo.has_synced()))
+
+    assert fifo.pop_batch(process, limit=100, timeout=1) == 1
+    assert fifo.pop_batch(process, limit=100, timeout=1) == 1
+    assert seen == [(["a"], True, False), (["b"], True, False)]
+    assert fifo.has_synced()
+
+
+def test_pop_batch_takes_every_ready_key_in_queue_order_once_synced() -> None:
+    fifo = DeltaFIFO()
+    for name in ("c", "a", "b"):
+        fifo.add(obj(name))
+    fifo.update(obj("c", rv="2"))
+    batches: list[list[Deltas]] = []
+    flags: list[bool] = []
+
+    def process(batch: list[Deltas], initial: bool) -> None:
+        batches.append(batch)
+        flags.append(initial)
+
+    assert fifo.pop_batch(process, limit=2, timeout=1) == 2
+    assert fifo.pop_batch(process, limit=2, timeout=1) == 1
+    names = [[d[-1].object["metadata"]["name"] for d in batch] for batch in batches]
+    assert names == [["c", "a"], ["b"]]
+    c_deltas = [(d.type, d.object["metadata"]["resourceVersion"]) for d in batches[0][0]]
+    assert c_deltas == [(DeltaType.ADDED, "1"), (DeltaType.UPDATED, "2")]
+    assert flags == [False, False]
+    assert fifo.list_keys() == []
+
+
+def test_pop_batch_times_out_when_empty_and_raises_once_closed() -> None:
+    fifo = DeltaFIFO()
+    with pytest.raises(TimeoutError):
+        fifo.pop_batch(lambda batch, initial: None, limit=10, timeout=0.01)
+    fifo.add(obj("a"))
+    fifo.close()
+    assert fifo.pop_batch(lambda batch, initial: None, limit=10, timeout=1) == 1
+    with pytest.raises(errors.FIFOClosedError):
+        fifo.pop_batch(lambda batch, initial: None, limit=10, timeout=1)
