@@ -277,6 +277,29 @@ class DeltaFIFO:
 
     # -- consumer ----------------------------------------------------------------------------
 
+    def _wait_for_queued_locked(self, timeout: float | None) -> None:
+        """With the lock held and the queue empty: wait until a key is queued.
+
+        Raises :class:`~kinformer.errors.FIFOClosedError` once closed and still empty,
+        ``TimeoutError`` after ``timeout`` seconds. Counts itself in ``_waiting`` so producers
+        notify only while someone waits.
+        """
+        queue = self._queue
+        deadline = None if timeout is None else time.monotonic() + timeout
+        while not queue:
+            if self._closed:
+                raise errors.FIFOClosedError()
+            remaining = None
+            if deadline is not None:
+                remaining = deadline - time.monotonic()
+                if remaining <= 0:
+                    raise TimeoutError(f"DeltaFIFO.pop: nothing queued after {timeout}s")
+            self._waiting += 1
+            try:
+                self._cond.wait(remaining)
+            finally:
+                self._waiting -= 1
+
     def pop(self, process: ProcessFunc | None, timeout: float | None = None) -> Deltas:
         """Take the oldest key's deltas, run ``process(deltas, is_in_initial_list)``, return them.
 
@@ -286,26 +309,12 @@ class DeltaFIFO:
         and the item is dropped, not retried. ``has_synced`` turns True only after ``process``
         for the last item of the initial list has returned.
         """
-        cond = self._cond
         lock = self._lock
         lock.acquire()
         try:
             queue = self._queue
             if not queue:
-                deadline = None if timeout is None else time.monotonic() + timeout
-                while not queue:
-                    if self._closed:
-                        raise errors.FIFOClosedError()
-                    remaining = None
-                    if deadline is not None:
-                        remaining = deadline - time.monotonic()
-                        if remaining <= 0:
-                            raise TimeoutError(f"DeltaFIFO.pop: nothing queued after {timeout}s")
-                    self._waiting += 1
-                    try:
-                        cond.wait(remaining)
-                    finally:
-                        self._waiting -= 1
+                self._wait_for_queued_locked(timeout)
             key = queue.popleft()
             deltas = self._items.pop(key)
             is_in_initial_list = not self._synced
@@ -338,26 +347,12 @@ class DeltaFIFO:
         removed before ``process`` runs (under the FIFO lock); an exception from ``process``
         propagates and the batch is dropped, not retried. Returns how many keys were popped.
         """
-        cond = self._cond
         lock = self._lock
         lock.acquire()
         try:
             queue = self._queue
             if not queue:
-                deadline = None if timeout is None else time.monotonic() + timeout
-                while not queue:
-                    if self._closed:
-                        raise errors.FIFOClosedError()
-                    remaining = None
-                    if deadline is not None:
-                        remaining = deadline - time.monotonic()
-                        if remaining <= 0:
-                            raise TimeoutError(f"DeltaFIFO.pop: nothing queued after {timeout}s")
-                    self._waiting += 1
-                    try:
-                        cond.wait(remaining)
-                    finally:
-                        self._waiting -= 1
+                self._wait_for_queued_locked(timeout)
             items = self._items
             popleft = queue.popleft
             if self._synced:
