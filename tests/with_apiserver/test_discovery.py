@@ -389,10 +389,15 @@ def test_a_late_gvr_handler_sees_only_later_events(
     install(api_client, WIDGETS)
     create_object(api_client, WIDGETS, "before")
     ddsif = DiscoveringDynamicSharedInformerFactory(api_client, example_only)
+    early: queue.Queue[str] = queue.Queue()
+    ddsif.add_event_handler(GVREventHandlerFuncs(add_func=lambda g, o: early.put(o["metadata"]["name"])))
     started(ddsif, ctx)
-    assert ddsif.for_resource(WIDGETS).informer().wait_for_sync(TIMEOUT)
+    # Synced means the cache holds "before"; its notification runs later, on the handler thread.
+    # Once the early handler has it, the fan-out for "before" is over.
+    assert early.get(timeout=TIMEOUT) == "before"
     seen: queue.Queue[str] = queue.Queue()
     ddsif.add_event_handler(GVREventHandlerFuncs(add_func=lambda g, o: seen.put(o["metadata"]["name"])))
     create_object(api_client, WIDGETS, "after")
     assert seen.get(timeout=TIMEOUT) == "after"
+    assert early.get(timeout=TIMEOUT) == "after"
     ddsif.stop()
