@@ -142,8 +142,10 @@ def test_each_key_is_reconciled_once_per_add_across_workers() -> None:
 
 
 def test_workers_are_named_after_the_controller_and_joined_on_stop(running: Running) -> None:
-    names = {t.name for t in threading.enumerate()}
-    assert "kinformer-controller-test-0" in names
+    def worker_running() -> bool:  # run() spawns its workers on the controller's own thread
+        return "kinformer-controller-test-0" in {t.name for t in threading.enumerate()}
+
+    assert wait_for(worker_running, TIMEOUT)
     running.stop()
     names = {t.name for t in threading.enumerate()}
     assert "kinformer-controller-test-0" not in names
