@@ -13,6 +13,7 @@ from kinformer import _json
 from kinformer.handlers import wait_for_cache_sync
 from kinformer.informer import SharedIndexInformer
 from kinformer.listwatch import ChannelWatch, ListOptions, ListResult, ListWatch
+from kinformer.testing import wait_for
 
 TIMEOUT = 5.0
 
@@ -70,6 +71,8 @@ def test_a_synced_informer_leaves_the_collector_on_and_its_cache_frozen() -> Non
     thread = run_in_thread(informer, stop)
     try:
         assert informer.wait_for_sync(TIMEOUT)
+        # synced (cache filled) comes first; the delta loop then freezes and resumes the collector
+        assert wait_for(gc.isenabled, TIMEOUT)
         frozen = gc.get_freeze_count()
     finally:
         stop.set()
