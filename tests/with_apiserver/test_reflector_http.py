@@ -144,6 +144,7 @@ def test_forbidden_lists_are_visible_as_last_error_until_allowed(
     r = Running(api_client)
     try:
         assert wait_for(lambda: isinstance(r.reflector.last_error(), errors.ForbiddenError), TIMEOUT)
+        assert wait_for(lambda: r.errors, TIMEOUT)  # the handler hears of it just after last_error
         assert isinstance(r.errors[0], errors.ForbiddenError)
         assert r.store.list() == []
         apiserver.allow("configmaps")
