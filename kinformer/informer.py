@@ -76,10 +76,16 @@ class _InformerFIFO(delta_fifo.DeltaFIFO):
     closed) and the informer's delta loop calls :meth:`end_gc_pause` once ``has_synced``, after
     freezing the synced cache out of the collector's reach (``gc.freeze``). Every path ends the
     pause: a failed replace, an empty list, stop (the delta loop and ``run`` both end it).
+
+    A first list that finds nothing queued and nothing cached skips the queue: ``first_list``
+    (the informer's) stores every object and queues the handlers' ``on_add(obj, True)`` at
+    once, and the FIFO is synced when ``replace`` returns. That is the outcome of queueing a
+    ``Replaced`` delta per object and popping them all, without the per-object queue work.
     """
 
-    def __init__(self, *args: Any) -> None:
+    def __init__(self, *args: Any, first_list: Callable[[dict[str, Any]], bool] | None = None) -> None:
         super().__init__(*args)
+        self._first_list = first_list
         self._gc_lock = threading.Lock()  # guards gc_held and _gc_used
         self.gc_held = False  # this FIFO holds one collector pause; read without the lock
         self._gc_used = False  # the pause is only for the first list
@@ -92,7 +98,9 @@ class _InformerFIFO(delta_fifo.DeltaFIFO):
                 _json.pause_gc()
                 self.gc_held = True
         try:
-            super().replace(objs, resource_version)
+            objs = objs if type(objs) is list else list(objs)
+            if not self._replace_first(objs):
+                super().replace(objs, resource_version)
         except BaseException:
             if hold:
                 with self._gc_lock:
@@ -101,6 +109,38 @@ class _InformerFIFO(delta_fifo.DeltaFIFO):
             raise
         if hold and (self.has_synced() or self.is_closed()):  # nothing left for the delta loop
             self.end_gc_pause(freeze=self.has_synced())
+
+    def _replace_first(self, objs: list[Any]) -> bool:
+        """Hand a first list straight to the cache; False (nothing changed) when it cannot.
+
+        Only for the first list of an empty FIFO and cache, with every key listed once (a
+        repeated key must merge its deltas in the queue). Keying and transforming come first,
+        as in ``replace``: their errors propagate and change nothing.
+        """
+        first_list = self._first_list
+        if first_list is None or not objs:
+            return False
+        with self._lock:
+            if self._populated or self._items or self._closed:
+                return False
+        known = self._known_objects
+        if known is not None and known.list_keys():
+            return False
+        key_func, key_of = self._key_func, self.key_of
+        keyed = {key_func(obj) if type(obj) is dict else key_of(obj): obj for obj in objs}
+        if len(keyed) != len(objs):
+            return False
+        if self._transformer is not None:
+            transform = self._transform
+            for key, obj in keyed.items():
+                keyed[key] = transform(obj)
+        if not first_list(keyed):
+            return False
+        with self._lock:
+            self._populated = True
+            self._initial_population_count = 0
+            self._synced = True
+        return True
 
     def end_gc_pause(self, freeze: bool) -> None:
         """End the pause if this FIFO holds one; with ``freeze``, freeze first (no young sweep)."""
@@ -179,6 +219,7 @@ class SharedIndexInformer:
                 self._indexer,
                 True,
                 self._transform,
+                first_list=self._add_first_list,
             )
             refl = reflector.Reflector(
                 self._lister_watcher,
@@ -370,7 +411,6 @@ class SharedIndexInformer:
         handler gets its ``on_add(obj, True)`` notifications in one append; otherwise (relist,
         several deltas, an index function error) each item goes the usual way.
         """
-        indexer = self._indexer
         with self._block_deltas:
             items: dict[str, Any] = {}
             fast = True
@@ -379,17 +419,31 @@ class SharedIndexInformer:
                     fast = False
                     break
                 items[key] = deltas[0][1]
-            if fast:
-                try:
-                    fast = indexer.add_new(items)
-                except Exception:
-                    fast = False
-                if fast:
-                    self._processor.distribute_initial(
-                        [_new_notification(_Notification, (_ADD, obj, True)) for obj in items.values()]
-                    )
-                    return
+            if fast and self._add_new_locked(items):
+                return
             self._apply_all([deltas for _, deltas in batch], True)
+
+    def _add_first_list(self, items: dict[str, Any]) -> bool:
+        """Store a whole first list, keyed, and queue ``on_add(obj, True)`` for each handler.
+
+        The FIFO's shortcut for a first list (see :class:`_InformerFIFO`). Runs on the
+        reflector's thread; False, with nothing changed, when a key is cached already or an
+        index function fails (the list then goes through the queue, which logs per object).
+        """
+        with self._block_deltas:
+            return self._add_new_locked(items)
+
+    def _add_new_locked(self, items: dict[str, Any]) -> bool:
+        """Add objects under keys not cached yet, all or none, then notify; ``_block_deltas`` held."""
+        try:
+            if not self._indexer.add_new(items):
+                return False
+        except Exception:
+            return False
+        self._processor.distribute_initial(
+            [_new_notification(_Notification, (_ADD, obj, True)) for obj in items.values()]
+        )
+        return True
 
     def _handle_batch(self, batch: list[list[delta_fifo.Delta]], is_in_initial_list: bool) -> None:
         """Apply popped keys in queue order (under the FIFO lock), then notify each handler once."""

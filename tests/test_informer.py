@@ -294,6 +294,75 @@ def test_indexers_can_be_added_after_start() -> None:
         assert informer.get_indexer().index_keys("app", "web") == ["ns/a"]
 
 
+def test_the_first_list_is_cached_and_synced_before_the_watch_starts() -> None:
+    source = Source(cm("c", 3), cm("a", 1), cm("b", 2))
+    seen_at_watch: list[tuple[bool, list[str]]] = []
+
+    def watch(options: ListOptions) -> ChannelWatch:
+        seen_at_watch.append((informer.has_synced(), sorted(informer.get_store().list_keys())))
+        return source.open_watch(options)
+
+    informer = SharedIndexInformer(ListWatch(source.list, watch), name="first-list")
+    handler = Recorder()
+    informer.add_event_handler(handler)
+    with running(informer):
+        source.next_watch()
+        assert seen_at_watch[0] == (True, ["ns/a", "ns/b", "ns/c"])
+        assert [summary(e) for e in handler.take(3)] == [("add", True, n) for n in ("c", "a", "b")]
+
+
+def test_a_key_listed_twice_reaches_handlers_as_an_add_then_an_update() -> None:
+    source = Source()
+    source.list = lambda options: ListResult([cm("a", 1), cm("b", 1), cm("a", 2)], "10")  # type: ignore[method-assign]
+    informer = SharedIndexInformer(source.lister_watcher(), name="listed-twice")
+    handler = Recorder()
+    informer.add_event_handler(handler)
+    with running(informer):
+        assert informer.wait_for_sync(timeout=TIMEOUT)
+        assert [summary(e) for e in handler.take(3)] == [
+            ("add", True, "a"),
+            ("update", "1", "2"),
+            ("add", True, "b"),
+        ]
+        assert informer.get_store().get_by_key("ns/a")["metadata"]["resourceVersion"] == "2"
+
+
+def test_the_first_list_is_transformed_once_per_object() -> None:
+    source = Source(cm("a", 1), cm("b", 2))
+    informer = SharedIndexInformer(source.lister_watcher(), name="transform-once")
+    calls: list[str] = []
+
+    def mark(obj: Any) -> Any:
+        calls.append(obj["metadata"]["name"])
+        return {**obj, "seen": len(calls)}
+
+    informer.set_transform(mark)
+    with running(informer):
+        assert informer.wait_for_sync(timeout=TIMEOUT)
+        assert calls == ["a", "b"]
+        assert [informer.get_store().get_by_key(k)["seen"] for k in ("ns/a", "ns/b")] == [1, 2]
+
+
+def test_an_index_function_failing_on_one_listed_object_drops_only_that_object(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    def by_app(obj: Any) -> list[str]:
+        if obj["metadata"]["name"] == "b":
+            raise ValueError("no app label")
+        return ["web"]
+
+    source = Source(cm("a", 1), cm("b", 2), cm("c", 3))
+    informer = SharedIndexInformer(source.lister_watcher(), indexers={"app": by_app}, name="bad-index")
+    handler = Recorder()
+    informer.add_event_handler(handler)
+    with caplog.at_level(logging.ERROR, logger="kinformer"), running(informer):
+        assert informer.wait_for_sync(timeout=TIMEOUT)
+        assert [summary(e) for e in handler.take(2)] == [("add", True, "a"), ("add", True, "c")]
+        assert sorted(informer.get_store().list_keys()) == ["ns/a", "ns/c"]
+        assert sorted(informer.get_indexer().index_keys("app", "web")) == ["ns/a", "ns/c"]
+    assert "object dropped" in caplog.text
+
+
 def test_transform_applies_before_caching() -> None:
     source = Source(cm("a", 1, managedFields=[{"manager": "kubectl"}]))
     informer = SharedIndexInformer(source.lister_watcher(), name="transform")
