@@ -33,7 +33,7 @@ from typing import Any
 from kinformer import _threads, errors
 from kinformer.gvr import GroupVersionResource, KubeObject
 from kinformer.testing._apiserver import handler as handling
-from kinformer.testing._apiserver import records, status, tls, watchers
+from kinformer.testing._apiserver import records, server_state, status, tls, watchers
 from kinformer.testing._apiserver import storage as store
 from kinformer.testing._apiserver.resources import ResourceType
 from kinformer.testing._apiserver.status import StatusError
@@ -51,7 +51,7 @@ class _HTTPServer(http.server.ThreadingHTTPServer):
     def __init__(
         self,
         address: tuple[str, int],
-        state: handling.ServerState,
+        state: server_state.ServerState,
         context: ssl.SSLContext | None,
     ) -> None:
         self.state = state
@@ -134,7 +134,7 @@ class FakeAPIServer:
         self._port = port
         self._storage = store.Storage(history_size=history_size, max_backlog=max_backlog,
                                       future_rv_wait=future_rv_wait)
-        self._state = handling.ServerState(self._storage, token, bookmark_interval)
+        self._state = server_state.ServerState(self._storage, token, bookmark_interval)
         self._lifecycle = threading.Lock()  # guards _server, _thread, _port
         self._server: _HTTPServer | None = None
         self._thread: threading.Thread | None = None
@@ -270,10 +270,10 @@ class FakeAPIServer:
     ) -> None:
         """Answer the next ``count`` resource requests (of ``verb``/``resource`` if given) with
         an error Status of HTTP ``status``. Discovery and health paths are not counted."""
-        if verb is not None and verb not in handling.VERBS:
-            raise errors.ConfigurationError(f"unknown verb {verb!r}; one of {handling.VERBS}")
+        if verb is not None and verb not in server_state.VERBS:
+            raise errors.ConfigurationError(f"unknown verb {verb!r}; one of {server_state.VERBS}")
         with self._state.lock:
-            self._state.failures.append(handling._Failure(count, status, verb, resource))
+            self._state.failures.append(server_state._Failure(count, status, verb, resource))
 
     def corrupt_next(
         self, body: bytes, count: int = 1, verb: str = "list", resource: str | None = None
@@ -284,10 +284,10 @@ class FakeAPIServer:
         object without a name. Only requests on ``resource`` (a plural) count, if given;
         :meth:`fail_next` failures are served first.
         """
-        if verb not in handling.VERBS:
-            raise errors.ConfigurationError(f"unknown verb {verb!r}; one of {handling.VERBS}")
+        if verb not in server_state.VERBS:
+            raise errors.ConfigurationError(f"unknown verb {verb!r}; one of {server_state.VERBS}")
         with self._state.lock:
-            self._state.raw_answers.append(handling._RawAnswer(count, bytes(body), verb, resource))
+            self._state.raw_answers.append(server_state._RawAnswer(count, bytes(body), verb, resource))
 
     def set_delay(self, seconds: float, verb: str | None = None) -> None:
         """Delay every request (of ``verb`` if given) by ``seconds``; 0 removes the delay."""

@@ -1,121 +1,40 @@
-"""HTTP request handling of the fake API server: routing, verbs, discovery and watch streams.
+"""HTTP request handling of the fake API server: routing, verbs, list and watch responses.
 
 One :class:`Handler` per connection (HTTP/1.1 keep-alive) on the server's connection thread.
-Requests become calls on :class:`~kinformer.testing._apiserver.storage.Storage`; errors become
+Paths route to discovery documents (:mod:`.discovery`) or to resource requests, parsed and
+checked by :mod:`.request`, which become calls on
+:class:`~kinformer.testing._apiserver.storage.Storage`; the fault switches of
+:class:`~kinformer.testing._apiserver.server_state.ServerState` apply first, and errors become
 ``Status`` bodies. Watch responses are chunked JSON lines, one event per line, fed from the
 watcher's own queue, so the connection thread is the only one that waits on a slow client.
 """
 
 from __future__ import annotations
 
-import collections
 import hmac
 import http.server
 import logging
-import threading
-from dataclasses import dataclass
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
 from kinformer import labels as labelsel
-from kinformer.testing._apiserver import openapi, protobuf, records, resources, status, watchers, watchstream
+from kinformer.testing._apiserver import (
+    discovery,
+    openapi,
+    records,
+    resources,
+    server_state,
+    status,
+    watchers,
+    watchstream,
+)
 from kinformer.testing._apiserver import patch as patches
-from kinformer.testing._apiserver import storage as store
+from kinformer.testing._apiserver import request as parsing
+from kinformer.testing._apiserver.request import Request
 from kinformer.testing._apiserver.resources import ResourceType
 from kinformer.testing._apiserver.status import StatusError
 
 log = logging.getLogger("kinformer.testing.apiserver")
-
-REQUEST_LOG_SIZE = 100_000  # requests remembered; a long-running ``kinformer serve`` stays bounded
-VERBS = ("get", "list", "watch", "create", "update", "patch", "delete", "deletecollection")
-_RV_MATCHES = ("", "NotOlderThan", "Exact")
-
-
-@dataclass
-class _Failure:
-    count: int
-    code: int
-    verb: str | None
-    resource: str | None
-
-
-@dataclass
-class _RawAnswer:
-    count: int
-    body: bytes
-    verb: str
-    resource: str | None
-
-
-def _dry(query: dict[str, str]) -> bool:
-    """Whether the request asks for a server-side dry run (``dryRun=All``)."""
-    return query.get("dryRun") == "All"
-
-
-class ServerState:
-    """What every connection shares: storage, credentials, fault switches and the request log.
-
-    Thread-safe; the switches are read once per request under ``lock``.
-    """
-
-    def __init__(self, storage: store.Storage, token: str | None, bookmark_interval: float) -> None:
-        self.storage = storage
-        self.token = token.encode() if token is not None else None
-        self.bookmark_interval = bookmark_interval
-        self.address = "127.0.0.1:0"
-        self.stopping = threading.Event()
-        self.lock = threading.Lock()  # guards failures, raw_answers, delays, forbidden, requests
-        self.failures: list[_Failure] = []
-        self.raw_answers: list[_RawAnswer] = []
-        self.delays: dict[str | None, float] = {}
-        self.forbidden: set[tuple[str, str | None]] = set()
-        self.requests: collections.deque[tuple[str, str, dict[str, str], int]] = (
-            collections.deque(maxlen=REQUEST_LOG_SIZE))
-
-    def take_failure(self, verb: str, resource: str) -> int | None:
-        with self.lock:
-            for failure in self.failures:
-                if failure.verb not in (None, verb) or failure.resource not in (None, resource):
-                    continue
-                failure.count -= 1
-                if failure.count <= 0:
-                    self.failures.remove(failure)
-                return failure.code
-        return None
-
-    def take_raw_answer(self, verb: str, resource: str) -> bytes | None:
-        with self.lock:
-            for answer in self.raw_answers:
-                if answer.verb != verb or answer.resource not in (None, resource):
-                    continue
-                answer.count -= 1
-                if answer.count <= 0:
-                    self.raw_answers.remove(answer)
-                return answer.body
-        return None
-
-    def delay_for(self, verb: str) -> float:
-        with self.lock:
-            return self.delays.get(verb, self.delays.get(None, 0.0))
-
-    def is_forbidden(self, verb: str, rt: ResourceType) -> bool:
-        with self.lock:
-            return bool({(rt.resource, verb), (rt.resource, None),
-                         (rt.group_resource, verb), (rt.group_resource, None)} & self.forbidden)
-
-    def record(self, method: str, path: str, query: dict[str, str], code: int) -> None:
-        with self.lock:
-            self.requests.append((method, path, query, code))
-
-
-class _Request:
-    """A parsed resource request."""
-
-    def __init__(self, rt: ResourceType, namespace: str, name: str, subresource: str) -> None:
-        self.rt = rt
-        self.namespace = namespace
-        self.name = name
-        self.subresource = subresource
 
 
 class Handler(http.server.BaseHTTPRequestHandler):
@@ -129,7 +48,7 @@ class Handler(http.server.BaseHTTPRequestHandler):
         log.debug("%s %s", self.address_string(), format % args)
 
     @property
-    def state(self) -> ServerState:
+    def state(self) -> server_state.ServerState:
         return self.server.state  # type: ignore[attr-defined, no-any-return]
 
     def do_GET(self) -> None:
@@ -254,28 +173,21 @@ class Handler(http.server.BaseHTTPRequestHandler):
             raise status.path_not_found()
         if parts[0] == "api":
             if len(parts) == 1:
-                self._send_obj(200, {
-                    "kind": "APIVersions", "versions": ["v1"],
-                    "serverAddressByClientCIDRs": [
-                        {"clientCIDR": "0.0.0.0/0", "serverAddress": self.state.address}],
-                })
+                self._send_obj(200, discovery.api_versions(self.state.address))
                 return
             if parts[1] != "v1":
                 raise status.path_not_found()
             group, version, rest = "", "v1", parts[2:]
         else:
             if len(parts) == 1:
-                self._send_obj(200, self._group_list())
+                self._send_obj(200, discovery.group_list(self.state.storage.types()))
                 return
             if len(parts) == 2:
-                groups = [g for g in self._group_list()["groups"] if g["name"] == parts[1]]
-                if not groups:
-                    raise status.path_not_found()
-                self._send_obj(200, dict(groups[0], kind="APIGroup", apiVersion="v1"))
+                self._send_obj(200, discovery.group(self.state.storage.types(), parts[1]))
                 return
             group, version, rest = parts[1], parts[2], parts[3:]
         if not rest:
-            self._send_obj(200, self._resource_list(group, version))
+            self._send_obj(200, discovery.resource_list(self.state.storage.types(), group, version))
             return
         self._resource_request(group, version, rest, query, body)
 
@@ -292,29 +204,6 @@ class Handler(http.server.BaseHTTPRequestHandler):
         if doc is None:
             raise status.path_not_found()
         self._send_obj(200, doc)
-
-    def _group_list(self) -> dict[str, Any]:
-        versions: dict[str, list[str]] = {}
-        for rt in self.state.storage.types():
-            if rt.group and rt.version not in versions.setdefault(rt.group, []):
-                versions[rt.group].append(rt.version)
-        groups = []
-        for name, vs in versions.items():
-            entries = [{"groupVersion": f"{name}/{v}", "version": v} for v in vs]
-            groups.append({"name": name, "versions": entries, "preferredVersion": entries[0]})
-        return {"kind": "APIGroupList", "apiVersion": "v1", "groups": groups}
-
-    def _resource_list(self, group: str, version: str) -> dict[str, Any]:
-        found = [rt for rt in self.state.storage.types()
-                 if rt.group == group and rt.version == version]
-        if not found:
-            raise status.path_not_found()
-        doc: dict[str, Any] = {"kind": "APIResourceList"}
-        if group:
-            doc["apiVersion"] = "v1"
-        doc["groupVersion"] = f"{group}/{version}" if group else version
-        doc["resources"] = [e for rt in found for e in rt.discovery_entries()]
-        return doc
 
     def _resource_request(
         self, group: str, version: str, rest: list[str], query: dict[str, str], body: bytes
@@ -337,8 +226,8 @@ class Handler(http.server.BaseHTTPRequestHandler):
         sub = rest[2] if len(rest) > 2 else ""
         if sub and (sub != "status" or not rt.status):
             raise status.path_not_found()
-        req = _Request(rt, namespace, name, sub)
-        verb = self._verb(req, watch_path or query.get("watch") in ("true", "1"))
+        req = Request(rt, namespace, name, sub)
+        verb = parsing.verb(self.command, req, watch_path or query.get("watch") in ("true", "1"))
         delay = self.state.delay_for(verb)
         if delay > 0:
             self.state.stopping.wait(delay)
@@ -353,62 +242,34 @@ class Handler(http.server.BaseHTTPRequestHandler):
             return
         getattr(self, "_" + verb)(req, query, body)
 
-    def _verb(self, req: _Request, watch: bool) -> str:
-        method = self.command
-        if method == "GET":
-            if watch:
-                return "watch"
-            return "get" if req.name else "list"
-        if method == "POST" and not req.name:
-            return "create"
-        if method == "PUT" and req.name:
-            return "update"
-        if method == "PATCH" and req.name:
-            return "patch"
-        if method == "DELETE":
-            return "delete" if req.name else "deletecollection"
-        raise status.method_not_allowed()
-
     # ---- verbs -------------------------------------------------------------------------------
 
     def _data(self, rt: ResourceType, entry: records.Entry) -> bytes:
         return records.data_for(rt, entry)
 
-    def _body(self, body: bytes, rt: ResourceType) -> Any:
-        content_type = self.headers.get("Content-Type", "").split(";")[0].strip().lower()
-        if body and content_type == "application/vnd.kubernetes.protobuf":
-            try:
-                return protobuf.decode(body)
-            except (ValueError, UnicodeDecodeError):
-                pass
-        if body and ("protobuf" in content_type or "cbor" in content_type):
-            raise status.StatusError(
-                415, "UnsupportedMediaType",
-                f'the body of the request was in an unknown format - accepted media types '
-                f'include: application/json, application/yaml (got "{content_type}")', {})
-        try:
-            return records.loads(body) if body else None
-        except ValueError:
-            raise status.bad_request(
-                f"the body of the request could not be decoded into a {rt.kind}") from None
+    def _content_type(self) -> str:
+        return self.headers.get("Content-Type", "").split(";")[0].strip().lower()
 
-    def _get(self, req: _Request, query: dict[str, str], body: bytes) -> None:
+    def _body(self, body: bytes, rt: ResourceType) -> Any:
+        return parsing.decode_body(body, rt, self._content_type())
+
+    def _get(self, req: Request, query: dict[str, str], body: bytes) -> None:
         entry = self.state.storage.get(req.rt, req.namespace, req.name)
         self._send_json(200, self._data(req.rt, entry))
 
-    def _create(self, req: _Request, query: dict[str, str], body: bytes) -> None:
+    def _create(self, req: Request, query: dict[str, str], body: bytes) -> None:
         obj = self._body(body, req.rt)
-        entry = self.state.storage.create(req.rt, req.namespace, obj, _dry(query))
+        entry = self.state.storage.create(req.rt, req.namespace, obj, parsing.dry_run(query))
         self._send_json(201, self._data(req.rt, entry))
 
-    def _update(self, req: _Request, query: dict[str, str], body: bytes) -> None:
+    def _update(self, req: Request, query: dict[str, str], body: bytes) -> None:
         obj = self._body(body, req.rt)
         entry = self.state.storage.update(req.rt, req.namespace, req.name, obj, req.subresource,
-                                          _dry(query))
+                                          parsing.dry_run(query))
         self._send_json(200, self._data(req.rt, entry))
 
-    def _patch(self, req: _Request, query: dict[str, str], body: bytes) -> None:
-        content_type = self.headers.get("Content-Type", "").split(";")[0].strip().lower()
+    def _patch(self, req: Request, query: dict[str, str], body: bytes) -> None:
+        content_type = self._content_type()
         doc = self._body(body, req.rt) if content_type != patches.APPLY else None
         if content_type == patches.JSON_PATCH:
             if not isinstance(doc, list):
@@ -440,10 +301,10 @@ class Handler(http.server.BaseHTTPRequestHandler):
         else:
             raise status.unsupported_media_type(content_type)
         entry = self.state.storage.patch(req.rt, req.namespace, req.name, apply, req.subresource,
-                                         _dry(query))
+                                         parsing.dry_run(query))
         self._send_json(200, self._data(req.rt, entry))
 
-    def _server_side_apply(self, req: _Request, query: dict[str, str], body: bytes) -> None:
+    def _server_side_apply(self, req: Request, query: dict[str, str], body: bytes) -> None:
         """Server-side apply, simplified: create when missing, else merge the applied fields in
         (strategic merge for built-ins, merge patch for custom objects). Field ownership is not
         tracked, so fields dropped from the applied configuration are not removed."""
@@ -460,7 +321,7 @@ class Handler(http.server.BaseHTTPRequestHandler):
         try:
             entry = storage.patch(req.rt, req.namespace, req.name,
                                   lambda current: merge(current, applied), req.subresource,
-                                  _dry(query))
+                                  parsing.dry_run(query))
             code = 200
         except StatusError as err:
             if err.code != 404 or req.subresource:
@@ -468,15 +329,16 @@ class Handler(http.server.BaseHTTPRequestHandler):
             meta = applied.setdefault("metadata", {})
             if isinstance(meta, dict):
                 meta.setdefault("name", req.name)
-            entry = storage.create(req.rt, req.namespace, applied, _dry(query))
+            entry = storage.create(req.rt, req.namespace, applied, parsing.dry_run(query))
             code = 201
         self._send_json(code, self._data(req.rt, entry))
 
-    def _delete(self, req: _Request, query: dict[str, str], body: bytes) -> None:
+    def _delete(self, req: Request, query: dict[str, str], body: bytes) -> None:
         options = self._body(body, req.rt) if body else None
         pre = options.get("preconditions") if isinstance(options, dict) else None
-        entry = self.state.storage.delete(
-            req.rt, req.namespace, req.name, pre if isinstance(pre, dict) else None, _dry(query))
+        entry = self.state.storage.delete(req.rt, req.namespace, req.name,
+                                          pre if isinstance(pre, dict) else None,
+                                          parsing.dry_run(query))
         if req.rt.resource in ("namespaces", "pods") and not req.rt.group:
             self._send_json(200, entry.data)
             return
@@ -488,8 +350,8 @@ class Handler(http.server.BaseHTTPRequestHandler):
         self._send_obj(200, {"kind": "Status", "apiVersion": "v1", "metadata": {},
                              "status": "Success", "details": details})
 
-    def _deletecollection(self, req: _Request, query: dict[str, str], body: bytes) -> None:
-        match = self._matcher(req.rt, query)
+    def _deletecollection(self, req: Request, query: dict[str, str], body: bytes) -> None:
+        match = parsing.matcher(req.rt, query)
         storage = self.state.storage
         deleted = []
         for entry in storage.entries(req.rt, req.namespace):
@@ -502,58 +364,10 @@ class Handler(http.server.BaseHTTPRequestHandler):
                 deleted.append(self._data(req.rt, final))
         self._send_list(req.rt, deleted, storage.resource_version, "", None)
 
-    def _matcher(self, rt: ResourceType, query: dict[str, str]) -> Any:
-        try:
-            selector = labelsel.parse_selector(query.get("labelSelector", ""))
-        except labelsel.LabelSelectorError as err:
-            raise status.bad_request(f"unable to parse requirement: {err}") from None
-        fields = watchers.FieldSelector.parse(query.get("fieldSelector", ""), rt)
-        if selector.empty() and not fields.terms:
-            return None
-
-        def match(obj: dict[str, Any]) -> bool:
-            labels = (obj.get("metadata") or {}).get("labels")
-            return selector.matches(labels) and fields.matches(obj)
-
-        return match
-
-    def _list_options(self, query: dict[str, str], watch: bool) -> tuple[str, str]:
-        rv = query.get("resourceVersion", "")
-        rv_match = query.get("resourceVersionMatch", "")
-        if rv and not rv.isdigit():
-            raise status.bad_request(f'invalid resource version "{rv}"')
-        if rv_match not in _RV_MATCHES:
-            raise status.invalid_options("ListOptions", [(
-                "FieldValueNotSupported", "resourceVersionMatch",
-                f'Unsupported value: "{rv_match}": supported values: "Exact", "NotOlderThan"')])
-        if query.get("continue") and rv and not watch:
-            raise status.bad_request(
-                "specifying resource version is not allowed when using continue")
-        send_initial = query.get("sendInitialEvents") in ("true", "1")
-        if watch and send_initial and rv_match != "NotOlderThan":
-            raise status.invalid_options("ListOptions", [(
-                "FieldValueForbidden", "sendInitialEvents",
-                "Forbidden: sendInitialEvents is forbidden for watch unless "
-                "resourceVersionMatch is set to NotOlderThan")])
-        if watch and rv_match and not send_initial:
-            raise status.invalid_options("ListOptions", [(
-                "FieldValueForbidden", "resourceVersionMatch",
-                "Forbidden: resourceVersionMatch is forbidden for watch unless "
-                "sendInitialEvents is provided")])
-        if rv_match and not rv and not (watch and send_initial):
-            raise status.invalid_options("ListOptions", [(
-                "FieldValueForbidden", "resourceVersionMatch",
-                "Forbidden: resourceVersionMatch is forbidden unless resourceVersion is provided")])
-        if rv_match == "Exact" and rv == "0":
-            raise status.invalid_options("ListOptions", [(
-                "FieldValueForbidden", "resourceVersionMatch",
-                'Forbidden: resourceVersionMatch "exact" is forbidden for resourceVersion "0"')])
-        return rv, rv_match
-
-    def _list(self, req: _Request, query: dict[str, str], body: bytes) -> None:
+    def _list(self, req: Request, query: dict[str, str], body: bytes) -> None:
         rt = req.rt
-        match = self._matcher(rt, query)
-        rv, rv_match = self._list_options(query, watch=False)
+        match = parsing.matcher(rt, query)
+        rv, rv_match = parsing.list_options(query, watch=False)
         limit_text = query.get("limit", "") or "0"
         if not limit_text.lstrip("-").isdigit():
             raise status.bad_request(f'invalid limit "{limit_text}"')
@@ -578,7 +392,7 @@ class Handler(http.server.BaseHTTPRequestHandler):
 
     # ---- watch -------------------------------------------------------------------------------
 
-    def _watch(self, req: _Request, query: dict[str, str], body: bytes) -> None:
+    def _watch(self, req: Request, query: dict[str, str], body: bytes) -> None:
         rt = req.rt
         try:
             selector = labelsel.parse_selector(query.get("labelSelector", ""))
@@ -588,7 +402,7 @@ class Handler(http.server.BaseHTTPRequestHandler):
         if req.name:
             field_text = ",".join(t for t in (field_text, f"metadata.name={req.name}") if t)
         fields = watchers.FieldSelector.parse(field_text, rt)
-        rv, _ = self._list_options(query, watch=True)
+        rv, _ = parsing.list_options(query, watch=True)
         timeout_text = query.get("timeoutSeconds", "") or "0"
         if not timeout_text.isdigit():
             raise status.bad_request(f'invalid timeoutSeconds "{timeout_text}"')
