@@ -1,28 +1,24 @@
-"""Storage of the fake API server: objects, one resourceVersion, a bounded history, watchers.
+"""Storage of the fake API server: objects, one resourceVersion, list pages, watch registration.
 
 Like etcd behind kube-apiserver, one counter versions every write of every type. Each write
-serializes the object once; lists join the cached bytes and watch events reuse them. The history
-of the last ``history_size`` events serves watches and ``Exact`` lists from older versions;
-anything older answers 410 Expired. Each watcher gets its own unbounded queue filled by writers
-under the storage lock (a put, never a wait), so a slow watcher never blocks a writer; one that
-falls ``max_backlog`` events behind is ended with 410, as the real server ends it.
+serializes the object once; lists join the cached bytes and watch events reuse them. Every write
+goes, under the storage lock, to the watch cache (:mod:`.watch_cache`), which keeps the bounded
+history that serves watches and ``Exact`` lists from older versions and fans each event out to
+the open watchers without ever waiting. How a write shapes the object lives in
+:mod:`.strategy`; the snapshots and continue tokens of paged lists in :mod:`.paging`.
 """
 
 from __future__ import annotations
 
-import base64
-import binascii
 import collections
 import gc
 import itertools
-import json
-import random
 import threading
 import time
 from collections.abc import Callable, Iterable
 from typing import Any
 
-from kinformer.testing._apiserver import resources, status, validation
+from kinformer.testing._apiserver import paging, resources, status, strategy, watch_cache
 from kinformer.testing._apiserver.records import (
     ADDED,
     DELETED,
@@ -31,23 +27,11 @@ from kinformer.testing._apiserver.records import (
     Event,
     dumps,
     loads,
-    new_uid,
     now_timestamp,
     with_resource_version,
 )
 from kinformer.testing._apiserver.resources import ResourceType
-from kinformer.testing._apiserver.watchers import EVENT, INITIAL, INITIAL_END, STOP, Watcher
-
-_GENERATE_ALPHABET = "bcdfghjklmnpqrstvwxz2456789"
-MAX_SNAPSHOTS = 64  # continue tokens kept alive; older ones answer 410 like a compacted etcd
-
-
-class _Snapshot:
-    __slots__ = ("items", "rv")
-
-    def __init__(self, rv: int, items: list[Entry]) -> None:
-        self.rv = rv
-        self.items = items
+from kinformer.testing._apiserver.watchers import EVENT, INITIAL, INITIAL_END, Watcher
 
 
 class Storage:
@@ -63,20 +47,16 @@ class Storage:
         max_backlog: int = 200_000,
         future_rv_wait: float = 3.0,
     ) -> None:
-        self.history_size = history_size
-        self.max_backlog = max_backlog
         self.future_rv_wait = future_rv_wait
-        # guards every attribute below; _rv only grows; _compacted <= every RV in _history
+        # guards every attribute below; _rv only grows; _cache.compacted <= _rv
         self._lock = threading.Condition()
         self._rv = 1
-        self._compacted = 1
-        self._history: collections.deque[Event] = collections.deque()
+        self._cache = watch_cache.WatchCache(history_size, max_backlog)
         self._buckets: dict[str, dict[tuple[str, str], Entry]] = {}
         self._sorted: dict[str, list[tuple[str, str]]] = {}
         self._types: dict[tuple[str, str, str], ResourceType] = {}
         self._crd_types: dict[str, list[ResourceType]] = {}
-        self._watchers: dict[str, set[Watcher]] = {}
-        self._snapshots: collections.OrderedDict[int, _Snapshot] = collections.OrderedDict()
+        self._snapshots: collections.OrderedDict[int, paging.Snapshot] = collections.OrderedDict()
         self._snapshot_ids = itertools.count(1)
         for rt in resources.BUILTIN_TYPES:
             self._types[(rt.group, rt.version, rt.resource)] = rt
@@ -148,9 +128,9 @@ class Storage:
         gr = rt.group_resource
         with self._lock:
             if token:
-                snap_id, start, token_rv = _decode_token(token)
+                snap_id, start, token_rv = paging.decode_token(token)
                 snap = self._snapshots.get(snap_id)
-                if snap is None or snap.rv != token_rv or token_rv < self._compacted:
+                if snap is None or snap.rv != token_rv or token_rv < self._cache.compacted:
                     raise status.expired(
                         "The provided continue parameter is too old to display a consistent "
                         "list result. You can start a new list without the continue parameter."
@@ -162,9 +142,7 @@ class Storage:
                 wanted = int(rv_text) if rv_text else 0
                 self._wait_for_version(wanted)
                 if rv_match == "Exact":
-                    if wanted < self._compacted:
-                        raise status.too_old(wanted, self._compacted)
-                    state = self._state_at(gr, wanted)
+                    state = self._cache.state_at(self._buckets.get(gr, {}), gr, wanted)
                     keys = sorted(state)
                     list_rv = wanted
                 else:
@@ -183,13 +161,13 @@ class Storage:
             if end >= len(items):
                 return items[start:], list_rv, "", None
             if token:
-                new_token = _encode_token(snap_id, end, list_rv)
+                new_token = paging.encode_token(snap_id, end, list_rv)
             else:
                 new_id = next(self._snapshot_ids)
-                self._snapshots[new_id] = _Snapshot(list_rv, items)
-                while len(self._snapshots) > MAX_SNAPSHOTS:
+                self._snapshots[new_id] = paging.Snapshot(list_rv, items)
+                while len(self._snapshots) > paging.MAX_SNAPSHOTS:
                     self._snapshots.popitem(last=False)
-                new_token = _encode_token(new_id, end, list_rv)
+                new_token = paging.encode_token(new_id, end, list_rv)
             return items[start:end], list_rv, new_token, len(items) - end
 
     def _sorted_keys(self, gr: str) -> list[tuple[str, str]]:
@@ -198,20 +176,6 @@ class Storage:
             keys = sorted(self._buckets.get(gr, {}))
             self._sorted[gr] = keys
         return keys
-
-    def _state_at(self, gr: str, rv: int) -> dict[tuple[str, str], Entry]:
-        state = dict(self._buckets.get(gr, {}))
-        for ev in reversed(self._history):
-            if ev.rv <= rv:
-                break
-            if ev.gr != gr:
-                continue
-            key = (ev.namespace, ev.name)
-            if ev.prev is None:
-                state.pop(key, None)
-            else:
-                state[key] = ev.prev
-        return state
 
     def _wait_for_version(self, wanted: int) -> None:
         """Wait (lock held, released while waiting) until ``wanted`` exists; 504 if it never does."""
@@ -252,24 +216,16 @@ class Storage:
             else:
                 since = int(rv_text)
                 self._wait_for_version(since)
-                if since < self._compacted:
-                    raise status.too_old(since, self._compacted)
-                backlog = []
-                for ev in reversed(self._history):
-                    if ev.rv <= since:
-                        break
-                    if ev.gr == gr and (not ns or ev.namespace == ns):
-                        backlog.append(ev)
-                for ev in reversed(backlog):
+                for ev in self._cache.since(since, gr, ns):
                     put((EVENT, ev))
                 watcher.last_rv = since
-            self._watchers.setdefault(gr, set()).add(watcher)
+            self._cache.add(watcher)
             self._lock.notify_all()
 
     def unwatch(self, watcher: Watcher) -> None:
         """Forget ``watcher``; idempotent."""
         with self._lock:
-            self._watchers.get(watcher.rt.group_resource, set()).discard(watcher)
+            self._cache.discard(watcher)
             self._lock.notify_all()
 
     def bookmark_version(self, watcher: Watcher) -> int | None:
@@ -282,19 +238,16 @@ class Storage:
 
     def watcher_count(self, gr: str) -> int:
         with self._lock:
-            return len(self._watchers.get(gr, ()))
+            return self._cache.count(gr)
 
     def wait_for_watchers(self, gr: str, count: int, timeout: float) -> bool:
         with self._lock:
-            return self._lock.wait_for(lambda: len(self._watchers.get(gr, ())) >= count, timeout)
+            return self._lock.wait_for(lambda: self._cache.count(gr) >= count, timeout)
 
     def signal_watchers(self, tag: str, payload: Any = None, gr: str | None = None) -> int:
         """Put ``(tag, payload)`` into every open watcher's queue (of one type if ``gr``)."""
         with self._lock:
-            targets = [w for g, ws in self._watchers.items() if gr is None or g == gr for w in ws]
-            for w in targets:
-                w.queue.put((tag, payload))
-            return len(targets)
+            return self._cache.signal(tag, payload, gr)
 
     # ---- writes ------------------------------------------------------------------------------
 
@@ -321,26 +274,15 @@ class Storage:
             if key not in bucket:
                 self._sorted.pop(gr, None)
             bucket[key] = entry
-        ev = Event(type_, gr, namespace, name, entry, prev)
-        history = self._history
-        history.append(ev)
-        while len(history) > self.history_size:
-            self._compacted = history.popleft().rv
-        for w in self._watchers.get(gr, ()):
-            if w.namespace and w.namespace != namespace:
-                continue
-            w.queue.put((EVENT, ev))
-            if w.queue.qsize() > self.max_backlog:
-                w.overflowed = True
+        self._cache.record(Event(type_, gr, namespace, name, entry, prev))
         self._lock.notify_all()
         return entry
 
     def compact(self) -> int:
         """Drop all history and continue tokens: older versions now answer 410. Returns the RV."""
         with self._lock:
-            self._history.clear()
+            self._cache.compact(self._rv)
             self._snapshots.clear()
-            self._compacted = self._rv
             return self._rv
 
     def create(self, rt: ResourceType, namespace: str, obj: Any, dry_run: bool = False) -> Entry:
@@ -372,45 +314,16 @@ class Storage:
     def _create_locked(
         self, rt: ResourceType, namespace: str, obj: Any, dry_run: bool = False
     ) -> Entry:
-        meta = validation.check_body(rt, obj)
-        name = meta.get("name") or ""
-        if not name and meta.get("generateName"):
-            name = str(meta["generateName"]) + "".join(
-                random.choice(_GENERATE_ALPHABET) for _ in range(5))
-            meta["name"] = name
-        if rt.namespaced:
-            body_ns = meta.get("namespace")
-            if body_ns and namespace and body_ns != namespace:
-                raise status.bad_request("the namespace of the provided object does not match "
-                                         "the namespace sent on the request")
-            namespace = namespace or str(body_ns or "")
-            if not namespace:
-                raise status.bad_request("the server could not find the requested resource")
-            meta["namespace"] = namespace
-        else:
-            namespace = ""
-            meta.pop("namespace", None)
-        validation.validate_name(rt, name)
+        meta, namespace, name = strategy.settle_create(rt, namespace, obj)
         if rt.namespaced and ("", namespace) not in self._buckets.get("namespaces", {}):
             raise status.namespace_not_found(namespace)
         if (namespace, name) in self._buckets.get(rt.group_resource, {}):
             raise status.already_exists(rt, name)
-        obj["apiVersion"] = rt.api_version
-        obj["kind"] = rt.kind
-        meta["uid"] = new_uid()
-        meta["creationTimestamp"] = now_timestamp()
-        meta.pop("deletionTimestamp", None)
-        if rt.generation:
-            meta["generation"] = 1
-        else:
-            meta.pop("generation", None)
-        is_crd = _is_crd(rt)
-        if is_crd:
-            _admit_crd(rt, name, obj)
+        strategy.stamp_create(rt, name, obj, meta)
         if dry_run:
             return Entry(obj, dumps(obj), self._rv)
         entry = self._commit(rt, ADDED, obj, None, namespace, name)
-        if is_crd:
+        if strategy.is_crd(rt):
             self._serve_crd(entry.obj)
         return entry
 
@@ -454,55 +367,12 @@ class Storage:
         current = self._buckets.get(rt.group_resource, {}).get((namespace, name))
         if current is None:
             raise status.not_found(rt, name)
-        meta = validation.check_body(rt, obj)
-        if meta.get("name") not in (None, "", name):
-            raise status.bad_request(f"the name of the object ({meta.get('name')}) does not "
-                                     f"match the name on the URL ({name})")
-        body_ns = meta.get("namespace")
-        if rt.namespaced and body_ns and body_ns != namespace:
-            raise status.bad_request("the namespace of the provided object does not match the "
-                                     "namespace sent on the request")
-        wanted_rv = meta.get("resourceVersion")
-        if wanted_rv not in (None, "") and str(wanted_rv) != str(current.rv):
-            raise status.conflict(rt, name)
+        new = strategy.prepare_update(rt, current, obj, namespace, name, subresource)
         old = current.obj
-        old_meta = old["metadata"]
-        if rt.status and subresource == "status":
-            new = loads(current.data)
-            if "status" in obj:
-                new["status"] = obj["status"]
-            else:
-                new.pop("status", None)
-        else:
-            new = obj
-            if rt.status:
-                if "status" in old:
-                    new["status"] = old["status"]
-                else:
-                    new.pop("status", None)
-            new_meta = new["metadata"]
-            new_meta["name"] = name
-            if rt.namespaced:
-                new_meta["namespace"] = namespace
-            else:
-                new_meta.pop("namespace", None)
-            for kept in ("uid", "creationTimestamp", "deletionTimestamp", "generation"):
-                if kept in old_meta:
-                    new_meta[kept] = old_meta[kept]
-                else:
-                    new_meta.pop(kept, None)
-        new["apiVersion"] = old.get("apiVersion", rt.api_version)
-        new["kind"] = rt.kind
-        is_crd = _is_crd(rt)
-        if is_crd:
-            _admit_crd(rt, name, new)
-        if rt.generation and _spec_of(new) != _spec_of(old):
-            new["metadata"]["generation"] = int(old_meta.get("generation") or 0) + 1
-        new["metadata"]["resourceVersion"] = old_meta.get("resourceVersion")
         if new == old or dry_run:
             return current if new == old else Entry(new, dumps(new), current.rv)
         entry = self._commit(rt, MODIFIED, new, current, namespace, name)
-        if is_crd:
+        if strategy.is_crd(rt):
             self._serve_crd(entry.obj)
         return entry
 
@@ -520,20 +390,12 @@ class Storage:
             current = self._buckets.get(gr, {}).get((namespace, name))
             if current is None:
                 raise status.not_found(rt, name)
-            meta = current.obj["metadata"]
-            pre = preconditions or {}
-            if pre.get("uid") and pre["uid"] != meta.get("uid"):
-                raise status.conflict(rt, name, f"Precondition failed: UID in precondition: "
-                                      f"{pre['uid']}, UID in object meta: {meta.get('uid')}")
-            if pre.get("resourceVersion") and str(pre["resourceVersion"]) != str(current.rv):
-                raise status.conflict(rt, name, f"Precondition failed: ResourceVersion in "
-                                      f"precondition: {pre['resourceVersion']}, ResourceVersion "
-                                      f"in object meta: {current.rv}")
+            strategy.check_preconditions(rt, name, current, preconditions)
             if dry_run:
                 return current
             if gr == "namespaces":
                 return self._delete_namespace(current, name)
-            if _is_crd(rt):
+            if strategy.is_crd(rt):
                 self._unserve_crd(current.obj)
             return self._commit(rt, DELETED, None, current, namespace, name)
 
@@ -573,45 +435,9 @@ class Storage:
         bucket = self._buckets.get(gr, {})
         for key in list(self._sorted_keys(gr)):
             self._commit(rt, DELETED, None, bucket[key], key[0], key[1])
-        for w in self._watchers.pop(gr, set()):
-            w.queue.put((STOP, None))
+        self._cache.end(gr)
         for t in served:
             self._types.pop((t.group, t.version, t.resource), None)
         self._buckets.pop(gr, None)
         self._sorted.pop(gr, None)
         self._lock.notify_all()
-
-
-def _is_crd(rt: ResourceType) -> bool:
-    return rt.group == resources.CRD_GROUP and rt.resource == resources.CRD_RESOURCE
-
-
-def _admit_crd(rt: ResourceType, name: str, crd: dict[str, Any]) -> None:
-    """Reject an invalid CRD with 422, as the server does, else set the status it would get."""
-    problems = resources.validate_crd(crd)
-    if problems:
-        raise status.invalid(rt, name, [("FieldValueInvalid", f, m) for f, m in problems])
-    crd["status"] = resources.crd_status(crd)
-
-
-def _spec_of(obj: dict[str, Any]) -> dict[str, Any]:
-    return {k: v for k, v in obj.items()
-            if k not in ("metadata", "status", "apiVersion", "kind")}
-
-
-def _encode_token(snap_id: int, index: int, rv: int) -> str:
-    raw = json.dumps({"v": "meta.k8s.io/v1", "rv": rv, "snap": snap_id, "i": index},
-                     separators=(",", ":"))
-    return base64.urlsafe_b64encode(raw.encode()).decode().rstrip("=")
-
-
-def _decode_token(token: str) -> tuple[int, int, int]:
-    try:
-        raw = base64.urlsafe_b64decode(token + "=" * (-len(token) % 4))
-        data = json.loads(raw)
-        snap_id, index, rv = data["snap"], data["i"], data["rv"]
-        if not all(isinstance(x, int) and x >= 0 for x in (snap_id, index, rv)):
-            raise ValueError("bad field")
-    except (ValueError, TypeError, KeyError, binascii.Error) as err:
-        raise status.bad_request(f"continue key is not valid: {err}") from None
-    return snap_id, index, rv

@@ -1,0 +1,156 @@
+"""How the fake API server shapes an object on each write, as kube-apiserver's REST strategies do.
+
+Pure functions that :class:`~kinformer.testing._apiserver.storage.Storage` calls under its lock:
+check a body and settle its name and namespace, stamp what the server owns (uid, timestamps,
+generation, the served apiVersion and kind), carry status and server-owned metadata across an
+update, check delete preconditions, and admit a CustomResourceDefinition. Each rejects with the
+:class:`~kinformer.testing._apiserver.status.StatusError` the server answers with (400, 409,
+422); none looks at other stored objects.
+"""
+
+from __future__ import annotations
+
+import random
+from typing import Any
+
+from kinformer.testing._apiserver import resources, status, validation
+from kinformer.testing._apiserver.records import Entry, loads, new_uid, now_timestamp
+from kinformer.testing._apiserver.resources import ResourceType
+
+_GENERATE_ALPHABET = "bcdfghjklmnpqrstvwxz2456789"
+
+
+def settle_create(rt: ResourceType, namespace: str, obj: Any) -> tuple[dict[str, Any], str, str]:
+    """Check a create body and settle its name and namespace: ``(metadata, namespace, name)``.
+
+    A ``generateName`` gets five random characters; a namespaced object takes the request's
+    namespace (400 when the body names another, or neither names one); a cluster-scoped one
+    loses any namespace. 400 for a malformed body, 422 for an invalid name.
+    """
+    meta = validation.check_body(rt, obj)
+    name = meta.get("name") or ""
+    if not name and meta.get("generateName"):
+        name = str(meta["generateName"]) + "".join(
+            random.choice(_GENERATE_ALPHABET) for _ in range(5))
+        meta["name"] = name
+    if rt.namespaced:
+        body_ns = meta.get("namespace")
+        if body_ns and namespace and body_ns != namespace:
+            raise status.bad_request("the namespace of the provided object does not match "
+                                     "the namespace sent on the request")
+        namespace = namespace or str(body_ns or "")
+        if not namespace:
+            raise status.bad_request("the server could not find the requested resource")
+        meta["namespace"] = namespace
+    else:
+        namespace = ""
+        meta.pop("namespace", None)
+    validation.validate_name(rt, name)
+    return meta, namespace, name
+
+
+def stamp_create(rt: ResourceType, name: str, obj: dict[str, Any], meta: dict[str, Any]) -> None:
+    """Stamp what the server owns on a new object; admit it if it is a CRD (422 if invalid)."""
+    obj["apiVersion"] = rt.api_version
+    obj["kind"] = rt.kind
+    meta["uid"] = new_uid()
+    meta["creationTimestamp"] = now_timestamp()
+    meta.pop("deletionTimestamp", None)
+    if rt.generation:
+        meta["generation"] = 1
+    else:
+        meta.pop("generation", None)
+    if is_crd(rt):
+        admit_crd(rt, name, obj)
+
+
+def prepare_update(
+    rt: ResourceType, current: Entry, obj: Any, namespace: str, name: str, subresource: str,
+) -> dict[str, Any]:
+    """The object an update of ``current`` to ``obj`` stores (its resourceVersion still the old one).
+
+    A ``status`` update changes only status; a main-resource update keeps the old status and the
+    server-owned metadata, and bumps ``generation`` when anything outside metadata and status
+    changed. 400 for a body naming another object, 409 for a stale resourceVersion, 422 for an
+    invalid CRD.
+    """
+    meta = validation.check_body(rt, obj)
+    if meta.get("name") not in (None, "", name):
+        raise status.bad_request(f"the name of the object ({meta.get('name')}) does not "
+                                 f"match the name on the URL ({name})")
+    body_ns = meta.get("namespace")
+    if rt.namespaced and body_ns and body_ns != namespace:
+        raise status.bad_request("the namespace of the provided object does not match the "
+                                 "namespace sent on the request")
+    wanted_rv = meta.get("resourceVersion")
+    if wanted_rv not in (None, "") and str(wanted_rv) != str(current.rv):
+        raise status.conflict(rt, name)
+    old = current.obj
+    old_meta = old["metadata"]
+    new: dict[str, Any]
+    if rt.status and subresource == "status":
+        new = loads(current.data)
+        if "status" in obj:
+            new["status"] = obj["status"]
+        else:
+            new.pop("status", None)
+    else:
+        new = obj
+        if rt.status:
+            if "status" in old:
+                new["status"] = old["status"]
+            else:
+                new.pop("status", None)
+        new_meta = new["metadata"]
+        new_meta["name"] = name
+        if rt.namespaced:
+            new_meta["namespace"] = namespace
+        else:
+            new_meta.pop("namespace", None)
+        for kept in ("uid", "creationTimestamp", "deletionTimestamp", "generation"):
+            if kept in old_meta:
+                new_meta[kept] = old_meta[kept]
+            else:
+                new_meta.pop(kept, None)
+    new["apiVersion"] = old.get("apiVersion", rt.api_version)
+    new["kind"] = rt.kind
+    if is_crd(rt):
+        admit_crd(rt, name, new)
+    if rt.generation and spec_of(new) != spec_of(old):
+        new["metadata"]["generation"] = int(old_meta.get("generation") or 0) + 1
+    new["metadata"]["resourceVersion"] = old_meta.get("resourceVersion")
+    return new
+
+
+def check_preconditions(
+    rt: ResourceType, name: str, current: Entry, preconditions: dict[str, Any] | None,
+) -> None:
+    """409 Conflict when a delete's uid or resourceVersion precondition does not hold."""
+    meta = current.obj["metadata"]
+    pre = preconditions or {}
+    if pre.get("uid") and pre["uid"] != meta.get("uid"):
+        raise status.conflict(rt, name, f"Precondition failed: UID in precondition: "
+                              f"{pre['uid']}, UID in object meta: {meta.get('uid')}")
+    if pre.get("resourceVersion") and str(pre["resourceVersion"]) != str(current.rv):
+        raise status.conflict(rt, name, f"Precondition failed: ResourceVersion in "
+                              f"precondition: {pre['resourceVersion']}, ResourceVersion "
+                              f"in object meta: {current.rv}")
+
+
+def is_crd(rt: ResourceType) -> bool:
+    """Whether ``rt`` is CustomResourceDefinition, whose writes change what the server serves."""
+    return rt.group == resources.CRD_GROUP and rt.resource == resources.CRD_RESOURCE
+
+
+def admit_crd(rt: ResourceType, name: str, crd: dict[str, Any]) -> None:
+    """Reject an invalid CRD with 422, as the server does, else set the status it would get."""
+    problems = resources.validate_crd(crd)
+    if problems:
+        raise status.invalid(rt, name, [("FieldValueInvalid", f, m) for f, m in problems])
+    crd["status"] = resources.crd_status(crd)
+
+
+def spec_of(obj: dict[str, Any]) -> dict[str, Any]:
+    """Everything but metadata, status, apiVersion and kind: what bumps ``generation``."""
+    return {k: v for k, v in obj.items()
+            if k not in ("metadata", "status", "apiVersion", "kind")}
