@@ -301,5 +301,23 @@ class ServerProcess:
         return bool(self.call("watchers", kind, count))
 
 
+def stop_official(informer: Any, server: ServerProcess) -> None:
+    """Stop an official ``SharedInformer`` whose watch is idle.
+
+    Its ``stop()`` stops the current ``Watch`` and joins a thread blocked in a read; but a
+    watch the server ends is re-opened, as a new ``Watch`` that ``stop()`` may have missed and
+    that looks at the stop flag only when an event arrives. So: stop whatever watch is current
+    and end the server's watches until the join returns.
+    """
+    stopper = threading.Thread(target=informer.stop, name="bench-official-stop")
+    stopper.start()
+    while stopper.is_alive():
+        watch = getattr(informer, "_watch", None)
+        if watch is not None:
+            watch.stop()
+        server.end_watches()
+        stopper.join(0.2)
+
+
 def path(kind: str, namespace: str) -> str:
     return f"/api/v1/namespaces/{namespace}/{kind}"

@@ -35,7 +35,7 @@ from collections.abc import Callable
 from typing import Any
 
 import urllib3
-from _cluster import CONFIGMAPS, PODS, ServerProcess, path
+from _cluster import CONFIGMAPS, PODS, ServerProcess, path, stop_official
 from bench_watch import kinformer_delivery, raw_stream_rate
 
 from kinformer import _json
@@ -140,12 +140,7 @@ def run_official(server: ServerProcess, kind: str, namespace: str, n: int) -> fl
     done.wait(SYNC_TIMEOUT)
     elapsed = time.perf_counter() - began
     count = len(informer.cache.list_keys())
-    # its stop() joins a thread blocked in a watch read: end the server's watches until it returns
-    stopper = threading.Thread(target=informer.stop, name="bench-official-stop")
-    stopper.start()
-    while stopper.is_alive():
-        server.end_watches()
-        stopper.join(0.2)
+    stop_official(informer, server)
     api.close()
     if not done.is_set() or count != n:
         raise RuntimeError(f"official informer saw {seen[0]}/{count} objects, expected {n}")

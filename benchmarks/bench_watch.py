@@ -30,7 +30,7 @@ import time
 from typing import Any
 
 import urllib3
-from _cluster import CONFIGMAPS, PODS, SENT_ANNOTATION, ServerProcess, path
+from _cluster import CONFIGMAPS, PODS, SENT_ANNOTATION, ServerProcess, path, stop_official
 
 from kinformer import _json
 from kinformer.gvr import GroupVersionResource
@@ -246,11 +246,7 @@ def official_delivery(server: ServerProcess, kind: str, namespace: str, n: int) 
     informer.start()
     counter.done.wait(TIMEOUT)
     elapsed = time.perf_counter() - began
-    stopper = threading.Thread(target=informer.stop, name="bench-official-stop")
-    stopper.start()
-    while stopper.is_alive():
-        server.end_watches()
-        stopper.join(0.2)
+    stop_official(informer, server)
     api.close()
     if not counter.done.is_set():
         raise RuntimeError(f"official handler saw {counter.seen} of {n} events")
