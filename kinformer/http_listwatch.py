@@ -341,7 +341,7 @@ class HTTPResource:
         if not isinstance(rv, str) or not isinstance(token, str):
             log.warning("list %s: response metadata is not an object of strings", self._gvr)
             raise errors.DecodeError(f"list {self._gvr}: response metadata is not an object of strings")
-        return listwatch.ListResult(items, rv, token)
+        return listwatch.ListResult(listwatch.NamedItems(items), rv, token)
 
     @listwatch.takes_context
     def watch(

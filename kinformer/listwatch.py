@@ -71,6 +71,15 @@ class ListOptions:
         return params
 
 
+class NamedItems(list):  # type: ignore[type-arg]
+    """List items already checked to be decoded objects with a non-empty string metadata.name.
+
+    The HTTP lister returns its items as this list, so the reflector does not check them again.
+    """
+
+    __slots__ = ()
+
+
 class ListResult(NamedTuple):
     """One list answer (or one page of it): the objects, the list's RV and the continue token."""
 

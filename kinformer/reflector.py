@@ -307,7 +307,10 @@ class Reflector(_watchlist.WatchListSync):
             "reflector %s: listed %d items at rv=%s", self.name, len(result.items), result.resource_version
         )
         try:
-            self._store.replace(_named_items(list(result.items), self.name), result.resource_version)
+            items = result.items
+            if type(items) is not listwatch.NamedItems:  # the HTTP lister checked its items
+                items = _named_items(list(items), self.name)
+            self._store.replace(items, result.resource_version)
         except Exception as exc:
             log.warning("reflector %s: unable to sync list result: %s", self.name, exc)
             raise errors.KinformerError(

@@ -165,6 +165,18 @@ def test_first_list_is_at_zero_and_the_watch_starts_at_the_list_version(harness:
     assert harness.reflector.has_synced_once()
 
 
+def test_listed_objects_without_a_name_are_logged_and_left_out_of_the_store(
+    harness: Harness, caplog: pytest.LogCaptureFixture
+) -> None:
+    nameless = {"metadata": {"namespace": "default", "resourceVersion": "91"}}
+    blank = cm("", "92")
+    with caplog.at_level(logging.WARNING, logger="kinformer"):
+        harness.script.list_and_answer([cm("a", "90"), nameless, blank, cm("b", "95")], "100")
+        harness.script.watch_and_answer()
+    assert names(harness.store) == ["a", "b"]
+    assert "2 listed objects without metadata.name; skipped" in caplog.text
+
+
 def test_watch_timeouts_are_randomized_between_min_and_twice_min() -> None:
     h = Harness(random=lambda: 0.999, min_watch_timeout=400.0).start()
     try:
