@@ -389,8 +389,8 @@ class SharedIndexInformer:
                 if fifo.gc_held and fifo.has_synced():
                     fifo.end_gc_pause(freeze=True)
                 try:
-                    if fifo.pop_initial(self._handle_initial, INITIAL_BATCH):
-                        continue
+                    if not fifo.has_synced() and fifo.pop_initial(self._handle_initial, INITIAL_BATCH):
+                        continue  # (once synced, never again: skip its lock)
                     fifo.pop_batch(self._handle_batch, STEADY_BATCH, timeout=POP_TIMEOUT)
                 except errors.FIFOClosedError:
                     return
