@@ -3,9 +3,10 @@
 Listers filter cached objects with these, the fake API server filters LIST and WATCH answers with
 them, and ``ListOptions.label_selector`` carries their string form. The grammar and the key and
 value validation are the API server's: ``=``, ``==``, ``!=``, ``in (...)``, ``notin (...)``,
-``key`` (exists) and ``!key`` (does not exist), joined by commas, whitespace allowed between
-tokens. Selectors are immutable values; :func:`parse_selector` caches them by text, since listers
-parse the same string again and again.
+``key`` (exists), ``!key`` (does not exist), and ``key>N`` / ``key<N`` (the label, read as an
+integer, compared with ``N``), joined by commas, whitespace allowed between tokens. Selectors
+are immutable values; :func:`parse_selector` caches them by text, since listers parse the same
+string again and again.
 """
 
 from __future__ import annotations
@@ -25,12 +26,24 @@ IN = "in"
 NOT_IN = "notin"
 EXISTS = "exists"
 DOES_NOT_EXIST = "!"
+GREATER_THAN = "gt"
+LESS_THAN = "lt"
 
 _QUALIFIED_NAME_MAX = 63  # the name part of a key, and a value
 _PREFIX_MAX = 253  # a DNS-1123 subdomain
 _NAME_RE = re.compile(r"(?:[A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]\Z")
 _PREFIX_RE = re.compile(r"[a-z0-9](?:[-a-z0-9]*[a-z0-9])?(?:\.[a-z0-9](?:[-a-z0-9]*[a-z0-9])?)*\Z")
 _SPECIAL = frozenset("!=,()<> \t\n\r\f\v")
+_INT_RE = re.compile(r"[+-]?[0-9]+\Z")  # what Go's strconv.ParseInt(s, 10, 64) reads
+_INT64_MIN, _INT64_MAX = -(2**63), 2**63 - 1
+
+
+def _parse_int64(text: str) -> int | None:
+    """``text`` as a 64-bit integer, or None when Go's ParseInt would refuse it."""
+    if not _INT_RE.match(text):
+        return None
+    number = int(text)
+    return number if _INT64_MIN <= number <= _INT64_MAX else None
 
 
 class LabelSelectorError(errors.ConfigurationError):
@@ -94,8 +107,13 @@ class Requirement:
     values: tuple[str, ...] = ()
 
     def matches(self, labels: Mapping[str, str]) -> bool:
-        """Whether ``labels`` satisfy it; ``!=`` and ``notin`` hold when the key is absent."""
+        """Whether ``labels`` satisfy it; ``!=`` and ``notin`` hold when the key is absent.
+
+        ``gt`` and ``lt`` hold only for a label whose value reads as an integer.
+        """
         op = self.operator
+        if op in (GREATER_THAN, LESS_THAN):
+            return _compare(op, labels.get(self.key), int(self.values[0]))
         if op == EXISTS:
             return self.key in labels
         if op == DOES_NOT_EXIST:
@@ -117,14 +135,27 @@ class Requirement:
             return "!" + self.key
         if op in (IN, NOT_IN):
             return f"{self.key} {op} ({','.join(self.values)})"
+        if op in (GREATER_THAN, LESS_THAN):
+            return f"{self.key}{'>' if op == GREATER_THAN else '<'}{self.values[0]}"
         if op == DOUBLE_EQUALS:
             op = EQUALS
         return f"{self.key}{op}{self.values[0]}"
 
 
+def _compare(op: str, value: str | None, bound: int) -> bool:
+    """``value > bound`` (``gt``) or ``value < bound`` (``lt``); False unless ``value`` is an integer."""
+    number = None if value is None else _parse_int64(value)
+    if number is None:
+        return False
+    return number > bound if op == GREATER_THAN else number < bound
+
+
 def _compile(req: Requirement) -> Callable[[Mapping[str, str]], bool]:
     """A fast closure equivalent to ``req.matches``."""
     key, op, values = req.key, req.operator, req.values
+    if op in (GREATER_THAN, LESS_THAN):
+        bound = int(values[0])
+        return lambda labels: _compare(op, labels.get(key), bound)
     if op == EXISTS:
         return lambda labels: key in labels
     if op == DOES_NOT_EXIST:
@@ -253,11 +284,9 @@ class _Parser:
                 else:
                     tokens.append((c, c, i))
                     i += 1
-            elif c in ",()":
+            elif c in ",()<>":
                 tokens.append((c, c, i))
                 i += 1
-            elif c in "<>":
-                raise self._error(i, f"operator {c!r} is not supported")
             else:
                 start = i
                 while i < n and text[i] not in _SPECIAL:
@@ -314,7 +343,20 @@ class _Parser:
             return Requirement(key, op, (self._exact_value(),))
         if kind in (IN, NOT_IN):
             return Requirement(key, kind, self._value_set(pos))
-        raise self._error(pos, f"found {word!r}, expected one of '=', '==', '!=', 'in', 'notin'")
+        if kind in ("<", ">"):
+            return Requirement(key, GREATER_THAN if kind == ">" else LESS_THAN, (self._integer(),))
+        raise self._error(
+            pos, f"found {word!r}, expected one of '=', '==', '!=', 'in', 'notin', '>', '<'"
+        )
+
+    def _integer(self) -> str:
+        kind, word, pos = self._next()
+        if kind not in (_IDENT, IN, NOT_IN):
+            shown = kind if kind == _END else repr(word)
+            raise self._error(pos, f"found {shown}, expected an integer")
+        if _parse_int64(word) is None:
+            raise self._error(pos, f"for '>' and '<', the value must be an integer, not {word!r}")
+        return self._checked_value(word, pos)
 
     def _checked_value(self, word: str, pos: int) -> str:
         problem = validate_label_value(word)

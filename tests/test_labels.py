@@ -36,6 +36,13 @@ WEB = {"app": "web", "tier": "front"}
         ("!app", WEB, False),
         ("app=", {"app": ""}, True),
         ("app=", WEB, False),
+        ("replicas>3", {"replicas": "4"}, True),
+        ("replicas>3", {"replicas": "3"}, False),
+        ("replicas<3", {"replicas": "2"}, True),
+        ("replicas<3", {"replicas": "03"}, False),
+        ("replicas>3", {"replicas": "many"}, False),  # not an integer: never matches
+        ("replicas<3", {}, False),  # absent: never matches
+        ("replicas>3", {"replicas": "99999999999999999999"}, False),  # beyond 64 bits
     ],
 )
 def test_each_operator_matches_like_the_api_server(
@@ -76,6 +83,12 @@ def test_no_labels_count_as_an_empty_label_set() -> None:
     assert not parse_selector("app").matches(None)
     assert parse_selector("!app").matches(None)
     assert parse_selector("app notin (x)").matches(None)
+
+
+def test_greater_and_less_than_keep_their_symbols_in_the_canonical_form() -> None:
+    selector = parse_selector("b < 10, a>2")
+    assert str(selector) == "a>2,b<10"
+    assert parse_selector(str(selector)) == selector
 
 
 def test_canonical_form_sorts_keys_and_values_and_writes_single_equals() -> None:
@@ -120,7 +133,11 @@ def test_selector_from_dict_rejects_invalid_values() -> None:
         ("app=bad-", 4),  # value must end alphanumeric
         ("app=" + "v" * 64, 4),  # value too long
         ("k" * 64 + "=v", 0),  # name part too long
-        ("app>3", 3),  # unsupported operator
+        ("app>x", 4),  # '>' and '<' take an integer
+        ("app<", 4),  # an integer expected at the end
+        ("app>-3", 4),  # an integer, but not a valid label value
+        ("app>>3", 4),  # one operator only
+        ("app<99999999999999999999", 4),  # beyond 64 bits
         ("!app=x", 4),  # '!' takes only a key
     ],
 )

@@ -127,8 +127,9 @@ def test_resource_version_zero_serves_everything_ignoring_limit(
 def test_label_and_field_selectors_filter_lists(apiserver: FakeAPIServer, api_client: Any) -> None:
     api = k8s.CoreV1Api(api_client)
     api.create_namespace({"metadata": {"name": "other"}})
-    for ns, name, labels in ((NS, "a", {"app": "web", "tier": "fe"}), (NS, "b", {"app": "db"}),
-                             ("other", "a", {"app": "web"})):
+    for ns, name, labels in ((NS, "a", {"app": "web", "tier": "fe", "replicas": "3"}),
+                             (NS, "b", {"app": "db", "replicas": "12"}),
+                             ("other", "a", {"app": "web", "replicas": "many"})):
         api.create_namespaced_config_map(ns, {"metadata": {"name": name, "labels": labels}})
 
     def names(**kwargs: Any) -> list[str]:
@@ -138,6 +139,8 @@ def test_label_and_field_selectors_filter_lists(apiserver: FakeAPIServer, api_cl
     assert names(label_selector="app=web") == ["default/a", "other/a"]
     assert names(label_selector="app in (db),!tier") == ["default/b"]
     assert names(label_selector="app!=web") == ["default/b"]
+    assert names(label_selector="replicas>3") == ["default/b"]  # "many" is no integer
+    assert names(label_selector="replicas<10,app=web") == ["default/a"]
     assert names(field_selector="metadata.name=a,metadata.namespace!=other") == ["default/a"]
     assert names(field_selector="metadata.namespace==other") == ["other/a"]
 
