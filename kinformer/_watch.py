@@ -46,9 +46,10 @@ EXIT_CODES: tuple[tuple[int, str], ...] = (
     (EXIT_UNREACHABLE, "the server cannot be reached (refused, timed out, TLS failure)"),
     (EXIT_UNAUTHORIZED, "the server answered 401 Unauthorized"),
     (EXIT_FORBIDDEN, "the server answered 403 Forbidden"),
-    (EXIT_CONFIG, "the kubeconfig cannot be read or has no such context"),
+    (EXIT_CONFIG, "the kubeconfig (or, in a pod, the service account) cannot be read, or no such context"),
 )
 
+SERVICE_ACCOUNT_DIR = "/var/run/secrets/kubernetes.io/serviceaccount"  # a pod's token, CA, namespace
 REQUEST_TIMEOUT = (5.0, 30.0)  # (connect, read) seconds for one discovery GET
 SYNC_POLL = 0.2  # seconds between looks at the informer's last error while waiting for the list
 EMBEDDED_SEED = {  # namespace -> ConfigMap names seeded in an --embedded server
@@ -92,7 +93,8 @@ def add_parser(subparsers: Any) -> None:
     scope.add_argument("-A", "--all-namespaces", action="store_true", help="watch every namespace")
     parser.add_argument("-l", "--selector", default="", help="label selector, e.g. app=web,tier!=db")
     parser.add_argument("--kubeconfig", default=None,
-                        help="kubeconfig file (default: $KUBECONFIG or ~/.kube/config)")
+                        help="kubeconfig file (default: $KUBECONFIG or ~/.kube/config; "
+                             "in a pod without either, its service account)")
     parser.add_argument("--context", default=None, help="kubeconfig context (default: the current one)")
     parser.add_argument("--once", action="store_true", help="print a table after the first list and exit")
     parser.add_argument("--embedded", action="store_true",
@@ -246,6 +248,8 @@ def _load_kubeconfig(path: str | None, context_name: str | None, configuration: 
     config: Any = kube_config
     config_file = path or None  # None: $KUBECONFIG (its files merged) or ~/.kube/config, as kubectl
     shown = config_file or os.environ.get("KUBECONFIG") or "~/.kube/config"
+    if _in_a_pod_without_kubeconfig(path, context_name):
+        return _load_in_cluster(configuration)
     if config_file is not None and not os.path.exists(config_file):
         raise CommandError(EXIT_CONFIG, f"kubeconfig {shown} does not exist")
     try:
@@ -258,6 +262,47 @@ def _load_kubeconfig(path: str | None, context_name: str | None, configuration: 
     if context_name:
         chosen = next((c for c in contexts if c.get("name") == context_name), active)
     return str(((chosen or {}).get("context") or {}).get("namespace") or "default")
+
+
+def _in_a_pod_without_kubeconfig(path: str | None, context_name: str | None) -> bool:
+    """Whether to use the pod's service account: kubectl's rule when no kubeconfig is given.
+
+    That is: no ``--kubeconfig`` or ``--context``, no ``$KUBECONFIG``, no ``~/.kube/config``,
+    and ``$KUBERNETES_SERVICE_HOST`` set (the kubelet sets it in every pod).
+    """
+    return (
+        not path
+        and not context_name
+        and not os.environ.get("KUBECONFIG")
+        and not os.path.exists(os.path.expanduser("~/.kube/config"))
+        and bool(os.environ.get("KUBERNETES_SERVICE_HOST"))
+    )
+
+
+def _load_in_cluster(configuration: Any) -> str:
+    """Load the pod's service account into ``configuration``; returns the pod's namespace.
+
+    The token file is read again every minute (the kubelet rotates it).
+    """
+    from kubernetes.config import incluster_config
+    from kubernetes.config.config_exception import ConfigException
+
+    in_cluster: Any = incluster_config  # untyped
+    loader = in_cluster.InClusterConfigLoader(
+        token_filename=os.path.join(SERVICE_ACCOUNT_DIR, "token"),
+        cert_filename=os.path.join(SERVICE_ACCOUNT_DIR, "ca.crt"),
+    )
+    try:
+        loader.load_and_set(configuration)
+    except (ConfigException, OSError) as err:
+        raise CommandError(
+            EXIT_CONFIG, f"cannot use the pod's service account: {_first_line(err)}"
+        ) from None
+    try:
+        with open(os.path.join(SERVICE_ACCOUNT_DIR, "namespace"), encoding="utf-8") as f:
+            return f.read().strip() or "default"
+    except OSError:
+        return "default"
 
 
 @contextmanager

@@ -226,3 +226,44 @@ def test_a_missing_kubeconfig_or_context_exits_7(
     assert cli.main(["watch", "cm", "--kubeconfig", os.fspath(tmp_path / "none")]) == 7
     assert cli.main(["watch", "cm", "--kubeconfig", kubeconfig, "--context", "nope"]) == 7
     assert "nope" in capsys.readouterr().err
+
+
+@pytest.fixture
+def in_a_pod(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A pod's environment without a kubeconfig: service host and port set, no ~/.kube/config.
+
+    The service account directory (token, CA, namespace) is a temporary one the test fills.
+    """
+    account = tmp_path / "serviceaccount"
+    account.mkdir()
+    monkeypatch.setattr(_watch, "SERVICE_ACCOUNT_DIR", os.fspath(account))
+    monkeypatch.setenv("HOME", os.fspath(tmp_path / "home"))
+    monkeypatch.delenv("KUBECONFIG", raising=False)
+    return account
+
+
+def test_in_a_pod_without_a_kubeconfig_watch_uses_the_service_account(
+    in_a_pod: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str],
+) -> None:
+    with FakeAPIServer(token="pod-token") as server:
+        assert server.ca_file is not None
+        (in_a_pod / "token").write_text("pod-token")
+        (in_a_pod / "ca.crt").write_bytes(Path(server.ca_file).read_bytes())
+        (in_a_pod / "namespace").write_text("team-a\n")
+        monkeypatch.setenv("KUBERNETES_SERVICE_HOST", "127.0.0.1")
+        monkeypatch.setenv("KUBERNETES_SERVICE_PORT", str(server.port))
+        server.create(GroupVersionResource("", "v1", "namespaces"), {"metadata": {"name": "team-a"}})
+        server.create(CONFIGMAPS, configmap("mine", "team-a"))
+        server.create(CONFIGMAPS, configmap("elsewhere"))
+        assert cli.main(["watch", "cm", "--once"]) == 0
+    rows = [line.split() for line in capsys.readouterr().out.splitlines()]
+    assert [row[0] for row in rows[1:]] == ["mine"]  # the pod's namespace by default
+
+
+def test_in_a_pod_without_its_token_file_watch_exits_7(
+    in_a_pod: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str],
+) -> None:
+    monkeypatch.setenv("KUBERNETES_SERVICE_HOST", "127.0.0.1")
+    monkeypatch.setenv("KUBERNETES_SERVICE_PORT", "6443")
+    assert cli.main(["watch", "cm", "--once"]) == 7
+    assert "service account" in capsys.readouterr().err
