@@ -499,6 +499,102 @@ def test_watch_list_falls_back_to_a_list_on_an_error_event() -> None:
         h.stop()
 
 
+def test_watch_list_stores_the_final_state_of_its_initial_events() -> None:
+    h = Harness(use_watch_list=True).start()
+    try:
+        _options, watch = h.script.watch_and_answer()
+        watch.add(cm("a", "10"))
+        watch.add(cm("b", "11"))
+        watch.modify(cm("a", "12"))
+        watch.delete(cm("b", "13"))
+        assert h.store.list() == []  # nothing is stored before the end bookmark
+        watch.send(WatchEvent("BOOKMARK", bookmark("20", end=True)))
+        assert wait_for(h.reflector.has_synced_once, TIMEOUT)
+        assert names(h.store) == ["a"]
+        assert rv_of(h.store, "default/a") == "12"
+        assert h.reflector.last_sync_resource_version() == "20"
+    finally:
+        h.stop()
+
+
+def test_a_refused_watch_list_backs_off_and_streams_again_without_a_list() -> None:
+    h = Harness(use_watch_list=True).start()
+    try:
+        h.script.expect("watch")
+        h.script.answer(errors.ConnectionRefusedAPIError("connection refused"))
+        assert h.step_backoff() == pytest.approx(0.8)
+        assert h.script.expect("watch").send_initial_events is True
+        h.script.answer(ChannelWatch())
+        assert isinstance(h.reflector.last_error(), errors.ConnectionRefusedAPIError)
+    finally:
+        h.stop()
+
+
+def test_a_watch_list_from_an_expired_version_streams_again_from_the_current_one() -> None:
+    h = Harness(use_watch_list=True).start()
+    try:
+        _options, watch = h.script.watch_and_answer()
+        watch.send(WatchEvent("BOOKMARK", bookmark("50", end=True)))
+        watch.error(status(410, "Expired"))  # the watch the stream went on as
+        h.step_backoff()
+        again = h.script.expect("watch")
+        assert (again.resource_version, again.send_initial_events) == ("50", True)
+        h.script.answer(errors.GoneError(410, "Expired", "too old"))
+        fresh = h.script.expect("watch")
+        assert fresh.resource_version in ("", None) and fresh.send_initial_events is True
+        h.script.answer(ChannelWatch())
+    finally:
+        h.stop()
+
+
+def test_an_expired_error_event_in_the_initial_events_streams_again_from_the_current_version() -> None:
+    h = Harness(use_watch_list=True).start()
+    try:
+        _options, watch = h.script.watch_and_answer()
+        watch.send(WatchEvent("BOOKMARK", bookmark("50", end=True)))
+        watch.error(status(410, "Expired"))
+        h.step_backoff()
+        _again, stream = h.script.watch_and_answer()
+        stream.add(cm("a", "60"))
+        stream.error(status(410, "Expired"))
+        assert stream.closed or wait_for(lambda: stream.closed, TIMEOUT)
+        fresh, final = h.script.watch_and_answer()
+        assert fresh.resource_version in ("", None) and fresh.send_initial_events is True
+        final.add(cm("b", "70"))
+        final.send(WatchEvent("BOOKMARK", bookmark("80", end=True)))
+        assert wait_for(lambda: names(h.store) == ["b"], TIMEOUT)
+    finally:
+        h.stop()
+
+
+def test_a_watch_list_start_refused_for_good_falls_back_to_a_list() -> None:
+    h = Harness(use_watch_list=True).start()
+    try:
+        h.script.expect("watch")
+        h.script.answer(errors.ForbiddenError(403, "Forbidden", "watch is not allowed"))
+        h.script.list_and_answer([cm("a", "1")], "9")
+        assert h.script.watch_and_answer()[0].resource_version == "9"
+        assert names(h.store) == ["a"]
+    finally:
+        h.stop()
+
+
+def test_a_watch_list_closed_before_its_end_bookmark_streams_again() -> None:
+    h = Harness(use_watch_list=True).start()
+    try:
+        _options, watch = h.script.watch_and_answer()
+        watch.add(cm("a", "10"))
+        watch.end()
+        again, stream = h.script.watch_and_answer()
+        assert again.send_initial_events is True
+        assert h.store.list() == []  # the half stream was not stored
+        stream.add(cm("b", "11"))
+        stream.send(WatchEvent("BOOKMARK", bookmark("20", end=True)))
+        assert wait_for(lambda: names(h.store) == ["b"], TIMEOUT)
+    finally:
+        h.stop()
+
+
 def test_internal_errors_on_a_watch_are_retried_in_place_within_the_configured_window() -> None:
     h = Harness(max_internal_error_retry_duration=30.0).start()
     try:
