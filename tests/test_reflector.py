@@ -201,6 +201,77 @@ def test_watch_events_reach_the_store_and_advance_the_version(harness: Harness) 
     assert rv_of(harness.store, "default/a") == "102"
 
 
+def test_a_store_error_on_one_event_is_logged_and_the_watch_goes_on(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    def refuse_bad(obj: Any) -> Any:
+        if obj["metadata"]["name"] == "bad":
+            raise ValueError("cannot transform")
+        return obj
+
+    fifo = DeltaFIFO(transformer=refuse_bad)
+    h = Harness(store=fifo).start()
+    try:
+        with caplog.at_level(logging.ERROR, logger="kinformer"):
+            h.script.list_and_answer([], "100")
+            _options, watch = h.script.watch_and_answer()
+            watch.add(cm("bad", "101"))
+            watch.add(cm("good", "102"))
+            watch.end()
+            h.clock.step(2.0)
+            assert h.script.expect("watch").resource_version == "102"
+        assert fifo.list_keys() == ["default/good"]
+        assert "store failed on ADDED event" in caplog.text
+    finally:
+        h.stop()
+
+
+class VersionTakingStore(Indexer):
+    """A store that also takes each watched resourceVersion (client-go's ResourceVersionUpdater)."""
+
+    def __init__(self, fail: bool = False) -> None:
+        super().__init__()
+        self.versions: list[str] = []
+        self.fail = fail
+
+    def update_resource_version(self, rv: str) -> None:
+        self.versions.append(rv)
+        if self.fail:
+            raise RuntimeError("cannot take it")
+
+
+def test_every_watched_version_reaches_a_store_that_takes_resource_versions() -> None:
+    store = VersionTakingStore()
+    h = Harness(store=store).start()
+    try:
+        h.script.list_and_answer([], "100")
+        _options, watch = h.script.watch_and_answer()
+        watch.add(cm("a", "101"))
+        watch.modify(cm("a", "102"))
+        watch.bookmark(bookmark("110"))
+        assert wait_for(lambda: store.versions == ["101", "102", "110"], TIMEOUT), store.versions
+        assert h.reflector.last_sync_resource_version() == "110"
+    finally:
+        h.stop()
+
+
+def test_a_store_failing_to_take_a_version_is_logged_and_the_version_still_advances(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    store = VersionTakingStore(fail=True)
+    h = Harness(store=store).start()
+    try:
+        with caplog.at_level(logging.ERROR, logger="kinformer"):
+            h.script.list_and_answer([], "100")
+            _options, watch = h.script.watch_and_answer()
+            watch.add(cm("a", "101"))
+            assert wait_for(lambda: h.reflector.last_sync_resource_version() == "101", TIMEOUT)
+            assert wait_for(lambda: "failed to take rv 101" in caplog.text, TIMEOUT)
+        assert names(store) == ["a"]
+    finally:
+        h.stop()
+
+
 def test_a_clean_close_after_a_second_rewatches_at_the_last_version_without_backoff(
     harness: Harness,
 ) -> None:
@@ -499,6 +570,16 @@ def test_watch_list_falls_back_to_a_list_on_an_error_event() -> None:
         h.stop()
 
 
+def expired_and_backing_off(h: Harness) -> None:
+    """Wait until the watch a WatchList went on as has ended with 410, then step its backoff.
+
+    Until then the stream's initial-events timer may still wait on the clock, and stepping
+    that wait instead of the backoff's would time the stream out.
+    """
+    assert wait_for(lambda: errors.is_expired(h.reflector.last_error()), TIMEOUT)
+    assert h.step_backoff() == pytest.approx(0.8)
+
+
 def test_watch_list_stores_the_final_state_of_its_initial_events() -> None:
     h = Harness(use_watch_list=True).start()
     try:
@@ -536,7 +617,7 @@ def test_a_watch_list_from_an_expired_version_streams_again_from_the_current_one
         _options, watch = h.script.watch_and_answer()
         watch.send(WatchEvent("BOOKMARK", bookmark("50", end=True)))
         watch.error(status(410, "Expired"))  # the watch the stream went on as
-        h.step_backoff()
+        expired_and_backing_off(h)
         again = h.script.expect("watch")
         assert (again.resource_version, again.send_initial_events) == ("50", True)
         h.script.answer(errors.GoneError(410, "Expired", "too old"))
@@ -553,7 +634,7 @@ def test_an_expired_error_event_in_the_initial_events_streams_again_from_the_cur
         _options, watch = h.script.watch_and_answer()
         watch.send(WatchEvent("BOOKMARK", bookmark("50", end=True)))
         watch.error(status(410, "Expired"))
-        h.step_backoff()
+        expired_and_backing_off(h)
         _again, stream = h.script.watch_and_answer()
         stream.add(cm("a", "60"))
         stream.error(status(410, "Expired"))
