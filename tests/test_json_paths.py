@@ -104,6 +104,28 @@ def test_stopping_while_the_initial_list_is_queued_restores_the_collector() -> N
     assert gc.isenabled()
 
 
+def test_a_transform_failing_on_a_listed_object_fails_the_list_and_ends_the_pause() -> None:
+    def transform(obj: Any) -> Any:
+        if obj["metadata"]["name"] == "b":
+            raise ValueError("cannot transform b")
+        return obj
+
+    informer = SharedIndexInformer(lister_watcher(cm("a"), cm("b"), cm("c")))
+    informer.set_transform(transform)
+    stop = threading.Event()
+    thread = run_in_thread(informer, stop)
+    try:
+        assert wait_for(lambda: informer.last_error() is not None, TIMEOUT)
+        assert "unable to sync list result" in str(informer.last_error())
+        assert gc.isenabled()  # the reflector backs off with the collector on
+        assert not informer.has_synced()
+        assert informer.get_indexer().list_keys() == []  # all or nothing
+    finally:
+        stop.set()
+        thread.join(TIMEOUT)
+    assert gc.isenabled()
+
+
 def test_an_object_failing_to_index_in_the_initial_list_still_ends_the_pause(
     caplog: pytest.LogCaptureFixture,
 ) -> None:
