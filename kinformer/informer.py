@@ -98,7 +98,7 @@ class _InformerFIFO(delta_fifo.DeltaFIFO):
                 _json.pause_gc()
                 self.gc_held = True
         try:
-            objs = objs if type(objs) is list else list(objs)
+            objs = objs if isinstance(objs, list) else list(objs)
             if not self._replace_first(objs):
                 super().replace(objs, resource_version)
         except BaseException:
@@ -440,9 +440,10 @@ class SharedIndexInformer:
                 return False
         except Exception:
             return False
-        self._processor.distribute_initial(
-            [_new_notification(_Notification, (_ADD, obj, True)) for obj in items.values()]
-        )
+        if self._processor.listeners():  # a handler added later replays the cache instead
+            self._processor.distribute_initial(
+                [_new_notification(_Notification, (_ADD, obj, True)) for obj in items.values()]
+            )
         return True
 
     def _handle_batch(self, batch: list[list[delta_fifo.Delta]], is_in_initial_list: bool) -> None:
