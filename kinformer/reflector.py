@@ -60,6 +60,16 @@ def _caller_name() -> str:
         return "reflector"
     return f"{os.path.basename(frame.f_code.co_filename)}:{frame.f_lineno}"
 
+def _refused_version(exc: BaseException, rv: str) -> bool:
+    """Whether a list at ``rv`` got 400 for a version the server cannot read.
+
+    A watch event may carry a resourceVersion that is a string but not one the server accepts
+    back. client-go would list at it again forever; kinformer lists once at the current
+    version instead, as after a 410.
+    """
+    return isinstance(exc, errors.BadRequestError) and rv not in ("", "0")
+
+
 def _named_items(items: Any, name: str) -> list[Any]:
     """The list items that have a name; each one without is logged and left out of the cache."""
     kept = [
@@ -280,7 +290,11 @@ class Reflector(_watchlist.WatchListSync):
         except Exception as exc:
             if ctx.cancelled():
                 raise _reflector_watch.StopRequested() from exc
-            if not (errors.is_expired(exc) or errors.is_too_large_resource_version(exc)):
+            if not (
+                errors.is_expired(exc)
+                or errors.is_too_large_resource_version(exc)
+                or _refused_version(exc, rv)
+            ):
                 log.warning("reflector %s: list at rv=%r failed: %s", self.name, rv, exc)
                 raise
             log.warning(

@@ -315,6 +315,29 @@ def test_an_expired_watch_relists_at_the_last_version_then_at_empty_if_that_expi
     assert names(harness.store) == ["c"]
 
 
+def test_a_version_the_server_refuses_is_listed_past_at_the_current_version(
+    harness: Harness,
+) -> None:
+    harness.script.list_and_answer([cm("a", "90")], "100")
+    _options, watch = harness.script.watch_and_answer()
+    watch.modify(cm("a", "not-a-version"))  # a string, but not one the server takes back
+    harness.clock.step(2.0)
+    watch.end()
+    rewatch = harness.script.expect("watch")
+    assert rewatch.resource_version == "not-a-version"
+    harness.script.answer(errors.BadRequestError(400, "BadRequest", "invalid resource version"))
+    assert harness.step_backoff() == pytest.approx(0.8)
+    relist = harness.script.expect("list")
+    assert relist.resource_version == "not-a-version"
+    harness.script.answer(errors.BadRequestError(400, "BadRequest", "invalid resource version"))
+    fresh = harness.script.expect("list")  # at once, without a backoff
+    assert fresh.resource_version in ("", None)
+    harness.script.answer(ListResult([cm("a", "300")], "300"))
+    options, _watch = harness.script.watch_and_answer()
+    assert options.resource_version == "300"
+    assert rv_of(harness.store, "default/a") == "300"
+
+
 def test_a_very_short_watch_relists_after_backoff(harness: Harness) -> None:
     harness.script.list_and_answer([], "100")
     _options, watch = harness.script.watch_and_answer()

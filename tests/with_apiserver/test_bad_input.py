@@ -188,6 +188,24 @@ def test_a_broken_watch_is_a_logged_typed_error_then_a_relist_after_backoff(
         running.tracker.keys)
 
 
+def test_a_resource_version_the_server_cannot_take_back_is_relisted_past(
+    running: Running, apiserver: FakeAPIServer
+) -> None:
+    apiserver.create(CONFIGMAPS, configmap("before"))
+    assert running.informer.wait_for_sync(timeout=TIMEOUT)
+    assert apiserver.wait_for_watchers(CONFIGMAPS, 1, TIMEOUT)
+    odd = {"type": "ADDED", "object": {"kind": "ConfigMap", "apiVersion": "v1", "metadata": {
+        "name": "odd", "namespace": "default", "resourceVersion": "not-a-version"}}}
+    assert apiserver.inject_watch_garbage(line(odd)) == 1
+    assert wait_for(lambda: running.informer.last_sync_resource_version() == "not-a-version", TIMEOUT)
+    assert apiserver.end_watches() == 1  # the watch resumes at that version: 400
+    error = running.error()
+    assert isinstance(error, errors.BadRequestError), repr(error)
+    running.relists_only_after_the_backoff()  # at that version (400 again), then at the current one
+    assert "odd" not in running.cache()
+    assert running.informer.last_sync_resource_version().isdigit()
+
+
 LIST_BODIES = {
     "a list body that is not JSON": (b"<html>502 Bad Gateway</html>", "not JSON"),
     "a list body that is not a list": (line({"kind": "Status", "metadata": {}}), "not a list"),
