@@ -249,6 +249,7 @@ class DiscoveringDynamicSharedInformerFactory:
         settle = 0
         while not ctx.cancelled():
             self._wake.clear()
+            crds_watched = self._crd_watch_synced()  # before the pass: see _crd_watch_synced
             try:
                 result = self._update_informers(ctx)
             except Exception:
@@ -258,8 +259,11 @@ class DiscoveringDynamicSharedInformerFactory:
                 self._ready.set()
                 self._ensure_crd_watch(ctx, result)
                 settle = settle - 1 if settle > 0 and self._lagging(result) else 0
+            catching_up = self._crd_entry is not None and not crds_watched
             last = self._clock.now()
-            woken = self._clock.wait(self._wake, MIN_UPDATE_INTERVAL if settle else self._poll_interval)
+            woken = self._clock.wait(
+                self._wake, MIN_UPDATE_INTERVAL if settle or catching_up else self._poll_interval
+            )
             if ctx.cancelled():
                 return
             if woken:  # a CRD changed: wait out the minimum interval, absorbing a burst
@@ -267,8 +271,18 @@ class DiscoveringDynamicSharedInformerFactory:
                 if remaining > 0 and self._clock.wait(ctx.done, remaining):
                     return
                 settle = SETTLE_PASSES
-            if woken or settle or self._crd_entry is None:
+            if woken or settle or catching_up or self._crd_entry is None:
                 self._discovery.invalidate()  # the cache is trusted only while CRDs are watched
+
+    def _crd_watch_synced(self) -> bool:
+        """Whether the CRD informer exists and has synced.
+
+        A CRD deleted after a pass but before the CRD informer's first list sends that informer
+        no event. So until a pass has begun with the CRD informer synced, passes come a second
+        apart instead of a poll interval apart.
+        """
+        crds = self._crd_entry
+        return crds is not None and crds.generic.informer().has_synced()
 
     def _shutdown(self) -> None:
         with self._lock:

@@ -297,6 +297,30 @@ def test_crd_changes_wait_at_least_a_second_after_the_previous_pass(
     ddsif.stop()
 
 
+def test_a_crd_deleted_before_the_crd_watch_first_listed_is_still_noticed(
+    apiserver: FakeAPIServer, api_client: Any, ctx: Context
+) -> None:
+    install(api_client, GADGETS)
+    clock = FakeClock()
+    ddsif = DiscoveringDynamicSharedInformerFactory(api_client, example_only, poll_interval=POLL, clock=clock)
+    notes = ddsif.subscribe("test")
+    apiserver.set_delay(1.0, "list")  # the CRD informer's first list is answered late
+    started(ddsif, ctx)
+    notes.get(timeout=TIMEOUT)
+    assert running(ddsif) == {GADGETS}
+    uninstall(api_client, GADGETS)  # so that list never shows it, and no CRD event tells of it
+    apiserver.set_delay(0, "list")
+
+    def gadgets_gone() -> bool:
+        if clock.waiters() == [1.0]:  # not the poll interval: the CRD watch was still catching up
+            clock.step(1.0)
+        return running(ddsif) == set()
+
+    assert wait_for(gadgets_gone, TIMEOUT)
+    notes.get(timeout=TIMEOUT)
+    ddsif.stop()
+
+
 def test_without_a_crd_watch_discovery_is_polled_and_only_changes_notify(
     apiserver: FakeAPIServer, api_client: Any, ctx: Context
 ) -> None:
