@@ -4,6 +4,14 @@
 standard library, so both paths stay tested. :func:`gc_paused` is the helper the list path wraps
 around decoding a big body: the cyclic collector, walking a growing cache, not the parser, sets
 the decode floor.
+
+A synced informer's cache is frozen (:func:`freeze_gc`) so that later collections do not walk
+it again. A frozen object that is part of a reference cycle is never collected, and a stopped
+informer is such a cycle holding its whole cache: so an informer that stops reports it
+(:func:`informer_stopped`), which gives everything kinformer froze back to the collector, and no
+freeze happens while a stopped informer is still alive, since it would keep it for good. The
+first pause after a stop starts with one full collection, before the list's objects exist, so
+a stopped informer that was already dropped does not hold the next freeze back.
 """
 
 from __future__ import annotations
@@ -13,6 +21,7 @@ import gc
 import json
 import os
 import threading
+import weakref
 from collections.abc import Iterator
 from types import ModuleType
 from typing import Any
@@ -25,9 +34,12 @@ except ImportError:  # pragma: no cover
 
 _use_orjson = _orjson is not None and os.environ.get("KINFORMER_JSON", "").lower() != "stdlib"
 
-_gc_lock = threading.Lock()  # guards _gc_depth and the collector's enabled state while paused
+_gc_lock = threading.Lock()  # guards the collector's state below, and its enabled state while paused
 _gc_depth = 0
 _gc_was_enabled = False
+_gc_frozen = False  # gc.freeze() called here since the last gc.unfreeze()
+_gc_collect_first = False  # an informer stopped: the next outermost pause begins with a collection
+_stopped_informers: weakref.WeakSet[Any] = weakref.WeakSet()  # stopped and not yet reclaimed
 
 
 def use_stdlib(force: bool = True) -> None:
@@ -65,7 +77,13 @@ def pause_gc() -> None:
     and only if it was enabled when the first began. Every call must be paired with exactly
     one :func:`resume_gc`, on every path (use ``try``/``finally``, or :func:`gc_paused`).
     """
-    global _gc_depth, _gc_was_enabled
+    global _gc_depth, _gc_was_enabled, _gc_collect_first
+    with _gc_lock:
+        collect = _gc_depth == 0 and _gc_collect_first and len(_stopped_informers) > 0
+        if collect:
+            _gc_collect_first = False
+    if collect:  # outside the lock: a finalizer may run in it
+        gc.collect()
     with _gc_lock:
         if _gc_depth == 0:
             _gc_was_enabled = gc.isenabled()
@@ -84,14 +102,37 @@ def resume_gc() -> None:
             gc.enable()
 
 
-def freeze_gc() -> None:
+def freeze_gc() -> bool:
     """Move every object tracked now to the collector's permanent generation (``gc.freeze``).
 
     Called once a cache is synced: later collections no longer walk it, so their cost stays
-    that of the young objects. Frozen objects are still freed by reference counting; only
-    cyclic garbage that exists at this moment stays until ``gc.unfreeze()``.
+    that of the young objects. Frozen objects are still freed by reference counting; cyclic
+    garbage that exists at this moment stays until :func:`informer_stopped` unfreezes it. Does
+    nothing (False) while a stopped informer is alive: frozen, it could never be reclaimed.
     """
-    gc.freeze()
+    global _gc_frozen
+    with _gc_lock:
+        if len(_stopped_informers):
+            return False
+        gc.freeze()
+        _gc_frozen = True
+    return True
+
+
+def informer_stopped(informer: object) -> None:
+    """Give what :func:`freeze_gc` froze back to the collector: ``informer`` has stopped.
+
+    A stopped informer and its cache become garbage once its owner drops it, but they are a
+    reference cycle that the collector never looks at while frozen. Until ``informer`` is
+    reclaimed, :func:`freeze_gc` refuses; the next outermost :func:`pause_gc` collects first.
+    """
+    global _gc_frozen, _gc_collect_first
+    with _gc_lock:
+        _stopped_informers.add(informer)
+        _gc_collect_first = True
+        if _gc_frozen:
+            gc.unfreeze()
+            _gc_frozen = False
 
 
 @contextlib.contextmanager

@@ -74,8 +74,9 @@ class _InformerFIFO(delta_fifo.DeltaFIFO):
     Applying a big first list allocates millions of objects and frees none; the collector
     would walk the growing cache again and again. ``replace`` pauses it (unless the FIFO is
     closed) and the informer's delta loop calls :meth:`end_gc_pause` once ``has_synced``, after
-    freezing the synced cache out of the collector's reach (``gc.freeze``). Every path ends the
-    pause: a failed replace, an empty list, stop (the delta loop and ``run`` both end it).
+    freezing the synced cache out of the collector's reach (``gc.freeze``; not while a stopped
+    informer is alive, see :mod:`kinformer._json`). Every path ends the pause: a failed
+    replace, an empty list, stop (the delta loop and ``run`` both end it).
 
     A first list that finds nothing queued and nothing cached skips the queue: ``first_list``
     (the informer's) stores every object and queues the handlers' ``on_add(obj, True)`` at
@@ -246,6 +247,7 @@ class SharedIndexInformer:
             inner.cancel()
             _threads.join_all(threads, JOIN_TIMEOUT)
             fifo.end_gc_pause(freeze=False)
+            _json.informer_stopped(self)  # no longer frozen: reclaimed once dropped
             self._processor.stop(_processor.LISTENER_JOIN_TIMEOUT)
             with self._start_lock:
                 self._stopped = True

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import gc
 import threading
+import weakref
 from collections.abc import Iterator
 from typing import Any
 
@@ -22,6 +23,7 @@ TIMEOUT = 5.0
 def collector_enabled() -> Iterator[None]:
     """Each test starts with the collector on and leaves nothing frozen behind."""
     assert gc.isenabled()
+    gc.collect()  # no stopped informer of an earlier test still alive
     try:
         yield
     finally:
@@ -181,3 +183,77 @@ def test_a_first_list_larger_than_a_batch_reaches_cache_index_and_handler_in_lis
     assert len(indexer) == len(objs)
     assert len(indexer.by_index("shard", "1")) == len([o for o in objs[1::3]])
     assert indexer.get_by_key("ns/o00042") is objs[42]
+
+
+class Cached(dict[str, Any]):
+    """A cached object a test can hold a weak reference to (a plain dict cannot be)."""
+
+
+def synced_then_stopped(*names: str) -> tuple[SharedIndexInformer, list[weakref.ref[Cached]]]:
+    """An informer run until synced (its cache frozen) and stopped; weak references to its objects."""
+    kept: list[weakref.ref[Cached]] = []
+
+    def transform(obj: Any) -> Any:
+        cached = Cached(obj)
+        kept.append(weakref.ref(cached))
+        return cached
+
+    informer = SharedIndexInformer(lister_watcher(*(cm(name) for name in names)))
+    informer.set_transform(transform)
+    stop = threading.Event()
+    thread = run_in_thread(informer, stop)
+    try:
+        assert informer.wait_for_sync(TIMEOUT)
+        assert wait_for(lambda: gc.isenabled() and gc.get_freeze_count() > 0, TIMEOUT)
+    finally:
+        stop.set()
+        thread.join(TIMEOUT)
+    assert not thread.is_alive()
+    return informer, kept
+
+
+def test_a_stopped_informer_and_its_cache_are_reclaimed_once_dropped() -> None:
+    informer, kept = synced_then_stopped("a", "b")
+    assert len(kept) == 2
+    assert gc.get_freeze_count() == 0  # stopping gave the frozen objects back to the collector
+    assert informer.get_indexer().get_by_key("ns/a") is kept[0]()  # still readable after stop
+    owner = weakref.ref(informer)
+    del informer
+    gc.collect()
+    # an informer is a reference cycle: frozen, neither it nor its cache would ever be freed
+    assert owner() is None
+    assert [ref() for ref in kept] == [None, None]
+
+
+def test_no_freeze_while_a_stopped_informer_is_alive_and_none_once_it_is_dropped() -> None:
+    first, first_kept = synced_then_stopped("a")
+    second = SharedIndexInformer(lister_watcher(cm("b")))
+    stop = threading.Event()
+    thread = run_in_thread(second, stop)
+    try:
+        assert second.wait_for_sync(TIMEOUT)
+        assert wait_for(gc.isenabled, TIMEOUT)
+        # freezing now would keep the stopped informer, still held here, past its release
+        assert gc.get_freeze_count() == 0
+    finally:
+        stop.set()
+        thread.join(TIMEOUT)
+    del first
+    gc.collect()
+    assert first_kept[0]() is None
+
+
+def test_the_next_list_collects_a_dropped_stopped_informer_and_freezes_again() -> None:
+    first, first_kept = synced_then_stopped("a")
+    owner = weakref.ref(first)
+    gc.disable()  # no collection of its own between the drop and the next list
+    del first
+    gc.enable()
+    assert owner() is not None  # a cycle: only a collection reclaims it
+    informer, kept = synced_then_stopped("b")
+    # the next list began with a collection, so the informer above was not frozen again
+    assert owner() is None
+    assert first_kept[0]() is None
+    del informer
+    gc.collect()
+    assert kept[0]() is None
