@@ -40,6 +40,7 @@ _gc_was_enabled = False
 _gc_frozen = False  # gc.freeze() called here since the last gc.unfreeze()
 _gc_collect_first = False  # an informer stopped: the next outermost pause begins with a collection
 _stopped_informers: weakref.WeakSet[Any] = weakref.WeakSet()  # stopped and not yet reclaimed
+_held = threading.local()  # .block: the innermost gc_pause_held block on this thread, if any
 
 
 def use_stdlib(force: bool = True) -> None:
@@ -78,6 +79,11 @@ def pause_gc() -> None:
     one :func:`resume_gc`, on every path (use ``try``/``finally``, or :func:`gc_paused`).
     """
     global _gc_depth, _gc_was_enabled, _gc_collect_first
+    held: list[bool] | None = getattr(_held, "block", None)
+    pauses = 1
+    if held is not None and not held[0]:  # the first pause in a gc_pause_held block: hold one more
+        held[0] = True
+        pauses = 2
     with _gc_lock:
         collect = _gc_depth == 0 and _gc_collect_first and len(_stopped_informers) > 0
         if collect:
@@ -88,7 +94,7 @@ def pause_gc() -> None:
         if _gc_depth == 0:
             _gc_was_enabled = gc.isenabled()
             gc.disable()
-        _gc_depth += 1
+        _gc_depth += pauses
 
 
 def resume_gc() -> None:
@@ -133,6 +139,26 @@ def informer_stopped(informer: object) -> None:
         if _gc_frozen:
             gc.unfreeze()
             _gc_frozen = False
+
+
+@contextlib.contextmanager
+def gc_pause_held() -> Iterator[None]:
+    """Keep the first pause begun on this thread inside the block until the block ends.
+
+    The reflector wraps a list in it: the request and the download, which may wait on the
+    network for as long as the read timeout, run with the collector on; the lister's first
+    pause (around its decode) then lasts until the list is queued, so no collection walks the
+    decoded objects in between. A lister that never pauses leaves the collector alone.
+    """
+    outer = getattr(_held, "block", None)
+    held = [False]  # set by the first pause_gc inside the block
+    _held.block = held
+    try:
+        yield
+    finally:
+        _held.block = outer
+        if held[0]:
+            resume_gc()
 
 
 @contextlib.contextmanager

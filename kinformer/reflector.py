@@ -277,9 +277,10 @@ class Reflector(_watchlist.WatchListSync):
 
     def _list(self, ctx: _context.Context) -> None:
         rv = self._relist_resource_version()
-        # no collection from the list request until the list is queued: a big list allocates
-        # millions of objects and frees none, and the collector would walk them repeatedly
-        with _json.gc_paused():
+        # no collection from the list's first decode until the list is queued: a big list
+        # allocates millions of objects and frees none, and the collector would walk them
+        # repeatedly; the request itself, waiting on the network, runs with the collector on
+        with _json.gc_pause_held():
             self._list_and_replace(ctx, rv)
 
     def _list_and_replace(self, ctx: _context.Context, rv: str) -> None:

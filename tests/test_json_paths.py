@@ -271,3 +271,58 @@ def test_the_next_list_collects_a_dropped_stopped_informer_and_freezes_again() -
     del informer
     gc.collect()
     assert kept[0]() is None
+
+
+def test_the_list_request_runs_with_the_collector_on_and_its_first_decode_pauses_it_to_the_end() -> None:
+    """A list waiting on the network must not hold the whole process's collector off."""
+    in_request, answer = threading.Event(), threading.Event()
+    seen: dict[str, bool] = {}
+
+    def list_func(options: ListOptions) -> ListResult:
+        in_request.set()
+        answer.wait(TIMEOUT)
+        with _json.gc_paused():  # what the HTTP lister does around its decode
+            body = _json.loads(b'{"items": [{"metadata": {"namespace": "ns", "name": "a"}}]}')
+        seen["after the decode"] = gc.isenabled()
+        return ListResult(body["items"], "10")
+
+    def transform(obj: Any) -> Any:
+        seen["while queued"] = gc.isenabled()
+        return obj
+
+    informer = SharedIndexInformer(ListWatch(list_func, lambda options: ChannelWatch()))
+    informer.set_transform(transform)
+    stop = threading.Event()
+    thread = run_in_thread(informer, stop)
+    try:
+        assert in_request.wait(TIMEOUT)
+        assert gc.isenabled()  # the request is in flight: nothing decoded yet
+        answer.set()
+        assert informer.wait_for_sync(TIMEOUT)
+        assert wait_for(gc.isenabled, TIMEOUT)
+    finally:
+        answer.set()
+        stop.set()
+        thread.join(TIMEOUT)
+    assert seen == {"after the decode": False, "while queued": False}
+    assert gc.isenabled()
+
+
+def test_a_held_pause_nests_and_a_block_without_a_pause_changes_nothing() -> None:
+    with _json.gc_pause_held():
+        assert gc.isenabled()
+    assert gc.isenabled()
+    with _json.gc_pause_held():
+        with _json.gc_paused():
+            with _json.gc_pause_held():  # an inner block holds its own first pause
+                with _json.gc_paused():
+                    pass
+                assert not gc.isenabled()
+            assert not gc.isenabled()
+        assert not gc.isenabled()  # held until the outer block ends
+    assert gc.isenabled()
+    with pytest.raises(RuntimeError), _json.gc_pause_held():
+        _json.pause_gc()
+        _json.resume_gc()
+        raise RuntimeError("boom")
+    assert gc.isenabled()
