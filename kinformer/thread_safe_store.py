@@ -170,9 +170,8 @@ class IndexedMap:
             if fns is not self._fns:
                 return False
             stored = self._items
-            for key in items:
-                if key in stored:
-                    return False
+            if not stored.keys().isdisjoint(items):
+                return False
             stored.update(items)
             self._rv_obj = objs[-1]
             for index, key_values, i in self._slots:

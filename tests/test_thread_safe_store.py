@@ -92,6 +92,39 @@ def test_an_index_function_error_propagates_and_changes_nothing() -> None:  # TS
     assert store.list_keys() == ["good"]
 
 
+def test_add_new_stores_and_indexes_as_adding_one_by_one() -> None:
+    objs = [cm("a", app="web", tags="x.y"), cm("b", ns="other", app="db"), cm("c", tags="y")]
+    store = ThreadSafeStore(INDEXERS)
+    assert store.add_new({meta_namespace_key_func(o): o for o in objs})
+    one_by_one = store_with(*objs)
+    assert store.list_keys() == one_by_one.list_keys()
+    for name in INDEXERS:
+        assert actual_index(store, name) == actual_index(one_by_one, name), name
+    assert store.by_index("tags", "y") == one_by_one.by_index("tags", "y")
+
+
+def test_add_new_refuses_a_stored_key_and_changes_nothing() -> None:
+    store = store_with(cm("a", app="web"))
+    refused = {"default/b": cm("b", app="db"), "default/a": cm("a", app="db")}
+    assert not store.add_new(refused)
+    assert store.list_keys() == ["default/a"]
+    assert store.list_index_func_values("app") == ["web"]
+    assert_indices_agree(store)
+
+
+def test_add_new_propagates_an_index_function_error_and_changes_nothing() -> None:
+    def broken(obj: Any) -> list[str]:
+        if obj["metadata"]["name"] == "bad":
+            raise RuntimeError("index broke")
+        return ["x"]
+
+    store = ThreadSafeStore({"x": broken})
+    with pytest.raises(RuntimeError):
+        store.add_new({"good": cm("good"), "bad": cm("bad")})
+    assert store.list_keys() == []
+    assert store.index_keys("x", "x") == []
+
+
 def test_delete_removes_index_entries_and_ignores_missing_keys() -> None:  # TS-4
     store = store_with(cm("a", app="web"), cm("b", app="web"))
     store.delete("default/a")
