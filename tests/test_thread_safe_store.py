@@ -33,6 +33,13 @@ def by_tags(obj: Any) -> list[str]:
     return tags.split(".") if tags else []
 
 
+def broken_on_bad(obj: Any) -> list[str]:
+    """An index function that raises for the object named "bad"."""
+    if obj["metadata"]["name"] == "bad":
+        raise RuntimeError("index broke")
+    return ["x"]
+
+
 INDEXERS = {NAMESPACE_INDEX: meta_namespace_index_func, "app": by_app, "tags": by_tags}
 
 
@@ -77,12 +84,7 @@ def test_update_with_unchanged_index_values_returns_the_new_object() -> None:  #
 
 
 def test_an_index_function_error_propagates_and_changes_nothing() -> None:  # TS-3
-    def broken(obj: Any) -> list[str]:
-        if obj["metadata"]["name"] == "bad":
-            raise RuntimeError("index broke")
-        return ["x"]
-
-    store = ThreadSafeStore({"x": broken})
+    store = ThreadSafeStore({"x": broken_on_bad})
     store.add("good", cm("good"))
     with pytest.raises(RuntimeError):
         store.add("bad", cm("bad"))
@@ -113,12 +115,7 @@ def test_add_new_refuses_a_stored_key_and_changes_nothing() -> None:
 
 
 def test_add_new_propagates_an_index_function_error_and_changes_nothing() -> None:
-    def broken(obj: Any) -> list[str]:
-        if obj["metadata"]["name"] == "bad":
-            raise RuntimeError("index broke")
-        return ["x"]
-
-    store = ThreadSafeStore({"x": broken})
+    store = ThreadSafeStore({"x": broken_on_bad})
     with pytest.raises(RuntimeError):
         store.add_new({"good": cm("good"), "bad": cm("bad")})
     assert store.list_keys() == []
