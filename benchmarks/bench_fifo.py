@@ -13,7 +13,7 @@ from typing import Any
 
 from _common import Result, measure_pair, parse_args, report
 
-from kinformer.delta_fifo import DeltaFIFO, DeltaType
+from kinformer.cache.delta_fifo import DeltaFIFO, DeltaType
 
 N_OBJECTS = 100_000
 N_NAMESPACES = 100

@@ -15,7 +15,7 @@ from typing import Any
 
 from _common import Result, measure, measure_pair, parse_args, report
 
-from kinformer.store import NAMESPACE_INDEX, Indexer, meta_namespace_index_func
+from kinformer.cache.store import NAMESPACE_INDEX, Indexer, meta_namespace_index_func
 
 N_OBJECTS = 100_000
 N_NAMESPACES = 100  # 1,000 objects per namespace at the default size, as in client-go's run

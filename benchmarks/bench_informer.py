@@ -39,11 +39,11 @@ from _cluster import CONFIGMAPS, PODS, ServerProcess, path, stop_official
 from bench_watch import kinformer_delivery, raw_stream_rate
 
 from kinformer import _json
+from kinformer.cache.store import NAMESPACE_INDEX, meta_namespace_index_func
+from kinformer.client.listwatch import ListWatch
 from kinformer.gvr import GroupVersionResource
 from kinformer.handlers import ResourceEventHandlerFuncs
 from kinformer.informer import SharedIndexInformer
-from kinformer.listwatch import ListWatch
-from kinformer.store import NAMESPACE_INDEX, meta_namespace_index_func
 
 CONFIGMAPS_SMALL = 10_000
 CONFIGMAPS_LARGE = 100_000

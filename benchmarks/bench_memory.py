@@ -28,10 +28,10 @@ from typing import Any
 from _cluster import pod
 
 from kinformer import _json
+from kinformer.cache.store import NAMESPACE_INDEX, meta_namespace_index_func
+from kinformer.client.listwatch import ChannelWatch, ListResult, ListWatch
 from kinformer.handlers import ResourceEventHandlerFuncs, wait_for_cache_sync
 from kinformer.informer import SharedIndexInformer
-from kinformer.listwatch import ChannelWatch, ListResult, ListWatch
-from kinformer.store import NAMESPACE_INDEX, meta_namespace_index_func
 
 N_OBJECTS = 20_000
 N_NAMESPACES = 50

@@ -33,10 +33,10 @@ import urllib3
 from _cluster import CONFIGMAPS, PODS, SENT_ANNOTATION, ServerProcess, path, stop_official
 
 from kinformer import _json
+from kinformer.client.listwatch import ListResult, ListWatch
 from kinformer.gvr import GroupVersionResource
 from kinformer.handlers import ResourceEventHandlerFuncs
 from kinformer.informer import SharedIndexInformer
-from kinformer.listwatch import ListResult, ListWatch
 
 EVENTS = 50_000
 LATENCY_EVENTS = 4_000

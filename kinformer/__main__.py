@@ -2,6 +2,6 @@
 
 import sys
 
-from kinformer.cli import main
+from kinformer.cli.main import main
 
 sys.exit(main())

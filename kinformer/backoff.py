@@ -4,7 +4,7 @@ A :class:`Backoff` is a value: ``delay(rand)`` is the jittered wait of the curre
 ``next()`` returns the following step. :class:`BackoffManager` holds one mutable position in
 that sequence behind a lock, applies the classic reset (back to the first step when more than
 ``reset_after`` seconds passed since the previous request) and waits through a
-:class:`~kinformer.clock.Clock`. The :class:`~kinformer.reflector.Reflector` shares one manager
+:class:`~kinformer.clock.Clock`. The :class:`~kinformer.Reflector` shares one manager
 between its run loop, watch-start retries and 429 handling.
 """
 

@@ -4,6 +4,7 @@
 
     KinformerError
       ConfigurationError(ValueError)        a bad argument or option
+        LabelSelectorError                    a label selector that does not parse
       LifecycleError
         AlreadyStartedError                 a second start/run, or a setter after start
         StoppedError                        an operation on something already stopped
@@ -12,6 +13,7 @@
       IndexerError(KeyError)                an unknown index name
       IndexerConflictError(ValueError)      add_indexers with a name that exists
       KeyFuncError(KeyError)                an object has no metadata to key by
+      InvalidKeyError(ValueError)           a store key that is neither name nor namespace/name
       FIFOClosedError                       DeltaFIFO.pop on a closed, drained queue
       DecodeError(ValueError)               an undecodable body or watch line
       VeryShortWatchError                   a watch closed within a second with no events
@@ -47,6 +49,19 @@ class KinformerError(Exception):
 
 class ConfigurationError(KinformerError, ValueError):
     """A bad argument or option."""
+
+
+class LabelSelectorError(ConfigurationError):
+    """A label selector that does not parse, or a key or value Kubernetes would reject.
+
+    ``position`` is the index in ``selector`` where the trouble starts.
+    """
+
+    def __init__(self, selector: str, position: int, problem: str) -> None:
+        self.selector = selector
+        self.position = position
+        self.problem = problem
+        super().__init__(f"invalid label selector {selector!r} at position {position}: {problem}")
 
 
 class LifecycleError(KinformerError):
@@ -85,6 +100,10 @@ class KeyFuncError(KinformerError, KeyError):
 
     def __str__(self) -> str:
         return str(self.args[0]) if self.args else ""
+
+
+class InvalidKeyError(KinformerError, ValueError):
+    """A store key that is neither ``"name"`` nor ``"namespace/name"``."""
 
 
 class FIFOClosedError(KinformerError):

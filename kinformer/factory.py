@@ -1,7 +1,7 @@
 """DynamicSharedInformerFactory: one shared informer per resource type, started and stopped together.
 
 client-go's ``dynamicinformer.DynamicSharedInformerFactory``. ``for_resource(gvr)`` gets or creates
-a :class:`~kinformer.informer.SharedIndexInformer` over ``ListWatch.for_resource`` with a
+a :class:`~kinformer.SharedIndexInformer` over ``ListWatch.for_resource`` with a
 namespace index; ``start`` runs each new one on its own thread (``kinformer-informer-<gvr>``).
 Each informer runs under its own child :class:`~kinformer.Context`, so, unlike client-go
 (kubernetes#79610), one informer can be stopped and dropped with :meth:`stop_informer` when its
@@ -17,9 +17,11 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from kinformer import _threads, context, handlers, informer, listwatch, store
+from kinformer import _threads, context, handlers, informer
+from kinformer.cache import store
+from kinformer.cache.lister import GenericLister
+from kinformer.client import listwatch
 from kinformer.gvr import GroupVersionResource
-from kinformer.lister import GenericLister
 
 log = logging.getLogger(__name__)
 

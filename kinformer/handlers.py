@@ -16,7 +16,8 @@ import time
 from collections.abc import Callable
 from typing import Any, Protocol, runtime_checkable
 
-from kinformer import context, store
+from kinformer import context
+from kinformer.cache import store
 
 log = logging.getLogger(__name__)
 
@@ -27,7 +28,7 @@ SYNC_POLL_INTERVAL = 0.1  # client-go's WaitForCacheSync period: cheap checks, p
 class ResourceEventHandler(Protocol):
     """Receives notifications about one resource type, in order per handler.
 
-    ``on_delete`` may receive a :class:`~kinformer.store.DeletedFinalStateUnknown` when the
+    ``on_delete`` may receive a :class:`~kinformer.DeletedFinalStateUnknown` when the
     delete itself was missed (see :func:`deleted_object`).
     """
 
@@ -142,7 +143,7 @@ class FilteringResourceEventHandler:
 def deleted_object(obj: Any) -> Any:
     """The object an ``on_delete`` was about: a tombstone's last known state, else ``obj`` itself.
 
-    A :class:`~kinformer.store.DeletedFinalStateUnknown` may carry ``None`` when nothing was
+    A :class:`~kinformer.DeletedFinalStateUnknown` may carry ``None`` when nothing was
     known about the object; its ``.key`` always names it.
     """
     if isinstance(obj, store.DeletedFinalStateUnknown):

@@ -1,9 +1,9 @@
 """SharedIndexInformer: an indexed local cache of one resource type, with event handlers.
 
-client-go's ``sharedIndexInformer`` in the classic profile. A :class:`~kinformer.reflector.Reflector`
-lists and watches into a :class:`~kinformer.delta_fifo.DeltaFIFO`; a delta loop pops it, updates
-the :class:`~kinformer.store.Indexer` and hands notifications to the processor
-(``_processor.py``), which delivers them to each handler (``handlers.py``) on its own thread.
+client-go's ``sharedIndexInformer`` in the classic profile. A :class:`~kinformer.Reflector`
+lists and watches into a :class:`~kinformer.DeltaFIFO`; a delta loop pops it, updates
+the :class:`~kinformer.Indexer` and hands notifications to the processor
+(``processor.py``), which delivers them to each handler (``handlers.py``) on its own thread.
 Listers (``lister.py``) read the indexer; factories (``factory.py``) run one informer per resource.
 """
 
@@ -15,9 +15,11 @@ import threading
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from kinformer import _json, _processor, _threads, context, delta_fifo, errors, reflector, store
+from kinformer import _json, _threads, context, errors, processor
+from kinformer.cache import delta_fifo, store
 from kinformer.clock import REAL_CLOCK, Clock
 from kinformer.handlers import ResourceEventHandler, wait_for_cache_sync
+from kinformer.reflector import reflector
 
 log = logging.getLogger(__name__)
 
@@ -29,8 +31,8 @@ JOIN_TIMEOUT = 30.0  # reflector and delta loop close their own streams; this on
 
 IndexFunc = Callable[[Any], list[str]]
 _DELETED = delta_fifo.DeltaType.DELETED
-_ADD, _UPDATE, _DELETE = _processor.ADD, _processor.UPDATE, _processor.DELETE
-_Notification = _processor.Notification
+_ADD, _UPDATE, _DELETE = processor.ADD, processor.UPDATE, processor.DELETE
+_Notification = processor.Notification
 _new_notification = tuple.__new__  # builds a Notification without NamedTuple.__new__'s frame
 _ids = itertools.count(1)
 
@@ -44,7 +46,7 @@ class ResourceEventHandlerRegistration:
 
     __slots__ = ("_informer", "_listener")
 
-    def __init__(self, informer: SharedIndexInformer, listener: _processor.Listener) -> None:
+    def __init__(self, informer: SharedIndexInformer, listener: processor.Listener) -> None:
         self._informer = informer
         self._listener = listener
 
@@ -188,7 +190,7 @@ class SharedIndexInformer:
         )
         self._default_resync = float(default_event_handler_resync_period)
         self._resync_check_period = self._default_resync
-        self._processor = _processor.SharedProcessor(clock, self._name)
+        self._processor = processor.SharedProcessor(clock, self._name)
         self._start_lock = threading.Lock()  # guards _started, _stopped, _fifo, _reflector, setters
         self._block_deltas = threading.Lock()  # held while a pop is applied; late handlers take it to replay
         self._started = False
@@ -248,7 +250,7 @@ class SharedIndexInformer:
             _threads.join_all(threads, JOIN_TIMEOUT)
             fifo.end_gc_pause(freeze=False)
             _json.informer_stopped(self)  # no longer frozen: reclaimed once dropped
-            self._processor.stop(_processor.LISTENER_JOIN_TIMEOUT)
+            self._processor.stop(processor.LISTENER_JOIN_TIMEOUT)
             with self._start_lock:
                 self._stopped = True
             log.info("informer %s stopped", self._name)
@@ -353,10 +355,10 @@ class SharedIndexInformer:
                     else:
                         self._resync_check_period = period
                         self._processor.resync_check_period_changed(period)
-            listener = _processor.Listener(
+            listener = processor.Listener(
                 handler,
                 period,
-                _processor.effective_resync_period(period, self._resync_check_period),
+                processor.effective_resync_period(period, self._resync_check_period),
                 self._clock.now(),
                 self.has_synced,
             )
@@ -366,7 +368,7 @@ class SharedIndexInformer:
             with self._block_deltas:
                 self._processor.add_listener(listener)
                 for obj in self._indexer.list():
-                    listener.add(_processor.Notification(_processor.ADD, obj, True))
+                    listener.add(processor.Notification(processor.ADD, obj, True))
             return ResourceEventHandlerRegistration(self, listener)
 
     def remove_event_handler(self, registration: ResourceEventHandlerRegistration) -> None:
@@ -460,7 +462,7 @@ class SharedIndexInformer:
         of the batch; an error aborts only the rest of that key's deltas (logged, object
         dropped), and the notifications of the changes already made are still delivered.
         """
-        out: list[_processor.Notification] = []
+        out: list[processor.Notification] = []
         sync_at: list[int] = []  # positions in ``out`` of equal-resourceVersion updates
         apply = self._apply
         for deltas in batch:
@@ -479,7 +481,7 @@ class SharedIndexInformer:
         self,
         deltas: list[delta_fifo.Delta],
         is_in_initial_list: bool,
-        out: list[_processor.Notification],
+        out: list[processor.Notification],
         sync_at: list[int],
     ) -> None:
         """Apply one key's deltas to the cache, appending their notifications to ``out``."""

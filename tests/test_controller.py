@@ -9,8 +9,8 @@ from collections.abc import Callable, Iterator
 import pytest
 
 from kinformer import Context, errors
-from kinformer.controller import Controller, Result
-from kinformer.store import DeletedFinalStateUnknown
+from kinformer.cache.store import DeletedFinalStateUnknown
+from kinformer.managers.controller import Controller, Result
 from kinformer.testing.clock import FakeClock
 from kinformer.testing.waiting import wait_for
 from kinformer.workqueue import ItemExponentialFailureRateLimiter, RateLimitingQueue

@@ -15,8 +15,8 @@ from collections.abc import Iterator
 import pytest
 
 from kinformer import Context, GroupVersionResource, errors
-from kinformer.controller import Controller, Result
-from kinformer.controller_manager import (
+from kinformer.managers.controller import Controller, Result
+from kinformer.managers.controller_manager import (
     CONTROLLER_NAME_PREFIX,
     ControllerManager,
     InformerSource,
@@ -331,7 +331,7 @@ def test_a_stuck_controller_is_named_in_a_warning(served: Served, caplog: pytest
     try:
         assert entered.wait(TIMEOUT)
         assert running.manager.running_controllers() == {"stubborn"}
-        with caplog.at_level(logging.WARNING, logger="kinformer.controller_manager"):
+        with caplog.at_level(logging.WARNING, logger="kinformer.managers.controller_manager"):
             served.withdraw(WIDGETS)
             served.notify()
             assert wait_for(lambda: running.manager.running_controllers() == set())

@@ -8,8 +8,8 @@ from typing import Any
 import pytest
 
 from kinformer import _threads, errors
-from kinformer.delta_fifo import Delta, DeltaFIFO, Deltas, DeltaType
-from kinformer.store import (
+from kinformer.cache.delta_fifo import Delta, DeltaFIFO, Deltas, DeltaType
+from kinformer.cache.store import (
     DeletedFinalStateUnknown,
     Indexer,
     deletion_handling_meta_namespace_key_func,

@@ -6,6 +6,7 @@ import threading
 from typing import Any
 
 from kinformer import Context
+from kinformer.cache.store import DeletedFinalStateUnknown
 from kinformer.handlers import (
     FilteringResourceEventHandler,
     ResourceEventHandler,
@@ -14,7 +15,6 @@ from kinformer.handlers import (
     deleted_object,
     wait_for_cache_sync,
 )
-from kinformer.store import DeletedFinalStateUnknown
 
 
 def cm(name: str, app: str, rv: str = "1") -> dict[str, Any]:

@@ -11,11 +11,11 @@ from typing import Any
 
 import pytest
 
-from kinformer import Context, _processor, errors
+from kinformer import Context, errors, processor
+from kinformer.cache.store import DeletedFinalStateUnknown
+from kinformer.client.listwatch import ChannelWatch, ListOptions, ListResult, ListWatch
 from kinformer.handlers import ResourceEventHandlerFuncs
 from kinformer.informer import SharedIndexInformer
-from kinformer.listwatch import ChannelWatch, ListOptions, ListResult, ListWatch
-from kinformer.store import DeletedFinalStateUnknown
 from kinformer.testing import FakeClock, wait_for
 
 TIMEOUT = 5.0
@@ -242,7 +242,7 @@ def test_a_raising_handler_is_logged_and_keeps_receiving(caplog: pytest.LogCaptu
 def test_run_returns_despite_a_handler_stuck_forever_and_names_it(
     caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(_processor, "LISTENER_JOIN_TIMEOUT", 0.2)
+    monkeypatch.setattr(processor, "LISTENER_JOIN_TIMEOUT", 0.2)
     source = Source(cm("a", 1))
     informer = SharedIndexInformer(source.lister_watcher(), name="forever")
     gate = threading.Event()

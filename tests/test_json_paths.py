@@ -11,9 +11,9 @@ from typing import Any
 import pytest
 
 from kinformer import _json
+from kinformer.client.listwatch import ChannelWatch, ListOptions, ListResult, ListWatch
 from kinformer.handlers import wait_for_cache_sync
 from kinformer.informer import SharedIndexInformer
-from kinformer.listwatch import ChannelWatch, ListOptions, ListResult, ListWatch
 from kinformer.testing import wait_for
 
 TIMEOUT = 5.0

@@ -5,8 +5,7 @@ from __future__ import annotations
 import pytest
 
 from kinformer import errors
-from kinformer.labels import (
-    LabelSelectorError,
+from kinformer.cache.labels import (
     everything,
     parse_selector,
     selector_from_dict,
@@ -111,7 +110,7 @@ def test_selector_from_dict_requires_every_pair() -> None:
 
 
 def test_selector_from_dict_rejects_invalid_values() -> None:
-    with pytest.raises(LabelSelectorError):
+    with pytest.raises(errors.LabelSelectorError):
         selector_from_dict({"app": "-bad"})
 
 
@@ -142,7 +141,7 @@ def test_selector_from_dict_rejects_invalid_values() -> None:
     ],
 )
 def test_bad_syntax_names_the_position_and_the_selector(text: str, position: int) -> None:
-    with pytest.raises(LabelSelectorError) as info:
+    with pytest.raises(errors.LabelSelectorError) as info:
         parse_selector(text)
     assert info.value.position == position
     assert f"position {position}" in str(info.value)

@@ -7,10 +7,11 @@ from typing import Any
 
 import pytest
 
-from kinformer import errors, store
+from kinformer import errors
+from kinformer.cache import store
+from kinformer.cache.labels import parse_selector
+from kinformer.cache.lister import GenericLister
 from kinformer.gvr import GroupVersionResource
-from kinformer.labels import LabelSelectorError, parse_selector
-from kinformer.lister import GenericLister
 
 CONFIGMAPS = GroupVersionResource("", "v1", "configmaps")
 WIDGETS = GroupVersionResource("example.com", "v1", "widgets")
@@ -66,7 +67,7 @@ def test_list_accepts_a_parsed_selector(indexer: store.Indexer) -> None:
 
 
 def test_an_invalid_selector_raises_a_label_selector_error(indexer: store.Indexer) -> None:
-    with pytest.raises(LabelSelectorError):
+    with pytest.raises(errors.LabelSelectorError):
         GenericLister(indexer, CONFIGMAPS).list("app in (web")
 
 
@@ -90,7 +91,7 @@ def test_namespace_lister_without_namespace_index_scans_and_warns(
     idx = store.Indexer()
     idx.add(obj("a", "x", app="web"))
     idx.add(obj("b", "y", app="web"))
-    with caplog.at_level(logging.WARNING, logger="kinformer.lister"):
+    with caplog.at_level(logging.WARNING, logger="kinformer.cache.lister"):
         found = GenericLister(idx, CONFIGMAPS).by_namespace("a").list("app=web")
     assert names(found) == ["a/x"]
     assert "scanning the whole cache" in caplog.text

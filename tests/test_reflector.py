@@ -16,11 +16,11 @@ from typing import Any
 import pytest
 
 from kinformer import errors
+from kinformer.cache.delta_fifo import DeltaFIFO, DeltaType
+from kinformer.cache.store import Indexer
+from kinformer.client.listwatch import ChannelWatch, ListOptions, ListResult, ListWatch, WatchEvent
 from kinformer.context import Context
-from kinformer.delta_fifo import DeltaFIFO, DeltaType
-from kinformer.listwatch import ChannelWatch, ListOptions, ListResult, ListWatch, WatchEvent
-from kinformer.reflector import Reflector
-from kinformer.store import Indexer
+from kinformer.reflector.reflector import Reflector
 from kinformer.testing.clock import FakeClock
 from kinformer.testing.waiting import wait_for
 
@@ -478,7 +478,7 @@ def test_the_handler_cannot_be_replaced_after_run(harness: Harness) -> None:
 def test_an_unexpected_crash_is_logged_and_the_reflector_retries_after_backoff(
     harness: Harness, caplog: pytest.LogCaptureFixture
 ) -> None:
-    with caplog.at_level(logging.ERROR, logger="kinformer.reflector"):
+    with caplog.at_level(logging.ERROR, logger="kinformer.reflector.reflector"):
         harness.script.expect("list")
         harness.script.answer(RuntimeError("bug in a list function"))
         assert harness.step_backoff() == pytest.approx(0.8)

@@ -8,13 +8,12 @@ import pytest
 from kubernetes import client
 
 from kinformer import errors
-from kinformer.store import (
+from kinformer.cache.store import (
     NAMESPACE_INDEX,
     DeletedFinalStateUnknown,
     ExplicitKey,
     IndexedStore,
     Indexer,
-    InvalidKeyError,
     ObjectName,
     Store,
     deletion_handling_meta_namespace_key_func,
@@ -80,7 +79,7 @@ def test_split_key_into_namespace_and_name(key: str, expected: tuple[str, str]) 
 
 
 def test_split_key_rejects_more_than_one_slash() -> None:
-    with pytest.raises(InvalidKeyError, match='unexpected key format: "a/b/c"'):
+    with pytest.raises(errors.InvalidKeyError, match='unexpected key format: "a/b/c"'):
         split_meta_namespace_key("a/b/c")
     with pytest.raises(ValueError):
         split_meta_namespace_key("a/b/c")

@@ -10,13 +10,13 @@ from typing import Any
 import pytest
 
 from kinformer import _threads, errors
-from kinformer.store import (
+from kinformer.cache.store import (
     NAMESPACE_INDEX,
     Indexer,
     meta_namespace_index_func,
     meta_namespace_key_func,
 )
-from kinformer.thread_safe_store import ThreadSafeStore
+from kinformer.cache.thread_safe_store import ThreadSafeStore
 
 
 def cm(name: str, ns: str = "default", **labels: str) -> dict[str, Any]:

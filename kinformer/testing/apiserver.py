@@ -115,7 +115,7 @@ class FakeAPIServer:
     ``start()``/``stop()`` or a ``with`` block; ``stop()`` closes every connection and joins every
     ``kinformer-apiserver-*`` thread, and ``start()`` again serves the same state on the same
     port. All methods are thread-safe. The server-side helpers (``create``, ``update``, ...)
-    bypass HTTP and raise :class:`kinformer.errors.APIError` subclasses as a client would see.
+    bypass HTTP and raise :class:`~kinformer.APIError` subclasses as a client would see.
     The bearer token, when given, is never logged nor shown in ``repr``.
     """
 

@@ -1,7 +1,7 @@
 """DelayingQueue: a WorkQueue whose items can be added after a delay.
 
 One waiting-loop thread (``kinformer-workqueue-<name>``) keeps a min-heap of ready times and adds
-each item to the underlying :class:`~kinformer.workqueue.queue.WorkQueue` when its time comes. It
+each item to the underlying :class:`~kinformer.WorkQueue` when its time comes. It
 waits through a :class:`~kinformer.clock.Clock`, so tests drive it with ``FakeClock.step``.
 :mod:`kinformer.workqueue.rate_limiting` asks a rate limiter for the delay.
 """

@@ -3,7 +3,7 @@
 A :class:`RateLimiter` answers ``when(item)`` with a delay in seconds and remembers per-item
 failures until ``forget(item)``. Per item: exponential backoff and fast-then-slow; overall: a
 token bucket; :class:`MaxOfRateLimiter` combines them, as client-go's default controller limiter
-does. :class:`~kinformer.workqueue.rate_limiting.RateLimitingQueue` is their user.
+does. :class:`~kinformer.RateLimitingQueue` is their user.
 """
 
 from __future__ import annotations

@@ -22,15 +22,15 @@ from typing import Any
 import urllib3
 from kubernetes import client as k8s
 
-from kinformer.gvr import GroupVersionResource
-from kinformer.informer import SharedIndexInformer
-from kinformer.listwatch import ListOptions, ListResult, ListWatch
-from kinformer.store import (
+from kinformer.cache.store import (
     NAMESPACE_INDEX,
     DeletedFinalStateUnknown,
     deletion_handling_meta_namespace_key_func,
     meta_namespace_index_func,
 )
+from kinformer.client.listwatch import ListOptions, ListResult, ListWatch
+from kinformer.gvr import GroupVersionResource
+from kinformer.informer import SharedIndexInformer
 from kinformer.testing import FakeAPIServer, wait_for
 
 GROUP = "chaos.example.com"

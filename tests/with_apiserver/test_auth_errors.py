@@ -19,14 +19,14 @@ import pytest
 from kubernetes import client as k8s
 
 from kinformer import errors
+from kinformer.client.discovery import CachedDiscoveryClient
+from kinformer.client.listwatch import ListOptions, ListWatch
 from kinformer.context import Context
-from kinformer.discovery_client import CachedDiscoveryClient
 from kinformer.factory import DynamicSharedInformerFactory
 from kinformer.gvr import GroupVersionResource
 from kinformer.handlers import wait_for_cache_sync
 from kinformer.informer import SharedIndexInformer
-from kinformer.listwatch import ListOptions, ListWatch
-from kinformer.manager import InformerManager
+from kinformer.managers.informer_manager import InformerManager
 from kinformer.testing import FakeAPIServer, FakeClock, wait_for
 
 TOKEN = "kinformer-secret-token-0123456789"

@@ -19,11 +19,11 @@ from typing import Any
 import pytest
 
 from kinformer import errors
+from kinformer.cache.store import DeletedFinalStateUnknown
+from kinformer.client.listwatch import ListWatch
 from kinformer.context import Context
 from kinformer.gvr import GroupVersionResource
 from kinformer.informer import SharedIndexInformer
-from kinformer.listwatch import ListWatch
-from kinformer.store import DeletedFinalStateUnknown
 from kinformer.testing import FakeAPIServer, FakeClock, wait_for
 
 CONFIGMAPS = GroupVersionResource("", "v1", "configmaps")

@@ -13,10 +13,10 @@ from typing import Any
 import kubernetes
 import pytest
 
+from kinformer.client.listwatch import ListOptions, ListWatch, takes_context
 from kinformer.context import Context
 from kinformer.gvr import GroupVersionResource
 from kinformer.informer import SharedIndexInformer
-from kinformer.listwatch import ListOptions, ListWatch, takes_context
 from kinformer.testing import FakeAPIServer
 
 CONFIGMAPS = GroupVersionResource("", "v1", "configmaps")

@@ -15,7 +15,8 @@ from typing import IO, Any
 
 import pytest
 
-from kinformer import _watch, cli
+from kinformer import cli
+from kinformer.cli import watch as _watch
 from kinformer.gvr import GroupVersionResource
 from kinformer.testing import FakeAPIServer
 

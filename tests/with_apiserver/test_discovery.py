@@ -14,15 +14,16 @@ import pytest
 from _helpers import crd
 from kubernetes import client as k8s
 
-from kinformer import Context, _threads, discovery_client
-from kinformer.discovery import (
-    CRD_GVR,
-    CachedDiscoveryClient,
+from kinformer import Context, _threads
+from kinformer.client import discovery
+from kinformer.client.discovery import CachedDiscoveryClient
+from kinformer.errors import AlreadyStartedError
+from kinformer.gvr import GroupVersionResource
+from kinformer.managers.crd import CRD_GVR
+from kinformer.managers.discovering_factory import (
     DiscoveringDynamicSharedInformerFactory,
     GVREventHandlerFuncs,
 )
-from kinformer.errors import AlreadyStartedError
-from kinformer.gvr import GroupVersionResource
 from kinformer.testing import FakeAPIServer, FakeClock, wait_for
 
 CONFIGMAPS = GroupVersionResource("", "v1", "configmaps")
@@ -114,7 +115,7 @@ def test_resource_lists_keep_only_listable_watchable_types_and_no_subresources()
             {"name": "nodes", "namespaced": False, "kind": "Node", "verbs": ["list", "watch"]},
         ],
     }
-    metas = discovery_client._parse_resource_list("v1", doc)
+    metas = discovery._parse_resource_list("v1", doc)
     assert [(m.group_version_resource.resource, m.is_cluster_scoped) for m in metas] == [
         ("pods", False),
         ("nodes", True),

@@ -8,10 +8,10 @@ from typing import Any
 from kubernetes import client as k8s
 
 from kinformer import Context, _threads
+from kinformer.client.listwatch import ListOptions
 from kinformer.factory import DynamicSharedInformerFactory
 from kinformer.gvr import GroupVersionResource
 from kinformer.handlers import ResourceEventHandlerFuncs
-from kinformer.listwatch import ListOptions
 from kinformer.testing import wait_for
 
 CONFIGMAPS = GroupVersionResource("", "v1", "configmaps")

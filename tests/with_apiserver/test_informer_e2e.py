@@ -14,12 +14,12 @@ from typing import Any
 from kubernetes import client as k8s
 
 from kinformer import Context, errors
+from kinformer.cache.lister import GenericLister
+from kinformer.cache.store import NAMESPACE_INDEX, DeletedFinalStateUnknown, meta_namespace_index_func
+from kinformer.client.listwatch import ListWatch
 from kinformer.gvr import GroupVersionResource
 from kinformer.handlers import wait_for_cache_sync
 from kinformer.informer import SharedIndexInformer
-from kinformer.lister import GenericLister
-from kinformer.listwatch import ListWatch
-from kinformer.store import NAMESPACE_INDEX, DeletedFinalStateUnknown, meta_namespace_index_func
 from kinformer.testing import FakeClock, wait_for
 
 CONFIGMAPS = GroupVersionResource("", "v1", "configmaps")

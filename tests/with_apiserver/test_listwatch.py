@@ -20,11 +20,11 @@ import pytest
 
 from kinformer import _json, errors
 from kinformer.backoff import Backoff, BackoffManager
+from kinformer.cache.store import Indexer
+from kinformer.client.listwatch import HTTPWatch, ListOptions, ListWatch, WatchEvent, error_from_event
 from kinformer.context import Context
 from kinformer.gvr import GroupVersionResource
-from kinformer.listwatch import HTTPWatch, ListOptions, ListWatch, WatchEvent, error_from_event
-from kinformer.reflector import Reflector
-from kinformer.store import Indexer
+from kinformer.reflector.reflector import Reflector
 from kinformer.testing import FakeAPIServer, wait_for
 
 CONFIGMAPS = GroupVersionResource("", "v1", "configmaps")
@@ -174,7 +174,7 @@ def test_a_list_body_that_is_not_a_list_of_objects_is_a_decode_error(
 ) -> None:
     server.responder = lambda h: h.send_body(200, body)
     lw = ListWatch.for_resource(client_for(server.url), CONFIGMAPS)
-    with caplog.at_level(logging.WARNING, logger="kinformer.listwatch"), pytest.raises(
+    with caplog.at_level(logging.WARNING, logger="kinformer.client.listwatch"), pytest.raises(
         errors.DecodeError
     ):
         lw.list(ListOptions())

@@ -17,7 +17,7 @@ from kubernetes import client as k8s
 from kinformer import Context, _threads
 from kinformer.gvr import APIResourceMeta, GroupVersionKind, GroupVersionResource
 from kinformer.handlers import ResourceEventHandlerFuncs
-from kinformer.manager import InformerManager, strip_managed_fields
+from kinformer.managers.informer_manager import InformerManager, strip_managed_fields
 from kinformer.testing import FakeAPIServer, wait_for
 
 CONFIGMAPS = GroupVersionResource("", "v1", "configmaps")

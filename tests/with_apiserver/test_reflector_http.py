@@ -15,11 +15,11 @@ import pytest
 
 from kinformer import errors
 from kinformer.backoff import Backoff, BackoffManager
+from kinformer.cache.store import Indexer
+from kinformer.client.listwatch import ListOptions, ListWatch
 from kinformer.context import Context
 from kinformer.gvr import GroupVersionResource
-from kinformer.listwatch import ListOptions, ListWatch
-from kinformer.reflector import Reflector
-from kinformer.store import Indexer
+from kinformer.reflector.reflector import Reflector
 from kinformer.testing import FakeAPIServer, wait_for
 
 CONFIGMAPS = GroupVersionResource("", "v1", "configmaps")

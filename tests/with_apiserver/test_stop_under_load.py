@@ -14,12 +14,12 @@ from typing import Any
 
 import pytest
 
-from kinformer import _processor, _threads
+from kinformer import _threads, processor
+from kinformer.client.listwatch import ListWatch
 from kinformer.context import Context
 from kinformer.gvr import GroupVersionResource
 from kinformer.handlers import ResourceEventHandlerFuncs
 from kinformer.informer import SharedIndexInformer
-from kinformer.listwatch import ListWatch
 from kinformer.testing import FakeAPIServer, wait_for
 
 CONFIGMAPS = GroupVersionResource("", "v1", "configmaps")
@@ -111,7 +111,7 @@ def test_a_handler_stuck_forever_is_named_in_a_warning_and_not_waited_for(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     # the bounded wait for handlers after stop is 5 s; half a second shows the same thing
-    monkeypatch.setattr(_processor, "LISTENER_JOIN_TIMEOUT", 0.5)
+    monkeypatch.setattr(processor, "LISTENER_JOIN_TIMEOUT", 0.5)
     apiserver.create(CONFIGMAPS, next(configmaps(1)))
     informer = SharedIndexInformer(ListWatch.for_resource(api_client, CONFIGMAPS), name="stuck")
     stuck = Gate(hold=None)

@@ -17,7 +17,8 @@ import logging
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
-from kinformer import labels as labelsel
+from kinformer import errors
+from kinformer.cache import labels as labelsel
 from kinformer.testing._apiserver import (
     discovery,
     openapi,
@@ -396,7 +397,7 @@ class Handler(http.server.BaseHTTPRequestHandler):
         rt = req.rt
         try:
             selector = labelsel.parse_selector(query.get("labelSelector", ""))
-        except labelsel.LabelSelectorError as err:
+        except errors.LabelSelectorError as err:
             raise status.bad_request(f"unable to parse requirement: {err}") from None
         field_text = query.get("fieldSelector", "")
         if req.name:

@@ -9,7 +9,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from kinformer import labels as labelsel
+from kinformer import errors
+from kinformer.cache import labels as labelsel
 from kinformer.testing._apiserver import protobuf, records, status, watchers
 from kinformer.testing._apiserver.resources import ResourceType
 
@@ -71,7 +72,7 @@ def matcher(rt: ResourceType, query: dict[str, str]) -> Any:
     """A predicate for the label and field selectors of ``query``, or None when both are empty."""
     try:
         selector = labelsel.parse_selector(query.get("labelSelector", ""))
-    except labelsel.LabelSelectorError as err:
+    except errors.LabelSelectorError as err:
         raise status.bad_request(f"unable to parse requirement: {err}") from None
     fields = watchers.FieldSelector.parse(query.get("fieldSelector", ""), rt)
     if selector.empty() and not fields.terms:

@@ -10,7 +10,7 @@ import queue
 from collections.abc import Iterable
 from typing import Any
 
-from kinformer import labels as labelsel
+from kinformer.cache import labels as labelsel
 from kinformer.testing._apiserver import status
 from kinformer.testing._apiserver.resources import ResourceType
 

@@ -1,6 +1,6 @@
 """ThreadSafeStore: the informer cache's dict of objects plus its indices, behind one lock.
 
-client-go's ``threadSafeMap``. :class:`kinformer.store.Indexer` puts a key function in front of it;
+client-go's ``threadSafeMap``. :class:`~kinformer.Indexer` puts a key function in front of it;
 listers and ``SharedIndexInformer.get_indexer()`` read through that. Keys are explicit strings
 here. Each index maps an index value to a ``{key: object}`` dict, so ``by_index`` hands back
 objects without a second lookup, and the values each key was indexed under are remembered, so
@@ -43,7 +43,7 @@ def _resource_version_of(obj: Any) -> str | None:
 
 
 class IndexedMap:
-    """The machinery shared by :class:`ThreadSafeStore` and :class:`kinformer.store.Indexer`.
+    """The machinery shared by :class:`ThreadSafeStore` and :class:`~kinformer.Indexer`.
 
     Writes are ``_write``/``_delete``/``_replace`` by explicit key; the subclasses give them their
     public names, so the hot paths cost no extra call. :meth:`add_new` is public on both.
@@ -237,7 +237,7 @@ class IndexedMap:
     def add_indexers(self, indexers: Indexers) -> None:
         """Register more indexers and index the items already stored under them.
 
-        Raises :class:`~kinformer.errors.IndexerConflictError` naming every name that already
+        Raises :class:`~kinformer.IndexerConflictError` naming every name that already
         exists, adding none. Index functions run under the lock here (writers wait meanwhile).
         """
         with self._lock:

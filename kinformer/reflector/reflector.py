@@ -1,8 +1,8 @@
 """Reflector: keeps a store equal to one resource on the server by listing, then watching.
 
-The :class:`Reflector` pulls from a :class:`~kinformer.listwatch.ListerWatcher` and pushes into
-a store (a :class:`~kinformer.delta_fifo.DeltaFIFO` inside an informer, or an
-:class:`~kinformer.store.Indexer`) with client-go's rules: the first list at resourceVersion
+The :class:`Reflector` pulls from a :class:`~kinformer.ListerWatcher` and pushes into
+a store (a :class:`~kinformer.DeltaFIFO` inside an informer, or an
+:class:`~kinformer.Indexer`) with client-go's rules: the first list at resourceVersion
 "0", relists at the last version seen, a consistent list at "" when a version is too old,
 pagination with a full-list fallback, re-watching without a relist after a clean close,
 bookmarks, randomized watch timeouts, and jittered exponential backoff from
@@ -11,8 +11,8 @@ bookmarks, randomized watch timeouts, and jittered exponential backoff from
 
 This module holds the Reflector itself: its state and getters, the run loop, the list and relist
 rules, and the resync timer. Its parts live beside it: the watch loop and what the parts share
-in :mod:`kinformer._reflector_watch`, the WatchList initial sync in :mod:`kinformer._watchlist`,
-pagination in :mod:`kinformer._pager`.
+in :mod:`kinformer.reflector.watch`, the WatchList initial sync in :mod:`kinformer.reflector.watchlist`,
+pagination in :mod:`kinformer.reflector.pager`.
 """
 
 from __future__ import annotations
@@ -25,20 +25,23 @@ import threading
 from collections.abc import Callable
 from typing import Any
 
-from kinformer import _json, _pager, _reflector_watch, _threads, _watchlist, errors, listwatch
+from kinformer import _json, _threads, errors
 from kinformer import backoff as _backoff
 from kinformer import clock as _clock
 from kinformer import context as _context
+from kinformer.client import listwatch
+from kinformer.reflector import pager, watchlist
+from kinformer.reflector import watch as reflector_watch
 
 log = logging.getLogger(__name__)
 
 # defined beside the part that uses each, importable from here as before
-DEFAULT_PAGE_SIZE = _pager.DEFAULT_PAGE_SIZE
-MIN_WATCH_TIMEOUT = _reflector_watch.MIN_WATCH_TIMEOUT
-VERY_SHORT_WATCH = _reflector_watch.VERY_SHORT_WATCH
-INITIAL_EVENTS_TIMEOUT = _watchlist.INITIAL_EVENTS_TIMEOUT
-INITIAL_EVENTS_WARN_EVERY = _watchlist.INITIAL_EVENTS_WARN_EVERY
-INTERNAL_ERROR_WINDOW_RESET = _reflector_watch.INTERNAL_ERROR_WINDOW_RESET
+DEFAULT_PAGE_SIZE = pager.DEFAULT_PAGE_SIZE
+MIN_WATCH_TIMEOUT = reflector_watch.MIN_WATCH_TIMEOUT
+VERY_SHORT_WATCH = reflector_watch.VERY_SHORT_WATCH
+INITIAL_EVENTS_TIMEOUT = watchlist.INITIAL_EVENTS_TIMEOUT
+INITIAL_EVENTS_WARN_EVERY = watchlist.INITIAL_EVENTS_WARN_EVERY
+INTERNAL_ERROR_WINDOW_RESET = reflector_watch.INTERNAL_ERROR_WINDOW_RESET
 
 WatchErrorHandler = Callable[["Reflector", BaseException], None]
 
@@ -81,7 +84,7 @@ def _named_items(items: Any, name: str) -> list[Any]:
             and type(n := meta.get("name")) is str
             and n
         )
-        or _reflector_watch.has_name(obj)
+        or reflector_watch.has_name(obj)
     ]
     if len(kept) != len(items):
         log.warning(
@@ -92,7 +95,7 @@ def _named_items(items: Any, name: str) -> list[Any]:
     return kept
 
 
-class Reflector(_watchlist.WatchListSync):
+class Reflector(watchlist.WatchListSync):
     """Lists and watches one resource and mirrors it into ``store``, until stopped.
 
     ``store`` is duck-typed: ``replace(items, resource_version)``, ``add``, ``update``,
@@ -113,7 +116,7 @@ class Reflector(_watchlist.WatchListSync):
     unexpected exception (a bug in a ListerWatcher) is logged with its traceback and handled
     like a failed list: the reflector keeps going with backoff rather than dying silently.
     Stopping during a list discards its result. A ListerWatcher whose ``list`` and ``watch``
-    take a context (:func:`~kinformer.listwatch.takes_context`, as the HTTP one does) has a list
+    take a context (:func:`~kinformer.client.listwatch.takes_context`, as the HTTP one does) has a list
     or watch start still waiting for the server broken off by the stop; with any other, that
     request runs to its end before ``run`` returns.
     """
@@ -186,7 +189,7 @@ class Reflector(_watchlist.WatchListSync):
     def set_watch_error_handler(self, handler: WatchErrorHandler) -> None:
         """Set ``handler(reflector, error)``, called with each error that ends a round.
 
-        Only before :meth:`run`; afterwards raises :class:`~kinformer.errors.AlreadyStartedError`.
+        Only before :meth:`run`; afterwards raises :class:`~kinformer.AlreadyStartedError`.
         """
         with self._lock:
             if self._started:
@@ -201,7 +204,7 @@ class Reflector(_watchlist.WatchListSync):
     def run(self, stop: _context.StopSignal) -> None:
         """List and watch until ``stop`` fires (a Context or a threading.Event); blocks.
 
-        Raises :class:`~kinformer.errors.AlreadyStartedError` on a second call.
+        Raises :class:`~kinformer.AlreadyStartedError` on a second call.
         """
         with self._lock:
             if self._started:
@@ -212,7 +215,7 @@ class Reflector(_watchlist.WatchListSync):
         while not ctx.cancelled():
             try:
                 self.list_and_watch(ctx)
-            except _reflector_watch.StopRequested:
+            except reflector_watch.StopRequested:
                 break
             except Exception as exc:
                 if ctx.cancelled():
@@ -242,14 +245,14 @@ class Reflector(_watchlist.WatchListSync):
         Returns normally when a watch ended in a way that calls for a relist; raises the error
         when the list or a watch start failed. Blocks; runs on the caller's thread.
         """
-        opened: _reflector_watch.OpenWatch | None = None
+        opened: reflector_watch.OpenWatch | None = None
         if self._use_watch_list:
             opened = self._watch_list(ctx)
         if opened is None:
             self._list(ctx)
         resync_done = threading.Event()
         resync_error: list[BaseException] = []
-        current: list[_reflector_watch.OpenWatch | None] = [opened]
+        current: list[reflector_watch.OpenWatch | None] = [opened]
         resync_thread = None
         if self._resync_period > 0:
             resync_thread = _threads.spawn(
@@ -286,11 +289,11 @@ class Reflector(_watchlist.WatchListSync):
     def _list_and_replace(self, ctx: _context.Context, rv: str) -> None:
         try:
             result, paginated = self._paged_list(ctx, rv)
-        except _reflector_watch.StopRequested:
+        except reflector_watch.StopRequested:
             raise
         except Exception as exc:
             if ctx.cancelled():
-                raise _reflector_watch.StopRequested() from exc
+                raise reflector_watch.StopRequested() from exc
             if not (
                 errors.is_expired(exc)
                 or errors.is_too_large_resource_version(exc)
@@ -310,11 +313,11 @@ class Reflector(_watchlist.WatchListSync):
                 result, paginated = self._paged_list(ctx, rv)
             except Exception as exc2:
                 if ctx.cancelled():
-                    raise _reflector_watch.StopRequested() from exc2
+                    raise reflector_watch.StopRequested() from exc2
                 log.warning("reflector %s: list at rv='' failed: %s", self.name, exc2)
                 raise
         if ctx.cancelled():
-            raise _reflector_watch.StopRequested()
+            raise reflector_watch.StopRequested()
         if rv == "0" and paginated:
             self._paginated_result = True
         self._rv_unavailable = False
@@ -341,11 +344,11 @@ class Reflector(_watchlist.WatchListSync):
             self._synced_once = True
 
     def _paged_list(self, ctx: _context.Context, rv: str) -> tuple[listwatch.ListResult, bool]:
-        """All pages of one list (:func:`kinformer._pager.list_all`); stops between pages."""
-        limit = _pager.page_size(self._page_size, self._paginated_result, rv)
-        listed = _pager.list_all(self._lw, rv, limit, ctx.cancelled, self.name, ctx)
+        """All pages of one list (:func:`kinformer.reflector.pager.list_all`); stops between pages."""
+        limit = pager.page_size(self._page_size, self._paginated_result, rv)
+        listed = pager.list_all(self._lw, rv, limit, ctx.cancelled, self.name, ctx)
         if listed is None:
-            raise _reflector_watch.StopRequested()
+            raise reflector_watch.StopRequested()
         return listed
 
     # -- resync -----------------------------------------------------------------------------
@@ -355,7 +358,7 @@ class Reflector(_watchlist.WatchListSync):
         ctx: _context.Context,
         done: threading.Event,
         resync_error: list[BaseException],
-        current: list[_reflector_watch.OpenWatch | None],
+        current: list[reflector_watch.OpenWatch | None],
     ) -> None:
         """Every resync period, ask ``should_resync`` and resync the store; an error ends the watch."""
         while not ctx.cancelled() and not done.is_set():
@@ -382,7 +385,7 @@ class Reflector(_watchlist.WatchListSync):
     def _abort_watch(
         exc: BaseException,
         resync_error: list[BaseException],
-        current: list[_reflector_watch.OpenWatch | None],
+        current: list[reflector_watch.OpenWatch | None],
     ) -> None:
         resync_error.append(exc)
         opened = current[0]

@@ -1,10 +1,10 @@
 """The reflector's paginated list: the page size to ask for and every page of one list.
 
 Like client-go's ``tools/pager`` as its reflector uses it: a list is asked for in pages of
-``limit`` objects and the pages are joined into one :class:`~kinformer.listwatch.ListResult`
+``limit`` objects and the pages are joined into one :class:`~kinformer.ListResult`
 at the first page's resourceVersion. A continuation token that expired (410) falls back to one
-full list at the original version. :mod:`kinformer.reflector` calls it for every list and
-relist; the requests go through the reflector's :class:`~kinformer.listwatch.ListerWatcher`.
+full list at the original version. :mod:`kinformer.reflector.reflector` calls it for every list and
+relist; the requests go through the reflector's :class:`~kinformer.ListerWatcher`.
 """
 
 from __future__ import annotations
@@ -13,9 +13,10 @@ import logging
 from collections.abc import Callable
 
 from kinformer import context as _context
-from kinformer import errors, listwatch
+from kinformer import errors
+from kinformer.client import listwatch
 
-log = logging.getLogger("kinformer.reflector")  # one logger for all of the reflector's parts
+log = logging.getLogger("kinformer.reflector.reflector")  # one logger for all of the reflector's parts
 
 DEFAULT_PAGE_SIZE = 500  # client-go's pager default
 

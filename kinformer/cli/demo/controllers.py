@@ -4,7 +4,7 @@
 :class:`AuditReconciler` and :class:`WidgetReconciler` are the two example controllers the
 ControllerManager runs; :class:`RawAPI` writes JSON through an ``ApiClient`` for them; and
 :func:`counting_api_client` makes the ``ApiClient`` that counts the lists and watches sent, so
-the display can show reconnects and relists. :mod:`kinformer._demo` wires them together.
+the display can show reconnects and relists. :mod:`kinformer.cli.demo.app` wires them together.
 """
 
 from __future__ import annotations
@@ -15,11 +15,11 @@ import threading
 import urllib.parse
 from typing import Any
 
-from kinformer import _demo_workload as workload
 from kinformer import _json, errors
-from kinformer.http_listwatch import resource_path
-from kinformer.lister import GenericLister
-from kinformer.store import split_meta_namespace_key
+from kinformer.cache.lister import GenericLister
+from kinformer.cache.store import split_meta_namespace_key
+from kinformer.cli.demo import workload
+from kinformer.client.resource import resource_path
 
 AUDIT = "configmap-audit"
 WIDGET_CONTROLLER = "widget-configmaps"
@@ -59,7 +59,7 @@ class RawAPI:
     """JSON requests through an ``ApiClient``'s own machinery, without the typed API classes.
 
     The typed classes of the official client take seconds to import; the demo needs four verbs.
-    Thread-safe as the ApiClient is. Raises :class:`~kinformer.errors.APIError` subclasses for
+    Thread-safe as the ApiClient is. Raises :class:`~kinformer.APIError` subclasses for
     error statuses, except the ones in ``ok``.
     """
 

@@ -1,8 +1,8 @@
 """InformerManager: fleet's one-informer-per-resource-type manager, fed by a discovery loop.
 
 Azure/fleet's ``pkg/utils/informer`` InformerManager over a
-:class:`~kinformer.factory.DynamicSharedInformerFactory`. A caller (typically a loop over
-:meth:`~kinformer.discovery_client.CachedDiscoveryClient.server_resources`) tells it which resource
+:class:`~kinformer.DynamicSharedInformerFactory`. A caller (typically a loop over
+:meth:`~kinformer.CachedDiscoveryClient.server_resources`) tells it which resource
 types exist with :meth:`InformerManager.add_dynamic_resources`; the manager registers the
 caller's handler once per type, strips ``metadata.managedFields`` from what it caches, and
 reports which types are present, namespaced or synced. Unlike fleet (its issue #279), a type that
@@ -19,8 +19,8 @@ from types import TracebackType
 from typing import Any
 
 from kinformer import context, errors, factory, handlers
+from kinformer.cache.lister import GenericLister
 from kinformer.gvr import APIResourceMeta, GroupVersionKind, GroupVersionResource
-from kinformer.lister import GenericLister
 
 log = logging.getLogger(__name__)
 

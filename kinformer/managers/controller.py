@@ -1,11 +1,11 @@
 """Controller: worker threads drain a rate-limited work queue into a Reconciler (controller-runtime style).
 
 Informer event handlers turn objects into ``"namespace/name"`` keys
-(:class:`EnqueueRequestForObject`), the :class:`~kinformer.workqueue.RateLimitingQueue`
+(:class:`EnqueueRequestForObject`), the :class:`~kinformer.RateLimitingQueue`
 deduplicates them, and each worker runs client-go's canonical loop: reconcile the key; on success
-forget its backoff; on an exception retry it with backoff; on :class:`~kinformer.errors.TerminalError`
+forget its backoff; on an exception retry it with backoff; on :class:`~kinformer.TerminalError`
 log it and give up; on ``Result(requeue_after=...)`` look again after that delay. The
-:mod:`kinformer.controller_manager` starts and stops controllers as resources come and go.
+:mod:`kinformer.managers.controller_manager` starts and stops controllers as resources come and go.
 """
 
 from __future__ import annotations
@@ -16,7 +16,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from kinformer import _threads, context, errors, store
+from kinformer import _threads, context, errors
+from kinformer.cache import store
 from kinformer.workqueue import RateLimitingQueue
 
 log = logging.getLogger(__name__)
@@ -35,7 +36,7 @@ class Reconciler(Protocol):
     """Brings the world in line with the desired state of one object, named by its key.
 
     Called from a worker thread, never concurrently for the same key. Raise to be retried with
-    backoff; raise :class:`~kinformer.errors.TerminalError` to give up on the key.
+    backoff; raise :class:`~kinformer.TerminalError` to give up on the key.
     """
 
     def reconcile(self, key: str) -> Result | None: ...
@@ -48,7 +49,7 @@ class Controller:
     the queue down, lets each worker finish the reconcile it is in and joins them; keys still
     queued are not reconciled. ``enqueue`` is thread-safe and may be called before ``run``.
     A controller runs once: a second ``run`` raises
-    :class:`~kinformer.errors.AlreadyStartedError`.
+    :class:`~kinformer.AlreadyStartedError`.
 
         controller = Controller("mirror", MirrorReconciler(lister), workers=2)
         informer.add_event_handler(controller.event_handler())

@@ -46,19 +46,6 @@ def _parse_int64(text: str) -> int | None:
     return number if _INT64_MIN <= number <= _INT64_MAX else None
 
 
-class LabelSelectorError(errors.ConfigurationError):
-    """A label selector that does not parse, or a key or value Kubernetes would reject.
-
-    ``position`` is the index in ``selector`` where the trouble starts.
-    """
-
-    def __init__(self, selector: str, position: int, problem: str) -> None:
-        self.selector = selector
-        self.position = position
-        self.problem = problem
-        super().__init__(f"invalid label selector {selector!r} at position {position}: {problem}")
-
-
 def validate_label_key(key: str) -> str | None:
     """Return why ``key`` is not a valid label key (``[prefix/]name``), or None when it is."""
     prefix, slash, name = key.rpartition("/")
@@ -233,7 +220,7 @@ def selector_from_dict(match_labels: Mapping[str, str]) -> Selector:
     for key, value in match_labels.items():
         problem = validate_label_key(key) or validate_label_value(value)
         if problem:
-            raise LabelSelectorError(text, text.find(f"{key}={value}"), problem)
+            raise errors.LabelSelectorError(text, text.find(f"{key}={value}"), problem)
         reqs.append(Requirement(key, EQUALS, (value,)))
     return Selector(reqs)
 
@@ -241,7 +228,7 @@ def selector_from_dict(match_labels: Mapping[str, str]) -> Selector:
 def parse_selector(text: str) -> Selector:
     """Parse a label selector string; an empty or all-whitespace string selects everything.
 
-    Raises :class:`LabelSelectorError` naming the position of the first problem. Results are
+    Raises :class:`~kinformer.errors.LabelSelectorError` naming the position of the first problem. Results are
     cached by text (the selectors are immutable).
     """
     if not text or text.isspace():
@@ -267,8 +254,8 @@ class _Parser:
         self.tokens = self._lex(text)
         self.i = 0
 
-    def _error(self, position: int, problem: str) -> LabelSelectorError:
-        return LabelSelectorError(self.text, position, problem)
+    def _error(self, position: int, problem: str) -> errors.LabelSelectorError:
+        return errors.LabelSelectorError(self.text, position, problem)
 
     def _lex(self, text: str) -> list[tuple[str, str, int]]:
         tokens: list[tuple[str, str, int]] = []

@@ -20,7 +20,7 @@ from collections.abc import Callable, Iterable
 from typing import Any, NamedTuple
 
 from kinformer import errors
-from kinformer.store import (
+from kinformer.cache.store import (
     DeletedFinalStateUnknown,
     KeyFunc,
     KeyListerGetter,
@@ -79,7 +79,7 @@ class DeltaFIFO:
     keep it short (the informer only updates its cache and enqueues notifications there).
     ``has_synced`` turns True once everything from the first ``replace`` (or any earlier
     ``add``/``update``/``delete``) has been processed. After ``close``, ``pop`` drains what is
-    queued and then raises :class:`~kinformer.errors.FIFOClosedError`.
+    queued and then raises :class:`~kinformer.FIFOClosedError`.
     """
 
     def __init__(
@@ -280,7 +280,7 @@ class DeltaFIFO:
     def _wait_for_queued_locked(self, timeout: float | None) -> None:
         """With the lock held and the queue empty: wait until a key is queued.
 
-        Raises :class:`~kinformer.errors.FIFOClosedError` once closed and still empty,
+        Raises :class:`~kinformer.FIFOClosedError` once closed and still empty,
         ``TimeoutError`` after ``timeout`` seconds. Counts itself in ``_waiting`` so producers
         notify only while someone waits.
         """
@@ -304,7 +304,7 @@ class DeltaFIFO:
         """Take the oldest key's deltas, run ``process(deltas, is_in_initial_list)``, return them.
 
         Blocks while the queue is empty: raises ``TimeoutError`` after ``timeout`` seconds, or
-        :class:`~kinformer.errors.FIFOClosedError` once closed and drained. The item is removed
+        :class:`~kinformer.FIFOClosedError` once closed and drained. The item is removed
         before ``process`` runs (under the FIFO lock); an exception from ``process`` propagates
         and the item is dropped, not retried. ``has_synced`` turns True only after ``process``
         for the last item of the initial list has returned.
@@ -339,7 +339,7 @@ class DeltaFIFO:
         """Pop up to ``limit`` keys at once once synced: ``process(batch, is_in_initial_list)``.
 
         ``batch`` holds each key's deltas in queue order. Blocks like :meth:`pop` (``TimeoutError``
-        after ``timeout`` seconds, :class:`~kinformer.errors.FIFOClosedError` once closed and
+        after ``timeout`` seconds, :class:`~kinformer.FIFOClosedError` once closed and
         drained). Once the FIFO is synced it takes every queued key up to ``limit`` in one lock
         hold, with ``is_in_initial_list`` False: the same as that many :meth:`pop` calls. Before
         that it takes one key, exactly as :meth:`pop` does, so ``has_synced`` still turns True

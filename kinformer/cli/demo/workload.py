@@ -3,8 +3,8 @@
 The namespaces, ConfigMaps and Widgets (with their CustomResourceDefinition) the demo loads into
 its embedded :class:`~kinformer.testing.FakeAPIServer`; :class:`Options` of one run;
 :class:`Stats`, the counters every part of the demo adds to; and :class:`Churn`, which changes
-the objects server-side at a steady rate and injects watch faults. :mod:`kinformer._demo` runs
-it all; :mod:`kinformer._demo_display` shows it.
+the objects server-side at a steady rate and injects watch faults. :mod:`kinformer.cli.demo.app` runs
+it all; :mod:`kinformer.cli.demo.display` shows it.
 """
 
 from __future__ import annotations

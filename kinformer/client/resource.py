@@ -1,6 +1,6 @@
 """The HTTP ListerWatcher: list and watch requests through the official client's ApiClient.
 
-:meth:`kinformer.listwatch.ListWatch.for_resource` builds a :class:`~kinformer.listwatch.ListWatch`
+:meth:`~kinformer.ListWatch.for_resource` builds a :class:`~kinformer.ListWatch`
 over an :class:`HTTPResource`, which sends its GET requests through a
 ``kubernetes.client.ApiClient`` (so host, token and its refresh hook, TLS and proxy all come from
 the client's ``Configuration``), decodes the JSON itself (objects stay dicts) and checks what it
@@ -11,8 +11,8 @@ connection the client's pool hands to the request is noted (through the pool's
 cancelling ``ctx`` shuts its socket down, so the blocked read fails at once; that connection is
 then closed, never handed back to the pool open.
 :func:`transport_error` and :func:`api_client_of` are shared with the discovery client
-(:mod:`kinformer.discovery_client`) and the ``watch`` command. The value types and the
-:class:`~kinformer.listwatch.ListerWatcher` protocol live in :mod:`kinformer.listwatch`.
+(:mod:`kinformer.client.discovery`) and the ``watch`` command. The value types and the
+:class:`~kinformer.ListerWatcher` protocol live in :mod:`kinformer.client.listwatch`.
 """
 
 from __future__ import annotations
@@ -25,11 +25,12 @@ import threading
 from collections.abc import Callable, Iterator
 from typing import Any
 
-from kinformer import _json, errors, listwatch
+from kinformer import _json, errors
 from kinformer import context as _context
 from kinformer import gvr as _gvr
+from kinformer.client import listwatch
 
-log = logging.getLogger("kinformer.listwatch")  # the logger it had before the split: configs name it
+log = logging.getLogger("kinformer.client.listwatch")  # the logger it had before the split: configs name it
 
 _READ_CHUNK = 256 * 1024  # bytes per read of a watch stream; a read returns as soon as data arrives
 _EVENT_TYPES = listwatch.EVENT_TYPES
@@ -40,7 +41,7 @@ _new_event = tuple.__new__  # builds a WatchEvent without NamedTuple.__new__'s f
 def api_client_of(client: Any) -> Any:
     """The ``ApiClient`` behind ``client``: itself, or the one a DynamicClient or API object holds.
 
-    Raises :class:`~kinformer.errors.ConfigurationError` for anything else.
+    Raises :class:`~kinformer.ConfigurationError` for anything else.
     """
     from kubernetes.client import ApiClient
 
@@ -194,11 +195,11 @@ class HTTPResource:
     """List and watch of one resource collection through an ApiClient.
 
     Thread-safe: each call sends its own request. ``list`` reads the whole response and
-    returns a :class:`~kinformer.listwatch.ListResult`; ``watch`` returns an open
+    returns a :class:`~kinformer.ListResult`; ``watch`` returns an open
     :class:`HTTPWatch`. Both raise typed errors (HTTP statuses, transport failures, responses
     that do not decode to what Kubernetes sends). Both take an optional ``ctx``: cancelling it
     breaks off the request, even one the server has not answered yet, and the call raises
-    :class:`~kinformer.errors.TransportError`.
+    :class:`~kinformer.TransportError`.
     """
 
     def __init__(
@@ -237,7 +238,7 @@ class HTTPResource:
         """Send a GET; return the urllib3 response (body unread) or raise a typed error.
 
         With a ``scope``, cancelling it breaks the request off (it then raises
-        :class:`~kinformer.errors.TransportError`); the caller detaches the scope.
+        :class:`~kinformer.TransportError`); the caller detaches the scope.
         """
         import urllib3
 
@@ -407,9 +408,9 @@ class HTTPWatch:
     Iterate once, on one thread. ``close()`` is thread-safe and idempotent: it shuts the socket
     down so a blocked read wakes at once, and the iteration then ends quietly. A malformed line,
     an unknown event type or an object without a string ``metadata.name`` is logged and raised as
-    :class:`~kinformer.errors.DecodeError`; silence for longer than ``read_timeout`` raises
-    :class:`~kinformer.errors.TransportError`. ERROR events are yielded (see
-    :func:`~kinformer.listwatch.error_from_event`).
+    :class:`~kinformer.DecodeError`; silence for longer than ``read_timeout`` raises
+    :class:`~kinformer.TransportError`. ERROR events are yielded (see
+    :func:`~kinformer.client.listwatch.error_from_event`).
     """
 
     def __init__(self, response: Any, subject: str, read_timeout: float | None = None) -> None:

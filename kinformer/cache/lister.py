@@ -1,9 +1,9 @@
 """Listers: read-only, label-selecting views of an informer's cache for one resource type.
 
 client-go's ``GenericLister`` and ``GenericNamespaceLister`` (dynamic listers). They read the
-:class:`~kinformer.store.Indexer` of a :class:`~kinformer.informer.SharedIndexInformer` directly:
+:class:`~kinformer.Indexer` of a :class:`~kinformer.SharedIndexInformer` directly:
 no copies, no sync check (before sync the answers are partial, not errors). A missing object
-raises :class:`~kinformer.errors.NotFoundError` worded like the API server's answer.
+raises :class:`~kinformer.NotFoundError` worded like the API server's answer.
 """
 
 from __future__ import annotations
@@ -12,7 +12,8 @@ import logging
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from kinformer import errors, labels, store
+from kinformer import errors
+from kinformer.cache import labels, store
 from kinformer.gvr import GroupVersionResource
 
 log = logging.getLogger(__name__)

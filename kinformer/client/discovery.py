@@ -3,9 +3,9 @@
 :class:`CachedDiscoveryClient` reads the server's discovery documents (``/api``, ``/api/v1``,
 ``/apis``, ``/apis/<group>/<version>``) through the official ``ApiClient`` and caches the
 per-group-version lists in a ``cachetools.TTLCache``; one pass gives a :class:`DiscoveryResult`.
-Its users are :class:`~kinformer.discovery.DiscoveringDynamicSharedInformerFactory`, which runs
+Its users are :class:`~kinformer.DiscoveringDynamicSharedInformerFactory`, which runs
 one informer per served type, and callers feeding
-:meth:`~kinformer.manager.InformerManager.add_dynamic_resources` (fleet's discovery loop).
+:meth:`~kinformer.InformerManager.add_dynamic_resources` (fleet's discovery loop).
 """
 
 from __future__ import annotations
@@ -18,7 +18,8 @@ from typing import Any
 
 import cachetools
 
-from kinformer import _json, errors, http_listwatch
+from kinformer import _json, errors
+from kinformer.client import resource
 from kinformer.clock import REAL_CLOCK, Clock
 from kinformer.gvr import APIResourceMeta, GroupVersionKind, GroupVersionResource, split_group_version
 
@@ -63,7 +64,7 @@ class CachedDiscoveryClient:
     """
 
     def __init__(self, client: Any, ttl: float = DISCOVERY_CACHE_TTL, *, clock: Clock = REAL_CLOCK) -> None:
-        self._api = http_listwatch.api_client_of(client)
+        self._api = resource.api_client_of(client)
         self._lock = threading.Lock()  # guards _cache: cachetools caches are not thread-safe
         self._cache: cachetools.TTLCache[str, list[APIResourceMeta]] = cachetools.TTLCache(
             maxsize=512, ttl=ttl, timer=clock.now
@@ -77,7 +78,7 @@ class CachedDiscoveryClient:
     def server_group_versions(self) -> tuple[list[str], frozenset[str]]:
         """Every served group version (``"v1"``, ``"apps/v1"``, ...) and the preferred ones.
 
-        Raises :class:`~kinformer.errors.APIError` or ``TransportError`` when a list cannot be read.
+        Raises :class:`~kinformer.APIError` or ``TransportError`` when a list cannot be read.
         """
         versions: list[str] = []
         preferred: set[str] = set()
@@ -142,7 +143,7 @@ class CachedDiscoveryClient:
             rest = self._api.call_api(method, url, headers, body, post, _request_timeout=REQUEST_TIMEOUT)
             data = rest.read()
         except (urllib3.exceptions.HTTPError, OSError) as exc:
-            raise http_listwatch.transport_error(exc, path) from exc
+            raise resource.transport_error(exc, path) from exc
         if not 200 <= rest.status <= 299:
             raise errors.api_error_from_status(rest.status, data)
         try:

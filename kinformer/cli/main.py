@@ -9,13 +9,15 @@ machinery at work against one, ``watch`` is an informer-backed ``kubectl get -w`
 from __future__ import annotations
 
 import argparse
-import importlib
 import logging
 import sys
 from collections.abc import Sequence
 
-# Modules contributing a subcommand, in help order; a missing one is skipped.
-SUBCOMMAND_MODULES = ("kinformer._serve", "kinformer._demo", "kinformer._watch")
+from kinformer.cli import serve, watch
+from kinformer.cli.demo import app as demo
+
+# Modules contributing a subcommand, in help order.
+SUBCOMMANDS = (serve, demo, watch)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -24,13 +26,7 @@ def build_parser() -> argparse.ArgumentParser:
         prog="kinformer", description="client-go's informer machinery for Python, on threads.")
     parser.add_argument("-v", "--verbose", action="store_true", help="log debug messages")
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND")
-    for module_name in SUBCOMMAND_MODULES:
-        try:
-            module = importlib.import_module(module_name)
-        except ModuleNotFoundError as err:
-            if err.name == module_name:
-                continue
-            raise
+    for module in SUBCOMMANDS:
         module.add_parser(subparsers)
     return parser
 

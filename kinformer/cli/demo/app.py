@@ -10,8 +10,8 @@ second while the server now and then drops every watch and forgets its history, 
 reconnect and relist. A live display shows it all (redrawn in place on a terminal, one plain line
 a second otherwise); at the end the caches are checked against the server and a summary printed.
 This module is the command and the orchestration; the workload and churn live in
-:mod:`kinformer._demo_workload`, the handlers and example controllers in
-:mod:`kinformer._demo_controllers`, the display in :mod:`kinformer._demo_display`.
+:mod:`kinformer.cli.demo.workload`, the handlers and example controllers in
+:mod:`kinformer.cli.demo.controllers`, the display in :mod:`kinformer.cli.demo.display`.
 """
 
 from __future__ import annotations
@@ -26,17 +26,15 @@ from collections.abc import Callable
 from types import FrameType
 from typing import Any, TextIO
 
-from kinformer import _demo_controllers as controllers
-from kinformer import _demo_display as display
-from kinformer import _demo_workload as workload
 from kinformer import _threads, context, errors
-from kinformer.controller import Controller
-from kinformer.controller_manager import ControllerManager, ManagedController
-from kinformer.discovery import DiscoveringDynamicSharedInformerFactory
-from kinformer.discovery_client import CachedDiscoveryClient
+from kinformer.cli.demo import controllers, display, workload
+from kinformer.client.discovery import CachedDiscoveryClient
+from kinformer.client.resource import resource_path
 from kinformer.gvr import APIResourceMeta, GroupVersionResource
-from kinformer.http_listwatch import resource_path
-from kinformer.manager import InformerManager
+from kinformer.managers.controller import Controller
+from kinformer.managers.controller_manager import ControllerManager, ManagedController
+from kinformer.managers.discovering_factory import DiscoveringDynamicSharedInformerFactory
+from kinformer.managers.informer_manager import InformerManager
 from kinformer.testing.apiserver import FakeAPIServer
 
 log = logging.getLogger(__name__)

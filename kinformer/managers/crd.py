@@ -3,7 +3,7 @@
 :data:`CRD_GVR` is the CRD resource type; :func:`served_resources` says which resource types a
 set of CRDs makes the server serve (established, not being deleted, per served version); and
 :class:`CRDChangeHandler` is the informer handler that turns a CRD change into a callback. The
-user is :class:`~kinformer.discovery.DiscoveringDynamicSharedInformerFactory`, which watches CRDs
+user is :class:`~kinformer.DiscoveringDynamicSharedInformerFactory`, which watches CRDs
 to learn of new resource types within about a second instead of at its next discovery poll.
 """
 

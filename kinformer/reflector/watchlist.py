@@ -1,12 +1,12 @@
 """The reflector's WatchList: streaming the initial state through a watch instead of a list.
 
-With ``use_watch_list``, a :class:`~kinformer.reflector.Reflector` first opens a watch with
+With ``use_watch_list``, a :class:`~kinformer.Reflector` first opens a watch with
 ``sendInitialEvents=true``, collects the initial events until the bookmark annotated
 ``k8s.io/initial-events-end``, replaces the store with them and keeps reading the same watch
 (client-go's ``watchList``). An expired or too-new version retries at the current one; a refused
 connection or 429 backs off; anything else, or no end bookmark within the timeout, falls back to
-a list. :class:`WatchListSync` builds on :class:`~kinformer._reflector_watch.WatchLoop`;
-:mod:`kinformer.reflector` decides when to use it.
+a list. :class:`WatchListSync` builds on :class:`~kinformer.reflector.watch.WatchLoop`;
+:mod:`kinformer.reflector.reflector` decides when to use it.
 """
 
 from __future__ import annotations
@@ -14,11 +14,13 @@ from __future__ import annotations
 import threading
 from typing import Any
 
-from kinformer import _reflector_watch, _threads, errors, listwatch
+from kinformer import _threads, errors
 from kinformer import context as _context
-from kinformer import store as _store
+from kinformer.cache import store as _store
+from kinformer.client import listwatch
+from kinformer.reflector import watch as reflector_watch
 
-log = _reflector_watch.log  # one logger for all of the reflector's parts
+log = reflector_watch.log  # one logger for all of the reflector's parts
 
 INITIAL_EVENTS_TIMEOUT = 60.0  # WatchList: give up on the end bookmark and list instead
 INITIAL_EVENTS_WARN_EVERY = 10.0  # WatchList: how often to say we are still waiting
@@ -26,7 +28,7 @@ INITIAL_EVENTS_WARN_EVERY = 10.0  # WatchList: how often to say we are still wai
 
 def is_initial_events_end(obj: Any) -> bool:
     """Whether ``obj`` is the bookmark that ends a watch's initial events."""
-    metadata = _reflector_watch.object_metadata(obj)
+    metadata = reflector_watch.object_metadata(obj)
     if isinstance(metadata, dict):
         annotations = metadata.get("annotations")
     else:
@@ -36,13 +38,13 @@ def is_initial_events_end(obj: Any) -> bool:
     )
 
 
-class WatchListSync(_reflector_watch.WatchLoop):
+class WatchListSync(reflector_watch.WatchLoop):
     """The WatchList initial sync of a Reflector; runs on the reflector's run thread only."""
 
     _rv_unavailable: bool
     _initial_events_timeout: float
 
-    def _watch_list(self, ctx: _context.Context) -> _reflector_watch.OpenWatch | None:
+    def _watch_list(self, ctx: _context.Context) -> reflector_watch.OpenWatch | None:
         """Stream the initial state through a watch; the open watch, or None to list instead."""
         while not ctx.cancelled():
             rv = "" if self._rv_unavailable else self.last_sync_resource_version()
@@ -57,12 +59,12 @@ class WatchListSync(_reflector_watch.WatchLoop):
                 opened = self._open_watch(ctx, options)
             except Exception as exc:
                 if ctx.cancelled():
-                    raise _reflector_watch.StopRequested() from exc
+                    raise reflector_watch.StopRequested() from exc
                 self._record_error(exc)
-                if _reflector_watch.backs_off(exc):
+                if reflector_watch.backs_off(exc):
                     log.warning("reflector %s: watch-list start failed: %s; backing off", self.name, exc)
                     if self._backoff.wait(ctx):
-                        raise _reflector_watch.StopRequested() from exc
+                        raise reflector_watch.StopRequested() from exc
                     continue
                 if errors.is_expired(exc) or errors.is_too_large_resource_version(exc):
                     self._rv_unavailable = True
@@ -74,13 +76,13 @@ class WatchListSync(_reflector_watch.WatchLoop):
                 return opened
             opened.watch.close()
             if outcome == "stop":
-                raise _reflector_watch.StopRequested()
+                raise reflector_watch.StopRequested()
             if outcome == "retry":
                 continue
             return None
-        raise _reflector_watch.StopRequested()
+        raise reflector_watch.StopRequested()
 
-    def _initial_events(self, ctx: _context.Context, opened: _reflector_watch.OpenWatch) -> str:
+    def _initial_events(self, ctx: _context.Context, opened: reflector_watch.OpenWatch) -> str:
         """Collect initial events until the end bookmark: "synced", "retry", "fallback" or "stop"."""
         temp: dict[str, Any] = {}
         finished = threading.Event()
@@ -107,14 +109,14 @@ class WatchListSync(_reflector_watch.WatchLoop):
                     log.warning("reflector %s: watch-list error %s; listing instead", self.name, exc)
                     return "fallback"
                 obj = event.object
-                rv = _reflector_watch.resource_version_of(obj)
+                rv = reflector_watch.resource_version_of(obj)
                 if rv is None:
                     log.warning("reflector %s: event without metadata; skipped", self.name)
                     continue
                 if event.type not in ("ADDED", "MODIFIED", "DELETED", "BOOKMARK"):
                     log.warning("reflector %s: %s event of unknown type; skipped", self.name, event.type)
                     continue
-                if event.type != "BOOKMARK" and not _reflector_watch.has_name(obj):
+                if event.type != "BOOKMARK" and not reflector_watch.has_name(obj):
                     log.warning("reflector %s: %s event without a name; skipped", self.name, event.type)
                     continue
                 opened.events += 1
@@ -148,7 +150,7 @@ class WatchListSync(_reflector_watch.WatchLoop):
             self._record_error(error)
             log.warning("reflector %s: %s; listing instead", self.name, error)
             return "fallback"
-        if opened.events > 0 or self._clock.now() - opened.started >= _reflector_watch.VERY_SHORT_WATCH:
+        if opened.events > 0 or self._clock.now() - opened.started >= reflector_watch.VERY_SHORT_WATCH:
             log.warning("reflector %s: watch-list closed before its end bookmark; retrying", self.name)
             return "retry"
         log.warning("reflector %s: watch-list closed at once; listing instead", self.name)
@@ -163,7 +165,7 @@ class WatchListSync(_reflector_watch.WatchLoop):
     def _initial_events_timer(
         self,
         ctx: _context.Context,
-        opened: _reflector_watch.OpenWatch,
+        opened: reflector_watch.OpenWatch,
         finished: threading.Event,
         timed_out: threading.Event,
     ) -> None:

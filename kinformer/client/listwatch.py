@@ -1,11 +1,11 @@
 """List and watch: the ListerWatcher seam, its value types, and ListWatch.
 
-A :class:`ListerWatcher` is what a :class:`~kinformer.reflector.Reflector` pulls from:
+A :class:`ListerWatcher` is what a :class:`~kinformer.Reflector` pulls from:
 ``list(options) -> ListResult`` and ``watch(options) -> Watch``. :class:`ListWatch` builds one
 from two callables; :meth:`ListWatch.for_resource` builds the HTTP one, whose transport (requests
 through a ``kubernetes.client.ApiClient``, streaming, line splitting, decoding checks) lives in
-:mod:`kinformer.http_listwatch`; :class:`~kinformer.http_listwatch.HTTPWatch` and
-:func:`~kinformer.http_listwatch.resource_path` stay importable from here. :class:`ChannelWatch`
+:mod:`kinformer.client.resource`; :class:`~kinformer.client.resource.HTTPWatch` and
+:func:`~kinformer.client.resource.resource_path` stay importable from here. :class:`ChannelWatch`
 is a watch fed by hand, like client-go's ``watch.FakeWatcher``, for scripted ListerWatchers.
 """
 
@@ -23,9 +23,9 @@ from kinformer import errors
 from kinformer import gvr as _gvr
 
 if TYPE_CHECKING:  # at run time, __getattr__ below imports them on first use (no import cycle)
-    from kinformer.http_listwatch import HTTPResource as HTTPResource
-    from kinformer.http_listwatch import HTTPWatch as HTTPWatch
-    from kinformer.http_listwatch import resource_path as resource_path
+    from kinformer.client.resource import HTTPResource as HTTPResource
+    from kinformer.client.resource import HTTPWatch as HTTPWatch
+    from kinformer.client.resource import resource_path as resource_path
 
 EVENT_TYPES = frozenset({"ADDED", "MODIFIED", "DELETED", "BOOKMARK", "ERROR"})
 DEFAULT_READ_TIMEOUT = 60.0  # seconds of silence that mark a watch dead; above the bookmark interval
@@ -116,7 +116,7 @@ class ListerWatcher(Protocol):
     """What a Reflector lists and watches from.
 
     A ``list`` or ``watch`` marked with :func:`takes_context` also accepts a keyword ``ctx``
-    (a :class:`~kinformer.context.Context`): cancelling it breaks off that request, even one
+    (a :class:`~kinformer.Context`): cancelling it breaks off that request, even one
     still waiting for the server's answer. The Reflector passes its stop context to such
     methods (see :func:`list_with_context`); unmarked methods are called with the options alone.
     """
@@ -303,7 +303,7 @@ class ListWatch:
         ``client`` is a ``kubernetes.client.ApiClient``, a ``kubernetes.dynamic.DynamicClient``
         or an API object holding an ``api_client``. ``namespace=""`` means all namespaces.
         ``read_timeout``: seconds without a byte after which a watch counts as dead (raises
-        :class:`~kinformer.errors.TransportError`, and the reflector re-establishes it); keep it
+        :class:`~kinformer.TransportError`, and the reflector re-establishes it); keep it
         above the server's bookmark interval. ``tweak_list_options`` may change the options of
         every request in place (or return new ones), like client-go's factory option.
 
@@ -312,10 +312,10 @@ class ListWatch:
             api = kubernetes.config.new_client_from_config()
             lw = ListWatch.for_resource(api, GroupVersionResource("", "v1", "configmaps"))
         """
-        from kinformer import http_listwatch  # the transport imports this module
+        from kinformer.client import resource as http  # the transport imports this module
 
-        resource = http_listwatch.HTTPResource(
-            http_listwatch.api_client_of(client),
+        resource = http.HTTPResource(
+            http.api_client_of(client),
             gvr,
             namespace,
             label_selector,
@@ -330,9 +330,9 @@ class ListWatch:
 def __getattr__(name: str) -> Any:
     """The HTTP transport's public names, importable from here as before the split."""
     if name in _HTTP_NAMES:
-        from kinformer import http_listwatch
+        from kinformer.client import resource as http
 
-        return getattr(http_listwatch, name)
+        return getattr(http, name)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 

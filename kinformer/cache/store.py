@@ -2,7 +2,7 @@
 
 client-go ``tools/cache`` store.go and index.go. Key functions turn an object into its
 ``"namespace/name"`` key; :class:`Indexer` puts one in front of a
-:class:`~kinformer.thread_safe_store.ThreadSafeStore`. The reflector writes through the
+:class:`~kinformer.ThreadSafeStore`. The reflector writes through the
 :class:`Store` protocol, listers read through :class:`IndexedStore`, and ``DeltaFIFO`` asks its
 ``known_objects`` (:class:`KeyListerGetter`) what the cache holds. Objects are decoded JSON dicts
 or the official client's model objects (``obj.metadata.name``).
@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from typing import Any, Protocol, runtime_checkable
 
 from kinformer import errors
-from kinformer.thread_safe_store import IndexedMap, Indexers, IndexFunc
+from kinformer.cache.thread_safe_store import IndexedMap, Indexers, IndexFunc
 
 __all__ = [
     "NAMESPACE_INDEX",
@@ -26,7 +26,6 @@ __all__ = [
     "IndexedStore",
     "Indexer",
     "Indexers",
-    "InvalidKeyError",
     "KeyFunc",
     "KeyListerGetter",
     "ObjectName",
@@ -65,10 +64,6 @@ class DeletedFinalStateUnknown:
     obj: Any
 
 
-class InvalidKeyError(errors.KinformerError, ValueError):
-    """A store key that is neither ``"name"`` nor ``"namespace/name"``."""
-
-
 def _no_meta(obj: Any) -> errors.KeyFuncError:
     return errors.KeyFuncError(f"object has no meta: {type(obj).__name__} {obj!r:.200}")
 
@@ -92,7 +87,7 @@ def meta_namespace_key_func(obj: Any) -> str:
     """``"namespace/name"``, or ``"name"`` for a cluster-scoped object.
 
     An :class:`ExplicitKey` is returned verbatim; an object without metadata raises
-    :class:`~kinformer.errors.KeyFuncError` (``object has no meta: ...``).
+    :class:`~kinformer.KeyFuncError` (``object has no meta: ...``).
     """
     try:  # the common case, decoded JSON, without a type check
         meta = obj["metadata"]
@@ -118,7 +113,7 @@ def deletion_handling_meta_namespace_key_func(obj: Any) -> str:
 def split_meta_namespace_key(key: str) -> tuple[str, str]:
     """``"ns/name"`` -> ``("ns", "name")``; ``"name"`` -> ``("", "name")``.
 
-    Raises :class:`InvalidKeyError` (a ValueError) for more than one ``/``. Names are not
+    Raises :class:`~kinformer.errors.InvalidKeyError` (a ValueError) for more than one ``/``. Names are not
     validated: ``""`` gives ``("", "")`` and ``"ns/"`` gives ``("ns", "")``.
     """
     parts = key.split("/")
@@ -126,7 +121,7 @@ def split_meta_namespace_key(key: str) -> tuple[str, str]:
         return "", key
     if len(parts) == 2:
         return parts[0], parts[1]
-    raise InvalidKeyError(f'unexpected key format: "{key}"')
+    raise errors.InvalidKeyError(f'unexpected key format: "{key}"')
 
 
 @dataclass(frozen=True, slots=True)
@@ -206,11 +201,11 @@ class Indexer(IndexedMap):
 
     Every method is atomic and safe from any thread; reads see one consistent snapshot. Returned
     objects are the cached ones, not copies: treat them as read-only. A key-function failure
-    raises :class:`~kinformer.errors.KeyFuncError` and leaves the cache unchanged; an unknown
-    index name raises :class:`~kinformer.errors.IndexerError` (a KeyError), except in
+    raises :class:`~kinformer.KeyFuncError` and leaves the cache unchanged; an unknown
+    index name raises :class:`~kinformer.IndexerError` (a KeyError), except in
     :meth:`list_index_func_values`, which returns []. Index functions run outside the lock
     (``add_indexers`` excepted); the read methods are shared with
-    :class:`~kinformer.thread_safe_store.ThreadSafeStore`.
+    :class:`~kinformer.ThreadSafeStore`.
     """
 
     __slots__ = ()
@@ -221,7 +216,7 @@ class Indexer(IndexedMap):
         super().__init__(indexers, key_func)
 
     def key_of(self, obj: Any) -> str:
-        """``obj``'s key under the key function; raises :class:`~kinformer.errors.KeyFuncError`."""
+        """``obj``'s key under the key function; raises :class:`~kinformer.KeyFuncError`."""
         try:
             return self._key_func(obj)
         except Exception as exc:

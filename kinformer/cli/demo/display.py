@@ -1,6 +1,6 @@
 """How ``kinformer demo`` shows a run: the live status and the final summary.
 
-:class:`Display` draws a frame of a :class:`~kinformer._demo.Demo` (redrawn in place on a
+:class:`Display` draws a frame of a :class:`~kinformer.cli.demo.app.Demo` (redrawn in place on a
 terminal, one plain line per frame otherwise); :class:`WarningCollector` keeps log warnings for
 the display instead of printing over it; :func:`summary` prints what the run did and whether the
 caches ended equal to the server.
@@ -14,10 +14,10 @@ import shutil
 import time
 from typing import TYPE_CHECKING, TextIO
 
-from kinformer import _demo_workload as workload
+from kinformer.cli.demo import workload
 
 if TYPE_CHECKING:
-    from kinformer._demo import Demo
+    from kinformer.cli.demo.app import Demo
 
 RATE_WINDOW = 0.5  # seconds: events/s is recomputed over at least this long
 

@@ -1,12 +1,12 @@
 """The reflector's watching: opening watches, applying their events, deciding what comes next.
 
-:class:`WatchLoop` is the part of :class:`~kinformer.reflector.Reflector` that watches from the
+:class:`WatchLoop` is the part of :class:`~kinformer.Reflector` that watches from the
 last resourceVersion seen (randomized timeouts, bookmarks), applies each event to the store in
 order, propagates resourceVersions, and after each watch decides, by client-go's rules, to watch
 again, back off, or return so the reflector relists. It also holds what the reflector's parts
 share: the internal stop signal, the record of an open watch and the readers of an object's
-metadata. :mod:`kinformer._watchlist` builds the WatchList initial sync on it, and
-:mod:`kinformer.reflector` adds listing, the run loop and resync.
+metadata. :mod:`kinformer.reflector.watchlist` builds the WatchList initial sync on it, and
+:mod:`kinformer.reflector.reflector` adds listing, the run loop and resync.
 """
 
 from __future__ import annotations
@@ -19,9 +19,10 @@ from typing import Any
 from kinformer import backoff as _backoff
 from kinformer import clock as _clock
 from kinformer import context as _context
-from kinformer import errors, listwatch
+from kinformer import errors
+from kinformer.client import listwatch
 
-log = logging.getLogger("kinformer.reflector")  # one logger for all of the reflector's parts
+log = logging.getLogger("kinformer.reflector.reflector")  # one logger for all of the reflector's parts
 
 MIN_WATCH_TIMEOUT = 300.0  # watches time out server-side after [min, 2*min) seconds
 VERY_SHORT_WATCH = 1.0  # a watch closing sooner than this with no events means trouble
@@ -92,7 +93,7 @@ class OpenWatch:
 class WatchLoop:
     """The watch side of a Reflector; runs on the reflector's run thread only.
 
-    The attributes below are set by :class:`~kinformer.reflector.Reflector`, which also gives
+    The attributes below are set by :class:`~kinformer.Reflector`, which also gives
     the methods this part calls but does not define.
     """
 

@@ -25,7 +25,9 @@ from dataclasses import dataclass
 from types import FrameType
 from typing import Any, TextIO
 
-from kinformer import _json, _threads, context, errors, http_listwatch, labels, listwatch
+from kinformer import _json, _threads, context, errors
+from kinformer.cache import labels
+from kinformer.client import listwatch, resource
 from kinformer.gvr import GroupVersionResource, split_group_version
 from kinformer.informer import SharedIndexInformer
 
@@ -142,7 +144,7 @@ def _run(args: argparse.Namespace, stop: threading.Event, out: TextIO,
          on_broken_pipe: Callable[[], None]) -> int:
     try:
         selector = labels.parse_selector(args.selector)
-    except labels.LabelSelectorError as err:
+    except errors.LabelSelectorError as err:
         raise CommandError(EXIT_USAGE, str(err)) from None
     if args.timeout <= 0:
         raise CommandError(EXIT_USAGE, "--timeout must be positive")
@@ -435,7 +437,7 @@ def _get(api: Any, path: str, where: str) -> dict[str, Any]:
         response = api.call_api(method, url, headers, body, post, _request_timeout=REQUEST_TIMEOUT)
         data = response.read()
     except (urllib3.exceptions.HTTPError, OSError) as exc:
-        raise _command_error(http_listwatch.transport_error(exc, path), where, "discovery") from None
+        raise _command_error(resource.transport_error(exc, path), where, "discovery") from None
     if not 200 <= response.status <= 299:
         raise _command_error(errors.api_error_from_status(response.status, data), where, f"discovery {path}")
     try:

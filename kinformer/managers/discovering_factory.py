@@ -2,10 +2,10 @@
 
 :class:`DiscoveringDynamicSharedInformerFactory` is kcp's ddsif: its worker thread
 (``kinformer-ddsif``) reads discovery through a
-:class:`~kinformer.discovery_client.CachedDiscoveryClient`, keeps one
-:class:`~kinformer.informer.SharedIndexInformer` per served resource type that its filter accepts,
+:class:`~kinformer.CachedDiscoveryClient`, keeps one
+:class:`~kinformer.SharedIndexInformer` per served resource type that its filter accepts,
 each under its own child :class:`~kinformer.Context`, and tells subscribers (the
-:class:`~kinformer.controller_manager.ControllerManager`) when the set changed. It learns of
+:class:`~kinformer.ControllerManager`) when the set changed. It learns of
 CustomResourceDefinition changes within about a second by watching CRDs where the server serves
 them, and polls discovery every ``poll_interval`` seconds in any case. :class:`GVREventHandler`
 hears of object changes of every type it runs. The discovery client and its result are
@@ -22,16 +22,15 @@ import threading
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any, Protocol, runtime_checkable
 
-from kinformer import _threads, context, crd, discovery_client, errors, informer, listwatch, store
+from kinformer import _threads, context, errors, informer
+from kinformer.cache import store
+from kinformer.client import discovery as client_discovery
+from kinformer.client import listwatch
 from kinformer.clock import REAL_CLOCK, Clock
-from kinformer.controller_manager import InformerSource
-from kinformer.crd import CRD_GVR as CRD_GVR
-from kinformer.discovery_client import DISCOVERY_CACHE_TTL as DISCOVERY_CACHE_TTL
-from kinformer.discovery_client import REQUEST_TIMEOUT as REQUEST_TIMEOUT
-from kinformer.discovery_client import CachedDiscoveryClient as CachedDiscoveryClient
-from kinformer.discovery_client import DiscoveryResult as DiscoveryResult
 from kinformer.factory import GenericInformer, gvr_subject
 from kinformer.gvr import APIResourceMeta, GroupVersionResource
+from kinformer.managers import crd
+from kinformer.managers.controller_manager import InformerSource
 
 log = logging.getLogger(__name__)
 
@@ -127,9 +126,9 @@ class DiscoveringDynamicSharedInformerFactory:
     ``start(ctx)`` does not block: it runs :meth:`run` on a thread named ``kinformer-ddsif``.
     ``run(ctx)`` blocks until ``ctx`` is cancelled (or :meth:`stop`), then stops every informer
     and returns after joining their threads; it runs once (a second start raises
-    :class:`~kinformer.errors.AlreadyStartedError`).
+    :class:`~kinformer.AlreadyStartedError`).
 
-    A pass reads discovery (:class:`CachedDiscoveryClient`), starts an informer, under its own
+    A pass reads discovery (:class:`~kinformer.CachedDiscoveryClient`), starts an informer, under its own
     child context, for each accepted type that has none, and stops (cancel, then join) and
     forgets the informer of each type no longer served. A type whose group version failed
     discovery keeps its informer. When anything changed, after the stopped informers were
@@ -158,7 +157,7 @@ class DiscoveringDynamicSharedInformerFactory:
         clock: Clock = REAL_CLOCK,
         indexers: Mapping[str, informer.IndexFunc] | None = None,
         watch_crds: bool = True,
-        discovery: discovery_client.CachedDiscoveryClient | None = None,
+        discovery: client_discovery.CachedDiscoveryClient | None = None,
     ) -> None:
         self._client = client
         self._filter = filter_func or (lambda gvr: True)
@@ -168,7 +167,7 @@ class DiscoveringDynamicSharedInformerFactory:
         self._indexers = {k: v for k, v in (indexers or {}).items() if k != store.NAMESPACE_INDEX}
         self._indexers[store.NAMESPACE_INDEX] = store.meta_namespace_index_func
         self._watch_crds = watch_crds
-        self._discovery = discovery or discovery_client.CachedDiscoveryClient(client, clock=clock)
+        self._discovery = discovery or client_discovery.CachedDiscoveryClient(client, clock=clock)
         self._lock = threading.Lock()  # guards _entries, _served, _subscribers, _ctx, _started, _finished
         self._entries: dict[GroupVersionResource, _Entry] = {}
         self._served: dict[GroupVersionResource, APIResourceMeta] = {}
@@ -302,7 +301,7 @@ class DiscoveringDynamicSharedInformerFactory:
 
     # -- the pass -------------------------------------------------------------------------------
 
-    def _update_informers(self, ctx: context.Context) -> discovery_client.DiscoveryResult | None:
+    def _update_informers(self, ctx: context.Context) -> client_discovery.DiscoveryResult | None:
         """One pass (KD-7); returns the discovery result, or None when discovery failed."""
         try:
             result = self._discovery.server_resources()
@@ -378,7 +377,7 @@ class DiscoveringDynamicSharedInformerFactory:
 
     # -- CRD watch ------------------------------------------------------------------------------
 
-    def _ensure_crd_watch(self, ctx: context.Context, result: discovery_client.DiscoveryResult) -> None:
+    def _ensure_crd_watch(self, ctx: context.Context, result: client_discovery.DiscoveryResult) -> None:
         if not self._watch_crds or self._crd_entry is not None or crd.CRD_GVR not in result.resources:
             return
         shared = informer.SharedIndexInformer(
@@ -401,7 +400,7 @@ class DiscoveringDynamicSharedInformerFactory:
         self._discovery.invalidate()
         self._wake.set()
 
-    def _lagging(self, result: discovery_client.DiscoveryResult) -> bool:
+    def _lagging(self, result: client_discovery.DiscoveryResult) -> bool:
         """Whether discovery still disagrees with the watched CRDs (a real server lags ~1 s)."""
         crds = self._crd_entry
         if crds is None:

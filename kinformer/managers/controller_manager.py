@@ -1,11 +1,11 @@
 """ControllerManager: starts and stops controllers as the resources they need come and go (kcp syncer).
 
 An :class:`InformerSource` (in practice a
-:class:`~kinformer.discovery.DiscoveringDynamicSharedInformerFactory`) says which resources have
+:class:`~kinformer.DiscoveringDynamicSharedInformerFactory`) says which resources have
 an informer and whether it synced, and notifies subscribers through a capacity-1 queue whenever
 that set changes. The manager turns each notification into one coalesced ``"resync"`` key on a
-:class:`~kinformer.workqueue.RateLimitingQueue` and reconciles: a :class:`ManagedController`
-runs, on its own thread under its own child :class:`~kinformer.context.Context`, exactly while
+:class:`~kinformer.RateLimitingQueue` and reconciles: a :class:`ManagedController`
+runs, on its own thread under its own child :class:`~kinformer.Context`, exactly while
 every resource it requires has a synced informer. Unlike kcp it reconciles once at start, and it
 joins the controllers it stops.
 """
@@ -88,7 +88,7 @@ class ControllerManager:
     its thread joined, and a fresh instance is created when they return. A failed reconcile or
     ``create`` is logged and retried with backoff. On cancel every controller is stopped and
     joined before ``start`` returns. ``running_controllers`` is thread-safe. A manager starts
-    once (:class:`~kinformer.errors.AlreadyStartedError`).
+    once (:class:`~kinformer.AlreadyStartedError`).
 
     Example::
 
