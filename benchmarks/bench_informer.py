@@ -38,7 +38,7 @@ import urllib3
 from _cluster import CONFIGMAPS, PODS, ServerProcess, path, stop_official
 from bench_watch import kinformer_delivery, raw_stream_rate
 
-from kinformer import _json
+from kinformer import _gc, _json
 from kinformer.cache.store import NAMESPACE_INDEX, meta_namespace_index_func
 from kinformer.client.listwatch import ListWatch
 from kinformer.gvr import GroupVersionResource
@@ -82,7 +82,7 @@ def run_floor(server: ServerProcess, kind: str, namespace: str, n: int) -> float
         "GET", f"{server.url}{path(kind, namespace)}?resourceVersion=0", preload_content=True
     )
     data = response.data
-    with _json.gc_paused():
+    with _gc.paused():
         body = _json.loads(data)
         # stop the clock before the collector comes back: its first sweep over the decoded
         # objects is not part of the floor (kinformer freezes them instead)

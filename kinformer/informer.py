@@ -15,7 +15,7 @@ import threading
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from kinformer import _json, _threads, context, errors, processor
+from kinformer import _gc, _threads, context, errors, processor
 from kinformer.cache import delta_fifo, store
 from kinformer.clock import REAL_CLOCK, Clock
 from kinformer.handlers import ResourceEventHandler, wait_for_cache_sync
@@ -77,7 +77,7 @@ class _InformerFIFO(delta_fifo.DeltaFIFO):
     would walk the growing cache again and again. ``replace`` pauses it (unless the FIFO is
     closed) and the informer's delta loop calls :meth:`end_gc_pause` once ``has_synced``, after
     freezing the synced cache out of the collector's reach (``gc.freeze``; not while a stopped
-    informer is alive, see :mod:`kinformer._json`). Every path ends the pause: a failed
+    informer is alive, see :mod:`kinformer._gc`). Every path ends the pause: a failed
     replace, an empty list, stop (the delta loop and ``run`` both end it).
 
     A first list that finds nothing queued and nothing cached skips the queue: ``first_list``
@@ -98,7 +98,7 @@ class _InformerFIFO(delta_fifo.DeltaFIFO):
             hold = not self._gc_used and not self.is_closed()
             if hold:
                 self._gc_used = True
-                _json.pause_gc()
+                _gc.pause()
                 self.gc_held = True
         try:
             objs = objs if isinstance(objs, list) else list(objs)
@@ -152,8 +152,8 @@ class _InformerFIFO(delta_fifo.DeltaFIFO):
                 return
             self.gc_held = False
             if freeze:
-                _json.freeze_gc()
-            _json.resume_gc()
+                _gc.freeze()
+            _gc.resume()
 
 
 class SharedIndexInformer:
@@ -249,7 +249,7 @@ class SharedIndexInformer:
             inner.cancel()
             _threads.join_all(threads, JOIN_TIMEOUT)
             fifo.end_gc_pause(freeze=False)
-            _json.informer_stopped(self)  # no longer frozen: reclaimed once dropped
+            _gc.informer_stopped(self)  # no longer frozen: reclaimed once dropped
             self._processor.stop(processor.LISTENER_JOIN_TIMEOUT)
             with self._start_lock:
                 self._stopped = True

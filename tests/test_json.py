@@ -7,7 +7,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from kinformer import _json
+from kinformer import _gc, _json
 
 
 @pytest.fixture(params=["orjson", "stdlib"])
@@ -37,16 +37,16 @@ def test_dumps_round_trips_unicode(backend: str) -> None:
 
 def test_gc_paused_disables_the_collector_and_restores_it() -> None:
     assert gc.isenabled()
-    with _json.gc_paused():
+    with _gc.paused():
         assert not gc.isenabled()
-        with _json.gc_paused():
+        with _gc.paused():
             assert not gc.isenabled()
         assert not gc.isenabled()
     assert gc.isenabled()
 
 
 def test_gc_paused_restores_the_collector_when_the_block_raises() -> None:
-    with pytest.raises(RuntimeError), _json.gc_paused():
+    with pytest.raises(RuntimeError), _gc.paused():
         raise RuntimeError("boom")
     assert gc.isenabled()
 
@@ -54,7 +54,7 @@ def test_gc_paused_restores_the_collector_when_the_block_raises() -> None:
 def test_gc_paused_leaves_a_disabled_collector_disabled() -> None:
     gc.disable()
     try:
-        with _json.gc_paused():
+        with _gc.paused():
             pass
         assert not gc.isenabled()
     finally:

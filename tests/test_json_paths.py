@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from kinformer import _json
+from kinformer import _gc, _json
 from kinformer.client.listwatch import ChannelWatch, ListOptions, ListResult, ListWatch
 from kinformer.handlers import wait_for_cache_sync
 from kinformer.informer import SharedIndexInformer
@@ -63,21 +63,21 @@ def run_in_thread(informer: SharedIndexInformer, stop: threading.Event) -> threa
 
 
 def test_pauses_from_two_threads_nest_and_the_last_resume_restores_the_collector() -> None:
-    _json.pause_gc()
-    other = threading.Thread(target=_json.pause_gc)
+    _gc.pause()
+    other = threading.Thread(target=_gc.pause)
     other.start()
     other.join()
-    _json.resume_gc()
+    _gc.resume()
     assert not gc.isenabled()
-    _json.resume_gc()
+    _gc.resume()
     assert gc.isenabled()
 
 
 def test_a_resume_without_a_pause_changes_nothing() -> None:
-    _json.resume_gc()
+    _gc.resume()
     assert gc.isenabled()
     gc.disable()
-    _json.resume_gc()
+    _gc.resume()
     assert not gc.isenabled()
 
 
@@ -281,7 +281,7 @@ def test_the_list_request_runs_with_the_collector_on_and_its_first_decode_pauses
     def list_func(options: ListOptions) -> ListResult:
         in_request.set()
         answer.wait(TIMEOUT)
-        with _json.gc_paused():  # what the HTTP lister does around its decode
+        with _gc.paused():  # what the HTTP lister does around its decode
             body = _json.loads(b'{"items": [{"metadata": {"namespace": "ns", "name": "a"}}]}')
         seen["after the decode"] = gc.isenabled()
         return ListResult(body["items"], "10")
@@ -309,20 +309,20 @@ def test_the_list_request_runs_with_the_collector_on_and_its_first_decode_pauses
 
 
 def test_a_held_pause_nests_and_a_block_without_a_pause_changes_nothing() -> None:
-    with _json.gc_pause_held():
+    with _gc.hold_first_pause():
         assert gc.isenabled()
     assert gc.isenabled()
-    with _json.gc_pause_held():
-        with _json.gc_paused():
-            with _json.gc_pause_held():  # an inner block holds its own first pause
-                with _json.gc_paused():
+    with _gc.hold_first_pause():
+        with _gc.paused():
+            with _gc.hold_first_pause():  # an inner block holds its own first pause
+                with _gc.paused():
                     pass
                 assert not gc.isenabled()
             assert not gc.isenabled()
         assert not gc.isenabled()  # held until the outer block ends
     assert gc.isenabled()
-    with pytest.raises(RuntimeError), _json.gc_pause_held():
-        _json.pause_gc()
-        _json.resume_gc()
+    with pytest.raises(RuntimeError), _gc.hold_first_pause():
+        _gc.pause()
+        _gc.resume()
         raise RuntimeError("boom")
     assert gc.isenabled()

@@ -25,7 +25,7 @@ import threading
 from collections.abc import Callable, Iterator
 from typing import Any
 
-from kinformer import _json, errors
+from kinformer import _gc, _json, errors
 from kinformer import context as _context
 from kinformer import gvr as _gvr
 from kinformer.client import listwatch
@@ -303,7 +303,7 @@ class HTTPResource:
         finally:
             if handle is not None:
                 handle.remove()
-        with _json.gc_paused():
+        with _gc.paused():
             try:
                 body = _json.loads(data)
             except ValueError as exc:

@@ -25,7 +25,7 @@ import threading
 from collections.abc import Callable
 from typing import Any
 
-from kinformer import _json, _threads, errors
+from kinformer import _gc, _threads, errors
 from kinformer import backoff as _backoff
 from kinformer import clock as _clock
 from kinformer import context as _context
@@ -283,7 +283,7 @@ class Reflector(watchlist.WatchListSync):
         # no collection from the list's first decode until the list is queued: a big list
         # allocates millions of objects and frees none, and the collector would walk them
         # repeatedly; the request itself, waiting on the network, runs with the collector on
-        with _json.gc_pause_held():
+        with _gc.hold_first_pause():
             self._list_and_replace(ctx, rv)
 
     def _list_and_replace(self, ctx: _context.Context, rv: str) -> None:

@@ -1,0 +1,151 @@
+"""The process's cyclic-collector policy around big caches: the one owner of ``gc`` state.
+
+A big first list allocates millions of objects and frees none, and the collector, walking the
+growing cache again and again, not the parser, sets the decode floor. So the list path pauses it
+(:func:`paused` around a decode, :func:`hold_first_pause` around a whole list so the pause
+lasts until the list is applied), and a synced informer's cache is frozen (:func:`freeze`) so
+that later collections do not walk it again.
+
+A frozen object that is part of a reference cycle is never collected, and a stopped informer is
+such a cycle holding its whole cache: so an informer that stops reports it
+(:func:`informer_stopped`), which gives everything kinformer froze back to the collector, and no
+freeze happens while a stopped informer is still alive, since it would keep it for good. The
+first pause after a stop starts with one full collection, before the list's objects exist, so a
+stopped informer that was already dropped does not hold the next freeze back.
+
+Pauses nest across threads and always restore the collector's earlier state, even on errors.
+Callers: the HTTP decoder (``client/``), the reflector's list, and the informer's first list.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import gc
+import threading
+import weakref
+from collections.abc import Iterator
+from typing import Any
+
+
+class _HeldBlock:
+    """One :func:`hold_first_pause` block: whether its first pause is being held."""
+
+    __slots__ = ("holding",)
+
+    def __init__(self) -> None:
+        self.holding = False
+
+
+_lock = threading.Lock()  # guards the collector's state below, and its enabled state while paused
+_depth = 0
+_was_enabled = False
+_frozen = False  # gc.freeze() called here since the last gc.unfreeze()
+_collect_first = False  # an informer stopped: the next outermost pause begins with a collection
+_stopped_informers: weakref.WeakSet[Any] = weakref.WeakSet()  # stopped and not yet reclaimed
+_held = threading.local()  # .block: the innermost hold_first_pause block on this thread, if any
+
+
+
+def pause() -> None:
+    """Disable the cyclic collector until the matching :func:`resume`; re-entrant, thread-safe.
+
+    Pauses nest across threads: the collector comes back only when the last pause is resumed,
+    and only if it was enabled when the first began. Every call must be paired with exactly
+    one :func:`resume`, on every path (use ``try``/``finally``, or :func:`paused`).
+    """
+    global _depth, _was_enabled, _collect_first
+    block: _HeldBlock | None = getattr(_held, "block", None)
+    pauses = 1
+    if block is not None and not block.holding:  # the first pause in a held block: hold one more
+        block.holding = True
+        pauses = 2
+    with _lock:
+        collect = _depth == 0 and _collect_first and len(_stopped_informers) > 0
+        if collect:
+            _collect_first = False
+    if collect:  # outside the lock: a finalizer may run in it
+        gc.collect()
+    with _lock:
+        if _depth == 0:
+            _was_enabled = gc.isenabled()
+            gc.disable()
+        _depth += pauses
+
+
+def resume() -> None:
+    """End one :func:`pause`; the last one restores the collector's earlier state."""
+    global _depth
+    with _lock:
+        if _depth == 0:
+            return
+        _depth -= 1
+        if _depth == 0 and _was_enabled:
+            gc.enable()
+
+
+def freeze() -> bool:
+    """Move every object tracked now to the collector's permanent generation (``gc.freeze``).
+
+    Called once a cache is synced: later collections no longer walk it, so their cost stays
+    that of the young objects. Frozen objects are still freed by reference counting; cyclic
+    garbage that exists at this moment stays until :func:`informer_stopped` unfreezes it. Does
+    nothing (False) while a stopped informer is alive: frozen, it could never be reclaimed.
+    """
+    global _frozen
+    with _lock:
+        if len(_stopped_informers):
+            return False
+        gc.freeze()
+        _frozen = True
+    return True
+
+
+def informer_stopped(informer: object) -> None:
+    """Give what :func:`freeze` froze back to the collector: ``informer`` has stopped.
+
+    A stopped informer and its cache become garbage once its owner drops it, but they are a
+    reference cycle that the collector never looks at while frozen. Until ``informer`` is
+    reclaimed, :func:`freeze` refuses; the next outermost :func:`pause` collects first.
+    """
+    global _frozen, _collect_first
+    with _lock:
+        _stopped_informers.add(informer)
+        _collect_first = True
+        if _frozen:
+            gc.unfreeze()
+            _frozen = False
+
+
+@contextlib.contextmanager
+def hold_first_pause() -> Iterator[None]:
+    """Keep the first pause begun on this thread inside the block until the block ends.
+
+    The reflector wraps a list in it: the request and the download, which may wait on the
+    network for as long as the read timeout, run with the collector on; the lister's first
+    pause (around its decode) then lasts until the list is queued, so no collection walks the
+    decoded objects in between. A lister that never pauses leaves the collector alone.
+    """
+    outer = getattr(_held, "block", None)
+    block = _HeldBlock()
+    _held.block = block
+    try:
+        yield
+    finally:
+        _held.block = outer
+        if block.holding:
+            resume()
+
+
+@contextlib.contextmanager
+def paused() -> Iterator[None]:
+    """Disable the cyclic garbage collector inside the block; restore its previous state after.
+
+    Thread-safe and re-entrant: when blocks overlap (several threads decoding at once), the
+    collector is re-enabled only when the last one exits, and only if it was enabled before the
+    first one entered. The state is restored even when the block raises.
+    """
+    pause()
+    try:
+        yield
+    finally:
+        resume()
