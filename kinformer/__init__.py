@@ -84,18 +84,14 @@ from kinformer.handlers import (
 )
 from kinformer.informer import ResourceEventHandlerRegistration, SharedIndexInformer
 from kinformer.managers.controller import Controller, EnqueueRequestForObject, Reconciler, Result
-from kinformer.managers.controller_manager import (
-    CONTROLLER_NAME_PREFIX,
-    ControllerManager,
-    InformerSource,
-    ManagedController,
-)
+from kinformer.managers.controller_manager import CONTROLLER_NAME_PREFIX, ControllerManager, ManagedController
 from kinformer.managers.discovering_factory import (
     DiscoveringDynamicSharedInformerFactory,
     GVREventHandler,
     GVREventHandlerFuncs,
 )
 from kinformer.managers.informer_manager import InformerManager, strip_managed_fields
+from kinformer.managers.source import InformerSource
 from kinformer.reflector import Reflector
 from kinformer.workqueue import (
     BucketRateLimiter,

@@ -19,10 +19,10 @@ from kinformer.managers.controller import Controller, Result
 from kinformer.managers.controller_manager import (
     CONTROLLER_NAME_PREFIX,
     ControllerManager,
-    InformerSource,
     ManagedController,
     StartFunc,
 )
+from kinformer.managers.source import InformerSource
 from kinformer.testing.clock import FakeClock
 from kinformer.testing.waiting import wait_for
 

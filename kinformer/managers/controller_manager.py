@@ -1,13 +1,16 @@
-"""ControllerManager: starts and stops controllers as the resources they need come and go (kcp syncer).
+"""ControllerManager: starts and stops controllers as the resources they need come and go.
 
-An :class:`InformerSource` (in practice a
-:class:`~kinformer.DiscoveringDynamicSharedInformerFactory`) says which resources have
-an informer and whether it synced, and notifies subscribers through a capacity-1 queue whenever
+kcp's syncer ``controllermanager`` (``pkg/syncer/controllermanager``). The manager follows an
+:class:`~kinformer.InformerSource` (``managers/source.py``; in practice the one a
+:class:`~kinformer.DiscoveringDynamicSharedInformerFactory` offers, though this module imports
+neither the factory nor anything that runs informers), which says which resources have an
+informer and whether it synced, and notifies subscribers through a capacity-1 queue whenever
 that set changes. The manager turns each notification into one coalesced ``"resync"`` key on a
-:class:`~kinformer.RateLimitingQueue` and reconciles: a :class:`ManagedController`
-runs, on its own thread under its own child :class:`~kinformer.Context`, exactly while
-every resource it requires has a synced informer. Unlike kcp it reconciles once at start, and it
-joins the controllers it stops.
+:class:`~kinformer.RateLimitingQueue` (``workqueue/``) and reconciles: a
+:class:`ManagedController` runs, on its own thread under its own child
+:class:`~kinformer.Context`, exactly while every resource it requires has a synced informer;
+what it runs is usually a :class:`~kinformer.Controller` (``managers/controller.py``). Unlike kcp
+it reconciles once at start, and it joins the controllers it stops.
 """
 
 from __future__ import annotations
@@ -17,13 +20,14 @@ import logging
 import queue
 import threading
 import time
-from collections.abc import Callable, Collection, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass
 from typing import Any
 
 from kinformer import _threads, context, errors
 from kinformer import clock as clock_module
 from kinformer.gvr import GroupVersionResource
+from kinformer.managers import source
 from kinformer.workqueue import RateLimitingQueue
 
 log = logging.getLogger(__name__)
@@ -32,22 +36,6 @@ CONTROLLER_NAME_PREFIX = "syncer-controller-manager-"
 RESYNC_KEY = "resync"  # the one key on the manager's queue: notifications coalesce into it
 RESYNC_INTERVAL = 1.0  # seconds between looks while a required informer is served but not synced
 STOP_TIMEOUT = 10.0  # seconds to wait for a stopped controller's thread before warning about it
-
-
-@dataclass(frozen=True, slots=True)
-class InformerSource:
-    """Where a :class:`ControllerManager` learns which resources have (synced) informers.
-
-    ``subscribe(id)`` returns a ``queue.Queue`` of capacity 1 that receives a notification
-    (any value, put without blocking, dropped while one is pending) whenever the set of
-    informers changes. ``informers()`` returns ``(synced, not_synced)``: the informers that
-    have synced by resource, and the resources whose informer has not synced yet. The optional
-    ``unsubscribe(id)`` is called when the subscriber stops.
-    """
-
-    subscribe: Callable[[str], queue.Queue[Any]]
-    informers: Callable[[], tuple[Mapping[GroupVersionResource, Any], Sequence[GroupVersionResource]]]
-    unsubscribe: Callable[[str], object] | None = None
 
 
 StartFunc = Callable[[context.Context], None]
@@ -100,7 +88,7 @@ class ControllerManager:
     def __init__(
         self,
         suffix: str,
-        informer_source: InformerSource,
+        informer_source: source.InformerSource,
         controllers: Mapping[str, ManagedController],
         clock: clock_module.Clock = clock_module.REAL_CLOCK,
         stop_timeout: float = STOP_TIMEOUT,

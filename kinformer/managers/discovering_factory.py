@@ -29,8 +29,7 @@ from kinformer.client import listwatch
 from kinformer.clock import REAL_CLOCK, Clock
 from kinformer.factory import GenericInformer, gvr_subject
 from kinformer.gvr import APIResourceMeta, GroupVersionResource
-from kinformer.managers import crd
-from kinformer.managers.controller_manager import InformerSource
+from kinformer.managers import crd, source
 
 log = logging.getLogger(__name__)
 
@@ -467,9 +466,9 @@ class DiscoveringDynamicSharedInformerFactory:
         with self._lock:
             self._subscribers.pop(id, None)
 
-    def informer_source(self) -> InformerSource:
-        """This factory as a ControllerManager's source: ``subscribe`` and ``informers``."""
-        return InformerSource(self.subscribe, self.informers, self.unsubscribe)
+    def informer_source(self) -> source.InformerSource:
+        """This factory as a ControllerManager's source: ``subscribe``, ``informers``, ``unsubscribe``."""
+        return source.InformerSource(self.subscribe, self.informers, self.unsubscribe)
 
     def add_event_handler(self, handler: GVREventHandler) -> None:
         """Hear of every object change of every type, as ``(gvr, obj...)`` (KD-3, KD-4).
