@@ -1,11 +1,14 @@
 """DynamicSharedInformerFactory: one shared informer per resource type, started and stopped together.
 
 client-go's ``dynamicinformer.DynamicSharedInformerFactory``. ``for_resource(gvr)`` gets or creates
-a :class:`~kinformer.SharedIndexInformer` over ``ListWatch.for_resource`` with a
-namespace index; ``start`` runs each new one on its own thread (``kinformer-informer-<gvr>``).
-Each informer runs under its own child :class:`~kinformer.Context`, so, unlike client-go
-(kubernetes#79610), one informer can be stopped and dropped with :meth:`stop_informer` when its
-resource type goes away; the InformerManager (``manager.py``) relies on this.
+a :class:`~kinformer.SharedIndexInformer` (``informer.py``) over ``ListWatch.for_resource``
+(``client/``) with a namespace index; ``start`` runs each new one on its own thread
+(``kinformer-informer-<gvr>``). Each informer runs under its own child
+:class:`~kinformer.Context`, so, unlike client-go (kubernetes#79610), one informer can be stopped
+and dropped with :meth:`~DynamicSharedInformerFactory.stop_informer` when its resource type goes
+away. The keeping of informers is :class:`InformerRegistry`, which the discovering factory
+(``managers/discovering_factory.py``) uses as well; fleet's InformerManager
+(``managers/informer_manager.py``) composes the factory itself.
 """
 
 from __future__ import annotations
@@ -13,8 +16,8 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from collections.abc import Callable
-from dataclasses import dataclass, field
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
 from typing import Any
 
 from kinformer import _threads, context, handlers, informer
@@ -52,12 +55,125 @@ class GenericInformer:
         return f"<GenericInformer {self._gvr}>"
 
 
-@dataclass
-class _Entry:
+@dataclass(slots=True)
+class InformerEntry:
+    """One resource type's informer and, once started, the context and thread it runs under.
+
+    Not locked itself: it belongs to the :class:`InformerRegistry` that holds it until
+    :meth:`InformerRegistry.detach` hands it over, and from then on to whoever stops it.
+    """
+
     generic: GenericInformer
     ctx: context.Context | None = None
     thread: threading.Thread | None = None
-    started: bool = field(default=False)
+
+    @property
+    def started(self) -> bool:
+        return self.ctx is not None
+
+    def start(self, parent: context.Context, role: str, subject: str) -> None:
+        """Run the informer on thread ``kinformer-<role>-<subject>`` under a child of ``parent``."""
+        self.ctx = parent.child(f"{role}-{subject}")
+        self.thread = _threads.spawn(
+            self.generic.informer().run, _threads.thread_name(role, subject), self.ctx
+        )
+
+
+def stop_all(entries: Iterable[InformerEntry], timeout: float = SHUTDOWN_TIMEOUT) -> None:
+    """Cancel every started one of ``entries``, then join their threads within ``timeout`` overall.
+
+    Blocks; cancelling all first lets them stop in parallel. Must not be called from a handler of
+    one of those informers.
+    """
+    entries = list(entries)
+    for entry in entries:
+        if entry.ctx is not None:
+            entry.ctx.cancel()
+    _threads.join_all([e.thread for e in entries if e.thread is not None], timeout)
+
+
+class InformerRegistry:
+    """The informers of one factory, one per resource type, each started under its own child context.
+
+    The part both factories share: :class:`DynamicSharedInformerFactory` and the
+    :class:`~kinformer.DiscoveringDynamicSharedInformerFactory` decide when to start and stop,
+    the registry keeps the informers. :meth:`for_resource` creates one on first use with
+    ``new_informer``; :meth:`start` runs the informers not started yet, each on thread
+    ``kinformer-<role>-<gvr>``; :meth:`detach` forgets informers and hands them back, to be
+    stopped with :func:`stop_all`, so a caller can forget under its own lock and join outside it.
+    A detached type gets a fresh informer from the next :meth:`for_resource`.
+
+    Thread-safe. ``new_informer`` runs under the registry's lock, so it must not call back into
+    the registry; no other code runs under it (spawning a thread runs none).
+    """
+
+    __slots__ = ("_entries", "_lock", "_new_informer", "_role")
+
+    def __init__(self, new_informer: Callable[[GroupVersionResource], GenericInformer], role: str) -> None:
+        self._new_informer = new_informer
+        self._role = role
+        self._lock = threading.Lock()  # guards _entries; an entry's ctx and thread are set under it
+        self._entries: dict[GroupVersionResource, InformerEntry] = {}
+
+    def for_resource(self, gvr: GroupVersionResource) -> GenericInformer:
+        """The informer for ``gvr``, created (not started) on first use."""
+        with self._lock:
+            return self._get_or_create(gvr).generic
+
+    def start(self, parent: context.Context, gvrs: Iterable[GroupVersionResource] | None = None) -> None:
+        """Start, under children of ``parent``, the informers of ``gvrs`` (created if missing) or,
+        when ``gvrs`` is None, every informer, that were not started yet. Does not block."""
+        with self._lock:
+            if gvrs is None:
+                pending = [(g, e) for g, e in self._entries.items() if not e.started]
+            else:
+                pending = [(g, self._get_or_create(g)) for g in gvrs]
+            for gvr, entry in pending:
+                if not entry.started:
+                    entry.start(parent, self._role, gvr_subject(gvr))
+
+    def has_pending(self) -> bool:
+        """Whether some informer was created and not started yet."""
+        with self._lock:
+            return any(not e.started for e in self._entries.values())
+
+    def started(self) -> dict[GroupVersionResource, informer.SharedIndexInformer]:
+        """The started informers by resource type (stopped ones are kept until detached)."""
+        with self._lock:
+            return {gvr: e.generic.informer() for gvr, e in self._entries.items() if e.started}
+
+    def resources(self) -> list[GroupVersionResource]:
+        """Every resource type with an informer, started or not."""
+        with self._lock:
+            return list(self._entries)
+
+    def threads(self) -> list[threading.Thread]:
+        """The threads of the started informers."""
+        with self._lock:
+            return [e.thread for e in self._entries.values() if e.thread is not None]
+
+    def detach(self, gvrs: Iterable[GroupVersionResource] | None = None) -> list[InformerEntry]:
+        """Forget the informers of ``gvrs`` (all when None) and return them, running or not.
+
+        Stops nothing: pass the result to :func:`stop_all`. Unknown types are skipped.
+        """
+        with self._lock:
+            if gvrs is None:
+                entries = list(self._entries.values())
+                self._entries.clear()
+                return entries
+            return [e for e in (self._entries.pop(g, None) for g in gvrs) if e is not None]
+
+    def _get_or_create(self, gvr: GroupVersionResource) -> InformerEntry:
+        """Called with the lock held."""
+        entry = self._entries.get(gvr)
+        if entry is None:
+            entry = InformerEntry(self._new_informer(gvr))
+            self._entries[gvr] = entry
+        return entry
+
+    def __len__(self) -> int:
+        return len(self._entries)
 
 
 class DynamicSharedInformerFactory:
@@ -85,37 +201,21 @@ class DynamicSharedInformerFactory:
         self._default_resync = default_resync
         self._namespace = namespace
         self._tweak_list_options = tweak_list_options
-        self._lock = threading.Lock()  # guards _entries, _shutting_down
-        self._entries: dict[GroupVersionResource, _Entry] = {}
+        self._informers = InformerRegistry(self._new_informer, "informer")
+        self._lock = threading.Lock()  # guards _shutting_down; one start at a time, none after shutdown
         self._root = context.Context("factory")  # cancelled by shutdown(); parent of every start
         self._shutting_down = False
 
     def for_resource(self, gvr: GroupVersionResource) -> GenericInformer:
         """The informer for ``gvr``, created (not started) on first use."""
-        with self._lock:
-            entry = self._entries.get(gvr)
-            if entry is None:
-                entry = _Entry(self._new_informer(gvr))
-                self._entries[gvr] = entry
-            return entry.generic
+        return self._informers.for_resource(gvr)
 
     def start(self, stop: context.StopSignal) -> None:
         """Start every informer not started yet; they run until ``stop`` fires. Does not block."""
         with self._lock:
-            if self._shutting_down:
+            if self._shutting_down or not self._informers.has_pending():
                 return
-            pending = [(gvr, e) for gvr, e in self._entries.items() if not e.started]
-            if not pending:
-                return
-            start_ctx = self._start_context(stop)
-            for gvr, entry in pending:
-                entry.ctx = start_ctx.child(f"informer-{gvr_subject(gvr)}")
-                entry.thread = _threads.spawn(
-                    entry.generic.informer().run,
-                    _threads.thread_name("informer", gvr_subject(gvr)),
-                    entry.ctx,
-                )
-                entry.started = True
+            self._informers.start(self._start_context(stop))
 
     def wait_for_cache_sync(
         self, stop: context.StopSignal | None = None, timeout: float | None = None
@@ -125,8 +225,7 @@ class DynamicSharedInformerFactory:
         Returns when all synced, ``stop`` fired or ``timeout`` (real seconds, over all
         informers) passed. Informers not started yet are left out.
         """
-        with self._lock:
-            started = {gvr: e.generic.informer() for gvr, e in self._entries.items() if e.started}
+        started = self._informers.started()
         deadline = None if timeout is None else time.monotonic() + timeout
         result: dict[GroupVersionResource, bool] = {}
         for gvr, inf in started.items():
@@ -140,15 +239,9 @@ class DynamicSharedInformerFactory:
         A later :meth:`for_resource` creates a fresh informer, started by the next :meth:`start`.
         Must not be called from one of that informer's own handlers.
         """
-        with self._lock:
-            entry = self._entries.pop(gvr, None)
-        if entry is None:
-            return False
-        if entry.ctx is not None:
-            entry.ctx.cancel()
-        if entry.thread is not None:
-            _threads.join_all([entry.thread], timeout)
-        return True
+        entries = self._informers.detach([gvr])
+        stop_all(entries, timeout)
+        return bool(entries)
 
     def shutdown(self, timeout: float = SHUTDOWN_TIMEOUT) -> None:
         """Stop every informer and wait for their threads; later starts do nothing.
@@ -158,7 +251,7 @@ class DynamicSharedInformerFactory:
         """
         with self._lock:
             self._shutting_down = True
-            threads = [e.thread for e in self._entries.values() if e.thread is not None]
+            threads = self._informers.threads()
         self._root.cancel()
         _threads.join_all(threads, timeout)
 
@@ -192,4 +285,4 @@ class DynamicSharedInformerFactory:
         return GenericInformer(shared, gvr)
 
     def __repr__(self) -> str:
-        return f"<DynamicSharedInformerFactory informers={len(self._entries)}>"
+        return f"<DynamicSharedInformerFactory informers={len(self._informers)}>"

@@ -1,33 +1,33 @@
 """The discovering informer factory: one informer per served resource type, as types come and go.
 
-:class:`DiscoveringDynamicSharedInformerFactory` is kcp's ddsif: its worker thread
-(``kinformer-ddsif``) reads discovery through a
-:class:`~kinformer.CachedDiscoveryClient`, keeps one
-:class:`~kinformer.SharedIndexInformer` per served resource type that its filter accepts,
-each under its own child :class:`~kinformer.Context`, and tells subscribers (the
-:class:`~kinformer.ControllerManager`) when the set changed. It learns of
+:class:`DiscoveringDynamicSharedInformerFactory` is kcp's ddsif
+(``pkg/informer.DiscoveringDynamicSharedInformerFactory``). Its worker thread (``kinformer-ddsif``)
+reads discovery through a :class:`~kinformer.CachedDiscoveryClient` (``client/discovery.py``) and
+keeps one :class:`~kinformer.SharedIndexInformer` per served resource type that its filter
+accepts, each under its own child :class:`~kinformer.Context`, in the plain factory's
+:class:`~kinformer.factory.InformerRegistry` (``factory.py``). It learns of
 CustomResourceDefinition changes within about a second by watching CRDs where the server serves
-them, and polls discovery every ``poll_interval`` seconds in any case. :class:`GVREventHandler`
-hears of object changes of every type it runs. The discovery client and its result are
-re-exported here, where they lived first.
+them (``managers/crd.py``), and polls discovery every ``poll_interval`` seconds in any case.
+Subscribers hear when the set of informers changed; ``informer_source()`` offers that as an
+:class:`~kinformer.InformerSource` (``managers/source.py``), which is how a
+:class:`~kinformer.ControllerManager` follows the factory without either importing the other.
+:class:`GVREventHandler` hears of object changes of every type it runs.
 """
 
 from __future__ import annotations
 
 import contextlib
-import dataclasses
 import logging
 import queue
 import threading
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any, Protocol, runtime_checkable
 
-from kinformer import _threads, context, errors, informer
+from kinformer import _threads, context, errors, factory, informer, meta
 from kinformer.cache import store
 from kinformer.client import discovery as client_discovery
 from kinformer.client import listwatch
 from kinformer.clock import REAL_CLOCK, Clock
-from kinformer.factory import GenericInformer, gvr_subject
 from kinformer.gvr import APIResourceMeta, GroupVersionResource
 from kinformer.managers import crd, source
 
@@ -104,21 +104,6 @@ class _FanOut:
         self._each(lambda h: h.on_delete(self._gvr, obj))
 
 
-@dataclasses.dataclass
-class _Entry:
-    generic: GenericInformer
-    ctx: context.Context | None = None
-    thread: threading.Thread | None = None
-
-    def stop(self) -> None:
-        if self.ctx is not None:
-            self.ctx.cancel()
-
-    def join(self) -> None:
-        if self.thread is not None:
-            _threads.join_all([self.thread], JOIN_TIMEOUT)
-
-
 class DiscoveringDynamicSharedInformerFactory:
     """kcp's ddsif: one informer per served resource type the filter accepts, as types come and go.
 
@@ -167,8 +152,11 @@ class DiscoveringDynamicSharedInformerFactory:
         self._indexers[store.NAMESPACE_INDEX] = store.meta_namespace_index_func
         self._watch_crds = watch_crds
         self._discovery = discovery or client_discovery.CachedDiscoveryClient(client, clock=clock)
-        self._lock = threading.Lock()  # guards _entries, _served, _subscribers, _ctx, _started, _finished
-        self._entries: dict[GroupVersionResource, _Entry] = {}
+        # guards _served, _subscribers, _ctx, _started, _finished, and makes each change to
+        # _informers one step with them: a running informer's type is in _served, none starts
+        # once _finished
+        self._lock = threading.Lock()
+        self._informers = factory.InformerRegistry(self._new_informer, "ddsif-informer")
         self._served: dict[GroupVersionResource, APIResourceMeta] = {}
         self._subscribers: dict[str, queue.Queue[None]] = {}
         self._handlers: tuple[GVREventHandler, ...] = ()  # copy-on-write; read without the lock
@@ -178,7 +166,7 @@ class DiscoveringDynamicSharedInformerFactory:
         self._done = threading.Event()  # set once the worker has stopped every informer
         self._wake = threading.Event()  # set by a CRD change or by cancellation
         self._ready = threading.Event()  # set after the first successful pass
-        self._crd_entry: _Entry | None = None
+        self._crd_entry: factory.InformerEntry | None = None
         self._crd_names: set[str] = set()  # "<plural>.<group>" of every CRD seen; the worker's only
 
     # -- lifecycle ------------------------------------------------------------------------------
@@ -285,49 +273,44 @@ class DiscoveringDynamicSharedInformerFactory:
     def _shutdown(self) -> None:
         with self._lock:
             self._finished = True
-            entries = list(self._entries.values())
-            self._entries.clear()
+            entries = self._informers.detach()
             self._served = {}
-            crd, self._crd_entry = self._crd_entry, None
+            crds, self._crd_entry = self._crd_entry, None
         had_informers = bool(entries)
-        if crd is not None:
-            entries.append(crd)
-        for entry in entries:
-            entry.stop()
-        _threads.join_all([e.thread for e in entries if e.thread is not None], JOIN_TIMEOUT)
+        if crds is not None:
+            entries.append(crds)
+        factory.stop_all(entries, JOIN_TIMEOUT)
         if had_informers:
             self._notify()  # subscribers see that nothing runs any more
 
     # -- the pass -------------------------------------------------------------------------------
 
     def _update_informers(self, ctx: context.Context) -> client_discovery.DiscoveryResult | None:
-        """One pass (KD-7); returns the discovery result, or None when discovery failed."""
+        """One pass: start the informers of newly served types, stop those of types gone.
+
+        Returns the discovery result, or None when discovery failed (nothing changes then).
+        """
         try:
             result = self._discovery.server_resources()
         except Exception as exc:
             log.warning("discovery failed, keeping the current informers: %s", exc)
             return None
-        latest = {gvr: meta for gvr, meta in result.resources.items() if self._accepts(gvr)}
-        removed: list[_Entry] = []
+        latest = {gvr: found for gvr, found in result.resources.items() if self._accepts(gvr)}
         with self._lock:
-            for gvr, meta in self._served.items():  # a failed group version keeps its informers
+            for gvr, known in self._served.items():  # a failed group version keeps its informers
                 if gvr.group_version in result.failed:
-                    latest.setdefault(gvr, meta)
+                    latest.setdefault(gvr, known)
             self._served = latest
             if self._finished or ctx.cancelled():
                 return result
-            to_add = [g for g in latest if g not in self._entries or self._entries[g].ctx is None]
-            to_remove = [g for g in self._entries if g not in latest]
+            running = self._informers.started()
+            to_add = [g for g in latest if g not in running]
+            to_remove = [g for g in self._informers.resources() if g not in latest]
             if not to_add and not to_remove:
                 return result
-            for gvr in to_add:
-                self._start_entry(gvr, self._get_or_create(gvr), ctx)
-            for gvr in to_remove:
-                removed.append(self._entries.pop(gvr))
-        for entry in removed:
-            entry.stop()
-        for entry in removed:
-            entry.join()
+            self._informers.start(ctx, to_add)
+            removed = self._informers.detach(to_remove)
+        factory.stop_all(removed, JOIN_TIMEOUT)  # stopped and joined before subscribers hear
         log.info("ddsif informers started=%s stopped=%s", _names(to_add), _names(to_remove))
         self._notify()
         return result
@@ -339,33 +322,17 @@ class DiscoveringDynamicSharedInformerFactory:
             log.exception("ddsif filter failed on %s; leaving it out", gvr)
             return False
 
-    def _get_or_create(self, gvr: GroupVersionResource) -> _Entry:
-        """Called with the lock held."""
-        entry = self._entries.get(gvr)
-        if entry is None:
-            entry = _Entry(self._new_informer(gvr))
-            self._entries[gvr] = entry
-        return entry
-
-    def _new_informer(self, gvr: GroupVersionResource) -> GenericInformer:
+    def _new_informer(self, gvr: GroupVersionResource) -> factory.GenericInformer:
+        """A fresh informer for ``gvr`` with the GVR handlers' fan-out; run under the registry's lock."""
         shared = informer.SharedIndexInformer(
             listwatch.ListWatch.for_resource(self._client, gvr),
             {},
             self._resync,
             self._indexers,
-            name=gvr_subject(gvr),
+            name=factory.gvr_subject(gvr),
         )
         shared.add_event_handler(_FanOut(self, gvr))
-        return GenericInformer(shared, gvr)
-
-    def _start_entry(self, gvr: GroupVersionResource, entry: _Entry, ctx: context.Context) -> None:
-        """Called with the lock held; spawning a thread runs no user code."""
-        entry.ctx = ctx.child(f"ddsif-{gvr_subject(gvr)}")
-        entry.thread = _threads.spawn(
-            entry.generic.informer().run,
-            _threads.thread_name("ddsif-informer", gvr_subject(gvr)),
-            entry.ctx,
-        )
+        return factory.GenericInformer(shared, gvr)
 
     def _notify(self) -> None:
         with self._lock:
@@ -383,19 +350,18 @@ class DiscoveringDynamicSharedInformerFactory:
             listwatch.ListWatch.for_resource(self._client, crd.CRD_GVR), name="ddsif-crds"
         )
         shared.add_event_handler(crd.CRDChangeHandler(self._crd_changed))
-        entry = _Entry(GenericInformer(shared, crd.CRD_GVR))
+        entry = factory.InformerEntry(factory.GenericInformer(shared, crd.CRD_GVR))
         with self._lock:
             if self._finished:
                 return
-            entry.ctx = ctx.child("ddsif-crds")
-            entry.thread = _threads.spawn(shared.run, _threads.thread_name("ddsif", "crds"), entry.ctx)
+            entry.start(ctx, "ddsif", "crds")
             self._crd_entry = entry
         log.info("ddsif watching CustomResourceDefinitions")
 
     def _crd_changed(self, obj: Any) -> None:
-        name = (obj.get("metadata") or {}).get("name") if isinstance(obj, dict) else None
+        name = meta.name(obj)
         if name:
-            self._crd_names.add(str(name))
+            self._crd_names.add(name)
         self._discovery.invalidate()
         self._wake.set()
 
@@ -412,27 +378,24 @@ class DiscoveringDynamicSharedInformerFactory:
 
     # -- the kcp surface ------------------------------------------------------------------------
 
-    def for_resource(self, gvr: GroupVersionResource) -> GenericInformer:
-        """The informer for ``gvr``, created on first use (KD-3).
+    def for_resource(self, gvr: GroupVersionResource) -> factory.GenericInformer:
+        """The informer for ``gvr``, created on first use.
 
         While the factory runs and ``gvr`` is served and accepted, a new informer starts at
-        once; otherwise it waits, and a pass forgets it if ``gvr`` is not served then (KD-8).
+        once; otherwise it waits, and a pass forgets it if ``gvr`` is not served then.
         """
         with self._lock:
-            entry = self._entries.get(gvr)
-            if entry is None:
-                entry = self._get_or_create(gvr)
-                ctx = self._ctx
-                if ctx is not None and not self._finished and not ctx.cancelled() and gvr in self._served:
-                    self._start_entry(gvr, entry, ctx)
-            return entry.generic
+            generic = self._informers.for_resource(gvr)
+            ctx = self._ctx
+            if ctx is not None and not self._finished and not ctx.cancelled() and gvr in self._served:
+                self._informers.start(ctx, [gvr])  # a no-op when it runs already
+            return generic
 
     def informers(
         self,
     ) -> tuple[dict[GroupVersionResource, informer.SharedIndexInformer], list[GroupVersionResource]]:
-        """``(synced, not_synced)``: the running informers split by ``has_synced()`` (KD-9)."""
-        with self._lock:
-            running = {gvr: e.generic.informer() for gvr, e in self._entries.items() if e.ctx is not None}
+        """``(synced, not_synced)``: the running informers split by ``has_synced()``."""
+        running = self._informers.started()
         synced: dict[GroupVersionResource, informer.SharedIndexInformer] = {}
         not_synced: list[GroupVersionResource] = []
         for gvr, inf in running.items():
@@ -448,7 +411,7 @@ class DiscoveringDynamicSharedInformerFactory:
             return dict(self._served)
 
     def subscribe(self, id: str) -> queue.Queue[None]:
-        """A capacity-1 queue that gets an item after every change (KD-10).
+        """A capacity-1 queue that gets an item after every change to the running informers.
 
         Notifications coalesce: while one is pending, more are dropped. Subscribing an id again
         replaces its queue (with a warning); the old queue gets nothing more.
@@ -471,7 +434,7 @@ class DiscoveringDynamicSharedInformerFactory:
         return source.InformerSource(self.subscribe, self.informers, self.unsubscribe)
 
     def add_event_handler(self, handler: GVREventHandler) -> None:
-        """Hear of every object change of every type, as ``(gvr, obj...)`` (KD-3, KD-4).
+        """Hear of every object change of every type, as ``(gvr, obj...)``.
 
         The handler sees only events after this call (no replay), on the informers' handler
         threads: calls for different types may run at once.
@@ -480,8 +443,8 @@ class DiscoveringDynamicSharedInformerFactory:
             self._handlers = (*self._handlers, handler)
 
     def __repr__(self) -> str:
-        return f"<DiscoveringDynamicSharedInformerFactory informers={len(self._entries)}>"
+        return f"<DiscoveringDynamicSharedInformerFactory informers={len(self._informers)}>"
 
 
 def _names(gvrs: Iterable[GroupVersionResource]) -> str:
-    return ",".join(sorted(gvr_subject(g) for g in gvrs)) or "-"
+    return ",".join(sorted(factory.gvr_subject(g) for g in gvrs)) or "-"
