@@ -1,4 +1,8 @@
-"""Suite-wide fixtures: no test may leave a ``kinformer-*`` thread running."""
+"""Suite-wide fixtures: no test may leave a ``kinformer-*`` thread running.
+
+Loading this file puts ``tests/`` on ``sys.path`` (pytest's default "prepend" import mode), so
+every test file, here or in ``with_apiserver/``, can ``import helpers``.
+"""
 
 from __future__ import annotations
 
@@ -8,6 +12,8 @@ from collections.abc import Iterator
 import pytest
 
 from kinformer import _threads
+
+pytest.register_assert_rewrite("helpers")  # before any test file imports it
 
 LEAK_GRACE = 3.0  # seconds a stopped component may take to let its threads finish
 

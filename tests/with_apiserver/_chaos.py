@@ -20,6 +20,7 @@ from collections.abc import Callable
 from typing import Any
 
 import urllib3
+from helpers import crd
 from kubernetes import client as k8s
 
 from kinformer.cache.store import (
@@ -107,21 +108,6 @@ VIEWS = (
     View("widgets", WIDGETS),
     View("red-or-green-configmaps-in-chaos", CONFIGMAPS, "chaos", ("red", "green")),
 )
-
-
-def widget_crd() -> dict[str, Any]:
-    return {
-        "apiVersion": "apiextensions.k8s.io/v1",
-        "kind": "CustomResourceDefinition",
-        "metadata": {"name": CRD_NAME},
-        "spec": {
-            "group": GROUP,
-            "scope": "Namespaced",
-            "names": {"plural": "widgets", "singular": "widget", "kind": "Widget"},
-            "versions": [{"name": "v1", "served": True, "storage": True, "schema": {
-                "openAPIV3Schema": {"type": "object", "x-kubernetes-preserve-unknown-fields": True}}}],
-        },
-    }
 
 
 def color_index(obj: Any) -> list[str]:
@@ -276,7 +262,7 @@ class Chaos:
         self.server.start()
         self.server.create(GroupVersionResource("", "v1", "namespaces"),
                            {"metadata": {"name": "chaos"}})
-        self.server.create(CRDS, widget_crd())
+        self.server.create(CRDS, crd(WIDGETS.gvr))
         self._writer_client = self.server.api_client()
         self._informer_client = self.server.api_client()
         self._stop_faults = threading.Event()
@@ -495,7 +481,7 @@ class Chaos:
             elif fault == "crd-recreate":
                 server.delete(CRDS, None, CRD_NAME)
                 self._stop_faults.wait(rng.uniform(0, FAULT_INTERVAL))
-                server.create(CRDS, widget_crd())
+                server.create(CRDS, crd(WIDGETS.gvr))
             elif fault == "watch-garbage":
                 server.inject_watch_garbage(rng.choice(
                     (b"not json", b'{"type":"ADDED","object":{}}', b'{"type":"EXPLODED"}')))
@@ -506,7 +492,7 @@ class Chaos:
         try:
             self.server.get(CRDS, None, CRD_NAME)
         except Exception:
-            self.server.create(CRDS, widget_crd())
+            self.server.create(CRDS, crd(WIDGETS.gvr))
 
 
 def _diff(what: str, have: dict[str, str], want: dict[str, str]) -> list[str]:

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+import functools
+from collections.abc import Callable, Iterator
 from typing import Any
 
+import helpers
 import pytest
 
 from kinformer.testing import FakeAPIServer
@@ -34,25 +36,7 @@ def api_client(apiserver: FakeAPIServer) -> Iterator[Any]:
 
 
 @pytest.fixture
-def raw(api_client: Any) -> Any:
-    """``raw(method, path, body=None, content_type=...) -> (status, decoded body)`` through the
-    client's own request machinery, for requests its typed APIs cannot express."""
-    import json
-
-    def request(
-        method: str, path: str, body: Any = None, content_type: str = "application/json",
-        query: list[tuple[str, str]] | None = None,
-    ) -> tuple[int, Any]:
-        headers = {"Accept": "application/json"}
-        if body is not None:
-            headers["Content-Type"] = content_type
-        params = api_client.param_serialize(method, path, query_params=query or [],
-                                            header_params=headers, body=body)
-        response = api_client.call_api(*params)
-        data = response.read()
-        try:
-            return response.status, json.loads(data)
-        except ValueError:
-            return response.status, data
-
-    return request
+def raw(api_client: Any) -> Callable[..., tuple[int, Any]]:
+    """``raw(method, path, body=None, content_type=..., query=None) -> (status, decoded body)``
+    through the client's own request machinery (:func:`helpers.request`)."""
+    return functools.partial(helpers.request, api_client)

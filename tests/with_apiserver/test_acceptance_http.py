@@ -6,13 +6,24 @@ from ``kinformer`` or ``kinformer.testing`` and is called as API.md spells it.
 
 from __future__ import annotations
 
-import json
 import queue
 import threading
 from collections.abc import Iterator
 from typing import Any
 
 import pytest
+from helpers import (
+    TIMEOUT,
+    Recorder,
+    crd,
+    create_cm,
+    delete_cm,
+    name_of,
+    names,
+    running,
+    step_when_waiting,
+    write,
+)
 from kubernetes.dynamic import DynamicClient
 
 from kinformer import (
@@ -27,83 +38,23 @@ from kinformer import (
     ListWatch,
     ManagedController,
     NotFoundError,
-    ResourceEventHandlerFuncs,
     SharedIndexInformer,
     wait_for_cache_sync,
 )
 from kinformer.testing import FakeAPIServer, FakeClock, wait_for
 
-TIMEOUT = 5.0
 CONFIGMAPS = GroupVersionResource("", "v1", "configmaps")
 SECRETS = GroupVersionResource("", "v1", "secrets")
 NAMESPACES = GroupVersionResource("", "v1", "namespaces")
 GADGETS = GroupVersionResource("acceptance.io", "v1", "gadgets")
+CRDS = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions"
 CM = APIResourceMeta(GroupVersionKind("", "v1", "ConfigMap"), CONFIGMAPS)
 SECRET = APIResourceMeta(GroupVersionKind("", "v1", "Secret"), SECRETS)
 NS = APIResourceMeta(GroupVersionKind("", "v1", "Namespace"), NAMESPACES, is_cluster_scoped=True)
 
 
-def call(api: Any, method: str, path: str, body: Any = None) -> Any:
-    """One request through the client's own machinery (the typed API classes take seconds to import)."""
-    headers = {"Accept": "application/json", "Content-Type": "application/json"}
-    response = api.call_api(*api.param_serialize(method, path, header_params=headers, body=body))
-    data = response.read()
-    assert response.status < 300, data
-    return json.loads(data)
-
-
-def create_cm(api: Any, name: str, namespace: str = "default", **labels: str) -> None:
-    body = {"metadata": {"name": name, "labels": labels}, "data": {"k": "v"}}
-    call(api, "POST", f"/api/v1/namespaces/{namespace}/configmaps", body)
-
-
-def delete_cm(api: Any, name: str) -> None:
-    call(api, "DELETE", f"/api/v1/namespaces/default/configmaps/{name}")
-
-
 def create_secret(api: Any, name: str) -> None:
-    call(api, "POST", "/api/v1/namespaces/default/secrets", {"metadata": {"name": name}})
-
-
-CRDS = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions"
-
-
-def gadget_crd() -> dict[str, Any]:
-    return {
-        "apiVersion": "apiextensions.k8s.io/v1",
-        "kind": "CustomResourceDefinition",
-        "metadata": {"name": "gadgets.acceptance.io"},
-        "spec": {
-            "group": "acceptance.io",
-            "scope": "Namespaced",
-            "names": {"plural": "gadgets", "singular": "gadget", "kind": "Gadget"},
-            "versions": [
-                {
-                    "name": "v1",
-                    "served": True,
-                    "storage": True,
-                    "schema": {
-                        "openAPIV3Schema": {"type": "object", "x-kubernetes-preserve-unknown-fields": True}
-                    },
-                }
-            ],
-        },
-    }
-
-
-class Names:
-    """A handler recording ``(event, name)`` pairs."""
-
-    def __init__(self) -> None:
-        self.events: queue.Queue[tuple[str, str]] = queue.Queue()
-        self.handler = ResourceEventHandlerFuncs(
-            add_func=lambda o: self.events.put(("add", o["metadata"]["name"])),
-            update_func=lambda old, new: self.events.put(("update", new["metadata"]["name"])),
-            delete_func=lambda o: self.events.put(("delete", o["metadata"]["name"])),
-        )
-
-    def next(self) -> tuple[str, str]:
-        return self.events.get(timeout=TIMEOUT)
+    write(api, "POST", "/api/v1/namespaces/default/secrets", {"metadata": {"name": name}})
 
 
 def cached(informer: SharedIndexInformer) -> list[str]:
@@ -125,12 +76,6 @@ def api(server: FakeAPIServer) -> Iterator[Any]:
         api_client.close()
 
 
-def run_in_thread(informer: SharedIndexInformer, stop: Any) -> threading.Thread:
-    thread = threading.Thread(target=informer.run, args=(stop,))
-    thread.start()
-    return thread
-
-
 # -- ListWatch.for_resource and the fault switches ---------------------------------------------
 
 
@@ -139,22 +84,17 @@ def test_an_informer_over_http_syncs_and_follows_changes(api: Any, client_kind: 
     create_cm(api, "a")
     client = api if client_kind == "api_client" else DynamicClient(api)  # type: ignore[no-untyped-call]
     informer = SharedIndexInformer(ListWatch.for_resource(client, CONFIGMAPS, namespace="default"))
-    names = Names()
-    informer.add_event_handler(names.handler)
-    stop = threading.Event()
-    thread = run_in_thread(informer, stop)
-    try:
+    handler = Recorder(name_of)
+    informer.add_event_handler(handler)
+    with running(informer.run, threading.Event()) as stop:
         assert wait_for_cache_sync(stop, informer.has_synced, timeout=TIMEOUT)
-        assert names.next() == ("add", "a")
+        assert handler.next() == ("add", "a", True)
         assert informer.last_sync_resource_version() not in ("", "0")
         create_cm(api, "b")
-        assert names.next() == ("add", "b")
+        assert handler.next() == ("add", "b", False)
         delete_cm(api, "a")
-        assert names.next() == ("delete", "a")
+        assert handler.next() == ("delete", "a")
         assert cached(informer) == ["default/b"]
-    finally:
-        stop.set()
-        thread.join(TIMEOUT)
     assert informer.is_stopped()
 
 
@@ -165,14 +105,9 @@ def test_for_resource_narrows_by_label_and_field_selectors(api: Any) -> None:
     informer = SharedIndexInformer(
         ListWatch.for_resource(api, CONFIGMAPS, label_selector="app=web", field_selector="metadata.name=web")
     )
-    ctx = Context()
-    thread = run_in_thread(informer, ctx)
-    try:
+    with running(informer.run, Context()) as ctx:
         assert wait_for_cache_sync(ctx, informer.has_synced, timeout=TIMEOUT)
         assert cached(informer) == ["default/web"]
-    finally:
-        ctx.cancel()
-        thread.join(TIMEOUT)
 
 
 def test_a_failed_list_is_reported_and_retried_until_the_informer_syncs(
@@ -182,26 +117,18 @@ def test_a_failed_list_is_reported_and_retried_until_the_informer_syncs(
     clock = FakeClock()
     server.fail_next(1, status=500, verb="list")
     informer = SharedIndexInformer(ListWatch.for_resource(api, CONFIGMAPS), clock=clock)
-    stop = threading.Event()
-    thread = run_in_thread(informer, stop)
-    try:
+    with running(informer.run, threading.Event()) as stop:
         assert wait_for(lambda: informer.last_error() is not None, TIMEOUT)
         assert not informer.has_synced()
-        assert wait_for(lambda: any(w > 0 for w in clock.waiters()), TIMEOUT)
-        clock.step(max(clock.waiters()))
+        step_when_waiting(clock)
         assert wait_for_cache_sync(stop, informer.has_synced, timeout=TIMEOUT)
         assert informer.last_error() is None
         assert cached(informer) == ["default/a"]
-    finally:
-        stop.set()
-        thread.join(TIMEOUT)
 
 
 def test_dropped_watches_and_compaction_lose_no_change(server: FakeAPIServer, api: Any) -> None:
     clock = FakeClock()
     informer = SharedIndexInformer(ListWatch.for_resource(api, CONFIGMAPS), clock=clock)
-    stop = threading.Event()
-    thread = run_in_thread(informer, stop)
 
     def caught_up(*keys: str) -> bool:
         """Wait until the cache holds exactly ``keys``, stepping through any backoff."""
@@ -213,7 +140,7 @@ def test_dropped_watches_and_compaction_lose_no_change(server: FakeAPIServer, ap
 
         return wait_for(check, TIMEOUT)
 
-    try:
+    with running(informer.run, threading.Event()) as stop:
         assert wait_for_cache_sync(stop, informer.has_synced, timeout=TIMEOUT)
         create_cm(api, "a")
         assert caught_up("default/a")
@@ -225,9 +152,6 @@ def test_dropped_watches_and_compaction_lose_no_change(server: FakeAPIServer, ap
         create_cm(api, "c")
         delete_cm(api, "a")
         assert caught_up("default/b", "default/c")
-    finally:
-        stop.set()
-        thread.join(TIMEOUT)
 
 
 # -- DynamicSharedInformerFactory and listers --------------------------------------------------
@@ -244,8 +168,8 @@ def test_factory_starts_waits_lists_and_shuts_down(api: Any) -> None:
     try:
         assert factory.wait_for_cache_sync(stop, timeout=TIMEOUT) == {CONFIGMAPS: True}
         lister = generic.lister()
-        assert sorted(o["metadata"]["name"] for o in lister.list()) == ["a", "b"]
-        assert [o["metadata"]["name"] for o in lister.by_namespace("default").list("app=web")] == ["a"]
+        assert names(lister.list()) == ["a", "b"]
+        assert names(lister.by_namespace("default").list("app=web")) == ["a"]
         assert lister.by_namespace("kube-system").get("b")["metadata"]["name"] == "b"
         with pytest.raises(NotFoundError, match='configmaps "nope" not found'):
             lister.by_namespace("default").get("nope")
@@ -291,36 +215,36 @@ def test_factory_waits_only_for_started_informers_and_starts_nothing_after_shutd
 def test_sc27_a_type_missing_from_a_complete_list_is_stopped_and_returns_with_one_handler(api: Any) -> None:
     stop = threading.Event()
     manager = InformerManager(api, 0, stop)
-    names = Names()
+    handler = Recorder(name_of)
     try:
-        manager.add_dynamic_resources([CM, SECRET], names.handler, True)
+        manager.add_dynamic_resources([CM, SECRET], handler, True)
         manager.start()
         manager.wait_for_cache_sync(timeout=TIMEOUT)
         assert sorted(map(str, manager.get_name_space_scoped_resources())) == sorted(
             map(str, [CONFIGMAPS, SECRETS])
         )
         create_secret(api, "s1")
-        assert names.next() == ("add", "s1")
+        assert handler.next() == ("add", "s1", False)
 
-        manager.add_dynamic_resources([CM], names.handler, True)
+        manager.add_dynamic_resources([CM], handler, True)
         assert manager.get_name_space_scoped_resources() == [CONFIGMAPS]
         create_secret(api, "s2")
         create_cm(api, "marker")
-        assert names.next() == ("add", "marker")  # the stopped secrets informer heard nothing
+        assert handler.next() == ("add", "marker", False)  # the stopped secrets informer heard nothing
 
-        manager.add_dynamic_resources([CM], names.handler, False)
+        manager.add_dynamic_resources([CM], handler, False)
         assert manager.get_name_space_scoped_resources() == [CONFIGMAPS]
 
-        manager.add_dynamic_resources([CM, SECRET], names.handler, True)
+        manager.add_dynamic_resources([CM, SECRET], handler, True)
         manager.start()
-        assert sorted(names.next() for _ in range(2)) == [("add", "s1"), ("add", "s2")]
+        assert sorted(handler.take(2)) == [("add", "s1", True), ("add", "s2", True)]
         assert manager.wait_for_cache_sync(timeout=TIMEOUT)
         assert manager.is_informer_synced(SECRETS)
         create_cm(api, "marker2")
-        assert names.next() == ("add", "marker2")  # s1/s2 came once each: one handler
+        assert handler.next() == ("add", "marker2", False)  # s1/s2 came once each: one handler
     finally:
         manager.stop()
-    assert names.events.empty()
+    assert handler.quiet()
 
 
 def test_sc28_asking_about_an_unknown_type_creates_an_informer_that_start_runs(api: Any) -> None:
@@ -342,8 +266,8 @@ def test_manager_reports_scope_statics_and_its_client(api: Any) -> None:
     stop = threading.Event()
     manager = InformerManager(api, 0, stop)
     try:
-        manager.add_static_resource(NS, Names().handler)
-        manager.add_dynamic_resources([CM], Names().handler, True)
+        manager.add_static_resource(NS, Recorder())
+        manager.add_dynamic_resources([CM], Recorder(), True)
         assert manager.is_cluster_scoped_resources(NS.group_version_kind) is True
         assert manager.is_cluster_scoped_resources(CM.group_version_kind) is False
         assert manager.is_cluster_scoped_resources(GroupVersionKind("x", "v1", "Unknown")) is False
@@ -356,13 +280,13 @@ def test_manager_reports_scope_statics_and_its_client(api: Any) -> None:
 def test_each_static_registration_adds_a_handler(api: Any) -> None:
     create_secret(api, "s1")
     manager = InformerManager(api, 0, Context())
-    first, second = Names(), Names()
+    first, second = Recorder(name_of), Recorder(name_of)
     try:
-        manager.add_static_resource(SECRET, first.handler)
-        manager.add_static_resource(SECRET, second.handler)
+        manager.add_static_resource(SECRET, first)
+        manager.add_static_resource(SECRET, second)
         manager.start()
         assert manager.wait_for_cache_sync(timeout=TIMEOUT)
-        assert first.next() == ("add", "s1") and second.next() == ("add", "s1")
+        assert first.next() == ("add", "s1", True) and second.next() == ("add", "s1", True)
         assert manager.get_name_space_scoped_resources() == []
     finally:
         manager.stop()
@@ -371,7 +295,7 @@ def test_each_static_registration_adds_a_handler(api: Any) -> None:
 def test_setting_the_parent_stop_event_stops_the_managers_informers(api: Any) -> None:
     stop = threading.Event()
     manager = InformerManager(api, 0, stop)
-    manager.add_dynamic_resources([CM], Names().handler, True)
+    manager.add_dynamic_resources([CM], Recorder(), True)
     manager.start()
     assert manager.wait_for_cache_sync(timeout=TIMEOUT)
     assert manager.lister(CONFIGMAPS).list() == []
@@ -408,7 +332,7 @@ def test_sc25_sc26_a_crd_brings_an_informer_and_a_controller_and_takes_both_away
     thread = threading.Thread(target=manager.start, args=(ctx,))
     thread.start()
     try:
-        call(api, "POST", CRDS, gadget_crd())
+        write(api, "POST", CRDS, crd(GADGETS))
         notes.get(timeout=TIMEOUT)
         assert created.get(timeout=TIMEOUT) == "created"
         synced, not_synced = ddsif.informers()
@@ -416,7 +340,7 @@ def test_sc25_sc26_a_crd_brings_an_informer_and_a_controller_and_takes_both_away
         informer = ddsif.for_resource(GADGETS).informer()
         assert wait_for(lambda: manager.running_controllers() == {"gadgets"}, TIMEOUT)
 
-        call(api, "DELETE", f"{CRDS}/gadgets.acceptance.io")
+        write(api, "DELETE", f"{CRDS}/gadgets.acceptance.io")
         notes.get(timeout=TIMEOUT)
         assert stopped.get(timeout=TIMEOUT) == "stopped"
         assert informer.is_stopped()
@@ -441,8 +365,7 @@ def test_fake_apiserver_writes_a_kubeconfig_the_official_client_loads(
     server.write_kubeconfig(str(path))
     api_client = config.new_client_from_config(config_file=str(path))  # type: ignore[no-untyped-call]
     try:
-        names = [n["metadata"]["name"] for n in call(api_client, "GET", "/api/v1/namespaces")["items"]]
-        assert "default" in names
+        assert "default" in names(write(api_client, "GET", "/api/v1/namespaces")["items"])
         server.fail_next(1, status=503, verb="list")
         accept = {"Accept": "application/json"}
         request = api_client.param_serialize("GET", "/api/v1/namespaces", header_params=accept)

@@ -12,6 +12,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from helpers import client_with_token
 from kubernetes import client as k8s
 from kubernetes import config as k8s_config
 
@@ -35,16 +36,6 @@ def started(secure: FakeAPIServer) -> Iterator[FakeAPIServer]:
     secure.start()
     yield secure
     secure.stop()
-
-
-def client_with_token(server: FakeAPIServer, token: str | None) -> k8s.ApiClient:
-    configuration = k8s.Configuration()
-    configuration.host = server.url
-    configuration.ssl_ca_cert = server.ca_file
-    if token is not None:
-        configuration.api_key = {"authorization": token}
-        configuration.api_key_prefix = {"authorization": "Bearer"}
-    return k8s.ApiClient(configuration)
 
 
 def test_the_right_token_over_https_is_served(started: FakeAPIServer) -> None:

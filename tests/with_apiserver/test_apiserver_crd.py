@@ -6,6 +6,7 @@ import json
 from typing import Any
 
 import pytest
+from helpers import crd
 from kubernetes import client as k8s
 from kubernetes import dynamic
 from kubernetes import watch as k8s_watch
@@ -17,24 +18,9 @@ GROUP = "example.com"
 WIDGETS = GroupVersionResource(GROUP, "v1", "widgets")
 
 
-def crd(plural: str = "widgets", kind: str = "Widget", scope: str = "Namespaced",
-        versions: tuple[str, ...] = ("v1",)) -> dict[str, Any]:
-    return {
-        "apiVersion": "apiextensions.k8s.io/v1",
-        "kind": "CustomResourceDefinition",
-        "metadata": {"name": f"{plural}.{GROUP}"},
-        "spec": {
-            "group": GROUP,
-            "scope": scope,
-            "names": {"plural": plural, "singular": kind.lower(), "kind": kind,
-                      "shortNames": [plural[:2]]},
-            "versions": [{"name": v, "served": True, "storage": i == 0,
-                          "schema": {"openAPIV3Schema": {"type": "object",
-                                                         "x-kubernetes-preserve-unknown-fields": True}},
-                          "subresources": {"status": {}}}
-                         for i, v in enumerate(versions)],
-        },
-    }
+def widgets_crd() -> dict[str, Any]:
+    """Widgets with a short name and a status subresource, both of which tests look at."""
+    return crd(WIDGETS, short_names=("wi",), status=True)
 
 
 def widget(name: str, size: int = 1) -> dict[str, Any]:
@@ -48,7 +34,7 @@ def group_names(raw: Any) -> list[str]:
 
 def test_a_created_crd_is_served_at_once_and_discovered(api_client: Any, raw: Any) -> None:
     ext = k8s.ApiextensionsV1Api(api_client)
-    made = ext.create_custom_resource_definition(crd())
+    made = ext.create_custom_resource_definition(widgets_crd())
     assert any(c.type == "Established" and c.status == "True" for c in made.status.conditions)
     assert GROUP in group_names(raw)
     resources = raw("GET", f"/apis/{GROUP}/v1")[1]
@@ -71,7 +57,7 @@ def test_a_created_crd_is_served_at_once_and_discovered(api_client: Any, raw: An
 def test_custom_objects_refuse_strategic_merge_and_name_their_group_in_errors(
     api_client: Any, raw: Any,
 ) -> None:
-    k8s.ApiextensionsV1Api(api_client).create_custom_resource_definition(crd())
+    k8s.ApiextensionsV1Api(api_client).create_custom_resource_definition(widgets_crd())
     custom = k8s.CustomObjectsApi(api_client)
     custom.create_namespaced_custom_object(GROUP, "v1", "default", "widgets", widget("w"))
     status, body = raw("PATCH", f"/apis/{GROUP}/v1/namespaces/default/widgets/w",
@@ -88,7 +74,7 @@ def test_custom_objects_refuse_strategic_merge_and_name_their_group_in_errors(
 
 
 def test_status_subresource_writes_only_status(api_client: Any) -> None:
-    k8s.ApiextensionsV1Api(api_client).create_custom_resource_definition(crd())
+    k8s.ApiextensionsV1Api(api_client).create_custom_resource_definition(widgets_crd())
     custom = k8s.CustomObjectsApi(api_client)
     custom.create_namespaced_custom_object(GROUP, "v1", "default", "widgets", widget("w"))
     main = custom.patch_namespaced_custom_object(GROUP, "v1", "default", "widgets", "w",
@@ -101,7 +87,7 @@ def test_status_subresource_writes_only_status(api_client: Any) -> None:
 
 def test_a_cluster_scoped_crd_serves_every_version(api_client: Any) -> None:
     k8s.ApiextensionsV1Api(api_client).create_custom_resource_definition(
-        crd("gadgets", "Gadget", scope="Cluster", versions=("v1", "v2")))
+        crd(GroupVersionResource(GROUP, "v1", "gadgets"), "Cluster", versions=("v1", "v2")))
     custom = k8s.CustomObjectsApi(api_client)
     custom.create_cluster_custom_object(GROUP, "v1", "gadgets", {
         "apiVersion": f"{GROUP}/v1", "kind": "Gadget", "metadata": {"name": "g"}})
@@ -114,7 +100,7 @@ def test_deleting_a_crd_deletes_its_objects_ends_watches_and_leaves_discovery(
     apiserver: FakeAPIServer, api_client: Any, raw: Any,
 ) -> None:
     ext = k8s.ApiextensionsV1Api(api_client)
-    ext.create_custom_resource_definition(crd())
+    ext.create_custom_resource_definition(widgets_crd())
     custom = k8s.CustomObjectsApi(api_client)
     for name in ("a", "b"):
         custom.create_namespaced_custom_object(GROUP, "v1", "default", "widgets", widget(name))
@@ -136,7 +122,7 @@ def test_deleting_a_crd_deletes_its_objects_ends_watches_and_leaves_discovery(
 
 
 def test_dynamic_client_discovers_and_reads_builtins_and_crds(api_client: Any) -> None:
-    k8s.ApiextensionsV1Api(api_client).create_custom_resource_definition(crd())
+    k8s.ApiextensionsV1Api(api_client).create_custom_resource_definition(widgets_crd())
     k8s.CustomObjectsApi(api_client).create_namespaced_custom_object(
         GROUP, "v1", "default", "widgets", widget("w"))
     client = dynamic.DynamicClient(api_client)
@@ -156,7 +142,7 @@ def test_dynamic_client_discovers_and_reads_builtins_and_crds(api_client: Any) -
 
 
 def test_a_malformed_crd_is_422_not_a_server_error(raw: Any) -> None:
-    bad = crd()
+    bad = widgets_crd()
     bad["spec"]["names"]["shortNames"] = 7
     bad["spec"]["versions"][0]["subresources"] = 3
     status, body = raw("POST", "/apis/apiextensions.k8s.io/v1/customresourcedefinitions",

@@ -5,30 +5,21 @@ from __future__ import annotations
 import json
 from typing import Any
 
-import pytest
+from helpers import api_error, cm_manifest
 from kubernetes import client as k8s
 
 from kinformer.gvr import GroupVersionResource
 from kinformer.testing import FakeAPIServer
 
 NS = "default"
+DATA = {"k": "v"}
 CONFIGMAPS = GroupVersionResource("", "v1", "configmaps")
-
-
-def cm(name: str, **labels: str) -> dict[str, Any]:
-    return {"metadata": {"name": name, "labels": labels}, "data": {"k": "v"}}
-
-
-def api_error(call: Any, *args: Any, **kwargs: Any) -> tuple[int, dict[str, Any]]:
-    with pytest.raises(k8s.ApiException) as info:
-        call(*args, **kwargs)
-    return info.value.status, json.loads(info.value.body)
 
 
 def test_created_object_gets_uid_timestamp_and_a_fresh_resource_version(api_client: Any) -> None:
     api = k8s.CoreV1Api(api_client)
     before = int(api.list_namespaced_config_map(NS).metadata.resource_version)
-    made = api.create_namespaced_config_map(NS, cm("a"))
+    made = api.create_namespaced_config_map(NS, cm_manifest("a", DATA))
     assert made.metadata.uid
     assert made.metadata.creation_timestamp is not None
     assert int(made.metadata.resource_version) > before
@@ -38,7 +29,7 @@ def test_created_object_gets_uid_timestamp_and_a_fresh_resource_version(api_clie
 def test_one_resource_version_counts_writes_of_every_type(api_client: Any) -> None:
     core = k8s.CoreV1Api(api_client)
     leases = k8s.CoordinationV1Api(api_client)
-    first = int(core.create_namespaced_config_map(NS, cm("a")).metadata.resource_version)
+    first = int(core.create_namespaced_config_map(NS, cm_manifest("a", DATA)).metadata.resource_version)
     second = int(leases.create_namespaced_lease(
         NS, {"metadata": {"name": "l"}, "spec": {"holderIdentity": "me"}}).metadata.resource_version)
     third = int(core.create_namespaced_secret(
@@ -57,8 +48,8 @@ def test_reading_a_missing_object_is_404_with_the_real_message(api_client: Any) 
 
 def test_creating_an_existing_name_is_409_already_exists(api_client: Any) -> None:
     api = k8s.CoreV1Api(api_client)
-    api.create_namespaced_config_map(NS, cm("a"))
-    status, body = api_error(api.create_namespaced_config_map, NS, cm("a"))
+    api.create_namespaced_config_map(NS, cm_manifest("a", DATA))
+    status, body = api_error(api.create_namespaced_config_map, NS, cm_manifest("a", DATA))
     assert (status, body["reason"]) == (409, "AlreadyExists")
     assert body["message"] == 'configmaps "a" already exists'
 
@@ -67,7 +58,7 @@ def test_update_with_a_stale_version_conflicts_and_without_one_is_unconditional(
     api_client: Any,
 ) -> None:
     api = k8s.CoreV1Api(api_client)
-    old = api.create_namespaced_config_map(NS, cm("a")).metadata.resource_version
+    old = api.create_namespaced_config_map(NS, cm_manifest("a", DATA)).metadata.resource_version
     api.patch_namespaced_config_map("a", NS, {"data": {"k": "2"}})
     stale = {"metadata": {"name": "a", "resourceVersion": old}, "data": {"k": "3"}}
     status, body = api_error(api.replace_namespaced_config_map, "a", NS, stale)
@@ -80,13 +71,13 @@ def test_update_with_a_stale_version_conflicts_and_without_one_is_unconditional(
 
 def test_replacing_a_missing_object_is_404(api_client: Any) -> None:
     status, _ = api_error(k8s.CoreV1Api(api_client).replace_namespaced_config_map, "nope", NS,
-                          cm("nope"))
+                          cm_manifest("nope", DATA))
     assert status == 404
 
 
 def test_patches_merge_apply_json_operations_and_reject_stale_versions(api_client: Any) -> None:
     api = k8s.CoreV1Api(api_client)
-    old = api.create_namespaced_config_map(NS, cm("a", app="web")).metadata.resource_version
+    old = api.create_namespaced_config_map(NS, cm_manifest("a", DATA, app="web")).metadata.resource_version
     merged = api.patch_namespaced_config_map("a", NS, {"metadata": {"labels": {"tier": "x"}},
                                                        "data": {"k": None, "n": "1"}})
     assert merged.metadata.labels == {"app": "web", "tier": "x"}
@@ -107,7 +98,7 @@ def test_objects_without_a_name_or_with_a_bad_name_are_422_invalid(api_client: A
     assert (status, body["reason"]) == (422, "Invalid")
     assert body["details"]["kind"] == "ConfigMap"
     assert body["details"]["causes"][0]["field"] == "metadata.name"
-    status, body = api_error(api.create_namespaced_config_map, NS, cm("Bad_Name"))
+    status, body = api_error(api.create_namespaced_config_map, NS, cm_manifest("Bad_Name", DATA))
     assert (status, body["reason"]) == (422, "Invalid")
     assert body["details"]["name"] == "Bad_Name"
 
@@ -120,7 +111,7 @@ def test_generate_name_makes_a_unique_name(api_client: Any) -> None:
 
 def test_missing_namespace_is_404_for_create_and_an_empty_list(api_client: Any) -> None:
     api = k8s.CoreV1Api(api_client)
-    status, body = api_error(api.create_namespaced_config_map, "ghost", cm("a"))
+    status, body = api_error(api.create_namespaced_config_map, "ghost", cm_manifest("a", DATA))
     assert status == 404
     assert body["message"] == 'namespaces "ghost" not found'
     assert api.list_namespaced_config_map("ghost").items == []
@@ -154,7 +145,7 @@ def test_unknown_paths_are_404(raw: Any) -> None:
 
 def test_deleting_a_configmap_returns_a_success_status_with_its_uid(api_client: Any) -> None:
     api = k8s.CoreV1Api(api_client)
-    uid = api.create_namespaced_config_map(NS, cm("a")).metadata.uid
+    uid = api.create_namespaced_config_map(NS, cm_manifest("a", DATA)).metadata.uid
     result = api.delete_namespaced_config_map("a", NS)
     reply = result if isinstance(result, dict) else result.to_dict()
     assert reply["status"] == "Success"
@@ -169,8 +160,8 @@ def test_deleting_a_namespace_returns_it_terminating_and_removes_what_it_held(
 ) -> None:
     api = k8s.CoreV1Api(api_client)
     api.create_namespace({"metadata": {"name": "team"}})
-    api.create_namespaced_config_map("team", cm("a"))
-    api.create_namespaced_config_map(NS, cm("kept"))
+    api.create_namespaced_config_map("team", cm_manifest("a", DATA))
+    api.create_namespaced_config_map(NS, cm_manifest("kept", DATA))
     since = api.list_namespaced_config_map("team").metadata.resource_version
     result = api.delete_namespace("team")
     gone = result if isinstance(result, dict) else result.to_dict()
@@ -203,7 +194,7 @@ def test_generation_grows_on_spec_changes_only(api_client: Any) -> None:
 
 def test_a_no_op_update_keeps_the_resource_version(api_client: Any) -> None:
     api = k8s.CoreV1Api(api_client)
-    made = api.create_namespaced_config_map(NS, cm("a"))
+    made = api.create_namespaced_config_map(NS, cm_manifest("a", DATA))
     same = api.patch_namespaced_config_map("a", NS, {"data": {"k": "v"}})
     assert same.metadata.resource_version == made.metadata.resource_version
 
@@ -213,7 +204,7 @@ def test_forbid_answers_403_until_allowed(apiserver: FakeAPIServer, api_client: 
     apiserver.forbid("configmaps", "list")
     status, body = api_error(api.list_namespaced_config_map, NS)
     assert (status, body["reason"]) == (403, "Forbidden")
-    api.create_namespaced_config_map(NS, cm("a"))
+    api.create_namespaced_config_map(NS, cm_manifest("a", DATA))
     apiserver.allow("configmaps", "list")
     assert len(api.list_namespaced_config_map(NS).items) == 1
 
@@ -224,10 +215,10 @@ def test_fail_next_fails_exactly_the_matching_requests(
     api = k8s.CoreV1Api(api_client)
     apiserver.fail_next(2, status=500, verb="create", resource="configmaps")
     api.list_namespaced_config_map(NS)
-    assert api_error(api.create_namespaced_config_map, NS, cm("a"))[0] == 500
-    status, body = api_error(api.create_namespaced_config_map, NS, cm("a"))
+    assert api_error(api.create_namespaced_config_map, NS, cm_manifest("a", DATA))[0] == 500
+    status, body = api_error(api.create_namespaced_config_map, NS, cm_manifest("a", DATA))
     assert (status, body["reason"]) == (500, "InternalError")
-    api.create_namespaced_config_map(NS, cm("a"))
+    api.create_namespaced_config_map(NS, cm_manifest("a", DATA))
     apiserver.fail_next(1, status=429)
     assert api_error(api.read_namespaced_config_map, "a", NS)[0] == 429
     assert api.read_namespaced_config_map("a", NS).metadata.name == "a"
@@ -248,7 +239,7 @@ def test_server_side_helpers_see_and_make_the_same_objects(
     apiserver.create(CONFIGMAPS, {"metadata": {"name": "a", "namespace": NS}})
     api = k8s.CoreV1Api(api_client)
     assert api.read_namespaced_config_map("a", NS).metadata.name == "a"
-    api.create_namespaced_config_map(NS, cm("b"))
+    api.create_namespaced_config_map(NS, cm_manifest("b", DATA))
     assert apiserver.get(CONFIGMAPS, NS, "b")["data"] == {"k": "v"}
     last = apiserver.bulk_create(CONFIGMAPS, [{"metadata": {"name": f"n{i}", "namespace": NS}}
                                               for i in range(50)])
@@ -263,11 +254,12 @@ def test_a_server_side_dry_run_checks_everything_and_stores_nothing(
 ) -> None:
     api = k8s.CoreV1Api(api_client)
     before = apiserver.current_resource_version()
-    preview = api.create_namespaced_config_map(NS, cm("a"), dry_run="All")
+    preview = api.create_namespaced_config_map(NS, cm_manifest("a", DATA), dry_run="All")
     assert preview.metadata.uid
     assert api.list_namespaced_config_map(NS).items == []
-    assert api_error(api.create_namespaced_config_map, NS, cm("Bad_Name"), dry_run="All")[0] == 422
-    api.create_namespaced_config_map(NS, cm("a"))
+    bad = cm_manifest("Bad_Name", DATA)
+    assert api_error(api.create_namespaced_config_map, NS, bad, dry_run="All")[0] == 422
+    api.create_namespaced_config_map(NS, cm_manifest("a", DATA))
     api.delete_namespaced_config_map("a", NS, dry_run="All")
     changed = api.patch_namespaced_config_map("a", NS, {"data": {"k": "new"}}, dry_run="All")
     assert changed.data == {"k": "new"}

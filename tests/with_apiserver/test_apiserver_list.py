@@ -2,10 +2,9 @@
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
-import pytest
+from helpers import api_error
 from kubernetes import client as k8s
 
 from kinformer.gvr import GroupVersionResource
@@ -19,12 +18,6 @@ def fill(server: FakeAPIServer, count: int, **labels: str) -> None:
     server.bulk_create(CONFIGMAPS, [
         {"metadata": {"name": f"cm-{i:04d}", "namespace": NS, "labels": labels}}
         for i in range(count)])
-
-
-def api_error(call: Any, *args: Any, **kwargs: Any) -> tuple[int, dict[str, Any]]:
-    with pytest.raises(k8s.ApiException) as info:
-        call(*args, **kwargs)
-    return info.value.status, json.loads(info.value.body)
 
 
 def test_pages_come_from_one_snapshot_while_writes_go_on(

@@ -9,6 +9,7 @@ from typing import Any
 
 import pytest
 import urllib3
+from helpers import cm_manifest
 from kubernetes import client as k8s
 from kubernetes import watch as k8s_watch
 
@@ -56,15 +57,11 @@ def open_stream(streams: list[Stream], api: k8s.CoreV1Api, **query: Any) -> Stre
     return stream
 
 
-def cm(name: str, **labels: str) -> dict[str, Any]:
-    return {"metadata": {"name": name, "labels": labels}}
-
-
 def test_a_watch_from_an_old_version_replays_every_change_in_order(
     api: k8s.CoreV1Api, streams: list[Stream],
 ) -> None:
     since = api.list_namespaced_config_map(NS).metadata.resource_version
-    api.create_namespaced_config_map(NS, cm("a"))
+    api.create_namespaced_config_map(NS, cm_manifest("a"))
     api.patch_namespaced_config_map("a", NS, {"data": {"x": "1"}})
     api.delete_namespaced_config_map("a", NS)
     stream = open_stream(streams, api, resource_version=since)
@@ -72,7 +69,7 @@ def test_a_watch_from_an_old_version_replays_every_change_in_order(
     assert [e["type"] for e in events] == ["ADDED", "MODIFIED", "DELETED"]
     versions = [int(e["object"]["metadata"]["resourceVersion"]) for e in events]
     assert versions == sorted(versions) and versions[0] > int(since)
-    api.create_namespaced_config_map(NS, cm("b"))
+    api.create_namespaced_config_map(NS, cm_manifest("b"))
     live = stream.next()
     assert (live["type"], live["object"]["metadata"]["name"]) == ("ADDED", "b")
 
@@ -80,8 +77,8 @@ def test_a_watch_from_an_old_version_replays_every_change_in_order(
 def test_a_watch_from_a_compacted_version_gets_one_410_error_event_then_ends(
     apiserver: FakeAPIServer, api: k8s.CoreV1Api, streams: list[Stream],
 ) -> None:
-    since = api.create_namespaced_config_map(NS, cm("a")).metadata.resource_version
-    api.create_namespaced_config_map(NS, cm("b"))
+    since = api.create_namespaced_config_map(NS, cm_manifest("a")).metadata.resource_version
+    api.create_namespaced_config_map(NS, cm_manifest("b"))
     apiserver.compact()
     stream = open_stream(streams, api, resource_version=since)
     assert stream.response.status == 200
@@ -99,7 +96,7 @@ def test_a_history_of_bounded_size_expires_old_versions_by_itself(api_client: An
             api = k8s.CoreV1Api(client)
             since = api.list_namespaced_config_map(NS).metadata.resource_version
             for i in range(5):
-                api.create_namespaced_config_map(NS, cm(f"c{i}"))
+                api.create_namespaced_config_map(NS, cm_manifest(f"c{i}"))
             stream = Stream(api, resource_version=since)
             events = stream.rest()
             stream.close()
@@ -111,8 +108,8 @@ def test_a_history_of_bounded_size_expires_old_versions_by_itself(api_client: An
 def test_a_watch_at_version_zero_starts_with_everything_as_added(
     api: k8s.CoreV1Api, streams: list[Stream],
 ) -> None:
-    api.create_namespaced_config_map(NS, cm("a"))
-    api.create_namespaced_config_map(NS, cm("b"))
+    api.create_namespaced_config_map(NS, cm_manifest("a"))
+    api.create_namespaced_config_map(NS, cm_manifest("b"))
     stream = open_stream(streams, api, resource_version="0")
     first = [stream.next() for _ in range(2)]
     assert {(e["type"], e["object"]["metadata"]["name"]) for e in first} == {
@@ -124,7 +121,7 @@ def test_a_watch_at_version_zero_starts_with_everything_as_added(
 def test_bookmarks_carry_only_kind_api_version_and_resource_version(
     apiserver: FakeAPIServer, api: k8s.CoreV1Api, streams: list[Stream],
 ) -> None:
-    since = api.create_namespaced_config_map(NS, cm("a")).metadata.resource_version
+    since = api.create_namespaced_config_map(NS, cm_manifest("a")).metadata.resource_version
     stream = open_stream(streams, api, resource_version=since, allow_watch_bookmarks=True)
     bookmark = stream.next()
     assert bookmark == {"type": "BOOKMARK", "object": {
@@ -145,7 +142,7 @@ def test_timeout_seconds_ends_the_stream_cleanly_after_a_last_bookmark(
 def test_send_initial_events_streams_the_state_then_an_annotated_bookmark(
     apiserver: FakeAPIServer, api: k8s.CoreV1Api, streams: list[Stream],
 ) -> None:
-    api.create_namespaced_config_map(NS, cm("a"))
+    api.create_namespaced_config_map(NS, cm_manifest("a"))
     stream = open_stream(streams, api, send_initial_events=True,
                          resource_version_match="NotOlderThan", allow_watch_bookmarks=True)
     added = stream.next()
@@ -167,14 +164,14 @@ def test_send_initial_events_without_not_older_than_is_422(api: k8s.CoreV1Api) -
 def test_leaving_a_selector_is_deleted_with_the_old_object_and_entering_is_added(
     api: k8s.CoreV1Api, streams: list[Stream],
 ) -> None:
-    since = api.create_namespaced_config_map(NS, cm("a", app="web")).metadata.resource_version
+    since = api.create_namespaced_config_map(NS, cm_manifest("a", app="web")).metadata.resource_version
     stream = open_stream(streams, api, resource_version=since, label_selector="app=web")
     left = api.patch_namespaced_config_map("a", NS, {"metadata": {"labels": {"app": "db"}}})
     gone = stream.next()
     assert gone["type"] == "DELETED"
     assert gone["object"]["metadata"]["labels"] == {"app": "web"}
     assert gone["object"]["metadata"]["resourceVersion"] == left.metadata.resource_version
-    api.create_namespaced_config_map(NS, cm("other", app="db"))
+    api.create_namespaced_config_map(NS, cm_manifest("other", app="db"))
     api.patch_namespaced_config_map("a", NS, {"metadata": {"labels": {"app": "web"}}})
     back = stream.next()
     assert (back["type"], back["object"]["metadata"]["name"]) == ("ADDED", "a")
@@ -184,7 +181,7 @@ def test_the_official_watch_stream_sees_live_changes(
     apiserver: FakeAPIServer, api: k8s.CoreV1Api,
 ) -> None:
     since = api.list_namespaced_config_map(NS).metadata.resource_version
-    api.create_namespaced_config_map(NS, cm("a"))
+    api.create_namespaced_config_map(NS, cm_manifest("a"))
     api.patch_namespaced_config_map("a", NS, {"data": {"x": "1"}})
     seen = []
     watcher = k8s_watch.Watch()
@@ -215,7 +212,7 @@ def test_injected_garbage_reaches_open_watches_as_a_malformed_line(
     assert apiserver.wait_for_watchers(CONFIGMAPS, 1, timeout=5)
     apiserver.inject_watch_garbage(b"{oops")
     assert next(stream._lines) == "{oops"
-    api.create_namespaced_config_map(NS, cm("a"))
+    api.create_namespaced_config_map(NS, cm_manifest("a"))
     assert stream.next()["type"] == "ADDED"
 
 
@@ -278,7 +275,7 @@ def test_a_delay_longer_than_the_client_timeout_makes_the_request_time_out(
 def test_a_restarted_server_keeps_its_port_and_state(
     apiserver: FakeAPIServer, api: k8s.CoreV1Api,
 ) -> None:
-    api.create_namespaced_config_map(NS, cm("a"))
+    api.create_namespaced_config_map(NS, cm_manifest("a"))
     url = apiserver.url
     apiserver.stop()
     apiserver.start()

@@ -13,7 +13,7 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
-from _helpers import crd, load_example
+from helpers import crd, load_example
 from kubernetes import client as k8s
 
 from kinformer import Context, ControllerManager, DiscoveringDynamicSharedInformerFactory, ManagedController

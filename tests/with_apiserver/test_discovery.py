@@ -11,7 +11,7 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from _helpers import crd
+from helpers import crd
 from kubernetes import client as k8s
 
 from kinformer import Context, _threads

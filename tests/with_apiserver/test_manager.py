@@ -11,7 +11,7 @@ import queue
 import threading
 from typing import Any
 
-from _helpers import crd
+from helpers import crd
 from kubernetes import client as k8s
 
 from kinformer import Context, _threads

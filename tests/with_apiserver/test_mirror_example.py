@@ -3,25 +3,20 @@ propagate, hand edits are undone, foreign ConfigMaps are left alone, and nothing
 
 from __future__ import annotations
 
+import functools
 import threading
 from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from _helpers import load_example
+from helpers import TIMEOUT, client_threads, cm_manifest, load_example, running
 from kubernetes import client as k8s
 
-from kinformer import _threads
 from kinformer.testing import wait_for
 
-TIMEOUT = 5.0
-
+MIRROR = {"kinformer.io/mirror": "true"}
 
 mirror = load_example("mirror_configmaps")
-
-
-def cm(name: str, data: dict[str, str], **labels: str) -> dict[str, Any]:
-    return {"metadata": {"name": name, "labels": labels}, "data": data}
 
 
 def copy_of(core: k8s.CoreV1Api, name: str) -> Any:
@@ -41,26 +36,22 @@ def core(api_client: Any) -> k8s.CoreV1Api:
     return api
 
 
+def run_mirror(api_client: Any) -> functools.partial[None]:
+    """``run(stop)`` mirroring labelled ConfigMaps from namespace "source" to "target"."""
+    return functools.partial(mirror.run_mirror, api_client, "source", "target")
+
+
 @pytest.fixture
 def running_mirror(api_client: Any, core: k8s.CoreV1Api) -> Iterator[threading.Event]:
-    stop = threading.Event()
-    runner = threading.Thread(
-        target=mirror.run_mirror, args=(api_client, "source", "target", stop), name="test-mirror"
-    )
-    runner.start()
-    try:
+    with running(run_mirror(api_client), threading.Event()) as stop:
         yield stop
-    finally:
-        stop.set()
-        runner.join(TIMEOUT)
-        assert not runner.is_alive()
 
 
 def test_labelled_configmaps_are_mirrored_and_follow_their_source(
     core: k8s.CoreV1Api, running_mirror: threading.Event
 ) -> None:
-    core.create_namespaced_config_map("source", cm("app", {"a": "1"}, **{"kinformer.io/mirror": "true"}))
-    core.create_namespaced_config_map("source", cm("private", {"p": "1"}))
+    core.create_namespaced_config_map("source", cm_manifest("app", {"a": "1"}, **MIRROR))
+    core.create_namespaced_config_map("source", cm_manifest("private", {"p": "1"}))
     assert wait_for(lambda: copy_of(core, "app") is not None, TIMEOUT)
     copy = copy_of(core, "app")
     assert copy.data == {"a": "1"}
@@ -90,9 +81,9 @@ def test_labelled_configmaps_are_mirrored_and_follow_their_source(
 def test_a_configmap_that_is_not_a_copy_is_left_alone(
     core: k8s.CoreV1Api, running_mirror: threading.Event
 ) -> None:
-    core.create_namespaced_config_map("target", cm("taken", {"mine": "yes"}))
-    core.create_namespaced_config_map("source", cm("taken", {"a": "1"}, **{"kinformer.io/mirror": "true"}))
-    core.create_namespaced_config_map("source", cm("marker", {"m": "1"}, **{"kinformer.io/mirror": "true"}))
+    core.create_namespaced_config_map("target", cm_manifest("taken", {"mine": "yes"}))
+    core.create_namespaced_config_map("source", cm_manifest("taken", {"a": "1"}, **MIRROR))
+    core.create_namespaced_config_map("source", cm_manifest("marker", {"m": "1"}, **MIRROR))
     assert wait_for(lambda: copy_of(core, "marker") is not None, TIMEOUT)
     assert copy_of(core, "taken").data == {"mine": "yes"}
 
@@ -100,16 +91,7 @@ def test_a_configmap_that_is_not_a_copy_is_left_alone(
 def test_mirroring_starts_from_what_exists_and_stop_leaves_no_thread(
     api_client: Any, core: k8s.CoreV1Api
 ) -> None:
-    core.create_namespaced_config_map("source", cm("early", {"e": "1"}, **{"kinformer.io/mirror": "true"}))
-    stop = threading.Event()
-    runner = threading.Thread(
-        target=mirror.run_mirror, args=(api_client, "source", "target", stop), name="test-mirror"
-    )
-    runner.start()
-    assert wait_for(lambda: copy_of(core, "early") is not None, TIMEOUT)
-    stop.set()
-    runner.join(TIMEOUT)
-    assert not runner.is_alive()
-    assert [
-        t.name for t in _threads.kinformer_threads() if not t.name.startswith("kinformer-apiserver")
-    ] == []
+    core.create_namespaced_config_map("source", cm_manifest("early", {"e": "1"}, **MIRROR))
+    with running(run_mirror(api_client), threading.Event()):
+        assert wait_for(lambda: copy_of(core, "early") is not None, TIMEOUT)
+    assert client_threads() == []

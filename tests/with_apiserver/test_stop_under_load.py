@@ -13,6 +13,7 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
+from helpers import cm
 
 from kinformer import _threads, processor
 from kinformer.client.listwatch import ListWatch
@@ -30,7 +31,7 @@ TIMEOUT = 10.0
 
 def configmaps(count: int) -> Iterator[dict[str, Any]]:
     for i in range(count):
-        yield {"metadata": {"name": f"cm-{i}", "namespace": "default"}, "data": {"v": str(i)}}
+        yield cm(f"cm-{i}", None, "default", data={"v": str(i)})
 
 
 class Gate:
