@@ -1,3 +1,8 @@
-"""The managers layer: fleet's InformerManager, kcp's discovering informer factory and
-ControllerManager, and the controller that runs a reconciler over a work queue.
+"""The managers layer, above the informers and ``factory.py``.
+
+``informer_manager`` (fleet's InformerManager, over the plain factory), ``discovering_factory``
+(kcp's ddsif, over the plain factory's registry, with ``crd`` for its CRD watch),
+``controller_manager`` (kcp's syncer controller manager), ``source`` (the InformerSource the
+last two agree on, so neither imports the other) and ``controller`` (controller-runtime's
+reconcile loop over a work queue).
 """

@@ -1,11 +1,14 @@
-"""Controller: worker threads drain a rate-limited work queue into a Reconciler (controller-runtime style).
+"""Controller: worker threads drain a rate-limited work queue into a Reconciler.
 
-Informer event handlers turn objects into ``"namespace/name"`` keys
-(:class:`EnqueueRequestForObject`), the :class:`~kinformer.RateLimitingQueue`
-deduplicates them, and each worker runs client-go's canonical loop: reconcile the key; on success
-forget its backoff; on an exception retry it with backoff; on :class:`~kinformer.TerminalError`
-log it and give up; on ``Result(requeue_after=...)`` look again after that delay. The
-:mod:`kinformer.managers.controller_manager` starts and stops controllers as resources come and go.
+controller-runtime's ``internal/controller`` and ``handler.EnqueueRequestForObject``, on
+client-go's workqueue. Informer event handlers turn objects into ``"namespace/name"`` keys
+(:class:`EnqueueRequestForObject`, with the key functions of ``cache/store.py``), the
+:class:`~kinformer.RateLimitingQueue` (``workqueue/``) deduplicates them, and each worker runs
+client-go's canonical loop: reconcile the key; on success forget its backoff; on an exception
+retry it with backoff; on :class:`~kinformer.TerminalError` log it and give up; on
+``Result(requeue_after=...)`` look again after that delay. Nothing here knows informers or
+factories; the :class:`~kinformer.ControllerManager` (``managers/controller_manager.py``) starts
+and stops controllers as the resources they need come and go.
 """
 
 from __future__ import annotations

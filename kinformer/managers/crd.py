@@ -3,8 +3,9 @@
 :data:`CRD_GVR` is the CRD resource type; :func:`served_resources` says which resource types a
 set of CRDs makes the server serve (established, not being deleted, per served version); and
 :class:`CRDChangeHandler` is the informer handler that turns a CRD change into a callback. The
-user is :class:`~kinformer.DiscoveringDynamicSharedInformerFactory`, which watches CRDs
-to learn of new resource types within about a second instead of at its next discovery poll.
+one user is :class:`~kinformer.DiscoveringDynamicSharedInformerFactory`
+(``managers/discovering_factory.py``), which, like kcp's ddsif, watches CRDs to learn of new
+resource types within about a second instead of at its next discovery poll.
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
+from kinformer import handlers, meta
 from kinformer.gvr import GroupVersionResource
 
 CRD_GVR = GroupVersionResource("apiextensions.k8s.io", "v1", "customresourcedefinitions")
@@ -40,14 +42,14 @@ class CRDChangeHandler:
             self._on_change(new)
 
     def on_delete(self, obj: Any) -> None:
-        self._on_change(getattr(obj, "obj", obj))
+        self._on_change(handlers.deleted_object(obj))
 
 
 def served_resources(crds: Iterable[Mapping[str, Any]]) -> set[GroupVersionResource]:
     """The resource types that established CRDs not being deleted serve, one per served version."""
     expected: set[GroupVersionResource] = set()
     for obj in crds:
-        if _established(obj) and not (obj.get("metadata") or {}).get("deletionTimestamp"):
+        if _established(obj) and not (meta.metadata(obj) or {}).get("deletionTimestamp"):
             expected.update(_served_gvrs(obj))
     return expected
 
