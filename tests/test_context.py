@@ -6,17 +6,18 @@ import threading
 
 import pytest
 
-from kinformer import _threads
-from kinformer.context import Context, as_context, context_for_channel
+from kinformer import Context, _threads, as_context, context_for_channel
 
 
 def test_cancel_reaches_grandchildren() -> None:
     root = Context()
     child = root.child()
     grandchild = child.child()
+    assert not grandchild.done.is_set()
     root.cancel()
     assert child.cancelled() and grandchild.cancelled()
     assert grandchild.wait(0)
+    assert grandchild.done.is_set()  # the threading.Event others can wait on
 
 
 def test_cancelling_a_child_leaves_parent_and_siblings_running() -> None:

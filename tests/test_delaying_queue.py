@@ -1,17 +1,13 @@
-"""DelayingQueue: add_after on a fake clock, earlier ready time wins, shutdown (WQ-7, WQ-8, SC-24)."""
+"""DelayingQueue: add_after on a fake clock, earlier ready time wins, shutdown."""
 
 from __future__ import annotations
 
 import threading
 
-from kinformer.testing.clock import FakeClock
-from kinformer.testing.waiting import wait_for
-from kinformer.workqueue import DelayingQueue
+from helpers import clock_waits
 
-
-def waiting_for(clock: FakeClock, seconds: float) -> bool:
-    """Wait until the queue's loop sleeps with ``seconds`` left on the clock."""
-    return wait_for(lambda: seconds in clock.waiters())
+from kinformer import DelayingQueue
+from kinformer.testing import FakeClock
 
 
 def test_an_item_added_after_a_delay_appears_when_the_clock_reaches_it() -> None:
@@ -19,9 +15,9 @@ def test_an_item_added_after_a_delay_appears_when_the_clock_reaches_it() -> None
     queue: DelayingQueue[str] = DelayingQueue(name="test", clock=clock)
     try:
         queue.add_after("x", 2.0)
-        assert waiting_for(clock, 2.0)
+        assert clock_waits(clock, 2.0)
         clock.step(1.0)
-        assert waiting_for(clock, 1.0)
+        assert clock_waits(clock, 1.0)
         assert len(queue) == 0
         clock.step(1.0)
         assert queue.get(timeout=5) == ("x", False)
@@ -36,11 +32,11 @@ def test_a_shorter_delay_wins_and_the_item_arrives_exactly_once() -> None:
         queue.add_after("x", 10.0)
         queue.add_after("x", 1.0)
         queue.add_after("marker", 10.0)  # scheduled after x's stale 10 s entry
-        assert waiting_for(clock, 1.0)
+        assert clock_waits(clock, 1.0)
         clock.step(1.0)
         assert queue.get(timeout=5) == ("x", False)
         queue.done("x")
-        assert waiting_for(clock, 9.0)
+        assert clock_waits(clock, 9.0)
         clock.step(9.0)
         assert queue.get(timeout=5) == ("marker", False)
         assert len(queue) == 0  # the 10 s entry for x was not added
@@ -54,7 +50,7 @@ def test_a_longer_delay_never_postpones_a_waiting_item() -> None:
     try:
         queue.add_after("x", 1.0)
         queue.add_after("x", 5.0)
-        assert waiting_for(clock, 1.0)
+        assert clock_waits(clock, 1.0)
         clock.step(1.0)
         assert queue.get(timeout=5) == ("x", False)
     finally:
@@ -68,7 +64,7 @@ def test_items_become_ready_in_order_of_their_ready_times() -> None:
         queue.add_after("late", 3.0)
         queue.add_after("early", 1.0)
         queue.add_after("middle", 2.0)
-        assert waiting_for(clock, 1.0)
+        assert clock_waits(clock, 1.0)
         clock.step(3.0)
         assert [queue.get(timeout=5)[0] for _ in range(3)] == ["early", "middle", "late"]
     finally:
@@ -87,12 +83,14 @@ def test_shut_down_discards_waiting_items_and_joins_the_waiting_thread() -> None
     clock = FakeClock()
     queue: DelayingQueue[str] = DelayingQueue(name="stopping", clock=clock)
     queue.add_after("x", 1.0)
-    assert waiting_for(clock, 1.0)
+    assert clock_waits(clock, 1.0)
     assert any(t.name == "kinformer-workqueue-stopping" for t in threading.enumerate())
     queue.shut_down()
     assert not any(t.name == "kinformer-workqueue-stopping" for t in threading.enumerate())
     queue.add_after("y", 1.0)
+    queue.add_after("z", 0)  # a zero delay is a plain add, which shutdown ignores too
     clock.step(5.0)
+    assert len(queue) == 0
     assert queue.get() == (None, True)
 
 
@@ -100,6 +98,6 @@ def test_shut_down_with_drain_also_stops_the_waiting_thread() -> None:
     clock = FakeClock()
     queue: DelayingQueue[str] = DelayingQueue(name="draining", clock=clock)
     queue.add_after("x", 1.0)
-    assert waiting_for(clock, 1.0)
+    assert clock_waits(clock, 1.0)
     assert queue.shut_down_with_drain(timeout=5)
     assert not any(t.name == "kinformer-workqueue-draining" for t in threading.enumerate())

@@ -6,7 +6,8 @@ import dataclasses
 
 import pytest
 
-from kinformer.gvr import GroupVersionKind, GroupVersionResource, split_group_version
+from kinformer import APIResourceMeta, GroupVersionKind, GroupVersionResource
+from kinformer.gvr import split_group_version
 
 
 def test_gvr_prints_like_client_go() -> None:
@@ -19,8 +20,26 @@ def test_gvr_is_a_frozen_hashable_value() -> None:
     a = GroupVersionResource("apps", "v1", "deployments")
     b = GroupVersionResource("apps", "v1", "deployments")
     assert a == b and hash(a) == hash(b) and len({a, b}) == 1
+    assert {a: 1}[b] == 1
     with pytest.raises(dataclasses.FrozenInstanceError):
         a.resource = "x"  # type: ignore[misc]
+    kind = GroupVersionKind("apps", "v1", "Deployment")
+    assert kind == GroupVersionKind("apps", "v1", "Deployment")
+    assert hash(kind) == hash(GroupVersionKind("apps", "v1", "Deployment"))
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        kind.kind = "x"  # type: ignore[misc]
+
+
+def test_api_resource_meta_takes_api_md_field_names_and_is_namespaced_by_default() -> None:
+    deployments = GroupVersionResource("apps", "v1", "deployments")
+    meta = APIResourceMeta(
+        group_version_kind=GroupVersionKind("apps", "v1", "Deployment"), group_version_resource=deployments
+    )
+    assert meta.is_cluster_scoped is False
+    assert (meta.group_version_kind.kind, meta.group_version_resource) == ("Deployment", deployments)
+    namespaces = GroupVersionResource("", "v1", "namespaces")
+    cluster = APIResourceMeta(GroupVersionKind("", "v1", "Namespace"), namespaces, is_cluster_scoped=True)
+    assert cluster.is_cluster_scoped is True
 
 
 def test_group_version_strings() -> None:

@@ -1,12 +1,10 @@
-"""Rate limiters and RateLimitingQueue: backoff, token bucket, max-of (WQ-9..WQ-13, SC-23)."""
+"""Rate limiters and RateLimitingQueue: backoff, token bucket, max-of."""
 
 from __future__ import annotations
 
 import pytest
 
-from kinformer import errors
-from kinformer.testing.clock import FakeClock
-from kinformer.workqueue import (
+from kinformer import (
     BucketRateLimiter,
     ItemExponentialFailureRateLimiter,
     ItemFastSlowRateLimiter,
@@ -15,7 +13,9 @@ from kinformer.workqueue import (
     WithMaxWaitRateLimiter,
     default_controller_rate_limiter,
     default_item_based_rate_limiter,
+    errors,
 )
+from kinformer.testing import FakeClock
 
 
 def test_exponential_limiter_doubles_per_failure_and_starts_over_after_forget() -> None:
@@ -97,7 +97,9 @@ def test_default_controller_limiter_holds_the_hundred_and_first_new_item_for_the
 
 def test_rate_limited_queue_delays_a_failing_item_and_counts_requeues() -> None:
     clock = FakeClock()
-    queue: RateLimitingQueue[str] = RateLimitingQueue(ItemExponentialFailureRateLimiter(1.0, 60.0), clock)
+    queue: RateLimitingQueue[str] = RateLimitingQueue(
+        rate_limiter=ItemExponentialFailureRateLimiter(1.0, 60.0), clock=clock
+    )
     try:
         queue.add_rate_limited("x")
         queue.add_rate_limited("x")  # still waiting: keeps the earlier ready time
@@ -118,4 +120,16 @@ def test_forget_does_not_remove_a_queued_item() -> None:
     queue.add("x")
     queue.forget("x")
     assert len(queue) == 1
+    queue.shut_down()
+
+
+def test_limiters_take_api_md_argument_names() -> None:
+    limiter = ItemExponentialFailureRateLimiter(base=0.001, max=0.004)
+    assert [limiter.when("x") for _ in range(4)] == pytest.approx([0.001, 0.002, 0.004, 0.004])
+    bucket = BucketRateLimiter(qps=1, burst=1, clock=FakeClock())
+    assert [bucket.when("a"), bucket.when("b")] == pytest.approx([0, 1])
+    assert bucket.num_requeues("a") == 0
+    queue: RateLimitingQueue[str] = RateLimitingQueue()  # the default controller limiter: 5 ms first
+    queue.add_rate_limited("x")
+    assert queue.get(timeout=5) == ("x", False)
     queue.shut_down()

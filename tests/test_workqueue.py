@@ -1,11 +1,11 @@
-"""WorkQueue: dedup, one worker per item, shutdown and drain (WQ-1..WQ-6, SC-21, SC-22)."""
+"""WorkQueue: dedup, one worker per item, shutdown and drain."""
 
 from __future__ import annotations
 
 import threading
 
-from kinformer.testing.waiting import wait_for
-from kinformer.workqueue import WorkQueue
+from kinformer import WorkQueue
+from kinformer.testing import wait_for
 
 
 def test_adding_an_item_twice_queues_it_once() -> None:

@@ -209,10 +209,10 @@ def test_factory_waits_only_for_started_informers_and_starts_nothing_after_shutd
     assert factory.wait_for_cache_sync(stop, timeout=TIMEOUT) == {CONFIGMAPS: True}
 
 
-# -- InformerManager (SC-27, SC-28 with API.md's difference) -----------------------------------
+# -- InformerManager, with the differences from fleet that API.md states ---------------------
 
 
-def test_sc27_a_type_missing_from_a_complete_list_is_stopped_and_returns_with_one_handler(api: Any) -> None:
+def test_a_type_missing_from_a_complete_list_is_stopped_and_returns_with_one_handler(api: Any) -> None:
     stop = threading.Event()
     manager = InformerManager(api, 0, stop)
     handler = Recorder(name_of)
@@ -247,7 +247,7 @@ def test_sc27_a_type_missing_from_a_complete_list_is_stopped_and_returns_with_on
     assert handler.quiet()
 
 
-def test_sc28_asking_about_an_unknown_type_creates_an_informer_that_start_runs(api: Any) -> None:
+def test_asking_about_an_unknown_type_creates_an_informer_that_start_runs(api: Any) -> None:
     ctx = Context()
     manager = InformerManager(api, 0, ctx)
     try:
@@ -305,10 +305,10 @@ def test_setting_the_parent_stop_event_stops_the_managers_informers(api: Any) ->
     assert manager.is_informer_synced(SECRETS) is False
 
 
-# -- ddsif and ControllerManager (SC-25, SC-26) ------------------------------------------------
+# -- ddsif and ControllerManager -------------------------------------------------------------
 
 
-def test_sc25_sc26_a_crd_brings_an_informer_and_a_controller_and_takes_both_away(api: Any) -> None:
+def test_a_crd_brings_an_informer_and_a_controller_and_takes_both_away(api: Any) -> None:
     ddsif = DiscoveringDynamicSharedInformerFactory(api, filter_func=lambda gvr: gvr.group == "acceptance.io")
     notes = ddsif.subscribe("acceptance")
     assert notes.maxsize == 1
