@@ -1,4 +1,4 @@
-"""Controller: the canonical worker loop (WQ-14) with success, failure, terminal errors and requeue_after."""
+"""Controller: the canonical worker loop with success, failure, terminal errors and requeue_after."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""ControllerManager: controllers run exactly while their resources are synced (KC-1..KC-7, SC-26).
+"""ControllerManager: controllers run exactly while their resources are synced.
 
 The manager is driven through a real InformerSource made of plain functions and capacity-1
 subscription queues; objects with ``has_synced()`` stand in for informers.

@@ -114,7 +114,7 @@ def test_a_controller_runs_exactly_while_its_crd_is_installed(
 
 def test_a_controller_waits_for_every_required_informer_to_sync(
     apiserver: FakeAPIServer, api_client: Any, ctx: Context
-) -> None:  # SC-26 over HTTP
+) -> None:
     extensions = k8s.ApiextensionsV1Api(api_client)
     instances = Instances()
     extensions.create_custom_resource_definition(crd(WIDGETS))

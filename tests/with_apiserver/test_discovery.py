@@ -1,6 +1,6 @@
 """Discovery and the discovering informer factory (kcp ddsif) over FakeAPIServer.
 
-CRDs are created and deleted over HTTP with the official client; KD- items and SC-25.
+CRDs are created and deleted over HTTP with the official client.
 """
 
 from __future__ import annotations

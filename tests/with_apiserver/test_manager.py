@@ -1,4 +1,4 @@
-"""InformerManager (fleet) over FakeAPIServer: FM- items, SC-27 and SC-28 as API.md adapts them.
+"""InformerManager (fleet) over FakeAPIServer, with the differences from fleet that API.md states.
 
 kinformer's difference from fleet: with ``list_complete=True`` a dynamic type missing from the
 list has its informer stopped and dropped, and a fresh one with the same handler starts when it
@@ -74,7 +74,7 @@ def informer_threads() -> list[str]:
 
 def test_a_type_missing_from_a_complete_list_is_stopped_and_comes_back_fresh_with_one_handler(
     apiserver: FakeAPIServer, api_client: Any
-) -> None:  # SC-27, adapted: fleet would leave B's informer running
+) -> None:  # fleet would leave the missing type's informer running
     k8s.ApiextensionsV1Api(api_client).create_custom_resource_definition(crd(WIDGETS))
     recorder = Recorder()
     with InformerManager(api_client, 0, Context()) as manager:
@@ -125,7 +125,7 @@ def test_an_incomplete_list_never_hides_a_type(apiserver: FakeAPIServer, api_cli
 
 def test_asking_about_an_unknown_type_creates_an_informer_that_start_runs(
     apiserver: FakeAPIServer, api_client: Any
-) -> None:  # SC-28
+) -> None:
     create_cm(api_client, "a")
     manager = InformerManager(api_client, 0, Context())
     manager.start()
