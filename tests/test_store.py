@@ -4,9 +4,11 @@ from __future__ import annotations
 
 from typing import Any
 
+import helpers
 import pytest
 from kubernetes import client
 
+import kinformer
 from kinformer import errors
 from kinformer.cache.store import (
     NAMESPACE_INDEX,
@@ -195,3 +197,68 @@ def test_indexer_satisfies_the_store_seams() -> None:
     assert store.key_func is meta_namespace_key_func
     store.add(cm("a", "ns"))
     assert "ns/a" in store
+
+
+# What follows was the acceptance suite's: it calls kinformer's public names only, with the
+# argument names API.md gives them.
+
+
+def test_a_tombstone_carries_its_key_and_the_last_known_object() -> None:
+    last = helpers.cm("x")
+    tombstone = kinformer.DeletedFinalStateUnknown(key="ns/x", obj=last)
+    assert (tombstone.key, tombstone.obj) == ("ns/x", last)
+    assert kinformer.DeletedFinalStateUnknown("ns/y", None).obj is None
+
+
+def test_store_get_returns_none_for_a_missing_object() -> None:
+    store = kinformer.new_store(kinformer.meta_namespace_key_func)
+    assert store.get(helpers.cm("a")) is None
+    assert store.get_by_key("ns/a") is None
+    store.add(helpers.cm("a"))
+    stored = store.get(helpers.cm("a", rv=9))
+    assert stored is not None and stored["metadata"]["resourceVersion"] == "1"
+    assert len(store) == 1
+    store.resync()
+    store.delete(helpers.cm("missing"))
+    assert store.list_keys() == ["ns/a"]
+
+
+def test_indexer_replace_without_a_version_and_len() -> None:
+    indexer = kinformer.Indexer()
+    indexer.replace([helpers.cm("a"), helpers.cm("b"), helpers.cm("a", 2)])
+    assert len(indexer) == 2
+    stored = indexer.get_by_key("ns/a")
+    assert stored is not None and stored["metadata"]["resourceVersion"] == "2"
+
+
+def test_index_queries_and_emptied_values_disappear() -> None:
+    indexer = kinformer.new_indexer(
+        kinformer.meta_namespace_key_func,
+        {"app": lambda o: [o["metadata"].get("labels", {}).get("app", "")]},
+    )
+    indexer.replace(
+        [helpers.cm("a", app="web"), helpers.cm("b", app="web"), helpers.cm("c", app="db")], "5"
+    )
+    assert sorted(indexer.index_keys("app", "web")) == ["ns/a", "ns/b"]
+    assert sorted(helpers.describe(o) for o in indexer.index("app", helpers.cm("z", app="web"))) == [
+        "a1",
+        "b1",
+    ]
+    assert sorted(indexer.list_index_func_values("app")) == ["db", "web"]
+    indexer.delete(helpers.cm("c"))
+    assert indexer.list_index_func_values("app") == ["web"]
+    assert indexer.by_index("app", "nothing") == []
+    assert set(indexer.get_indexers()) == {"app"}
+
+
+def test_indexer_caches_official_client_models_and_indexes_them_by_namespace() -> None:
+    indexer = kinformer.Indexer(
+        key_func=kinformer.deletion_handling_meta_namespace_key_func,  # as an informer's is
+        indexers={kinformer.NAMESPACE_INDEX: kinformer.meta_namespace_index_func},
+    )
+    model = client.V1ConfigMap(metadata=client.V1ObjectMeta(name="a", namespace="ns", labels={"app": "web"}))
+    indexer.add(model)
+    assert indexer.get_by_key("ns/a") is model
+    assert indexer.by_index(kinformer.NAMESPACE_INDEX, "ns") == [model]
+    configmaps = kinformer.GroupVersionResource("", "v1", "configmaps")
+    assert kinformer.GenericLister(indexer, configmaps).by_namespace("ns").list("app=web") == [model]
