@@ -5,6 +5,9 @@ from __future__ import annotations
 import threading
 from typing import Any
 
+import helpers
+
+import kinformer
 from kinformer import Context
 from kinformer.cache.store import DeletedFinalStateUnknown
 from kinformer.handlers import (
@@ -140,3 +143,21 @@ def test_wait_for_cache_sync_keeps_checking_until_every_cache_synced() -> None:
 
     assert wait_for_cache_sync(None, synced_on_third_look, timeout=5)
     assert calls == 3
+
+
+# What follows was the acceptance suite's: it calls kinformer's public names only, with the
+# argument names API.md gives them.
+
+
+def test_filtering_handler_passes_the_initial_list_flag_through_and_skips_what_never_matched() -> None:
+    inner = helpers.Recorder()
+    handler = kinformer.FilteringResourceEventHandler(
+        filter_func=lambda o: o["metadata"].get("labels", {}).get("app") == "web", handler=inner
+    )
+    handler.on_add(helpers.cm("a", app="web"), True)
+    handler.on_add(helpers.cm("b", app="db"), True)
+    handler.on_update(helpers.cm("b", 1, app="db"), helpers.cm("b", 2, app="db"))
+    handler.on_update(helpers.cm("a", 1, app="web"), helpers.cm("a", 2, app="web"))
+    handler.on_delete(helpers.cm("b", app="db"))
+    assert inner.take(2) == [("add", "a1", True), ("update", "a1", "a2")]
+    assert inner.quiet()

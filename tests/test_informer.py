@@ -9,8 +9,10 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
+import helpers
 import pytest
 
+import kinformer
 from kinformer import Context, errors, processor
 from kinformer.cache.store import DeletedFinalStateUnknown
 from kinformer.client.listwatch import ChannelWatch, ListOptions, ListResult, ListWatch
@@ -444,3 +446,203 @@ def test_resync_periods_follow_the_informer_check_period() -> None:
     with running(started):
         assert started.wait_for_sync(timeout=TIMEOUT)
         assert started.add_event_handler_with_resync_period(Recorder(), 5).resync_period == 10
+
+
+# What follows was the acceptance suite's: it calls kinformer's public names only, with the
+# argument names API.md gives them, over the shared scripted source.
+
+
+def test_informer_runs_on_an_event_syncs_and_delivers_initial_adds() -> None:
+    source = helpers.ScriptedSource(helpers.cm("a"), helpers.cm("b"))
+    informer = kinformer.SharedIndexInformer(
+        source.lister_watcher,
+        example_object=None,
+        default_event_handler_resync_period=0,
+        indexers={kinformer.NAMESPACE_INDEX: kinformer.meta_namespace_index_func},
+    )
+    handler = helpers.Recorder()
+    registration = informer.add_event_handler(handler)
+    assert not informer.has_synced()
+    assert informer.last_sync_resource_version() == ""
+    with helpers.running(informer.run, threading.Event()) as stop:
+        assert kinformer.wait_for_cache_sync(
+            stop, informer.has_synced, registration.has_synced, timeout=helpers.TIMEOUT
+        )
+        assert sorted(handler.take(2)) == [("add", "a1", True), ("add", "b1", True)]
+        assert informer.last_sync_resource_version() == "10"
+        assert sorted(informer.get_indexer().list_keys()) == ["ns/a", "ns/b"]
+        assert informer.get_store() is informer.get_indexer()
+        assert sorted(informer.get_indexer().index_keys(kinformer.NAMESPACE_INDEX, "ns")) == ["ns/a", "ns/b"]
+        source.next_watch().add(helpers.cm("c", 11))
+        assert handler.next() == ("add", "c11", False)
+    assert informer.is_stopped()
+
+
+def test_an_informer_without_resync_never_resyncs_whatever_a_handler_asks() -> None:
+    clock = FakeClock()
+    source = helpers.ScriptedSource(helpers.cm("x"))
+    informer = kinformer.SharedIndexInformer(
+        source.lister_watcher, default_event_handler_resync_period=0, clock=clock
+    )
+    handler = helpers.Recorder()
+    informer.add_event_handler_with_resync_period(handler, 30)
+    with helpers.running(informer.run):
+        assert wait_for(informer.has_synced, helpers.TIMEOUT)
+        assert handler.next() == ("add", "x1", True)
+        watch = source.next_watch()
+        clock.step(120)
+        watch.add(helpers.cm("marker", 11))
+        assert handler.next() == ("add", "marker11", False)
+
+
+def test_a_shorter_handler_period_before_start_lowers_the_check_period_only_for_itself() -> None:
+    clock = FakeClock()
+    source = helpers.ScriptedSource(helpers.cm("x"))
+    informer = kinformer.SharedIndexInformer(
+        source.lister_watcher, default_event_handler_resync_period=10, clock=clock
+    )
+    slow, fast = helpers.Recorder(), helpers.Recorder()
+    informer.add_event_handler(slow)
+    informer.add_event_handler_with_resync_period(fast, 5)
+    with helpers.running(informer.run):
+        assert wait_for(informer.has_synced, helpers.TIMEOUT)
+        assert slow.next() == ("add", "x1", True) and fast.next() == ("add", "x1", True)
+        watch = source.next_watch()
+        helpers.step_when_waiting(clock, 5)
+        assert fast.next() == ("update", "x1", "x1")
+        watch.add(helpers.cm("marker", 11))
+        assert slow.next() == ("add", "marker11", False) and fast.next() == ("add", "marker11", False)
+        helpers.step_when_waiting(clock, 5)
+        assert sorted(slow.take(2)) == [("update", "marker11", "marker11"), ("update", "x1", "x1")]
+        assert sorted(fast.take(2)) == [("update", "marker11", "marker11"), ("update", "x1", "x1")]
+
+
+def test_a_shorter_handler_period_after_start_is_raised_to_the_check_period() -> None:
+    clock = FakeClock()
+    source = helpers.ScriptedSource(helpers.cm("x"))
+    informer = kinformer.SharedIndexInformer(
+        source.lister_watcher, default_event_handler_resync_period=10, clock=clock
+    )
+    with helpers.running(informer.run):
+        assert wait_for(informer.has_synced, helpers.TIMEOUT)
+        watch = source.next_watch()
+        late = helpers.Recorder()
+        informer.add_event_handler_with_resync_period(late, 5)
+        assert late.next() == ("add", "x1", True)
+        helpers.step_when_waiting(clock, 5)
+        watch.add(helpers.cm("marker", 11))
+        assert late.next() == ("add", "marker11", False)
+        helpers.step_when_waiting(clock, 5)
+        assert sorted(late.take(2)) == [("update", "marker11", "marker11"), ("update", "x1", "x1")]
+
+
+def test_a_sub_second_handler_resync_period_is_raised_to_one_second() -> None:
+    clock = FakeClock()
+    source = helpers.ScriptedSource(helpers.cm("x"))
+    informer = kinformer.SharedIndexInformer(
+        source.lister_watcher, default_event_handler_resync_period=1, clock=clock
+    )
+    handler = helpers.Recorder()
+    informer.add_event_handler_with_resync_period(handler, 0.2)
+    with helpers.running(informer.run):
+        assert wait_for(informer.has_synced, helpers.TIMEOUT)
+        assert handler.next() == ("add", "x1", True)
+        watch = source.next_watch()
+        helpers.step_when_waiting(clock, 0.5)
+        watch.add(helpers.cm("marker", 11))
+        assert handler.next() == ("add", "marker11", False)
+        helpers.step_when_waiting(clock, 0.5)
+        assert sorted(handler.take(2)) == [("update", "marker11", "marker11"), ("update", "x1", "x1")]
+
+
+def test_a_relist_of_unchanged_objects_reaches_handlers_as_equal_updates_and_new_ones_as_late_adds() -> None:
+    clock = FakeClock()
+    source = helpers.ScriptedSource(helpers.cm("x"))
+    informer = kinformer.SharedIndexInformer(source.lister_watcher, clock=clock)
+    handler = helpers.Recorder()
+    informer.add_event_handler(handler)
+    with helpers.running(informer.run):
+        assert wait_for(informer.has_synced, helpers.TIMEOUT)
+        assert handler.next() == ("add", "x1", True)
+        source.items = [helpers.cm("x"), helpers.cm("y", 20)]
+        source.next_watch().error({"kind": "Status", "status": "Failure", "code": 410, "reason": "Expired"})
+        helpers.step_when_waiting(clock)  # the backoff before the relist
+        assert handler.take(2) == [("update", "x1", "x1"), ("add", "y20", False)]
+
+
+def test_a_stuck_handler_neither_blocks_other_handlers_nor_counts_as_synced() -> None:
+    source = helpers.ScriptedSource(helpers.cm("a"))
+    informer = kinformer.SharedIndexInformer(source.lister_watcher)
+    gate = threading.Event()
+    stuck = helpers.Recorder(gate=gate)
+    stuck_registration = informer.add_event_handler(stuck)
+    fast = helpers.Recorder()
+    informer.add_event_handler(fast)
+    with helpers.running(informer.run):
+        try:
+            assert wait_for(informer.has_synced, helpers.TIMEOUT)
+            assert stuck.entered.wait(helpers.TIMEOUT)
+            source.next_watch().add(helpers.cm("b", 11))
+            assert fast.take(2) == [("add", "a1", True), ("add", "b11", False)]
+            assert not stuck_registration.has_synced()
+        finally:
+            gate.set()
+        assert wait_for(stuck_registration.has_synced, helpers.TIMEOUT)
+
+
+def test_deletes_of_unknown_objects_and_repeated_deletes_reach_handlers_once_at_most() -> None:
+    source = helpers.ScriptedSource(helpers.cm("a"))
+    informer = kinformer.SharedIndexInformer(source.lister_watcher)
+    handler = helpers.Recorder()
+    informer.add_event_handler(handler)
+    with helpers.running(informer.run):
+        assert wait_for(informer.has_synced, helpers.TIMEOUT)
+        assert handler.next() == ("add", "a1", True)
+        watch = source.next_watch()
+        watch.delete(helpers.cm("ghost", 11))
+        watch.delete(helpers.cm("a", 12))
+        watch.delete(helpers.cm("a", 12))
+        watch.add(helpers.cm("marker", 13))
+        assert handler.take(2) == [("delete", "a12"), ("add", "marker13", False)]
+
+
+def test_bad_objects_and_event_types_are_logged_at_warning_and_never_cached(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    nameless = {"kind": "ConfigMap", "metadata": {"namespace": "ns", "resourceVersion": "3"}}
+    source = helpers.ScriptedSource(helpers.cm("a"), nameless)
+    informer = kinformer.SharedIndexInformer(source.lister_watcher)
+    handler = helpers.Recorder()
+    informer.add_event_handler(handler)
+    caplog.set_level(logging.WARNING)
+    with helpers.running(informer.run):
+        assert wait_for(informer.has_synced, helpers.TIMEOUT)
+        assert handler.next() == ("add", "a1", True)
+        watch = source.next_watch()
+        watch.send(kinformer.WatchEvent("GOSSIP", helpers.cm("g", 11)))
+        watch.send(
+            kinformer.WatchEvent(
+                "ADDED", {"kind": "ConfigMap", "metadata": {"namespace": "ns", "resourceVersion": "12"}}
+            )
+        )
+        watch.add(helpers.cm("b", 13))
+        assert handler.next() == ("add", "b13", False)
+        assert sorted(informer.get_indexer().list_keys()) == ["ns/a", "ns/b"]
+    assert len([r for r in caplog.records if r.levelno == logging.WARNING]) >= 2
+
+
+def test_an_object_whose_name_is_not_a_string_is_never_cached(caplog: pytest.LogCaptureFixture) -> None:
+    garbage = {"metadata": {"name": ["ghost"], "namespace": "ns", "resourceVersion": "3"}}
+    source = helpers.ScriptedSource(helpers.cm("a"), garbage)
+    informer = kinformer.SharedIndexInformer(source.lister_watcher)
+    handler = helpers.Recorder()
+    informer.add_event_handler(handler)
+    caplog.set_level(logging.WARNING)
+    with helpers.running(informer.run):
+        assert wait_for(informer.has_synced, helpers.TIMEOUT)
+        watch = source.next_watch()
+        watch.add({"metadata": {"name": 7, "namespace": "ns", "resourceVersion": "12"}})
+        watch.add(helpers.cm("b", 13))
+        assert handler.take(2) == [("add", "a1", True), ("add", "b13", False)]
+        assert sorted(informer.get_indexer().list_keys()) == ["ns/a", "ns/b"]
+    assert len([r for r in caplog.records if r.levelno == logging.WARNING]) >= 2
