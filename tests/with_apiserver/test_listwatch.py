@@ -15,9 +15,11 @@ import threading
 from collections.abc import Callable, Iterator
 from typing import Any
 
+import helpers
 import kubernetes
 import pytest
 
+import kinformer
 from kinformer import _json, errors
 from kinformer.backoff import Backoff, BackoffManager
 from kinformer.cache.store import Indexer
@@ -391,3 +393,42 @@ def test_a_reflector_reestablishes_a_watch_that_went_silent(server: ScriptedServ
         ctx.cancel()
         runner.join(5)
     assert not runner.is_alive()
+
+
+# What follows was the acceptance suite's: it calls kinformer's public names only, with the
+# argument names API.md gives them.
+
+
+def test_list_and_watch_value_types_take_api_md_field_names() -> None:
+    options = kinformer.ListOptions(
+        resource_version="5",
+        resource_version_match="NotOlderThan",
+        limit=10,
+        continue_token="t",
+        label_selector="app=web",
+        field_selector="metadata.name=a",
+        timeout_seconds=300,
+        allow_watch_bookmarks=True,
+        send_initial_events=False,
+    )
+    assert (options.resource_version, options.limit, options.continue_token) == ("5", 10, "t")
+    result = kinformer.ListResult(items=[helpers.cm("a")], resource_version="7", continue_token="")
+    assert (len(result.items), result.resource_version) == (1, "7")
+    event = kinformer.WatchEvent(type="ADDED", object=helpers.cm("a"))
+    assert (event.type, event.object["metadata"]["name"]) == ("ADDED", "a")
+
+
+def test_closing_a_channel_watch_from_another_thread_ends_its_iteration() -> None:
+    watch = kinformer.ChannelWatch()
+    ended = threading.Event()
+
+    def consume() -> None:
+        for _ in watch:
+            pass
+        ended.set()
+
+    thread = threading.Thread(target=consume)
+    thread.start()
+    watch.close()
+    thread.join(helpers.TIMEOUT)
+    assert ended.is_set()
