@@ -12,8 +12,10 @@ import queue
 import threading
 from collections.abc import Iterator
 
+import helpers
 import pytest
 
+import kinformer
 from kinformer import Context, GroupVersionResource, errors
 from kinformer.managers.controller import Controller, Result
 from kinformer.managers.controller_manager import (
@@ -397,3 +399,30 @@ def test_a_generic_controller_runs_and_stops_under_the_manager(served: Served) -
         assert workers == []
     finally:
         running.stop()
+
+
+# What follows was the acceptance suite's: it calls kinformer's public names only, with the
+# argument names API.md gives them.
+
+
+def test_a_source_of_subscribe_and_informers_alone_drives_a_manager_started_by_keyword() -> None:
+    served = Served()
+    served.serve(WIDGETS, synced=True)
+    started = threading.Event()
+
+    def create(ctx: kinformer.Context) -> StartFunc:
+        def start_fn(run_ctx: kinformer.Context) -> None:
+            started.set()
+            run_ctx.wait()
+
+        return start_fn
+
+    source = kinformer.InformerSource(served.subscribe, served.informers)  # no unsubscribe
+    manager = kinformer.ControllerManager(
+        "initial", source, {"c": kinformer.ManagedController([WIDGETS], create)}
+    )
+    assert manager.name == kinformer.CONTROLLER_NAME_PREFIX + "initial"
+    with helpers.running(lambda ctx: manager.start(ctx=ctx)):
+        assert started.wait(helpers.TIMEOUT)  # at its first look, with no notification sent
+        assert wait_for(lambda: manager.running_controllers() == {"c"}, helpers.TIMEOUT)
+    assert manager.running_controllers() == set()
