@@ -80,6 +80,8 @@ def test_builtin_bases_let_callers_catch_broadly() -> None:
     assert issubclass(errors.ConfigurationError, ValueError)
     assert issubclass(errors.SyncTimeoutError, TimeoutError)
     assert issubclass(errors.IndexerError, KeyError)
+    assert issubclass(errors.KeyFuncError, KeyError)
+    assert issubclass(errors.IndexerConflictError, ValueError)  # add_indexers with a known name
     assert str(errors.IndexerError("Index with name x does not exist")) == (
         "Index with name x does not exist"
     )
