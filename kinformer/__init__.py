@@ -35,15 +35,15 @@ from kinformer.cache.store import (
 )
 from kinformer.cache.thread_safe_store import ThreadSafeStore
 from kinformer.client.discovery import CachedDiscoveryClient, DiscoveryResult
-from kinformer.client.listwatch import (
+from kinformer.client.interface import (
     ChannelWatch,
     ListerWatcher,
     ListOptions,
     ListResult,
-    ListWatch,
     Watch,
     WatchEvent,
 )
+from kinformer.client.listwatch import ListWatch
 from kinformer.context import Context, as_context, context_for_channel
 from kinformer.errors import (
     AlreadyStartedError,

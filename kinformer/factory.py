@@ -23,7 +23,7 @@ from typing import Any
 from kinformer import _threads, context, handlers, informer
 from kinformer.cache import store
 from kinformer.cache.lister import GenericLister
-from kinformer.client import listwatch
+from kinformer.client import interface, listwatch
 from kinformer.gvr import GroupVersionResource
 
 log = logging.getLogger(__name__)
@@ -195,7 +195,7 @@ class DynamicSharedInformerFactory:
         client: Any,
         default_resync: float = 0,
         namespace: str = "",
-        tweak_list_options: Callable[[listwatch.ListOptions], listwatch.ListOptions | None] | None = None,
+        tweak_list_options: Callable[[interface.ListOptions], interface.ListOptions | None] | None = None,
     ) -> None:
         self._client = client
         self._default_resync = default_resync

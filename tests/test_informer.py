@@ -15,7 +15,8 @@ import pytest
 import kinformer
 from kinformer import Context, errors, processor
 from kinformer.cache.store import DeletedFinalStateUnknown
-from kinformer.client.listwatch import ChannelWatch, ListOptions, ListResult, ListWatch
+from kinformer.client.interface import ChannelWatch, ListOptions, ListResult
+from kinformer.client.listwatch import ListWatch
 from kinformer.handlers import ResourceEventHandlerFuncs
 from kinformer.informer import SharedIndexInformer
 from kinformer.testing import FakeClock, wait_for

@@ -25,9 +25,9 @@ from dataclasses import dataclass
 from types import FrameType
 from typing import Any, TextIO
 
-from kinformer import _json, _threads, context, errors
+from kinformer import _threads, context, errors
 from kinformer.cache import labels
-from kinformer.client import listwatch, resource
+from kinformer.client import discovery, listwatch
 from kinformer.gvr import GroupVersionResource, split_group_version
 from kinformer.informer import SharedIndexInformer
 
@@ -212,6 +212,8 @@ def _command_error(error: BaseException, where: str, what: str) -> CommandError:
         return CommandError(EXIT_UNKNOWN_RESOURCE, f"{what}: the server could not find it (404)")
     if isinstance(error, (errors.TransportError, OSError)):
         return CommandError(EXIT_UNREACHABLE, f"unable to connect to the server at {where}: {error}")
+    if isinstance(error, errors.DecodeError):
+        return CommandError(EXIT_ERROR, f"{error} (from {where})")
     return CommandError(EXIT_ERROR, f"{what}: {error}")
 
 
@@ -342,16 +344,6 @@ class Resolved:
     namespaced: bool
 
 
-@dataclass(frozen=True)
-class _Entry:
-    gvr: GroupVersionResource
-    kind: str
-    singular: str
-    short_names: tuple[str, ...]
-    namespaced: bool
-    verbs: frozenset[str]
-
-
 def resolve_resource(api: Any, name: str, where: str = "") -> Resolved:
     """Resolve ``name`` as kubectl does, reading discovery through ``api`` (an ApiClient).
 
@@ -366,16 +358,18 @@ def resolve_resource(api: Any, name: str, where: str = "") -> Resolved:
     entries = _discover(api, where or "the server")
     for candidate_name, group, version in _interpretations(wanted):
         for entry in entries:
-            if group is not None and entry.gvr.group != group:
+            gvr = entry.group_version_resource
+            if group is not None and gvr.group != group:
                 continue
-            if version is not None and entry.gvr.version != version:
+            if version is not None and gvr.version != version:
                 continue
-            names = {entry.gvr.resource, entry.singular, entry.kind.lower(), *entry.short_names}
+            kind = entry.group_version_kind.kind
+            names = {gvr.resource, entry.singular_name, kind.lower(), *entry.short_names}
             if candidate_name in names:
-                if not {"list", "watch"} <= entry.verbs:
+                if not entry.listable:
                     raise CommandError(EXIT_UNKNOWN_RESOURCE,
-                                       f"resource {entry.gvr.group_resource} cannot be listed and watched")
-                return Resolved(entry.gvr, entry.kind, entry.namespaced)
+                                       f"resource {gvr.group_resource} cannot be listed and watched")
+                return Resolved(gvr, kind, entry.namespaced)
     raise CommandError(EXIT_UNKNOWN_RESOURCE, f'the server doesn\'t have a resource type "{name}"')
 
 
@@ -391,62 +385,30 @@ def _interpretations(wanted: str) -> list[tuple[str, str | None, str | None]]:
     return readings
 
 
-def _discover(api: Any, where: str) -> list[_Entry]:
-    """Every resource type the server serves, core first, each group's preferred version first."""
-    core = _get(api, "/api", where)
-    groups = _get(api, "/apis", where)
-    group_versions = [str(v) for v in core.get("versions") or []]
-    for group in groups.get("groups") or []:
-        preferred = str((group.get("preferredVersion") or {}).get("groupVersion") or "")
-        versions = [str(v.get("groupVersion")) for v in group.get("versions") or [] if v.get("groupVersion")]
-        versions.sort(key=lambda gv: gv != preferred)
-        group_versions += versions
-    entries: list[_Entry] = []
+def _discover(api: Any, where: str) -> list[discovery.APIResource]:
+    """Every resource type the server serves, core first, each group's preferred version first.
+
+    A group version whose document fails is left out, as kubectl leaves it, unless the failure
+    is one every document would share (401, an unreachable server).
+    """
+    reader = discovery.CachedDiscoveryClient(api, request_timeout=REQUEST_TIMEOUT)
+    try:
+        group_versions, preferred = reader.server_group_versions()
+    except (errors.APIError, errors.TransportError, errors.DecodeError) as err:
+        raise _command_error(err, where, "discovery") from None
+    groups: dict[str, int] = {}  # group -> its place in the server's order
     for gv in group_versions:
-        path = f"/apis/{gv}" if "/" in gv else f"/api/{gv}"
+        groups.setdefault(split_group_version(gv)[0], len(groups))
+    group_versions.sort(key=lambda gv: (groups[split_group_version(gv)[0]], gv not in preferred))
+    entries: list[discovery.APIResource] = []
+    for gv in group_versions:
         try:
-            doc = _get(api, path, where)
-        except CommandError as err:
-            if err.code in (EXIT_UNAUTHORIZED, EXIT_UNREACHABLE):
-                raise
-            continue  # one broken group version does not hide the others, as in kubectl
-        group, version = split_group_version(gv)
-        for res in doc.get("resources") or []:
-            resource = str(res.get("name") or "")
-            if not resource or "/" in resource:
-                continue
-            entries.append(_Entry(
-                GroupVersionResource(group, version, resource),
-                str(res.get("kind") or ""),
-                str(res.get("singularName") or "").lower(),
-                tuple(str(s).lower() for s in res.get("shortNames") or ()),
-                bool(res.get("namespaced", False)),
-                frozenset(str(v) for v in res.get("verbs") or ()),
-            ))
+            entries += reader.api_resources(gv)
+        except (errors.UnauthorizedError, errors.TransportError) as err:
+            raise _command_error(err, where, "discovery") from None
+        except (errors.APIError, errors.DecodeError):
+            continue
     return entries
-
-
-def _get(api: Any, path: str, where: str) -> dict[str, Any]:
-    """GET one discovery document; failures become :class:`CommandError`."""
-    import urllib3
-
-    method, url, headers, body, post = api.param_serialize(
-        method="GET", resource_path=path, header_params={"Accept": "application/json"},
-        auth_settings=["BearerToken"])
-    try:
-        response = api.call_api(method, url, headers, body, post, _request_timeout=REQUEST_TIMEOUT)
-        data = response.read()
-    except (urllib3.exceptions.HTTPError, OSError) as exc:
-        raise _command_error(resource.transport_error(exc, path), where, "discovery") from None
-    if not 200 <= response.status <= 299:
-        raise _command_error(errors.api_error_from_status(response.status, data), where, f"discovery {path}")
-    try:
-        doc = _json.loads(data)
-    except ValueError:
-        raise CommandError(EXIT_ERROR, f"discovery {path} at {where}: the answer is not JSON") from None
-    if not isinstance(doc, dict):
-        raise CommandError(EXIT_ERROR, f"discovery {path} at {where}: the answer is not an object")
-    return doc
 
 
 # ---- output -----------------------------------------------------------------------------------

@@ -1,11 +1,13 @@
 """The cached discovery client: which resource types the server serves, read through the official client.
 
 :class:`CachedDiscoveryClient` reads the server's discovery documents (``/api``, ``/api/v1``,
-``/apis``, ``/apis/<group>/<version>``) through the official ``ApiClient`` and caches the
-per-group-version lists in a ``cachetools.TTLCache``; one pass gives a :class:`DiscoveryResult`.
-Its users are :class:`~kinformer.DiscoveringDynamicSharedInformerFactory`, which runs
-one informer per served type, and callers feeding
-:meth:`~kinformer.InformerManager.add_dynamic_resources` (fleet's discovery loop).
+``/apis``, ``/apis/<group>/<version>``) over the request path (:mod:`kinformer.client.rest`)
+and caches the per-group-version lists in a ``cachetools.TTLCache``; one pass gives a
+:class:`DiscoveryResult`. :func:`parse_api_resources` reads one group version's document into
+:class:`APIResource` entries. Its users are
+:class:`~kinformer.DiscoveringDynamicSharedInformerFactory`, which runs one informer per served
+type, callers feeding :meth:`~kinformer.InformerManager.add_dynamic_resources` (fleet's
+discovery loop), and the ``kinformer watch`` command, which resolves names as kubectl does.
 """
 
 from __future__ import annotations
@@ -18,8 +20,8 @@ from typing import Any
 
 import cachetools
 
-from kinformer import _json, errors
-from kinformer.client import resource
+from kinformer import errors
+from kinformer.client import rest
 from kinformer.clock import REAL_CLOCK, Clock
 from kinformer.gvr import APIResourceMeta, GroupVersionKind, GroupVersionResource, split_group_version
 
@@ -28,6 +30,33 @@ log = logging.getLogger(__name__)
 DISCOVERY_CACHE_TTL = 300.0  # bounds how long a type added without any CRD change goes unnoticed
 REQUEST_TIMEOUT = (10.0, 30.0)  # (connect, read) seconds for one discovery GET
 _REQUIRED_VERBS = frozenset({"list", "watch"})
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class APIResource:
+    """One resource type of a discovery document (``metav1.APIResource``), not a subresource.
+
+    ``group_version_kind`` is the kind the entry names, in the group and version it names
+    (those of the document unless the entry says otherwise).
+    """
+
+    group_version_resource: GroupVersionResource
+    group_version_kind: GroupVersionKind
+    singular_name: str
+    short_names: tuple[str, ...]
+    namespaced: bool
+    verbs: frozenset[str]
+
+    @property
+    def listable(self) -> bool:
+        """Whether the type can be listed and watched: what an informer needs."""
+        return self.verbs >= _REQUIRED_VERBS
+
+    def meta(self) -> APIResourceMeta:
+        """The :class:`~kinformer.APIResourceMeta` of this type (fleet's shape)."""
+        return APIResourceMeta(
+            self.group_version_kind, self.group_version_resource, is_cluster_scoped=not self.namespaced
+        )
 
 
 @dataclasses.dataclass(frozen=True)
@@ -63,10 +92,18 @@ class CachedDiscoveryClient:
     accepts: an ``ApiClient``, a ``DynamicClient`` or an API object holding one.
     """
 
-    def __init__(self, client: Any, ttl: float = DISCOVERY_CACHE_TTL, *, clock: Clock = REAL_CLOCK) -> None:
-        self._api = resource.api_client_of(client)
+    def __init__(
+        self,
+        client: Any,
+        ttl: float = DISCOVERY_CACHE_TTL,
+        *,
+        clock: Clock = REAL_CLOCK,
+        request_timeout: tuple[float, float] = REQUEST_TIMEOUT,
+    ) -> None:
+        self._rest = rest.Client(client)
+        self._timeout = request_timeout  # (connect, read) seconds for one GET
         self._lock = threading.Lock()  # guards _cache: cachetools caches are not thread-safe
-        self._cache: cachetools.TTLCache[str, list[APIResourceMeta]] = cachetools.TTLCache(
+        self._cache: cachetools.TTLCache[str, list[APIResource]] = cachetools.TTLCache(
             maxsize=512, ttl=ttl, timer=clock.now
         )
 
@@ -100,15 +137,23 @@ class CachedDiscoveryClient:
 
     def server_resources_for_group_version(self, group_version: str) -> list[APIResourceMeta]:
         """The listable and watchable resource types of one group version (cached)."""
+        return [r.meta() for r in self.api_resources(group_version) if r.listable]
+
+    def api_resources(self, group_version: str) -> list[APIResource]:
+        """Every resource type of one group version, subresources left out (cached).
+
+        Raises :class:`~kinformer.APIError`, ``TransportError`` or ``DecodeError`` when the
+        document cannot be read.
+        """
         with self._lock:
             cached = self._cache.get(group_version)
         if cached is not None:
             return cached
         path = f"/api/{group_version}" if "/" not in group_version else f"/apis/{group_version}"
-        metas = _parse_resource_list(group_version, self._get(path))
+        resources = parse_api_resources(group_version, self._get(path))
         with self._lock:
-            self._cache[group_version] = metas
-        return metas
+            self._cache[group_version] = resources
+        return resources
 
     def server_resources(self) -> DiscoveryResult:
         """Every served resource type that supports list and watch, subresources left out.
@@ -131,46 +176,30 @@ class CachedDiscoveryClient:
         return DiscoveryResult(resources, failed, preferred)
 
     def _get(self, path: str) -> dict[str, Any]:
-        import urllib3
-
-        method, url, headers, body, post = self._api.param_serialize(
-            method="GET",
-            resource_path=path,
-            header_params={"Accept": "application/json"},
-            auth_settings=["BearerToken"],
-        )
-        try:
-            rest = self._api.call_api(method, url, headers, body, post, _request_timeout=REQUEST_TIMEOUT)
-            data = rest.read()
-        except (urllib3.exceptions.HTTPError, OSError) as exc:
-            raise resource.transport_error(exc, path) from exc
-        if not 200 <= rest.status <= 299:
-            raise errors.api_error_from_status(rest.status, data)
-        try:
-            doc = _json.loads(data)
-        except ValueError as exc:
-            raise errors.DecodeError(f"discovery {path}: response is not JSON") from exc
+        doc = self._rest.get_json(path, timeout=self._timeout, what=f"discovery {path}")
         if not isinstance(doc, dict):
             raise errors.DecodeError(f"discovery {path}: response is not an object")
         return doc
 
 
-def _parse_resource_list(group_version: str, doc: Mapping[str, Any]) -> list[APIResourceMeta]:
+def parse_api_resources(group_version: str, doc: Mapping[str, Any]) -> list[APIResource]:
+    """The resource types of one group version's discovery document, subresources left out."""
     group, version = split_group_version(group_version)
-    metas: list[APIResourceMeta] = []
+    resources: list[APIResource] = []
     for res in doc.get("resources") or []:
-        name = res.get("name") or ""
+        name = str(res.get("name") or "")
         if not name or "/" in name:
             continue
-        if not _REQUIRED_VERBS.issubset(res.get("verbs") or ()):
-            continue
-        metas.append(
-            APIResourceMeta(
-                GroupVersionKind(
-                    res.get("group") or group, res.get("version") or version, res.get("kind", "")
-                ),
+        resources.append(
+            APIResource(
                 GroupVersionResource(group, version, name),
-                is_cluster_scoped=not res.get("namespaced", False),
+                GroupVersionKind(
+                    res.get("group") or group, res.get("version") or version, str(res.get("kind") or "")
+                ),
+                str(res.get("singularName") or "").lower(),
+                tuple(str(s).lower() for s in res.get("shortNames") or ()),
+                bool(res.get("namespaced", False)),
+                frozenset(str(v) for v in res.get("verbs") or ()),
             )
         )
-    return metas
+    return resources

@@ -29,7 +29,8 @@ from kinformer.cache.store import (
     deletion_handling_meta_namespace_key_func,
     meta_namespace_index_func,
 )
-from kinformer.client.listwatch import ListOptions, ListResult, ListWatch
+from kinformer.client.interface import ListOptions, ListResult
+from kinformer.client.listwatch import ListWatch
 from kinformer.gvr import GroupVersionResource
 from kinformer.informer import SharedIndexInformer
 from kinformer.testing import FakeAPIServer, wait_for

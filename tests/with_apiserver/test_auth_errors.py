@@ -20,7 +20,8 @@ from kubernetes import client as k8s
 
 from kinformer import errors
 from kinformer.client.discovery import CachedDiscoveryClient
-from kinformer.client.listwatch import ListOptions, ListWatch
+from kinformer.client.interface import ListOptions
+from kinformer.client.listwatch import ListWatch
 from kinformer.context import Context
 from kinformer.factory import DynamicSharedInformerFactory
 from kinformer.gvr import GroupVersionResource

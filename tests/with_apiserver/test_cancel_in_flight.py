@@ -13,7 +13,8 @@ from typing import Any
 import kubernetes
 import pytest
 
-from kinformer.client.listwatch import ListOptions, ListWatch, takes_context
+from kinformer.client.interface import ListOptions, takes_context
+from kinformer.client.listwatch import ListWatch
 from kinformer.context import Context
 from kinformer.gvr import GroupVersionResource
 from kinformer.informer import SharedIndexInformer

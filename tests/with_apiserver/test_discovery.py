@@ -115,7 +115,13 @@ def test_resource_lists_keep_only_listable_watchable_types_and_no_subresources()
             {"name": "nodes", "namespaced": False, "kind": "Node", "verbs": ["list", "watch"]},
         ],
     }
-    metas = discovery._parse_resource_list("v1", doc)
+    resources = discovery.parse_api_resources("v1", doc)
+    assert [(r.group_version_resource.resource, r.listable) for r in resources] == [
+        ("pods", True),
+        ("bindings", False),
+        ("nodes", True),
+    ]
+    metas = [r.meta() for r in resources if r.listable]
     assert [(m.group_version_resource.resource, m.is_cluster_scoped) for m in metas] == [
         ("pods", False),
         ("nodes", True),

@@ -8,7 +8,7 @@ from typing import Any
 from kubernetes import client as k8s
 
 from kinformer import Context, _threads
-from kinformer.client.listwatch import ListOptions
+from kinformer.client.interface import ListOptions
 from kinformer.factory import DynamicSharedInformerFactory
 from kinformer.gvr import GroupVersionResource
 from kinformer.handlers import ResourceEventHandlerFuncs

@@ -23,7 +23,9 @@ import kinformer
 from kinformer import _json, errors
 from kinformer.backoff import Backoff, BackoffManager
 from kinformer.cache.store import Indexer
-from kinformer.client.listwatch import HTTPWatch, ListOptions, ListWatch, WatchEvent, error_from_event
+from kinformer.client.interface import ListOptions, WatchEvent, error_from_event
+from kinformer.client.listwatch import ListWatch
+from kinformer.client.resource import HTTPWatch
 from kinformer.context import Context
 from kinformer.gvr import GroupVersionResource
 from kinformer.reflector.reflector import Reflector

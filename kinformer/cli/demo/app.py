@@ -28,8 +28,8 @@ from typing import Any, TextIO
 
 from kinformer import _threads, context, errors
 from kinformer.cli.demo import controllers, display, workload
+from kinformer.client import rest
 from kinformer.client.discovery import CachedDiscoveryClient
-from kinformer.client.resource import resource_path
 from kinformer.gvr import APIResourceMeta, GroupVersionResource
 from kinformer.managers.controller import Controller
 from kinformer.managers.controller_manager import ControllerManager, ManagedController
@@ -85,7 +85,7 @@ class Demo:
         configuration.host = self.server.url
         configuration.connection_pool_maxsize = 32  # one connection per open watch, plus writes
         self.api: Any = controllers.counting_api_client(configuration)
-        self.raw = controllers.RawAPI(self.api)
+        self.raw = controllers.RawAPI(rest.Client(self.api))
         self.manager = InformerManager(self.api, 0, self.ctx)
         self.discovery = CachedDiscoveryClient(self.api)
         self.tracked: dict[GroupVersionResource, APIResourceMeta] = {}
@@ -216,10 +216,10 @@ class Demo:
         Each informer's first list and first watch are not counted; every further watch is a
         re-established one, every further list (not counting continued pages) a relist.
         """
-        firsts = {resource_path(gvr): 1 for gvr in CACHED}
+        firsts = {rest.resource_path(gvr): 1 for gvr in CACHED}
         # the InformerManager's and the controllers' informers
-        firsts[resource_path(workload.CONFIGMAPS)] += 1
-        firsts[resource_path(workload.WIDGETS)] += 1
+        firsts[rest.resource_path(workload.CONFIGMAPS)] += 1
+        firsts[rest.resource_path(workload.WIDGETS)] += 1
         lists, watches = self.api.counts()
         reconnects = sum(max(0, watches.get(p, 0) - n) for p, n in firsts.items())
         relists = sum(max(0, lists.get(p, 0) - n) for p, n in firsts.items())

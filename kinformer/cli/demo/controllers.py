@@ -2,9 +2,10 @@
 
 :class:`CountingHandler` counts the events of the InformerManager's informers;
 :class:`AuditReconciler` and :class:`WidgetReconciler` are the two example controllers the
-ControllerManager runs; :class:`RawAPI` writes JSON through an ``ApiClient`` for them; and
-:func:`counting_api_client` makes the ``ApiClient`` that counts the lists and watches sent, so
-the display can show reconnects and relists. :mod:`kinformer.cli.demo.app` wires them together.
+ControllerManager runs; :class:`RawAPI` writes JSON for them over the request path
+(:mod:`kinformer.client.rest`); and :func:`counting_api_client` makes the ``ApiClient`` whose
+transport counts the lists and watches sent, so the display can show reconnects and relists.
+:mod:`kinformer.cli.demo.app` wires them together.
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ from kinformer import _json, errors
 from kinformer.cache.lister import GenericLister
 from kinformer.cache.store import split_meta_namespace_key
 from kinformer.cli.demo import workload
-from kinformer.client.resource import resource_path
+from kinformer.client import rest
 
 AUDIT = "configmap-audit"
 WIDGET_CONTROLLER = "widget-configmaps"
@@ -56,28 +57,29 @@ class AuditReconciler:
 
 
 class RawAPI:
-    """JSON requests through an ``ApiClient``'s own machinery, without the typed API classes.
+    """JSON requests over the request path, without the official client's typed API classes.
 
-    The typed classes of the official client take seconds to import; the demo needs four verbs.
-    Thread-safe as the ApiClient is. Raises :class:`~kinformer.APIError` subclasses for
-    error statuses, except the ones in ``ok``.
+    The typed classes take seconds to import; the demo needs four verbs. Thread-safe.
+    Raises :class:`~kinformer.APIError` subclasses for error statuses, except the ones in ``ok``,
+    which are returned with the Status body.
     """
 
-    def __init__(self, api: Any) -> None:
-        self._api = api
+    TIMEOUT = (5.0, 30.0)  # (connect, read) seconds: the embedded server answers at once
+
+    def __init__(self, client: rest.Client) -> None:
+        self._rest = client
 
     def request(self, method: str, path: str, body: Any = None, *, ok: tuple[int, ...] = (),
-                content_type: str = "application/json") -> tuple[int, Any]:
-        headers = {"Accept": "application/json"}
-        if body is not None:
-            headers["Content-Type"] = content_type
-        params = self._api.param_serialize(method, path, header_params=headers, body=body)
-        response = self._api.call_api(*params, _request_timeout=(5.0, 30.0))
+                content_type: str = rest.ACCEPT_JSON) -> tuple[int, Any]:
+        try:
+            response = self._rest.request(method, path, body=body, content_type=content_type,
+                                          timeout=self.TIMEOUT)
+        except errors.APIError as err:
+            if err.status in ok:
+                return err.status, err.body
+            raise
         data = response.read()
-        status = int(response.status)
-        if not 200 <= status <= 299 and status not in ok:
-            raise errors.api_error_from_status(status, data)
-        return status, (_json.loads(data) if data else None)
+        return response.status, (_json.loads(data) if data else None)
 
 
 class WidgetReconciler:
@@ -90,7 +92,7 @@ class WidgetReconciler:
 
     def reconcile(self, key: str) -> None:
         namespace, name = split_meta_namespace_key(key)
-        collection = resource_path(workload.CONFIGMAPS, namespace)
+        collection = rest.resource_path(workload.CONFIGMAPS, namespace)
         path = f"{collection}/widget-{name}"
         self._stats.reconciled(WIDGET_CONTROLLER)
         try:
@@ -109,34 +111,41 @@ class WidgetReconciler:
 
 
 def counting_api_client(configuration: Any) -> Any:
-    """An ``ApiClient`` that also counts the lists and watches it sends, by path.
+    """An ``ApiClient`` whose transport also counts the lists and watches it sends, by path.
 
     ``counts()`` returns ``(lists, watches)``: Counters of GET requests by path, a list counted
     once however many pages it took. Thread-safe.
     """
+    # the official client is imported when a demo starts, not with the command: it is slow
     from kubernetes.client import ApiClient
+    from kubernetes.client.rest import RESTClientObject
 
-    class CountingApiClient(ApiClient):
+    class CountingTransport(RESTClientObject):
         def __init__(self, configuration: Any) -> None:
             super().__init__(configuration)
-            self._counts_lock = threading.Lock()  # guards _lists, _watches
-            self._lists: collections.Counter[str] = collections.Counter()
-            self._watches: collections.Counter[str] = collections.Counter()
+            self.lock = threading.Lock()  # guards lists, watches
+            self.lists: collections.Counter[str] = collections.Counter()
+            self.watches: collections.Counter[str] = collections.Counter()
 
-        def call_api(self, method: str, url: str, *args: Any, **kwargs: Any) -> Any:
+        def request(self, method: str, url: str, *args: Any, **kwargs: Any) -> Any:
             if method == "GET":
                 parts = urllib.parse.urlsplit(url)
                 query = urllib.parse.parse_qs(parts.query)
                 if query.get("watch", [""])[0] in ("true", "1"):
-                    with self._counts_lock:
-                        self._watches[parts.path] += 1
+                    with self.lock:
+                        self.watches[parts.path] += 1
                 elif not query.get("continue"):
-                    with self._counts_lock:
-                        self._lists[parts.path] += 1
-            return super().call_api(method, url, *args, **kwargs)
+                    with self.lock:
+                        self.lists[parts.path] += 1
+            return super().request(method, url, *args, **kwargs)  # type: ignore[no-untyped-call]
+
+    class CountingApiClient(ApiClient):
+        def __init__(self, configuration: Any) -> None:
+            super().__init__(configuration)
+            self.rest_client = self.transport = CountingTransport(configuration)
 
         def counts(self) -> tuple[dict[str, int], dict[str, int]]:
-            with self._counts_lock:
-                return dict(self._lists), dict(self._watches)
+            with self.transport.lock:
+                return dict(self.transport.lists), dict(self.transport.watches)
 
     return CountingApiClient(configuration)

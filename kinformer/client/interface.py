@@ -1,0 +1,216 @@
+"""The list-and-watch seam: the ListerWatcher protocol and the values that cross it.
+
+A :class:`ListerWatcher` is what a :class:`~kinformer.Reflector` pulls from:
+``list(options) -> ListResult`` and ``watch(options) -> Watch``, where a :class:`Watch` yields
+:class:`WatchEvent` values (client-go's ``cache.ListerWatcher``, apimachinery's
+``metav1.ListOptions`` and ``watch.Interface``). :class:`ChannelWatch` is a watch fed by hand,
+like client-go's ``watch.FakeWatcher``, for scripted ListerWatchers. This module sits below
+both implementations, :class:`~kinformer.ListWatch` (:mod:`kinformer.client.listwatch`) and
+the HTTP one (:mod:`kinformer.client.resource`), and the reflector depends on it alone.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import queue
+import threading
+from collections.abc import Callable, Iterator
+from typing import Any, NamedTuple, Protocol, TypeVar, runtime_checkable
+
+from kinformer import context as _context
+from kinformer import errors
+
+EVENT_TYPES = frozenset({"ADDED", "MODIFIED", "DELETED", "BOOKMARK", "ERROR"})
+INITIAL_EVENTS_END_ANNOTATION = "k8s.io/initial-events-end"  # ends a WatchList's initial events
+
+
+@dataclasses.dataclass
+class ListOptions:
+    """The query of one list or watch request (``metav1.ListOptions``); ``None`` means unset."""
+
+    resource_version: str | None = None
+    resource_version_match: str | None = None
+    limit: int | None = None
+    continue_token: str | None = None
+    label_selector: str | None = None
+    field_selector: str | None = None
+    timeout_seconds: int | None = None
+    allow_watch_bookmarks: bool | None = None
+    send_initial_events: bool | None = None
+
+    def query(self) -> list[tuple[str, str]]:
+        """The URL query parameters for these options, in a stable order."""
+        params: list[tuple[str, str]] = []
+        if self.label_selector:
+            params.append(("labelSelector", self.label_selector))
+        if self.field_selector:
+            params.append(("fieldSelector", self.field_selector))
+        if self.resource_version is not None and self.resource_version != "":
+            params.append(("resourceVersion", self.resource_version))
+        if self.resource_version_match:
+            params.append(("resourceVersionMatch", self.resource_version_match))
+        if self.limit:
+            params.append(("limit", str(self.limit)))
+        if self.continue_token:
+            params.append(("continue", self.continue_token))
+        if self.timeout_seconds is not None:
+            params.append(("timeoutSeconds", str(self.timeout_seconds)))
+        if self.allow_watch_bookmarks:
+            params.append(("allowWatchBookmarks", "true"))
+        if self.send_initial_events is not None:
+            params.append(("sendInitialEvents", "true" if self.send_initial_events else "false"))
+        return params
+
+
+class ListResult(NamedTuple):
+    """One list answer (or one page of it): the objects, the list's RV and the continue token."""
+
+    items: list[Any]
+    resource_version: str
+    continue_token: str = ""
+
+
+class WatchEvent(NamedTuple):
+    """One watch event: ``type`` is ADDED, MODIFIED, DELETED, BOOKMARK or ERROR.
+
+    For ERROR, ``object`` is the ``Status`` the server sent (see :func:`error_from_event`).
+    """
+
+    type: str
+    object: Any
+
+
+@runtime_checkable
+class Watch(Protocol):
+    """An open watch: iterate for events; ``close()`` ends it.
+
+    Iteration blocks until the next event and stops when the stream ends or the watch is
+    closed. ``close()`` is idempotent and may be called from any thread; a blocked iteration
+    returns promptly afterwards.
+    """
+
+    def __iter__(self) -> Iterator[WatchEvent]: ...
+
+    def close(self) -> None: ...
+
+
+class ListerWatcher(Protocol):
+    """What a Reflector lists and watches from.
+
+    A ``list`` or ``watch`` marked with :func:`takes_context` also accepts a keyword ``ctx``
+    (a :class:`~kinformer.Context`): cancelling it breaks off that request, even one
+    still waiting for the server's answer. The Reflector passes its stop context to such
+    methods (see :func:`list_with_context`); unmarked methods are called with the options alone.
+    """
+
+    def list(self, options: ListOptions) -> ListResult:
+        """One list request (one page when ``options.limit`` is set); raises typed errors."""
+        ...
+
+    def watch(self, options: ListOptions) -> Watch:
+        """Open a watch; raises typed errors when the server refuses it."""
+        ...
+
+
+_F = TypeVar("_F", bound=Callable[..., Any])
+_TAKES_CONTEXT = "_kinformer_takes_context"
+
+
+def takes_context(func: _F) -> _F:
+    """Mark ``func`` (a list or watch callable) as accepting a keyword ``ctx`` that cancels it.
+
+    Cancelling ``ctx`` while the request runs must make the call raise (any error) promptly.
+    """
+    setattr(func, _TAKES_CONTEXT, True)
+    return func
+
+
+def accepts_context(func: Any) -> bool:
+    """Whether ``func`` was marked with :func:`takes_context`."""
+    return getattr(func, _TAKES_CONTEXT, False) is True
+
+
+def list_with_context(
+    lister: ListerWatcher, options: ListOptions, ctx: _context.Context | None
+) -> ListResult:
+    """``lister.list(options)``, passing ``ctx`` when the method is marked :func:`takes_context`."""
+    method = lister.list
+    if ctx is not None and accepts_context(method):
+        return method(options, ctx=ctx)  # type: ignore[call-arg]
+    return method(options)
+
+
+def watch_with_context(
+    lister: ListerWatcher, options: ListOptions, ctx: _context.Context | None
+) -> Watch:
+    """``lister.watch(options)``, passing ``ctx`` when the method is marked :func:`takes_context`."""
+    method = lister.watch
+    if ctx is not None and accepts_context(method):
+        return method(options, ctx=ctx)  # type: ignore[call-arg]
+    return method(options)
+
+
+def error_from_event(event: WatchEvent) -> errors.APIError:
+    """The typed error an ERROR event stands for (a 410 ``Status`` gives a GoneError)."""
+    status = event.object if isinstance(event.object, dict) else {}
+    code = status.get("code")
+    return errors.api_error_from_status(code if isinstance(code, int) else 500, status)
+
+
+class ChannelWatch:
+    """A watch fed by hand: :meth:`send` events, :meth:`end` the stream (client-go's FakeWatcher).
+
+    Thread-safe; the feeding thread never blocks (the buffer is unbounded). Iteration yields
+    events in the order sent and returns after :meth:`end` or :meth:`close`; events still
+    buffered when ``close()`` is called are dropped, as a closed connection drops them.
+    An exception passed to :meth:`fail` is raised by the iteration after the events before it.
+    """
+
+    _END = object()
+
+    def __init__(self) -> None:
+        self._queue: queue.SimpleQueue[Any] = queue.SimpleQueue()
+        self._closed = threading.Event()
+
+    def send(self, event: WatchEvent) -> None:
+        self._queue.put(event)
+
+    def add(self, obj: Any) -> None:
+        self.send(WatchEvent("ADDED", obj))
+
+    def modify(self, obj: Any) -> None:
+        self.send(WatchEvent("MODIFIED", obj))
+
+    def delete(self, obj: Any) -> None:
+        self.send(WatchEvent("DELETED", obj))
+
+    def bookmark(self, obj: Any) -> None:
+        self.send(WatchEvent("BOOKMARK", obj))
+
+    def error(self, status: dict[str, Any]) -> None:
+        self.send(WatchEvent("ERROR", status))
+
+    def fail(self, exc: BaseException) -> None:
+        """Make the iteration raise ``exc`` (a broken connection, a bad line)."""
+        self._queue.put(exc)
+
+    def end(self) -> None:
+        """End the stream cleanly after the events already sent."""
+        self._queue.put(self._END)
+
+    def close(self) -> None:
+        self._closed.set()
+        self._queue.put(self._END)
+
+    @property
+    def closed(self) -> bool:
+        return self._closed.is_set()
+
+    def __iter__(self) -> Iterator[WatchEvent]:
+        while not self._closed.is_set():
+            item = self._queue.get()
+            if item is self._END or self._closed.is_set():
+                return
+            if isinstance(item, BaseException):
+                raise item
+            yield item

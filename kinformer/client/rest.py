@@ -1,0 +1,480 @@
+"""The one request path: every request kinformer sends to an API server goes through here.
+
+A :class:`Client` sends requests through the official ``kubernetes.client.ApiClient`` (client-go's
+``rest.RESTClient`` over its ``rest.Config``): the client's ``param_serialize`` builds each one,
+with the host, headers and credentials of its ``Configuration`` (a token refreshed by its hook
+included), and its ``call_api`` sends it through its connection pools, with their TLS and proxy
+settings. The body is never read before the caller asks: :meth:`Response.read` reads it whole,
+:meth:`Response.read1` streams it (a watch). Error statuses become kinformer's typed errors
+(:func:`~kinformer.errors.api_error_from_status`), transport failures
+:class:`~kinformer.TransportError` or :class:`~kinformer.ConnectionRefusedAPIError` with the
+whole reason.
+
+A request given a :class:`~kinformer.Context` is broken off when the context is cancelled, from
+any thread, even while it still waits for the response headers. ``call_api`` has no parameter
+for that, so the request path makes the client's pools its own once (:class:`Client` does, when
+made): their connections report to the :class:`Call` running on their thread, and cancelling the
+call shuts the socket of its connection down, which wakes the blocked read at once. That
+connection is then closed, never handed back to the pool open.
+
+Users: list and watch (:mod:`kinformer.client.resource`), discovery
+(:mod:`kinformer.client.discovery`), and the ``kinformer`` command with its demo.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import socket
+import threading
+from collections.abc import Sequence
+from typing import Any
+
+import urllib3
+import urllib3.connection
+import urllib3.exceptions
+import urllib3.poolmanager
+
+from kinformer import _json, errors
+from kinformer import context as _context
+from kinformer import gvr as _gvr
+
+log = logging.getLogger(__name__)
+
+DEFAULT_CONNECT_TIMEOUT = 10.0  # seconds to open a connection (TCP and TLS)
+DEFAULT_READ_TIMEOUT = 30.0  # seconds of silence before a read fails; watches pass their own
+ACCEPT_JSON = "application/json"
+
+
+def api_client_of(client: Any) -> Any:
+    """The ``ApiClient`` behind ``client``: itself, or the one a DynamicClient or API object holds.
+
+    Raises :class:`~kinformer.ConfigurationError` for anything else.
+    """
+    # imported here, not at the top: the official client takes most of a second to import and
+    # ``import kinformer`` does not need it; whoever passes an ApiClient has imported it already
+    from kubernetes.client import ApiClient
+
+    if isinstance(client, ApiClient):
+        return client
+    for attr in ("client", "api_client"):
+        inner = getattr(client, attr, None)
+        if isinstance(inner, ApiClient):
+            return inner
+    raise errors.ConfigurationError(
+        f"expected a kubernetes ApiClient or DynamicClient, got {type(client).__name__}"
+    )
+
+
+def resource_path(gvr: _gvr.GroupVersionResource, namespace: str = "") -> str:
+    """The REST path of a resource collection (``/api/v1/namespaces/ns/configmaps``)."""
+    base = f"/api/{gvr.version}" if gvr.group == "" else f"/apis/{gvr.group}/{gvr.version}"
+    if namespace:
+        return f"{base}/namespaces/{namespace}/{gvr.resource}"
+    return f"{base}/{gvr.resource}"
+
+
+# ---- cancellation ------------------------------------------------------------------------------
+
+
+class _Cancelled(Exception):
+    """Raised through urllib3 once a request's call is cancelled; urllib3 does not retry it."""
+
+
+class Call:
+    """One request in flight that another thread may break off with :meth:`cancel`.
+
+    Thread-safe. While the request runs, the pool connection it uses is attached (on the
+    requesting thread, before anything is sent); :meth:`cancel` shuts that connection's socket
+    down, so a read blocked on it, for the response headers or the body, fails at once and the
+    request raises. A call cancelled before its request sends anything sends nothing.
+    :meth:`detach` ends the call before the connection goes back to the pool, so a late cancel
+    never touches a connection that another request uses.
+    """
+
+    __slots__ = ("_cancelled", "_conn", "_lock")
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()  # guards _conn, _cancelled; cancel shuts _conn down under it
+        self._conn: Any = None
+        self._cancelled = False
+
+    @property
+    def cancelled(self) -> bool:
+        with self._lock:
+            return self._cancelled
+
+    def cancel(self) -> None:
+        """Break the request off; idempotent, callable from any thread."""
+        with self._lock:
+            self._cancelled = True
+            if self._conn is not None:
+                _shutdown_socket(getattr(self._conn, "sock", None))
+
+    def attach(self, conn: Any) -> None:
+        """Note ``conn`` as the request's connection; raise :class:`_Cancelled` once cancelled."""
+        with self._lock:
+            self._conn = conn
+            if self._cancelled:
+                raise _Cancelled()
+
+    def check(self) -> None:
+        """Raise :class:`_Cancelled` once cancelled."""
+        with self._lock:
+            if self._cancelled:
+                raise _Cancelled()
+
+    def detach(self) -> bool:
+        """Forget the connection; True when the call was never cancelled (the connection is intact)."""
+        with self._lock:
+            self._conn = None
+            return not self._cancelled
+
+
+_running = threading.local()  # .call: the Call whose request call_api is sending on this thread
+
+
+class _CallAwareConnection(urllib3.connection.HTTPConnection):
+    """A pool connection that attaches itself to the :class:`Call` running on its thread.
+
+    urllib3 calls ``request`` and then ``getresponse`` on the requesting thread; without a call
+    running there (any request sent without a context) both behave exactly as urllib3's own.
+    """
+
+    def request(self, *args: Any, **kwargs: Any) -> None:
+        call: Call | None = getattr(_running, "call", None)
+        if call is None:
+            super().request(*args, **kwargs)
+            return
+        call.attach(self)
+        try:
+            super().request(*args, **kwargs)  # plain HTTP connects in here, TLS before
+        except OSError as exc:
+            if call.cancelled:
+                raise _Cancelled() from exc
+            raise
+        call.check()  # a cancel that came before the socket existed ends the request here
+
+    def getresponse(self) -> Any:
+        call: Call | None = getattr(_running, "call", None)
+        try:
+            return super().getresponse()
+        except Exception as exc:
+            if call is not None and call.cancelled:
+                raise _Cancelled() from exc
+            raise
+
+
+class _CallAwareHTTPSConnection(_CallAwareConnection, urllib3.connection.HTTPSConnection):
+    """The TLS form of :class:`_CallAwareConnection`."""
+
+
+class _HTTPConnectionPool(urllib3.HTTPConnectionPool):
+    ConnectionCls = _CallAwareConnection
+
+
+class _HTTPSConnectionPool(urllib3.HTTPSConnectionPool):
+    ConnectionCls = _CallAwareHTTPSConnection
+
+
+_POOL_CLASSES = {"http": _HTTPConnectionPool, "https": _HTTPSConnectionPool}
+_adopt_lock = threading.Lock()  # serializes adopting a pool manager
+
+
+def _adopt_pools(api_client: Any) -> None:
+    """Make the pools of ``api_client`` cancellable: their connections attach to a running call.
+
+    Done once per ApiClient, for a pool manager with urllib3's own pool classes (direct or
+    through an HTTP proxy); its existing pools are cleared, so every later request runs on the
+    new ones. Any other manager (a SOCKS proxy) is left alone: its requests then end at their
+    timeouts, not at a cancel.
+    """
+    manager = getattr(getattr(api_client, "rest_client", None), "pool_manager", None)
+    if manager is None:
+        return
+    with _adopt_lock:
+        classes = getattr(manager, "pool_classes_by_scheme", None)
+        if classes is _POOL_CLASSES:
+            return
+        if classes != urllib3.poolmanager.pool_classes_by_scheme:
+            log.debug("pool manager %s kept as it is: its requests cannot be cancelled in flight",
+                      type(manager).__name__)
+            return
+        manager.pool_classes_by_scheme = _POOL_CLASSES
+        manager.clear()  # pools made so far have plain connections; the next request makes ours
+
+
+def _shutdown_socket(sock: Any) -> None:
+    """Shut ``sock`` down at the TCP level, waking a read blocked on it (TLS sockets too)."""
+    if sock is None:
+        return
+    with contextlib.suppress(OSError, ValueError, AttributeError):
+        if isinstance(sock, socket.socket):
+            # the plain socket's shutdown: an SSLSocket's own would drop its TLS object under
+            # the reader's feet
+            socket.socket.shutdown(sock, socket.SHUT_RDWR)
+        else:
+            sock.shutdown(socket.SHUT_RDWR)
+
+
+# ---- errors ------------------------------------------------------------------------------------
+
+
+def transport_error(exc: BaseException, where: str) -> errors.TransportError:
+    """The typed error for a failed connection, with the whole reason; refusals get their own class."""
+    seen: BaseException | None = exc
+    depth = 0
+    while seen is not None and depth < 8:
+        if isinstance(seen, ConnectionRefusedError):
+            return errors.ConnectionRefusedAPIError(f"{where}: connection refused")
+        reason = getattr(seen, "reason", None)
+        seen = reason if isinstance(reason, BaseException) else (seen.__cause__ or seen.__context__)
+        depth += 1
+    text = str(exc)
+    if "refused" in text.lower():
+        return errors.ConnectionRefusedAPIError(f"{where}: connection refused")
+    return errors.TransportError(f"{where}: {type(exc).__name__}: {text}")
+
+
+def _cancelled_error(where: str) -> errors.TransportError:
+    return errors.TransportError(f"{where}: request cancelled")
+
+
+# ---- requests ----------------------------------------------------------------------------------
+
+
+class Client:
+    """Sends requests through one ``ApiClient``: the one request path of kinformer.
+
+    Thread-safe, as the ApiClient is: each call sends its own request on a pool connection of
+    its own. ``client`` is an ``ApiClient``, a ``DynamicClient`` or an API object holding one
+    (see :func:`api_client_of`). Making a Client makes the ApiClient's pools cancellable (see
+    the module docstring); nothing else about the ApiClient changes.
+    """
+
+    def __init__(self, client: Any) -> None:
+        self.api_client = api_client_of(client)
+        _adopt_pools(self.api_client)
+
+    def request(
+        self,
+        method: str,
+        path: str,
+        *,
+        query: Sequence[tuple[str, str]] = (),
+        body: Any = None,
+        content_type: str = ACCEPT_JSON,
+        timeout: tuple[float, float] = (DEFAULT_CONNECT_TIMEOUT, DEFAULT_READ_TIMEOUT),
+        ctx: _context.Context | None = None,
+        what: str = "",
+    ) -> Response:
+        """Send one request and wait for the response headers; the body is left unread.
+
+        Blocks for at most the ``(connect, read)`` timeout per step. ``body`` (JSON-encodable)
+        is sent as ``content_type``. An error status raises its typed
+        :class:`~kinformer.APIError` (the Status body read), a failed connection
+        :class:`~kinformer.TransportError`. Cancelling ``ctx`` breaks the request off, until
+        the body is read (:meth:`Response.read`) or handed over for streaming
+        (:meth:`Response.keep_open`); it then raises TransportError. ``what`` names the
+        request in error messages (default: method and path).
+        """
+        where = what or f"{method} {path}"
+        headers = {"Accept": ACCEPT_JSON}
+        if body is not None:
+            headers["Content-Type"] = content_type
+        serialized = self.api_client.param_serialize(  # (method, url, headers, body, post params)
+            method=method,
+            resource_path=path,
+            query_params=list(query),
+            header_params=headers,
+            body=body,
+            auth_settings=["BearerToken"],
+        )
+        call: Call | None = None
+        handle: _context.CancelHandle | None = None
+        if ctx is not None:
+            call = Call()
+            handle = ctx.on_cancel(call.cancel)
+        response = None
+        try:
+            response = Response(
+                self._send(serialized, timeout, call, where), where, timeout[1], call, handle
+            )
+        finally:
+            if response is None and handle is not None:
+                handle.remove()
+        if not 200 <= response.status <= 299:
+            try:
+                error_body = response.read()
+            except errors.TransportError:
+                if call is not None and call.cancelled:
+                    raise
+                error_body = b""  # a broken error body still gives a typed error
+            raise errors.api_error_from_status(response.status, error_body)
+        return response
+
+    def _send(
+        self, serialized: Any, timeout: tuple[float, float], call: Call | None, where: str
+    ) -> Any:
+        """``call_api`` with ``call`` running on this thread; the urllib3 response or a typed error."""
+        from kubernetes.client.exceptions import ApiException  # loaded with the ApiClient already
+
+        if call is not None:
+            if call.cancelled:  # even a pool that was not adopted sends nothing then
+                raise _cancelled_error(where)
+            _running.call = call
+        try:
+            return self.api_client.call_api(*serialized, _request_timeout=timeout).response
+        except _Cancelled as exc:
+            raise _cancelled_error(where) from exc
+        except ApiException as exc:  # the official client's wrapping of TLS failures (status 0)
+            if exc.status:
+                raise errors.api_error_from_status(exc.status, exc.body) from exc
+            raise errors.TransportError(f"{where}: {exc.reason}") from exc
+        except (urllib3.exceptions.HTTPError, OSError) as exc:
+            if call is not None and call.cancelled:
+                raise _cancelled_error(where) from exc
+            raise transport_error(exc, where) from exc
+        finally:
+            if call is not None:
+                _running.call = None
+
+    def get_json(
+        self,
+        path: str,
+        *,
+        query: Sequence[tuple[str, str]] = (),
+        timeout: tuple[float, float] = (DEFAULT_CONNECT_TIMEOUT, DEFAULT_READ_TIMEOUT),
+        ctx: _context.Context | None = None,
+        what: str = "",
+    ) -> Any:
+        """GET ``path`` and decode its JSON body; :class:`~kinformer.DecodeError` if it is not JSON."""
+        where = what or f"GET {path}"
+        data = self.request("GET", path, query=query, timeout=timeout, ctx=ctx, what=where).read()
+        try:
+            return _json.loads(data)
+        except ValueError as exc:
+            raise errors.DecodeError(f"{where}: response is not JSON") from exc
+
+
+class Response:
+    """A response whose headers arrived: its status and headers, and the body to read once.
+
+    Either :meth:`read` the body whole, or :meth:`keep_open` and stream it with :meth:`read1`
+    on one thread, while any thread may :meth:`shutdown` the stream; :meth:`release` ends it.
+    Read errors raise :class:`~kinformer.TransportError`; a read timeout says how long it waited.
+    """
+
+    __slots__ = (
+        "_call",
+        "_handle",
+        "_lock",
+        "_raw",
+        "_read1",
+        "_read_timeout",
+        "_released",
+        "headers",
+        "status",
+        "where",
+    )
+
+    def __init__(
+        self,
+        raw: Any,
+        where: str,
+        read_timeout: float,
+        call: Call | None,
+        handle: _context.CancelHandle | None,
+    ) -> None:
+        self._raw = raw
+        self.where = where
+        self.status: int = raw.status
+        self.headers: Any = raw.headers
+        self._read_timeout = read_timeout
+        self._call = call
+        self._handle = handle  # the ctx registration that cancels _call; removed when it ends
+        self._lock = threading.Lock()  # guards _released: the connection is given up exactly once
+        self._released = False
+        read1 = getattr(raw, "read1", None)
+        if read1 is None:  # urllib3 < 2: a chunked stream arrives chunk by chunk through stream()
+            chunks = raw.stream(256 * 1024)
+            read1 = lambda _amt: next(chunks, b"")  # noqa: E731
+        self._read1 = read1
+
+    def _end_call(self) -> bool:
+        """Stop cancelling through the request's context; False when it was cancelled already."""
+        if self._handle is not None:
+            self._handle.remove()
+            self._handle = None
+        call, self._call = self._call, None
+        return call is None or call.detach()
+
+    def read(self) -> bytes:
+        """Read the whole body and give the connection back; cancellable until it returns."""
+        call = self._call
+        complete = False
+        try:
+            data: bytes = self._raw.data
+            complete = True
+        except (urllib3.exceptions.HTTPError, OSError, ValueError, AttributeError) as exc:
+            if call is not None and call.cancelled:
+                raise _cancelled_error(self.where) from exc
+            raise transport_error(exc, self.where) from exc
+        finally:
+            intact = self._end_call()
+            self.release(reuse=complete and intact)
+        if not intact:
+            raise _cancelled_error(self.where)
+        return data
+
+    def keep_open(self) -> None:
+        """End the request's cancellation: from now on :meth:`shutdown` is the way to stop reading.
+
+        Raises :class:`~kinformer.TransportError` (and closes the response) when the request
+        was cancelled before this.
+        """
+        if not self._end_call():
+            self.release(reuse=False)
+            raise _cancelled_error(self.where)
+
+    def read1(self, amount: int) -> bytes:
+        """The next bytes of the body as soon as any arrive (at most ``amount``); b"" at its end.
+
+        Blocks until data comes, the read timeout passes (TransportError), or
+        :meth:`shutdown` wakes it (TransportError, or b"").
+        """
+        try:
+            chunk: bytes = self._read1(amount)
+        except urllib3.exceptions.ReadTimeoutError as exc:
+            raise errors.TransportError(f"{self.where}: no data for {self._read_timeout}s") from exc
+        except (urllib3.exceptions.HTTPError, OSError, ValueError, AttributeError) as exc:
+            raise transport_error(exc, self.where) from exc
+        return chunk
+
+    def shutdown(self) -> None:
+        """Wake a read blocked on this response by shutting its socket down; any thread, idempotent."""
+        shutdown = getattr(self._raw, "shutdown", None)  # urllib3 2.3+
+        if callable(shutdown):
+            try:
+                shutdown()
+                return
+            except Exception:
+                log.debug("HTTPResponse.shutdown failed for %s", self.where, exc_info=True)
+        _shutdown_socket(getattr(getattr(self._raw, "connection", None), "sock", None))
+
+    def release(self, reuse: bool = False) -> None:
+        """Give up the connection, once: back to the pool when ``reuse`` (the body read whole),
+        else closed first. Idempotent and thread-safe."""
+        with self._lock:
+            if self._released:
+                return
+            self._released = True
+        try:
+            if not reuse:
+                self._raw.close()
+                connection = getattr(self._raw, "connection", None)
+                if connection is not None:
+                    connection.close()
+            self._raw.release_conn()
+        except Exception:
+            log.debug("releasing the response of %s failed", self.where, exc_info=True)

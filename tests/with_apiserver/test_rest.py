@@ -1,0 +1,165 @@
+"""The request path (kinformer.client.rest) over real HTTP through the official ApiClient.
+
+What a server does not do on purpose (stall in the middle of a body) is served by a raw socket
+on loopback; the rest runs against FakeAPIServer.
+"""
+
+from __future__ import annotations
+
+import socket
+import threading
+from collections.abc import Iterator
+from typing import Any
+
+import kubernetes
+import pytest
+
+from kinformer import errors
+from kinformer.client import rest
+from kinformer.context import Context
+from kinformer.testing import FakeAPIServer
+
+DEADLINE = 5.0  # a cancelled request must have raised within this many seconds
+HELD_BODY = 1000  # bytes the stalling server announces; it sends only the first few
+
+
+class StallingServer:
+    """Answers each connection's first request with headers and part of the body, then waits.
+
+    ``release`` (set at teardown) lets the waiting handlers close their connections.
+    """
+
+    def __init__(self) -> None:
+        self.sock = socket.create_server(("127.0.0.1", 0))
+        self.release = threading.Event()
+        self.answered = threading.Event()  # set once a response head and partial body went out
+        self._thread = threading.Thread(target=self._serve, name="test-stalling", daemon=True)
+        self._thread.start()
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.sock.getsockname()[1]}"
+
+    def _serve(self) -> None:
+        while not self.release.is_set():
+            try:
+                conn, _ = self.sock.accept()
+            except OSError:
+                return
+            threading.Thread(target=self._answer, args=(conn,), daemon=True).start()
+
+    def _answer(self, conn: socket.socket) -> None:
+        with conn:
+            request = b""
+            while b"\r\n\r\n" not in request:
+                data = conn.recv(4096)
+                if not data:
+                    return
+                request += data
+            conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n"
+                         b"Content-Length: %d\r\n\r\n{\"items\": [" % HELD_BODY)
+            self.answered.set()
+            self.release.wait(30)
+
+    def close(self) -> None:
+        self.release.set()
+        self.sock.close()
+        self._thread.join(5)
+
+
+@pytest.fixture
+def stalling() -> Iterator[StallingServer]:
+    server = StallingServer()
+    yield server
+    server.close()
+
+
+def client_for(url: str) -> kubernetes.client.ApiClient:
+    configuration = kubernetes.client.Configuration()
+    configuration.host = url
+    return kubernetes.client.ApiClient(configuration)
+
+
+def in_thread(target: Any) -> tuple[threading.Thread, list[BaseException]]:
+    """Run ``target`` on a thread; the list gets what it raised."""
+    raised: list[BaseException] = []
+
+    def run() -> None:
+        try:
+            target()
+        except BaseException as exc:
+            raised.append(exc)
+
+    thread = threading.Thread(target=run, name="test-request")
+    thread.start()
+    return thread, raised
+
+
+def test_cancelling_breaks_off_a_body_the_server_stalls_in(stalling: StallingServer) -> None:
+    api = client_for(stalling.url)
+    try:
+        client = rest.Client(api)
+        ctx = Context()
+        thread, raised = in_thread(
+            lambda: client.request("GET", "/api/v1/configmaps", ctx=ctx).read())
+        assert stalling.answered.wait(DEADLINE)
+        ctx.cancel()
+        thread.join(DEADLINE)
+        assert not thread.is_alive(), "the body read was not broken off"
+        assert len(raised) == 1 and isinstance(raised[0], errors.TransportError), raised
+        assert "cancelled" in str(raised[0])
+    finally:
+        api.close()
+
+
+def test_a_request_cancelled_before_it_is_sent_never_reaches_the_server(
+    apiserver: FakeAPIServer, api_client: Any
+) -> None:
+    client = rest.Client(api_client)
+    ctx = Context()
+    ctx.cancel()
+    with pytest.raises(errors.TransportError, match="cancelled"):
+        client.request("GET", "/api/v1/namespaces", ctx=ctx)
+    assert [path for _, path, _, _ in apiserver.requests] == []
+    assert client.get_json("/api/v1/namespaces")["kind"] == "NamespaceList"  # the pool still serves
+
+
+def test_the_api_client_keeps_working_for_the_official_typed_api(
+    apiserver: FakeAPIServer, api_client: Any
+) -> None:
+    core = kubernetes.client.CoreV1Api(api_client)
+    before = [ns.metadata.name for ns in core.list_namespace().items]  # a pool exists already
+    rest.Client(api_client)
+    rest.Client(kubernetes.dynamic.DynamicClient(api_client))  # type: ignore[no-untyped-call]
+    assert [ns.metadata.name for ns in core.list_namespace().items] == before
+
+
+def test_a_tls_failure_is_a_transport_error_with_the_whole_reason() -> None:
+    with FakeAPIServer(token="s3cret") as server:
+        configuration = kubernetes.client.Configuration()
+        configuration.host = server.url  # https, but the server's CA is not trusted
+        api = kubernetes.client.ApiClient(configuration)
+        try:
+            with pytest.raises(errors.TransportError) as raised:
+                rest.Client(api).request("GET", "/api")
+        finally:
+            api.close()
+    assert not isinstance(raised.value, errors.ConnectionRefusedAPIError)
+    assert "certificate verify failed" in str(raised.value).lower()
+
+
+def test_get_json_names_the_request_in_a_decode_error_and_types_error_statuses(
+    apiserver: FakeAPIServer, api_client: Any
+) -> None:
+    client = rest.Client(api_client)
+    apiserver.corrupt_next(b"<html>not json</html>", verb="list", resource="configmaps")
+    with pytest.raises(errors.DecodeError, match=r"^list the configmaps: response is not JSON$"):
+        client.get_json("/api/v1/configmaps", what="list the configmaps")
+    with pytest.raises(errors.NotFoundError) as raised:
+        client.get_json("/api/v1/namespaces/default/configmaps/missing")
+    assert (raised.value.status, raised.value.reason) == (404, "NotFound")
+
+
+def test_anything_but_an_api_client_is_a_configuration_error() -> None:
+    with pytest.raises(errors.ConfigurationError, match="ApiClient"):
+        rest.Client(object())
