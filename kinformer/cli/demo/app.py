@@ -99,8 +99,7 @@ class Demo:
         self.threads: list[threading.Thread] = []
         self._churn_ctx = self.ctx.child("churn")
         self._churn_thread: threading.Thread | None = None
-        self.watch_counts_final = (0, 0)
-        self.final_cached: dict[GroupVersionResource, int] = {}
+        self.final: display.Status | None = None  # the run as it stopped, for the summary
         self.loaded = 0
         self.synced_after: float | None = None
         self.crd_installed = False
@@ -210,6 +209,17 @@ class Demo:
         if self._churn_thread is not None:
             _threads.join_all([self._churn_thread], STOP_TIMEOUT)
 
+    def status(self) -> display.Status:
+        """The run as it is now, for the display."""
+        events, reconciles, changes, faults = self.stats.snapshot()
+        reconnects, relists = self.watch_counts()
+        return display.Status(
+            url=self.server.url, elapsed=time.monotonic() - self.started, options=self.options,
+            loaded=self.loaded, crd_installed=self.crd_installed, events=events,
+            reconciles=reconciles, changes=changes, faults=faults, cached=self.cached(),
+            running=sorted(self.controllers.running_controllers()), reconnects=reconnects,
+            relists=relists)
+
     def watch_counts(self) -> tuple[int, int]:
         """(watch reconnects, relists) of the demo's informers, from the requests they sent.
 
@@ -238,10 +248,9 @@ class Demo:
     def close(self) -> list[str]:
         """Cancel everything and join every thread; returns the names of threads still alive.
 
-        Records the final cache sizes and watch counts first, for the summary.
+        Records the run's final :meth:`status` first, for the summary.
         """
-        self.final_cached = {gvr: n for gvr, n in self.cached().items() if n is not None}
-        self.watch_counts_final = self.watch_counts()
+        self.final = self.status()
         self.ctx.cancel()
         _threads.join_all([*self.threads, *filter(None, [self._churn_thread])], STOP_TIMEOUT)
         self.ddsif.stop()
@@ -301,14 +310,14 @@ def _run(options: workload.Options, stop: threading.Event, screen: display.Displ
 
         def tick(phase: str) -> bool:
             """Draw a frame; False once the demo should end."""
-            screen.frame(demo, phase)
+            screen.frame(demo.status(), phase)
             return not stop.is_set() and time.monotonic() < deadline
 
         last_load_frame = [0.0]
 
         def loading() -> None:
             if time.monotonic() - last_load_frame[0] >= frame_interval:
-                screen.frame(demo, "loading the workload")
+                screen.frame(demo.status(), "loading the workload")
                 last_load_frame[0] = time.monotonic()
 
         demo.load(loading)
@@ -332,11 +341,12 @@ def _run(options: workload.Options, stop: threading.Event, screen: display.Displ
         interrupted = stop.is_set()
         demo.stop_churn()
         if demo.synced_after is not None:
-            screen.frame(demo, "checking the caches against the server")
+            screen.frame(demo.status(), "checking the caches against the server")
             mismatched = _converge(demo)
     finally:
         alive = demo.close()
-    display.summary(out, demo, interrupted, mismatched, alive)
+    assert demo.final is not None  # close() records it first
+    display.summary(out, demo.final, demo.synced_after, interrupted, mismatched, alive)
     return 1 if alive or mismatched else 0
 
 

@@ -1,25 +1,44 @@
 """How ``kinformer demo`` shows a run: the live status and the final summary.
 
-:class:`Display` draws a frame of a :class:`~kinformer.cli.demo.app.Demo` (redrawn in place on a
-terminal, one plain line per frame otherwise); :class:`WarningCollector` keeps log warnings for
-the display instead of printing over it; :func:`summary` prints what the run did and whether the
-caches ended equal to the server.
+What it shows comes as plain values, a :class:`Status` that the demo
+(:mod:`kinformer.cli.demo.app`) fills in for each frame: :class:`Display` draws it (redrawn in
+place on a terminal, one plain line per frame otherwise); :class:`WarningCollector` keeps log
+warnings for the display instead of printing over it; :func:`summary` prints what the run did
+and whether the caches ended equal to the server.
 """
 
 from __future__ import annotations
 
 import collections
+import dataclasses
 import logging
 import shutil
 import time
-from typing import TYPE_CHECKING, TextIO
+from typing import TextIO
 
 from kinformer.cli.demo import workload
-
-if TYPE_CHECKING:
-    from kinformer.cli.demo.app import Demo
+from kinformer.gvr import GroupVersionResource
 
 RATE_WINDOW = 0.5  # seconds: events/s is recomputed over at least this long
+
+
+@dataclasses.dataclass(frozen=True)
+class Status:
+    """A demo run at one moment, as the display shows it."""
+
+    url: str  # the embedded server's
+    elapsed: float  # seconds since the demo started
+    options: workload.Options
+    loaded: int  # ConfigMaps loaded so far
+    crd_installed: bool
+    events: dict[str, int]  # handled, by kind (initial, added, updated, deleted)
+    reconciles: dict[str, int]  # by controller
+    changes: int  # made by the churn
+    faults: int  # injected
+    cached: dict[GroupVersionResource, int | None]  # objects per tracked type; None while listing
+    running: list[str]  # controllers running now
+    reconnects: int  # watches re-established
+    relists: int
 
 
 class Display:
@@ -34,40 +53,37 @@ class Display:
         self.rate = 0.0
         self.warnings: collections.deque[str] = collections.deque(maxlen=2)
 
-    def frame(self, demo: Demo, phase: str) -> None:
+    def frame(self, status: Status, phase: str) -> None:
         now = time.monotonic()
-        events, reconciles, changes, faults = demo.stats.snapshot()
+        events = status.events
         total = sum(events.values())
         if now - self._last_time >= RATE_WINDOW:  # a shorter span would make a jumpy rate
             self.rate = (total - self._last_events) / (now - self._last_time)
             self._last_events, self._last_time = total, now
-        elapsed = now - demo.started
-        cached = demo.cached()
-        running = sorted(demo.controllers.running_controllers())
-        reconnects, relists = demo.watch_counts()
+        options = status.options
         if not self.tty:
-            parts = [f"t={elapsed:.1f}s", f"phase={phase}",
-                     f"loaded={demo.loaded}/{demo.options.objects}", f"events/s={self.rate:.0f}"]
-            parts += [f"{gvr.resource}={'listing' if n is None else n}" for gvr, n in cached.items()]
-            parts += [f"controllers={','.join(running) or '-'}", f"reconnects={reconnects}",
-                      f"relists={relists}"]
+            parts = [f"t={status.elapsed:.1f}s", f"phase={phase}",
+                     f"loaded={status.loaded}/{options.objects}", f"events/s={self.rate:.0f}"]
+            parts += [f"{gvr.resource}={'listing' if n is None else n}" for gvr, n in status.cached.items()]
+            parts += [f"controllers={','.join(status.running) or '-'}",
+                      f"reconnects={status.reconnects}", f"relists={status.relists}"]
             self._write([" ".join(parts)])
             return
-        until = f" / {demo.options.duration:g}s" if demo.options.duration else " (Ctrl-C stops)"
+        until = f" / {options.duration:g}s" if options.duration else " (Ctrl-C stops)"
         lines = [
-            f"kinformer demo  {demo.server.url}  {elapsed:5.1f}s{until}  "
-            f"churn {demo.options.rate:g}/s",
+            f"kinformer demo  {status.url}  {status.elapsed:5.1f}s{until}  churn {options.rate:g}/s",
             f"  phase         {phase}",
-            f"  loaded        {demo.loaded}/{demo.options.objects} ConfigMaps in "
-            f"{len(workload.DEMO_NAMESPACES)} namespaces" + ("  + Widget CRD" if demo.crd_installed else ""),
+            f"  loaded        {status.loaded}/{options.objects} ConfigMaps in "
+            f"{len(workload.DEMO_NAMESPACES)} namespaces"
+            + ("  + Widget CRD" if status.crd_installed else ""),
             f"  events/s      {self.rate:8.0f}   total {total}  ("
             + ", ".join(f"{k} {events.get(k, 0)}" for k in ("initial", "added", "updated", "deleted")) + ")",
             "  cached        " + "   ".join(
-                f"{gvr.resource} {'listing…' if n is None else n}" for gvr, n in cached.items()),
-            "  controllers   " + (", ".join(f"{name} ({reconciles.get(name, 0)} reconciles)"
-                                            for name in running) or "none yet"),
-            f"  watches       {reconnects} reconnects, {relists} relists  "
-            f"({_plural(faults, 'fault')} injected, {changes} changes made)",
+                f"{gvr.resource} {'listing…' if n is None else n}" for gvr, n in status.cached.items()),
+            "  controllers   " + (", ".join(f"{name} ({status.reconciles.get(name, 0)} reconciles)"
+                                            for name in status.running) or "none yet"),
+            f"  watches       {status.reconnects} reconnects, {status.relists} relists  "
+            f"({_plural(status.faults, 'fault')} injected, {status.changes} changes made)",
         ]
         lines += [f"  {'last warnings' if i == 0 else '':<13} {w}" for i, w in enumerate(self.warnings)]
         self._write(lines)
@@ -101,28 +117,32 @@ class WarningCollector(logging.Handler):
         self._display.warnings.append(f"{record.name}: {record.getMessage()}"[:120])
 
 
-def summary(out: TextIO, demo: Demo, interrupted: bool, mismatched: list[str], alive: list[str]) -> None:
-    """Print what the run did and whether the caches ended equal to the server."""
-    events, reconciles, changes, faults = demo.stats.snapshot()
-    elapsed = time.monotonic() - demo.started
+def summary(out: TextIO, final: Status, synced_after: float | None, interrupted: bool,
+            mismatched: list[str], alive: list[str]) -> None:
+    """Print what the run did and whether the caches ended equal to the server.
+
+    ``final`` is the run once stopped, ``synced_after`` the seconds its first lists took (None:
+    they never completed).
+    """
+    events = final.events
+    elapsed = final.elapsed
     total = sum(events.values())
-    reconnects, relists = demo.watch_counts_final
+    cached = {gvr: n for gvr, n in final.cached.items() if n is not None}
     lines = [
         "",
         f"kinformer demo summary ({'interrupted' if interrupted else 'finished'} after {elapsed:.1f}s)",
-        f"  workload       {demo.loaded} ConfigMaps in {len(workload.DEMO_NAMESPACES)} namespaces"
-        + (", Widget CRD installed" if demo.crd_installed else "") + f"; {changes} changes made",
-        "  initial sync   "
-        + (f"{demo.synced_after:.2f}s" if demo.synced_after is not None else "not reached"),
+        f"  workload       {final.loaded} ConfigMaps in {len(workload.DEMO_NAMESPACES)} namespaces"
+        + (", Widget CRD installed" if final.crd_installed else "") + f"; {final.changes} changes made",
+        "  initial sync   " + (f"{synced_after:.2f}s" if synced_after is not None else "not reached"),
         f"  events         {total} handled ({total / elapsed if elapsed else 0:.0f}/s): "
         + ", ".join(f"{k} {events.get(k, 0)}" for k in ("initial", "added", "updated", "deleted")),
-        "  cached         " + ("   ".join(f"{gvr.resource} {n}" for gvr, n in demo.final_cached.items())
-                                or "nothing"),
-        "  controllers    " + (", ".join(f"{name} {n} reconciles" for name, n in sorted(reconciles.items()))
-                                or "none ran"),
-        f"  watches        {reconnects} reconnects, {relists} relists ({_plural(faults, 'fault')} injected)",
+        "  cached         " + ("   ".join(f"{gvr.resource} {n}" for gvr, n in cached.items()) or "nothing"),
+        "  controllers    " + (", ".join(f"{name} {n} reconciles"
+                                          for name, n in sorted(final.reconciles.items())) or "none ran"),
+        f"  watches        {final.reconnects} reconnects, {final.relists} relists "
+        f"({_plural(final.faults, 'fault')} injected)",
     ]
-    if demo.synced_after is not None:
+    if synced_after is not None:
         lines.append("  consistency    " + (f"caches differ from the server: {', '.join(mismatched)}"
                                           if mismatched else "every cache matches the server"))
     if alive:
