@@ -25,11 +25,13 @@ from dataclasses import dataclass
 from types import FrameType
 from typing import Any, TextIO
 
-from kinformer import _threads, context, errors
+from kinformer import _threads, context, errors, meta
 from kinformer.cache import labels
 from kinformer.client import discovery, listwatch
 from kinformer.gvr import GroupVersionResource, split_group_version
+from kinformer.handlers import deleted_object
 from kinformer.informer import SharedIndexInformer
+from kinformer.testing.apiserver import FakeAPIServer
 
 EXIT_OK = 0
 EXIT_ERROR = 1
@@ -312,8 +314,6 @@ def _load_in_cluster(configuration: Any) -> str:
 @contextmanager
 def _embedded_server() -> Iterator[Any]:
     """A started FakeAPIServer seeded with :data:`EMBEDDED_SEED`; its kubeconfig path on stderr."""
-    from kinformer.testing.apiserver import FakeAPIServer
-
     configmaps = GroupVersionResource("", "v1", "configmaps")
     with FakeAPIServer() as server, tempfile.TemporaryDirectory(prefix="kinformer-watch-") as tmp:
         for namespace, names in EMBEDDED_SEED.items():
@@ -429,17 +429,15 @@ class EventPrinter:
         self._print("ADDED", obj)
 
     def on_update(self, old: Any, new: Any) -> None:
-        if _resource_version(old) == _resource_version(new):
+        if meta.resource_version(old) == meta.resource_version(new):
             return
         self._print("MODIFIED", new)
 
     def on_delete(self, obj: Any) -> None:
-        from kinformer.handlers import deleted_object
-
         self._print("DELETED", deleted_object(obj))
 
     def _print(self, event: str, obj: Any) -> None:
-        line = f"{event:<9} {_key(obj):<48} {_resource_version(obj)}\n"
+        line = f"{event:<9} {_key(obj):<48} {meta.resource_version(obj) or ''}\n"
         try:
             self._out.write(line)
             self._out.flush()
@@ -452,10 +450,9 @@ def print_table(out: TextIO, objs: Sequence[Any], show_namespace: bool, now: dat
     """Print ``objs`` sorted by namespace and name as a kubectl-style table."""
     header = (["NAMESPACE"] if show_namespace else []) + ["NAME", "RESOURCEVERSION", "AGE"]
     rows = [header]
-    for obj in sorted(objs, key=lambda o: (_meta(o).get("namespace") or "", _meta(o).get("name") or "")):
-        meta = _meta(obj)
-        row = [str(meta.get("namespace") or "")] if show_namespace else []
-        row += [str(meta.get("name") or ""), _resource_version(obj), _age(meta.get("creationTimestamp"), now)]
+    for obj in sorted(objs, key=meta.namespace_and_name):
+        row = [meta.namespace(obj)] if show_namespace else []
+        row += [meta.name(obj), meta.resource_version(obj) or "", _age(_created(obj), now)]
         rows.append(row)
     if len(rows) == 1:
         return
@@ -465,19 +462,15 @@ def print_table(out: TextIO, objs: Sequence[Any], show_namespace: bool, now: dat
     out.flush()
 
 
-def _meta(obj: Any) -> dict[str, Any]:
-    meta = obj.get("metadata") if isinstance(obj, dict) else None
-    return meta if isinstance(meta, dict) else {}
-
-
 def _key(obj: Any) -> str:
-    meta = _meta(obj)
-    namespace, name = meta.get("namespace") or "", meta.get("name") or ""
-    return f"{namespace}/{name}" if namespace else str(name)
+    namespace, name = meta.namespace(obj), meta.name(obj)
+    return f"{namespace}/{name}" if namespace else name
 
 
-def _resource_version(obj: Any) -> str:
-    return str(_meta(obj).get("resourceVersion") or "")
+def _created(obj: Any) -> Any:
+    """``metadata.creationTimestamp`` of decoded JSON, or None."""
+    metadata = meta.metadata(obj)
+    return metadata.get("creationTimestamp") if isinstance(metadata, dict) else None
 
 
 def _age(timestamp: Any, now: datetime.datetime) -> str:

@@ -26,7 +26,7 @@ from collections.abc import Callable
 from types import FrameType
 from typing import Any, TextIO
 
-from kinformer import _threads, context, errors
+from kinformer import _threads, context, errors, meta
 from kinformer.cli.demo import controllers, display, workload
 from kinformer.client import rest
 from kinformer.client.discovery import CachedDiscoveryClient
@@ -157,13 +157,13 @@ class Demo:
     def _discover(self) -> None:
         """One discovery pass: hand every new cached type, with its own counter, to the manager."""
         result = self.discovery.server_resources()
-        for meta in result.preferred_resources():
-            gvr = meta.group_version_resource
+        for resource in result.preferred_resources():
+            gvr = resource.group_version_resource
             with self._tracked_lock:
                 if gvr not in CACHED or gvr in self.tracked:
                     continue
-                self.tracked[gvr] = meta
-            self.manager.add_dynamic_resources([meta], controllers.CountingHandler(self.stats),
+                self.tracked[gvr] = resource
+            self.manager.add_dynamic_resources([resource], controllers.CountingHandler(self.stats),
                                                list_complete=False)
         self.manager.start()
 
@@ -262,12 +262,11 @@ class Demo:
 
 
 def _key(obj: Any) -> str:
-    meta = obj.get("metadata") or {}
-    return f"{meta.get('namespace') or ''}/{meta.get('name') or ''}"
+    return f"{meta.namespace(obj)}/{meta.name(obj)}"
 
 
 def _rv(obj: Any) -> str:
-    return str((obj.get("metadata") or {}).get("resourceVersion") or "")
+    return meta.resource_version(obj) or ""
 
 
 def run(args: argparse.Namespace) -> int:
