@@ -3,11 +3,15 @@
 Objects reach kinformer in two shapes: decoded JSON (``dict``, the unstructured form every HTTP
 path yields) and the official client's model classes (attribute access, snake_case fields). The
 functions here read ``metadata`` from either, so no other module writes its own accessor:
-the key functions and the store (``cache/``), the decoder that checks what the server sent
-(``client/``), the reflector's event checks and the informer's resourceVersion tracking.
+the key functions, the store's resourceVersion and the listers' label matching (``cache/``),
+the decoder that checks what the server sent (``client/``), the reflector's event checks and
+the informer's resourceVersion comparison. Decoded JSON is read first, without a type lookup
+through ``Mapping``: several of these run once per watch event.
 
 The readers never raise on a malformed object: a missing field reads as ``""`` (or ``None``
 where "no metadata at all" must be told apart, as in :func:`resource_version`).
+:func:`namespace_and_name` is the exception, for key functions: an object without metadata
+(:func:`has_metadata`) has no key, and it raises :class:`~kinformer.KeyFuncError`.
 :func:`is_well_formed` and :func:`check` are the strict test applied to everything the server
 sends before it can reach a cache: a name or namespace that is not a string would become a
 garbage cache key, and such a resourceVersion the version a reflector resumes from, forever.
@@ -23,37 +27,51 @@ _EMPTY: Mapping[str, str] = {}
 
 def metadata(obj: Any) -> Any:
     """``obj``'s metadata: a dict's ``metadata`` entry or a model's attribute; None when absent."""
-    if isinstance(obj, Mapping):
+    if type(obj) is dict or isinstance(obj, Mapping):  # the exact check first: no ABC lookup
         return obj.get("metadata")
     return getattr(obj, "metadata", None)
 
 
 def _field(meta: Any, json_name: str, attribute: str) -> Any:
-    if isinstance(meta, Mapping):
+    """One field of ``meta``: a dict's JSON key or a model's snake_case attribute; None when absent."""
+    if type(meta) is dict or isinstance(meta, Mapping):
         return meta.get(json_name)
     return getattr(meta, attribute, None)
 
 
+def _get(obj: Any, json_name: str, attribute: str) -> Any:
+    """One metadata field of ``obj``, None when absent; decoded JSON reads it without a call."""
+    if type(obj) is dict and type(meta := obj.get("metadata")) is dict:
+        return meta.get(json_name)
+    return _field(metadata(obj), json_name, attribute)
+
+
 def name(obj: Any) -> str:
     """``metadata.name``, or ``""`` when the object has none (or not as a string)."""
-    value = _field(metadata(obj), "name", "name")
+    value = _get(obj, "name", "name")
     return value if isinstance(value, str) else ""
 
 
 def namespace(obj: Any) -> str:
     """``metadata.namespace``; ``""`` for a cluster-scoped object or one without metadata."""
-    value = _field(metadata(obj), "namespace", "namespace")
+    value = _get(obj, "namespace", "namespace")
     return value if isinstance(value, str) else ""
 
 
 def uid(obj: Any) -> str:
     """``metadata.uid``, or ``""``."""
-    value = _field(metadata(obj), "uid", "uid")
+    value = _get(obj, "uid", "uid")
     return value if isinstance(value, str) else ""
 
 
 def resource_version(obj: Any) -> str | None:
-    """``metadata.resourceVersion``; ``""`` when absent, None when the object has no metadata."""
+    """``metadata.resourceVersion``; ``""`` when absent, None when the object has no metadata.
+
+    Read per watch event and per cache update, so decoded JSON takes a short path first.
+    """
+    if type(obj) is dict and type(meta := obj.get("metadata")) is dict:
+        value = meta.get("resourceVersion")
+        return "" if value is None else str(value)
     meta = metadata(obj)
     if meta is None:
         return None
@@ -63,22 +81,37 @@ def resource_version(obj: Any) -> str | None:
 
 def labels(obj: Any) -> Mapping[str, str]:
     """``metadata.labels``; an empty mapping when there are none."""
-    value = _field(metadata(obj), "labels", "labels")
-    return value if isinstance(value, Mapping) else _EMPTY
+    value = _get(obj, "labels", "labels")
+    return value if type(value) is dict or isinstance(value, Mapping) else _EMPTY
 
 
 def annotations(obj: Any) -> Mapping[str, str]:
     """``metadata.annotations``; an empty mapping when there are none."""
-    value = _field(metadata(obj), "annotations", "annotations")
-    return value if isinstance(value, Mapping) else _EMPTY
+    value = _get(obj, "annotations", "annotations")
+    return value if type(value) is dict or isinstance(value, Mapping) else _EMPTY
+
+
+def has_metadata(obj: Any) -> bool:
+    """Whether ``obj`` carries metadata at all: a dict whose ``metadata`` is a dict, or a model
+    whose ``metadata`` is set. Keys and label selectors need it; a missing field does not matter."""
+    meta = metadata(obj)
+    if meta is None:
+        return False
+    return not (type(obj) is dict or isinstance(obj, Mapping)) or isinstance(meta, Mapping)
 
 
 def namespace_and_name(obj: Any) -> tuple[str, str]:
-    """``(namespace, name)``; :class:`~kinformer.KeyFuncError` when the object has no metadata."""
+    """``(namespace, name)``, ``""`` for one absent; :class:`~kinformer.KeyFuncError` when the
+    object has no metadata (see :func:`has_metadata`): no key can be made for it."""
+    if not has_metadata(obj):
+        raise no_metadata(obj)
     meta = metadata(obj)
-    if meta is None or (isinstance(obj, Mapping) and not isinstance(meta, Mapping)):
-        raise errors.KeyFuncError(f"object has no meta: {type(obj).__name__} {obj!r:.200}")
     return _field(meta, "namespace", "namespace") or "", _field(meta, "name", "name") or ""
+
+
+def no_metadata(obj: Any) -> errors.KeyFuncError:
+    """The error for an object without metadata: ``object has no meta: <type> <repr>``."""
+    return errors.KeyFuncError(f"object has no meta: {type(obj).__name__} {obj!r:.200}")
 
 
 def has_name(obj: Any) -> bool:

@@ -12,7 +12,7 @@ import logging
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from kinformer import errors
+from kinformer import errors, meta
 from kinformer.cache import labels, store
 from kinformer.gvr import GroupVersionResource
 
@@ -84,7 +84,7 @@ class GenericNamespaceLister:
             self._namespace,
         )
         return _select(
-            (o for o in self._indexer.list() if _namespace_of(o) == self._namespace), parsed
+            (o for o in self._indexer.list() if meta.namespace(o) == self._namespace), parsed
         )
 
     def get(self, name: str) -> Any:
@@ -131,18 +131,7 @@ def _select(objs: Iterable[Any], selector: labels.Selector | None) -> list[Any]:
 
 
 def _labels_of(obj: Any) -> Mapping[str, str]:
-    if isinstance(obj, dict):
-        meta = obj.get("metadata")
-        if not isinstance(meta, dict):
-            raise errors.KeyFuncError(f"object has no meta: {obj!r:.200}")
-        return meta.get("labels") or {}
-    meta = getattr(obj, "metadata", None)
-    if meta is None:
-        raise errors.KeyFuncError(f"object has no meta: {obj!r:.200}")
-    return getattr(meta, "labels", None) or {}
-
-
-def _namespace_of(obj: Any) -> str:
-    if isinstance(obj, dict):
-        return str((obj.get("metadata") or {}).get("namespace") or "")
-    return str(getattr(getattr(obj, "metadata", None), "namespace", None) or "")
+    """``obj``'s labels; KeyFuncError for an object without metadata, which no selector can match."""
+    if not meta.has_metadata(obj):
+        raise meta.no_metadata(obj)
+    return meta.labels(obj)

@@ -16,7 +16,7 @@ import types
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from kinformer import errors
+from kinformer import errors, meta
 
 IndexFunc = Callable[[Any], Sequence[str]]
 """Computes the index values of an object (client-go ``IndexFunc``)."""
@@ -30,16 +30,6 @@ _KeyValues = dict[str, Sequence[str]]  # key -> the values the key is indexed un
 
 def _unknown_index(name: str) -> errors.IndexerError:
     return errors.IndexerError(f"Index with name {name} does not exist")
-
-
-def _resource_version_of(obj: Any) -> str | None:
-    """The object's ``metadata.resourceVersion``, or None when it carries none."""
-    try:
-        meta = obj["metadata"] if isinstance(obj, Mapping) else None
-        rv = meta["resourceVersion"] if meta is not None else obj.metadata.resource_version
-    except (KeyError, TypeError, AttributeError):
-        return None
-    return rv if isinstance(rv, str) and rv else None
 
 
 class IndexedMap:
@@ -131,7 +121,7 @@ class IndexedMap:
                 old = key_values.get(key)
                 key_values[key] = vals
                 if old is not None:
-                    if old == vals:  # TS-2: same values, only the object reference changes
+                    if old == vals:  # same values: only the object reference changes
                         for v in vals:
                             index[v][key] = obj
                         continue
@@ -139,7 +129,7 @@ class IndexedMap:
                         bucket = index.get(v)
                         if bucket is not None:
                             bucket.pop(key, None)
-                            if not bucket:  # TS-5: drop empty values
+                            if not bucket:  # an index value with no key left is dropped
                                 del index[v]
                 for v in vals:
                     bucket = index.get(v)
@@ -336,8 +326,8 @@ class IndexedMap:
         with self._lock:
             obj, rv = self._rv_obj, self._rv
         if obj is not None:
-            found = _resource_version_of(obj)
-            if found is not None:
+            found = meta.resource_version(obj)
+            if found:  # an object without one (None, or "") leaves the replace's version
                 return found
         return rv
 
