@@ -3,8 +3,9 @@
 A big first list allocates millions of objects and frees none, and the collector, walking the
 growing cache again and again, not the parser, sets the decode floor. So the list path pauses it
 (:func:`paused` around a decode, :func:`hold_first_pause` around a whole list so the pause
-lasts until the list is applied), and a synced informer's cache is frozen (:func:`freeze`) so
-that later collections do not walk it again.
+lasts until the list is queued, a :class:`HeldPause` from there until the informer applied it),
+and a synced informer's cache is frozen (:func:`freeze`) so that later collections do not walk
+it again. This module is the mechanism; when to pause is each caller's decision.
 
 A frozen object that is part of a reference cycle is never collected, and a stopped informer is
 such a cycle holding its whole cache: so an informer that stops reports it
@@ -14,7 +15,8 @@ first pause after a stop starts with one full collection, before the list's obje
 stopped informer that was already dropped does not hold the next freeze back.
 
 Pauses nest across threads and always restore the collector's earlier state, even on errors.
-Callers: the HTTP decoder (``client/``), the reflector's list, and the informer's first list.
+Callers: the HTTP decoder (``client/``), the reflector's list, and the informer, which holds a
+:class:`HeldPause` over its first list and freezes its cache once synced (``informer.py``).
 """
 
 from __future__ import annotations
@@ -43,7 +45,6 @@ _frozen = False  # gc.freeze() called here since the last gc.unfreeze()
 _collect_first = False  # an informer stopped: the next outermost pause begins with a collection
 _stopped_informers: weakref.WeakSet[Any] = weakref.WeakSet()  # stopped and not yet reclaimed
 _held = threading.local()  # .block: the innermost hold_first_pause block on this thread, if any
-
 
 
 def pause() -> None:
@@ -114,6 +115,38 @@ def informer_stopped(informer: object) -> None:
         if _frozen:
             gc.unfreeze()
             _frozen = False
+
+
+class HeldPause:
+    """One pause that its owner begins on one thread and may end on any, once per beginning.
+
+    :meth:`begin` pauses the collector unless this pause is held already; :meth:`end` resumes
+    it if held, after :func:`freeze` when asked. Thread-safe; :meth:`end` is idempotent, so
+    every path that may finish the work (success, failure, stop) can call it.
+    """
+
+    __slots__ = ("_lock", "held")
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()  # guards held, and so that one pause is resumed once
+        self.held = False  # this object holds one pause; may be read without the lock
+
+    def begin(self) -> None:
+        """Pause the collector, unless this pause is held already."""
+        with self._lock:
+            if not self.held:
+                pause()
+                self.held = True
+
+    def end(self, freeze_first: bool = False) -> None:
+        """Resume the pause if held; with ``freeze_first``, :func:`freeze` before resuming."""
+        with self._lock:
+            if not self.held:
+                return
+            self.held = False
+            if freeze_first:
+                freeze()
+            resume()
 
 
 @contextlib.contextmanager

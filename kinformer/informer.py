@@ -1,10 +1,26 @@
 """SharedIndexInformer: an indexed local cache of one resource type, with event handlers.
 
 client-go's ``sharedIndexInformer`` in the classic profile. A :class:`~kinformer.Reflector`
-lists and watches into a :class:`~kinformer.DeltaFIFO`; a delta loop pops it, updates
+lists and watches into a :class:`~kinformer.DeltaFIFO`; a delta loop pops it in batches, updates
 the :class:`~kinformer.Indexer` and hands notifications to the processor
 (``processor.py``), which delivers them to each handler (``handlers.py``) on its own thread.
-Listers (``lister.py``) read the indexer; factories (``factory.py``) run one informer per resource.
+Listers (``cache/lister.py``) read the indexer; factories (``factory.py``) run one informer per
+resource.
+
+The first list takes one route into the cache: the FIFO's ``replace`` keys and transforms it and
+hands it whole to the FIFO's ``take_first_list`` option (here
+:meth:`SharedIndexInformer._take_first_list`), which stores every object in one pass
+(``Indexer.add_new``) and queues each handler's ``on_add(obj, True)`` at once, so the informer
+is synced when ``replace`` returns. When that cannot be (an index function fails, a key is
+listed twice), the FIFO queues the list and the delta loop pops it like any other change, a
+batch at a time; a batch of new keys still goes into the cache in one transaction.
+
+The cyclic collector stays off over the first list; the policy is here, the mechanism in
+``_gc.py``. The reflector's ``_gc.hold_first_pause`` keeps the pause of the list's first decode
+until ``replace`` returns, and :class:`_ReflectorStore` holds a pause of its own from the start
+of ``replace`` until the list is applied; the synced cache is then frozen out of the collector's
+reach (``_gc.freeze``). A list that fails, or a stop, ends the pause without freezing, and a
+stop gives back what was frozen (``_gc.informer_stopped``).
 """
 
 from __future__ import annotations
@@ -15,7 +31,7 @@ import threading
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from kinformer import _gc, _threads, context, errors, processor
+from kinformer import _gc, _threads, context, errors, meta, processor
 from kinformer.cache import delta_fifo, store
 from kinformer.clock import REAL_CLOCK, Clock
 from kinformer.handlers import ResourceEventHandler, wait_for_cache_sync
@@ -24,7 +40,7 @@ from kinformer.reflector import reflector
 log = logging.getLogger(__name__)
 
 MINIMUM_RESYNC_PERIOD = 1.0  # client-go's floor: a smaller period would replay the cache in a busy loop
-INITIAL_BATCH = 1000  # items of the first list applied per FIFO lock hold
+INITIAL_BATCH = 1000  # items of a queued first list applied per FIFO lock hold
 STEADY_BATCH = 1000  # keys applied per FIFO lock hold once synced
 POP_TIMEOUT = 1.0  # the delta loop looks at its stop signal at least this often
 JOIN_TIMEOUT = 30.0  # reflector and delta loop close their own streams; this only bounds a bug
@@ -70,90 +86,43 @@ class ResourceEventHandlerRegistration:
         return f"<ResourceEventHandlerRegistration {self._listener.handler!r}>"
 
 
-class _InformerFIFO(delta_fifo.DeltaFIFO):
-    """The informer's DeltaFIFO: its first list pauses the cyclic collector until it is applied.
+class _ReflectorStore:
+    """The informer's FIFO as its reflector writes to it: the first list under a collector pause.
 
-    Applying a big first list allocates millions of objects and frees none; the collector
-    would walk the growing cache again and again. ``replace`` pauses it (unless the FIFO is
-    closed) and the informer's delta loop calls :meth:`end_gc_pause` once ``has_synced``, after
-    freezing the synced cache out of the collector's reach (``gc.freeze``; not while a stopped
-    informer is alive, see :mod:`kinformer._gc`). Every path ends the pause: a failed
-    replace, an empty list, stop (the delta loop and ``run`` both end it).
-
-    A first list that finds nothing queued and nothing cached skips the queue: ``first_list``
-    (the informer's) stores every object and queues the handlers' ``on_add(obj, True)`` at
-    once, and the FIFO is synced when ``replace`` returns. That is the outcome of queueing a
-    ``Replaced`` delta per object and popping them all, without the per-object queue work.
+    ``add``, ``update``, ``delete`` and ``resync`` are the FIFO's own bound methods, so a watch
+    event costs no extra call. ``replace`` begins ``pause`` for the informer's first list,
+    before the FIFO keys and transforms it, unless the FIFO is closed; the pause ends when that
+    list is applied (here if the FIFO took it whole, else in the delta loop once synced), with
+    the cache frozen, or without freezing when ``replace`` fails (the next list is then the
+    first again) or the informer stops. Called by the reflector's thread only.
     """
 
-    def __init__(self, *args: Any, first_list: Callable[[dict[str, Any]], bool] | None = None) -> None:
-        super().__init__(*args)
-        self._first_list = first_list
-        self._gc_lock = threading.Lock()  # guards gc_held and _gc_used
-        self.gc_held = False  # this FIFO holds one collector pause; read without the lock
-        self._gc_used = False  # the pause is only for the first list
+    __slots__ = ("_fifo", "_first", "_pause", "add", "delete", "resync", "update")
+
+    def __init__(self, fifo: delta_fifo.DeltaFIFO, pause: _gc.HeldPause) -> None:
+        self._fifo = fifo
+        self._pause = pause
+        self._first = True  # no list applied yet: the next replace is the first list
+        self.add = fifo.add
+        self.update = fifo.update
+        self.delete = fifo.delete
+        self.resync = fifo.resync
 
     def replace(self, objs: Any, resource_version: str = "") -> None:
-        with self._gc_lock:
-            hold = not self._gc_used and not self.is_closed()
-            if hold:
-                self._gc_used = True
-                _gc.pause()
-                self.gc_held = True
+        fifo, pause = self._fifo, self._pause
+        hold = self._first and not fifo.is_closed()
+        if hold:
+            self._first = False
+            pause.begin()
         try:
-            objs = objs if isinstance(objs, list) else list(objs)
-            if not self._replace_first(objs):
-                super().replace(objs, resource_version)
+            fifo.replace(objs, resource_version)
         except BaseException:
             if hold:
-                with self._gc_lock:
-                    self._gc_used = False
-                self.end_gc_pause(freeze=False)
+                self._first = True
+                pause.end()
             raise
-        if hold and (self.has_synced() or self.is_closed()):  # nothing left for the delta loop
-            self.end_gc_pause(freeze=self.has_synced())
-
-    def _replace_first(self, objs: list[Any]) -> bool:
-        """Hand a first list straight to the cache; False (nothing changed) when it cannot.
-
-        Only for the first list of an empty FIFO and cache, with every key listed once (a
-        repeated key must merge its deltas in the queue). Keying and transforming come first,
-        as in ``replace``: their errors propagate and change nothing.
-        """
-        first_list = self._first_list
-        if first_list is None or not objs:
-            return False
-        with self._lock:
-            if self._populated or self._items or self._closed:
-                return False
-        known = self._known_objects
-        if known is not None and known.list_keys():
-            return False
-        key_func, key_of = self._key_func, self.key_of
-        keyed = {key_func(obj) if type(obj) is dict else key_of(obj): obj for obj in objs}
-        if len(keyed) != len(objs):
-            return False
-        if self._transformer is not None:
-            transform = self._transform
-            for key, obj in keyed.items():
-                keyed[key] = transform(obj)
-        if not first_list(keyed):
-            return False
-        with self._lock:
-            self._populated = True
-            self._initial_population_count = 0
-            self._synced = True
-        return True
-
-    def end_gc_pause(self, freeze: bool) -> None:
-        """End the pause if this FIFO holds one; with ``freeze``, freeze first (no young sweep)."""
-        with self._gc_lock:
-            if not self.gc_held:
-                return
-            self.gc_held = False
-            if freeze:
-                _gc.freeze()
-            _gc.resume()
+        if hold and (fifo.has_synced() or fifo.is_closed()):  # nothing left for the delta loop
+            pause.end(freeze_first=fifo.has_synced())
 
 
 class SharedIndexInformer:
@@ -192,7 +161,8 @@ class SharedIndexInformer:
         self._resync_check_period = self._default_resync
         self._processor = processor.SharedProcessor(clock, self._name)
         self._start_lock = threading.Lock()  # guards _started, _stopped, _fifo, _reflector, setters
-        self._block_deltas = threading.Lock()  # held while a pop is applied; late handlers take it to replay
+        # held while popped deltas or a first list are applied; a late handler takes it to replay
+        self._block_deltas = threading.Lock()
         self._started = False
         self._stopped = False
         self._transform: Callable[[Any], Any] | None = None
@@ -217,16 +187,17 @@ class SharedIndexInformer:
             if self._started:
                 log.warning("informer %s: run more than once is not allowed", self._name)
                 return
-            fifo = _InformerFIFO(
+            fifo = delta_fifo.DeltaFIFO(
                 store.meta_namespace_key_func,
                 self._indexer,
                 True,
                 self._transform,
-                first_list=self._add_first_list,
+                take_first_list=self._take_first_list,
             )
+            pause = _gc.HeldPause()  # the first list's; see _ReflectorStore
             refl = reflector.Reflector(
                 self._lister_watcher,
-                fifo,
+                _ReflectorStore(fifo, pause),
                 self._resync_check_period,
                 self._name,
                 should_resync=self._processor.should_resync,
@@ -240,7 +211,9 @@ class SharedIndexInformer:
         self._processor.run()
         threads = [
             _threads.spawn(refl.run, _threads.thread_name("reflector", self._name), inner),
-            _threads.spawn(self._delta_loop, _threads.thread_name("deltas", self._name), fifo, inner),
+            _threads.spawn(
+                self._delta_loop, _threads.thread_name("deltas", self._name), fifo, pause, inner
+            ),
         ]
         try:
             stop.wait()
@@ -248,7 +221,7 @@ class SharedIndexInformer:
             fifo.close()
             inner.cancel()
             _threads.join_all(threads, JOIN_TIMEOUT)
-            fifo.end_gc_pause(freeze=False)
+            pause.end()
             _gc.informer_stopped(self)  # no longer frozen: reclaimed once dropped
             self._processor.stop(processor.LISTENER_JOIN_TIMEOUT)
             with self._start_lock:
@@ -386,74 +359,67 @@ class SharedIndexInformer:
 
     # -- the delta loop -------------------------------------------------------------------------
 
-    def _delta_loop(self, fifo: _InformerFIFO, ctx: context.Context) -> None:
+    def _delta_loop(
+        self, fifo: delta_fifo.DeltaFIFO, pause: _gc.HeldPause, ctx: context.Context
+    ) -> None:
         """Pop and apply deltas until stopped; end the first list's collector pause once applied."""
         try:
             while not ctx.cancelled():
-                if fifo.gc_held and fifo.has_synced():
-                    fifo.end_gc_pause(freeze=True)
+                if pause.held and fifo.has_synced():
+                    pause.end(freeze_first=True)
+                limit = STEADY_BATCH if fifo.has_synced() else INITIAL_BATCH
                 try:
-                    if not fifo.has_synced() and fifo.pop_initial(self._handle_initial, INITIAL_BATCH):
-                        continue  # (once synced, never again: skip its lock)
-                    fifo.pop_batch(self._handle_batch, STEADY_BATCH, timeout=POP_TIMEOUT)
+                    fifo.pop_batch(self._handle_batch, limit, timeout=POP_TIMEOUT)
                 except errors.FIFOClosedError:
                     return
                 except TimeoutError:
                     continue
                 except Exception:
                     log.exception("informer %s: failed to process deltas; object dropped", self._name)
-                if fifo.gc_held and fifo.has_synced():
-                    fifo.end_gc_pause(freeze=True)
         finally:
-            fifo.end_gc_pause(freeze=False)
+            pause.end()
 
-    def _handle_initial(self, batch: list[tuple[str, list[delta_fifo.Delta]]]) -> None:
-        """Apply popped items of the first list at once (under the FIFO lock).
-
-        The same outcome as ``_handle_batch([deltas], True)`` for each item in order: when every
-        item is a single add of a key not cached yet, the cache takes them in one pass and each
-        handler gets its ``on_add(obj, True)`` notifications in one append; otherwise (relist,
-        several deltas, an index function error) each item goes the usual way.
-        """
-        with self._block_deltas:
-            items: dict[str, Any] = {}
-            fast = True
-            for key, deltas in batch:  # the FIFO's key is the cache's for objects that are not DFSUs
-                if len(deltas) != 1 or deltas[0][0] == _DELETED:
-                    fast = False
-                    break
-                items[key] = deltas[0][1]
-            if fast and self._add_new_locked(items):
-                return
-            self._apply_all([deltas for _, deltas in batch], True)
-
-    def _add_first_list(self, items: dict[str, Any]) -> bool:
+    def _take_first_list(self, items: dict[str, Any]) -> bool:
         """Store a whole first list, keyed, and queue ``on_add(obj, True)`` for each handler.
 
-        The FIFO's shortcut for a first list (see :class:`_InformerFIFO`). Runs on the
-        reflector's thread; False, with nothing changed, when a key is cached already or an
-        index function fails (the list then goes through the queue, which logs per object).
+        The FIFO's ``take_first_list``: runs on the reflector's thread under the FIFO lock. False,
+        with nothing changed, when a key is cached already or an index function fails (the list
+        is then queued, and applying it logs and drops the object that fails).
         """
         with self._block_deltas:
             return self._add_new_locked(items)
 
-    def _add_new_locked(self, items: dict[str, Any]) -> bool:
-        """Add objects under keys not cached yet, all or none, then notify; ``_block_deltas`` held."""
+    def _handle_batch(self, batch: list[list[delta_fifo.Delta]], is_in_initial_list: bool) -> None:
+        """Apply popped keys in queue order (under the FIFO lock), then notify each handler once.
+
+        A batch of a queued first list in which every item is a single add of a key not cached
+        yet goes into the cache in one transaction, as a first list taken whole does: the same
+        outcome as applying its items one by one.
+        """
+        with self._block_deltas:
+            if is_in_initial_list and self._add_new_locked(_new_items(batch, self._indexer.key_of)):
+                return
+            self._apply_all(batch, is_in_initial_list)
+
+    def _add_new_locked(self, items: dict[str, Any] | None) -> bool:
+        """Add objects under keys not cached yet, all or none, then queue ``on_add(obj, True)``.
+
+        Call with ``_block_deltas`` held; a handler added later replays the cache instead, under
+        the same lock. False, with nothing changed, for None, a key cached already or an index
+        function that fails.
+        """
+        if items is None:
+            return False
         try:
             if not self._indexer.add_new(items):
                 return False
         except Exception:
             return False
-        if self._processor.listeners():  # a handler added later replays the cache instead
+        if self._processor.listeners():
             self._processor.distribute_initial(
                 [_new_notification(_Notification, (_ADD, obj, True)) for obj in items.values()]
             )
         return True
-
-    def _handle_batch(self, batch: list[list[delta_fifo.Delta]], is_in_initial_list: bool) -> None:
-        """Apply popped keys in queue order (under the FIFO lock), then notify each handler once."""
-        with self._block_deltas:
-            self._apply_all(batch, is_in_initial_list)
 
     def _apply_all(self, batch: list[list[delta_fifo.Delta]], is_in_initial_list: bool) -> None:
         """Apply each key's deltas oldest first, then hand every handler its notifications at once.
@@ -496,7 +462,7 @@ class SharedIndexInformer:
             old = indexer.get_by_key(key)
             indexer.update(obj, key)
             if old is not None:
-                if _resource_version(old) == _resource_version(obj):
+                if meta.resource_version(old) == meta.resource_version(obj):
                     sync_at.append(len(out))
                 append(_new_notification(_Notification, (_UPDATE, old, obj)))
             else:
@@ -507,11 +473,15 @@ class SharedIndexInformer:
         return f"<SharedIndexInformer {self._name} {state} objects={len(self._indexer)}>"
 
 
-def _resource_version(obj: Any) -> str | None:
-    if isinstance(obj, dict):
-        meta = obj.get("metadata") or {}
-        rv = meta.get("resourceVersion")
-        return None if rv is None else str(rv)
-    meta = getattr(obj, "metadata", None)
-    rv = getattr(meta, "resource_version", None)
-    return None if rv is None else str(rv)
+def _new_items(batch: list[list[delta_fifo.Delta]], key_of: Callable[[Any], str]) -> dict[str, Any] | None:
+    """``{key: object}`` when every item of ``batch`` is a single add, else None (also on a key error)."""
+    items: dict[str, Any] = {}
+    try:
+        for deltas in batch:
+            if len(deltas) != 1 or deltas[0][0] == _DELETED:
+                return None
+            obj = deltas[0][1]
+            items[key_of(obj)] = obj
+    except errors.KeyFuncError:
+        return None
+    return items if len(items) == len(batch) else None

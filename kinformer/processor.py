@@ -2,11 +2,12 @@
 
 client-go's ``sharedProcessor`` and ``processorListener``. The informer's delta loop calls
 :meth:`SharedProcessor.distribute_batch` (once per popped batch; ``distribute`` for one
-notification), which only appends to each listener's unbounded buffer, so a
-slow or stuck handler never stalls the watch or the other handlers. Each :class:`Listener` has
-one delivery thread (``kinformer-handler-<informer>-<n>``) calling its handler in order, outside
-every kinformer lock. The processor also decides which listeners take part in a resync
-(:meth:`SharedProcessor.should_resync`, called by the reflector's resync timer).
+notification), and a first list taken whole into the cache comes through
+:meth:`SharedProcessor.distribute_initial`; both only append to each listener's unbounded
+buffer, so a slow or stuck handler never stalls the watch or the other handlers. Each
+:class:`Listener` has one delivery thread (``kinformer-handler-<informer>-<n>``) calling its
+handler in order, outside every kinformer lock. The processor also decides which listeners take
+part in a resync (:meth:`SharedProcessor.should_resync`, called by the reflector's resync timer).
 """
 
 from __future__ import annotations

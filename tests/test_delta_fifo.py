@@ -375,18 +375,34 @@ def test_reads_return_newest_objects_and_copies() -> None:  # DQ-13
     assert fifo.get_by_key("missing") is None
 
 
-def test_pop_batch_takes_one_key_at_a_time_until_the_initial_list_is_processed() -> None:
+def test_pop_batch_takes_the_initial_list_alone_and_syncs_after_its_last_batch() -> None:
     fifo = DeltaFIFO(emit_delta_type_replaced=True)
-    fifo.replace([obj("a"), obj("b")], "1")
+    fifo.replace([obj("a"), obj("b"), obj("c")], "1")
+    fifo.add(obj("d"))  # queued behind the initial list, before it is processed
     seen: list[tuple[list[str], bool, bool]] = []
 
     def process(batch: list[Deltas], initial: bool) -> None:
         seen.append(([d[-1].object["metadata"]["name"] for d in batch], initial, fifo.has_synced()))
 
-    assert fifo.pop_batch(process, limit=100, timeout=1) == 1
-    assert fifo.pop_batch(process, limit=100, timeout=1) == 1
-    assert seen == [(["a"], True, False), (["b"], True, False)]
+    assert fifo.pop_batch(process, limit=2, timeout=1) == 2
+    assert not fifo.has_synced()
+    assert fifo.pop_batch(process, limit=100, timeout=1) == 1  # never past the initial list
     assert fifo.has_synced()
+    assert fifo.pop_batch(process, limit=100, timeout=1) == 1
+    assert seen == [(["a", "b"], True, False), (["c"], True, False), (["d"], False, True)]
+
+
+def test_pop_batch_syncs_after_an_initial_batch_whose_process_raised() -> None:
+    fifo = DeltaFIFO()
+    fifo.replace([obj("a"), obj("b")], "1")
+
+    def fail(batch: list[Deltas], initial: bool) -> None:
+        raise ValueError("handler broke")
+
+    with pytest.raises(ValueError, match="handler broke"):
+        fifo.pop_batch(fail, limit=10, timeout=1)
+    assert fifo.has_synced()
+    assert fifo.list_keys() == []
 
 
 def test_pop_batch_takes_every_ready_key_in_queue_order_once_synced() -> None:
@@ -420,6 +436,139 @@ def test_pop_batch_times_out_when_empty_and_raises_once_closed() -> None:
     assert fifo.pop_batch(lambda batch, initial: None, limit=10, timeout=1) == 1
     with pytest.raises(errors.FIFOClosedError):
         fifo.pop_batch(lambda batch, initial: None, limit=10, timeout=1)
+
+
+class FirstListTaker:
+    """A ``take_first_list`` that records what it was given and answers ``takes``."""
+
+    def __init__(self, takes: bool = True) -> None:
+        self.takes = takes
+        self.calls: list[dict[str, Any]] = []
+
+    def __call__(self, items: dict[str, Any]) -> bool:
+        self.calls.append(dict(items))
+        return self.takes
+
+
+def test_a_first_list_goes_whole_to_take_first_list_keyed_transformed_and_in_order() -> None:
+    taker = FirstListTaker()
+    fifo = DeltaFIFO(transformer=lambda o: {**o, "t": True}, take_first_list=taker)
+    fifo.replace([obj("b", ns="x"), obj("a")], "5")
+    assert [list(call) for call in taker.calls] == [["x/b", "a"]]
+    assert taker.calls[0]["a"] == {**obj("a"), "t": True}
+    assert fifo.has_synced()
+    assert fifo.list_keys() == [] and len(fifo) == 0
+    with pytest.raises(TimeoutError):
+        fifo.pop_batch(lambda batch, initial: None, limit=10, timeout=0.01)
+    fifo.add(obj("c"))  # later changes are queued as usual, outside the initial list
+    flags: list[bool] = []
+    deltas = fifo.pop(lambda deltas, initial: flags.append(initial), timeout=1)
+    assert kinds(deltas) == [(ADDED, {**obj("c"), "t": True})]
+    assert flags == [False]
+
+
+def test_a_declined_first_list_is_queued_as_without_take_first_list() -> None:
+    taker = FirstListTaker(takes=False)
+    transformed: list[str] = []
+
+    def transform(o: Any) -> Any:
+        transformed.append(o["metadata"]["name"])
+        return o
+
+    fifo = DeltaFIFO(emit_delta_type_replaced=True, transformer=transform, take_first_list=taker)
+    fifo.replace([obj("a"), obj("b")], "1")
+    assert len(taker.calls) == 1
+    assert transformed == ["a", "b"]  # once per object, though offered and then queued
+    assert not fifo.has_synced()
+    assert fifo.list_keys() == ["a", "b"]
+    assert kinds(fifo.get_by_key("a") or []) == [(REPLACED, obj("a"))]
+
+
+def test_take_first_list_is_offered_only_a_first_list_that_could_not_leave_anything_queued() -> None:
+    def offered(fifo: DeltaFIFO, taker: FirstListTaker, objs: list[Any]) -> bool:
+        fifo.replace(objs, "1")
+        return bool(taker.calls)
+
+    taker = FirstListTaker()
+    populated = DeltaFIFO(take_first_list=taker)
+    populated.add(obj("a"))
+    assert not offered(populated, taker, [obj("b")])
+
+    taker = FirstListTaker()
+    known = Indexer()
+    known.add(obj("cached"))
+    with_known = DeltaFIFO(known_objects=known, take_first_list=taker)
+    assert not offered(with_known, taker, [obj("b")])
+    assert sorted(with_known.list_keys()) == ["b", "cached"]  # the cached one's tombstone too
+
+    taker = FirstListTaker()
+    closed = DeltaFIFO(take_first_list=taker)
+    closed.close()
+    assert not offered(closed, taker, [obj("b")])
+
+    taker = FirstListTaker()
+    twice = DeltaFIFO(take_first_list=taker)
+    assert not offered(twice, taker, [obj("a", "1"), obj("a", "2")])
+    assert kinds(twice.get_by_key("a") or []) == [(SYNC, obj("a", "1")), (SYNC, obj("a", "2"))]
+
+    taker = FirstListTaker()
+    empty = DeltaFIFO(take_first_list=taker)
+    assert not offered(empty, taker, [])
+    assert empty.has_synced()
+
+    taker = FirstListTaker()
+    relisted = DeltaFIFO(take_first_list=taker)
+    assert offered(relisted, taker, [obj("a")])
+    relisted.replace([obj("b")], "2")
+    assert len(taker.calls) == 1
+    assert [d.type for d in relisted.get_by_key("b") or []] == [SYNC]
+
+
+def test_a_failing_take_first_list_or_transform_leaves_the_fifo_unchanged() -> None:
+    def broken(items: dict[str, Any]) -> bool:
+        raise RuntimeError("cannot take")
+
+    fifo = DeltaFIFO(take_first_list=broken)
+    with pytest.raises(RuntimeError, match="cannot take"):
+        fifo.replace([obj("a")], "1")
+    assert not fifo.has_synced() and fifo.list_keys() == []
+
+    failures = [ValueError("cannot transform")]
+
+    def transform(o: Any) -> Any:
+        if failures:
+            raise failures.pop()
+        return o
+
+    taker = FirstListTaker()
+    other = DeltaFIFO(transformer=transform, take_first_list=taker)
+    with pytest.raises(ValueError, match="cannot transform"):
+        other.replace([obj("a")], "1")
+    assert taker.calls == [] and not other.has_synced() and other.list_keys() == []
+    other.replace([obj("a")], "2")  # the next list, transformed fine, is still a first list
+    assert len(taker.calls) == 1 and other.has_synced()
+
+
+def test_take_first_list_runs_under_the_fifo_lock() -> None:
+    producer_done = threading.Event()
+    saw_producer_done: list[bool] = []
+    threads: list[threading.Thread] = []
+
+    def produce() -> None:
+        fifo.add(obj("b"))
+        producer_done.set()
+
+    def take(items: dict[str, Any]) -> bool:
+        threads.append(_threads.spawn(produce, "kinformer-test-produce"))
+        saw_producer_done.append(producer_done.wait(0.2))
+        return True
+
+    fifo = DeltaFIFO(take_first_list=take)
+    fifo.replace([obj("a")], "1")
+    threads[0].join(5)
+    assert saw_producer_done == [False]
+    assert producer_done.is_set()
+    assert fifo.list_keys() == ["b"]
 
 
 # What follows was the acceptance suite's: it calls kinformer's public names only, with the

@@ -11,7 +11,8 @@ from typing import Any
 import pytest
 
 from kinformer import _gc, _json
-from kinformer.client.listwatch import ChannelWatch, ListOptions, ListResult, ListWatch
+from kinformer.client.interface import ChannelWatch, ListOptions, ListResult
+from kinformer.client.listwatch import ListWatch
 from kinformer.handlers import wait_for_cache_sync
 from kinformer.informer import SharedIndexInformer
 from kinformer.testing import wait_for
@@ -197,6 +198,46 @@ def test_a_first_list_larger_than_a_batch_reaches_cache_index_and_handler_in_lis
     assert len(indexer) == len(objs)
     assert len(indexer.by_index("shard", "1")) == len([o for o in objs[1::3]])
     assert indexer.get_by_key("ns/o00042") is objs[42]
+
+
+def test_a_queued_first_list_is_applied_a_batch_at_a_time_with_the_collector_paused_throughout(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """An index function failing on one object keeps the list out of the cache's one-step route."""
+    from kinformer.handlers import ResourceEventHandlerDetailedFuncs
+    from kinformer.informer import INITIAL_BATCH
+
+    objs = [cm(f"o{i:05d}") for i in range(INITIAL_BATCH * 2 + 7)]
+    collector_on_inside: list[bool] = []
+
+    def by_name(obj: Any) -> list[str]:
+        collector_on_inside.append(gc.isenabled())
+        if obj["metadata"]["name"] == "o00003":
+            raise ValueError("cannot index o00003")
+        return [obj["metadata"]["name"]]
+
+    seen: list[tuple[str, bool]] = []
+    informer = SharedIndexInformer(lister_watcher(*objs), indexers={"name": by_name})
+    registration = informer.add_event_handler(
+        ResourceEventHandlerDetailedFuncs(
+            add_func=lambda obj, initial: seen.append((obj["metadata"]["name"], initial))
+        )
+    )
+    stop = threading.Event()
+    thread = run_in_thread(informer, stop)
+    try:
+        assert informer.wait_for_sync(TIMEOUT)
+        assert wait_for_cache_sync(stop, registration.has_synced, timeout=TIMEOUT)
+        assert wait_for(lambda: gc.isenabled() and frozen() > 0, TIMEOUT)
+    finally:
+        stop.set()
+        thread.join(TIMEOUT)
+    kept = [o for o in objs if o["metadata"]["name"] != "o00003"]
+    assert seen == [(o["metadata"]["name"], True) for o in kept]
+    assert len(informer.get_indexer()) == len(kept)
+    assert len(collector_on_inside) >= len(objs)  # every object indexed while queued
+    assert not any(collector_on_inside)
+    assert "failed to process deltas" in caplog.text
 
 
 class Cached(dict[str, Any]):

@@ -1,11 +1,17 @@
 """DeltaFIFO: the queue between a reflector and an informer, holding per-key change histories.
 
 client-go's ``DeltaFIFO`` (classic profile). The reflector calls ``add``/``update``/``delete``
-for watch events and ``replace`` after each list; the informer's processing loop calls ``pop``,
-which hands one key's accumulated :class:`Delta` list to a ``process`` callback. ``known_objects``
-is the informer's indexer: ``replace`` uses it to turn objects that vanished during a
-disconnect into ``DeletedFinalStateUnknown`` deletions, and ``resync`` re-queues its contents as
-``Sync`` deltas.
+for watch events and ``replace`` after each list; the informer's processing loop calls
+``pop_batch``, which hands the accumulated :class:`Delta` lists of up to a batch of keys to a
+``process`` callback (``pop``: one key's). ``known_objects`` is the informer's indexer:
+``replace`` uses it to turn objects that vanished during a disconnect into
+``DeletedFinalStateUnknown`` deletions, and ``resync`` re-queues its contents as ``Sync`` deltas.
+
+A first list can skip the queue. Given the constructor option ``take_first_list`` (options in
+the manner of client-go's ``DeltaFIFOOptions``; the informer passes one), ``replace`` hands a
+first list, keyed and transformed, to that function in one call, and the FIFO is synced when it
+returns: the outcome of queueing a ``Replaced`` delta per object and popping them all, without
+the per-object queue work. When the function declines, the list is queued as usual.
 """
 
 from __future__ import annotations
@@ -29,7 +35,15 @@ from kinformer.cache.store import (
 
 log = logging.getLogger(__name__)
 
-__all__ = ["Delta", "DeltaFIFO", "DeltaType", "Deltas", "ProcessFunc", "TransformFunc"]
+__all__ = [
+    "Delta",
+    "DeltaFIFO",
+    "DeltaType",
+    "Deltas",
+    "ProcessFunc",
+    "TakeFirstListFunc",
+    "TransformFunc",
+]
 
 
 class DeltaType(str, enum.Enum):
@@ -61,6 +75,10 @@ ProcessFunc = Callable[[Deltas, bool], None]
 TransformFunc = Callable[[Any], Any]
 """Applied once to every incoming object before it is queued."""
 
+TakeFirstListFunc = Callable[[dict[str, Any]], bool]
+"""``take_first_list(items)``: takes a whole first list (key -> transformed object, in list order)
+and returns True, or declines with False having changed nothing."""
+
 _ADDED = DeltaType.ADDED
 _UPDATED = DeltaType.UPDATED
 _DELETED = DeltaType.DELETED
@@ -80,6 +98,15 @@ class DeltaFIFO:
     ``has_synced`` turns True once everything from the first ``replace`` (or any earlier
     ``add``/``update``/``delete``) has been processed. After ``close``, ``pop`` drains what is
     queued and then raises :class:`~kinformer.FIFOClosedError`.
+
+    ``take_first_list`` (keyword only) is the first list's way around the queue. ``replace``
+    calls it, under the FIFO lock as ``pop`` calls ``process``, with the whole list keyed and
+    transformed, when nothing was ever queued, nothing is known, the FIFO is open and no key is
+    listed twice (a key listed twice must merge its deltas in the queue). Returning True, it
+    took every object (the informer stores them and queues the handlers' ``on_add(obj, True)``):
+    the FIFO is then synced, with nothing to pop. Returning False, it changed nothing, and the
+    list is queued as without it. An exception from it propagates and leaves the FIFO
+    unchanged. It must not call back into the FIFO.
     """
 
     def __init__(
@@ -88,13 +115,17 @@ class DeltaFIFO:
         known_objects: KeyListerGetter | None = None,
         emit_delta_type_replaced: bool = False,
         transformer: TransformFunc | None = None,
+        *,
+        take_first_list: TakeFirstListFunc | None = None,
     ) -> None:
         self._key_func = key_func
         self._known_objects = known_objects
         self._emit_delta_type_replaced = emit_delta_type_replaced
         self._transformer = transformer
+        self._take_first_list = take_first_list
         # guards everything below; a key is in _queue iff it is in _items, and _items values
-        # are never empty
+        # are never empty; _initial_population_count counts the pops left of the first list,
+        # and _synced never turns True before _populated
         self._lock = threading.Lock()  # hot paths take it directly: Condition.__enter__ is slower
         self._cond = threading.Condition(self._lock)
         self._items: dict[str, Deltas] = {}
@@ -132,7 +163,7 @@ class DeltaFIFO:
         deltas.append(delta)
         if action is _DELETED and len(deltas) > 1 and deltas[-2][0] is _DELETED:
             older = deltas[-2]
-            # DQ-4: keep a real deletion over a relist's DFSU; otherwise keep the older one
+            # keep a real deletion over a relist's DeletedFinalStateUnknown, else the older one
             keep = delta if type(older[1]) is DeletedFinalStateUnknown else older
             deltas[-2:] = [keep]
 
@@ -201,56 +232,94 @@ class DeltaFIFO:
 
         Keys queued or known but missing from ``objs`` get ``Deleted(DeletedFinalStateUnknown)``
         carrying the newest state seen. Every object is keyed and transformed before anything is
-        queued, so an error leaves the FIFO unchanged. ``resource_version`` is not used here.
+        queued, so an error leaves the FIFO unchanged. A first list may go to
+        ``take_first_list`` instead (see the class docstring). ``resource_version`` is not used
+        here.
         """
         key_of = self.key_of
         key_func = self._key_func
         transformer = self._transformer
+        take = self._take_first_list
+        if take is not None and not self._populated:  # a first list; checked again under the lock
+            listed = objs if isinstance(objs, list) else list(objs)
+            keyed = {key_func(obj) if type(obj) is dict else key_of(obj): obj for obj in listed}
+            if listed and len(keyed) == len(listed):
+                if transformer is not None:
+                    transform = self._transform
+                    for key, obj in keyed.items():
+                        keyed[key] = transform(obj)
+                with self._cond:
+                    if not self._take_first_locked(take, keyed):
+                        self._replace_locked(keyed.items())
+                return
+            objs = listed  # a key listed twice (or nothing listed): queue it, keyed once more
         pairs = []
         for obj in objs:
             key = key_func(obj) if type(obj) is dict else key_of(obj)
             if transformer is not None:
                 obj = self._transform(obj)
             pairs.append((key, obj))
-        action = _REPLACED if self._emit_delta_type_replaced else _SYNC
         with self._cond:
-            new_keys: set[str] = set()
-            items, queue = self._items, self._queue
-            for key, obj in pairs:
-                new_keys.add(key)
-                if key in items:
-                    self._queue_locked(action, obj, key)
-                else:  # the usual case, inlined: a key with nothing queued
-                    items[key] = [_new_delta(Delta, (action, obj))]
-                    queue.append(key)
-            deletions = 0
-            for key in [k for k in self._items if k not in new_keys]:
-                newest = self._items[key][-1][1]
-                if type(newest) is DeletedFinalStateUnknown:
-                    newest = newest.obj
-                self._queue_locked(_DELETED, DeletedFinalStateUnknown(key, newest), key)
+            self._replace_locked(pairs)
+
+    def _take_first_locked(self, take: TakeFirstListFunc, keyed: dict[str, Any]) -> bool:
+        """Hand a first list to ``take``, lock held; True, and synced, when it took the list.
+
+        Only while nothing was ever queued, nothing is known and the FIFO is open: the state
+        in which queueing the list and popping every item would leave nothing behind.
+        """
+        if self._populated or self._items or self._closed:
+            return False
+        known = self._known_objects
+        if known is not None and known.list_keys():
+            return False
+        if not take(keyed):
+            return False
+        self._populated = True
+        self._initial_population_count = 0
+        self._synced = True
+        return True
+
+    def _replace_locked(self, pairs: Iterable[tuple[str, Any]]) -> None:
+        """Queue a keyed, transformed (re)list and its deletions; the lock is held."""
+        action = _REPLACED if self._emit_delta_type_replaced else _SYNC
+        new_keys: set[str] = set()
+        items, queue = self._items, self._queue
+        for key, obj in pairs:
+            new_keys.add(key)
+            if key in items:
+                self._queue_locked(action, obj, key)
+            else:  # the usual case, inlined: a key with nothing queued
+                items[key] = [_new_delta(Delta, (action, obj))]
+                queue.append(key)
+        deletions = 0
+        for key in [k for k in self._items if k not in new_keys]:
+            newest = self._items[key][-1][1]
+            if type(newest) is DeletedFinalStateUnknown:
+                newest = newest.obj
+            self._queue_locked(_DELETED, DeletedFinalStateUnknown(key, newest), key)
+            deletions += 1
+        known = self._known_objects
+        if known is not None:
+            for key in known.list_keys():
+                if key in new_keys or key in self._items:
+                    continue
+                try:
+                    last = known.get_by_key(key)
+                except Exception:
+                    log.warning("known-object lookup failed key=%s", key, exc_info=True)
+                    last = None
+                if last is None:
+                    log.warning("key=%s vanished from known objects during replace", key)
+                self._queue_locked(_DELETED, DeletedFinalStateUnknown(key, last), key)
                 deletions += 1
-            known = self._known_objects
-            if known is not None:
-                for key in known.list_keys():
-                    if key in new_keys or key in self._items:
-                        continue
-                    try:
-                        last = known.get_by_key(key)
-                    except Exception:
-                        log.warning("known-object lookup failed key=%s", key, exc_info=True)
-                        last = None
-                    if last is None:
-                        log.warning("key=%s vanished from known objects during replace", key)
-                    self._queue_locked(_DELETED, DeletedFinalStateUnknown(key, last), key)
-                    deletions += 1
-            if not self._populated:
-                self._populated = True
-                self._initial_population_count = len(new_keys) + deletions
-            if not self._synced and self._initial_population_count == 0:
-                self._synced = True
-            if self._waiting:
-                self._cond.notify_all()
+        if not self._populated:
+            self._populated = True
+            self._initial_population_count = len(new_keys) + deletions
+        if not self._synced and self._initial_population_count == 0:
+            self._synced = True
+        if self._waiting:
+            self._cond.notify_all()
 
     def resync(self) -> None:
         """Queue ``Sync(known object)`` for every known key that has nothing queued.
@@ -336,16 +405,17 @@ class DeltaFIFO:
         limit: int,
         timeout: float | None = None,
     ) -> int:
-        """Pop up to ``limit`` keys at once once synced: ``process(batch, is_in_initial_list)``.
+        """Pop up to ``limit`` keys in one lock hold: ``process(batch, is_in_initial_list)``.
 
-        ``batch`` holds each key's deltas in queue order. Blocks like :meth:`pop` (``TimeoutError``
-        after ``timeout`` seconds, :class:`~kinformer.FIFOClosedError` once closed and
-        drained). Once the FIFO is synced it takes every queued key up to ``limit`` in one lock
-        hold, with ``is_in_initial_list`` False: the same as that many :meth:`pop` calls. Before
-        that it takes one key, exactly as :meth:`pop` does, so ``has_synced`` still turns True
-        only after ``process`` for the last item of the initial list has returned. The items are
-        removed before ``process`` runs (under the FIFO lock); an exception from ``process``
-        propagates and the batch is dropped, not retried. Returns how many keys were popped.
+        ``batch`` holds each key's deltas in queue order: the same as that many :meth:`pop`
+        calls. Blocks like :meth:`pop` (``TimeoutError`` after ``timeout`` seconds,
+        :class:`~kinformer.FIFOClosedError` once closed and drained). Until the FIFO is synced,
+        a batch holds items of the initial list only, with ``is_in_initial_list`` True, and
+        ``has_synced`` turns True once ``process`` has returned for the batch holding the last
+        of them; after that, every queued key up to ``limit`` is taken, with
+        ``is_in_initial_list`` False. The items are removed before ``process`` runs (under the
+        FIFO lock); an exception from ``process`` propagates and the batch is dropped, not
+        retried. Returns how many keys were popped.
         """
         lock = self._lock
         lock.acquire()
@@ -360,47 +430,12 @@ class DeltaFIFO:
                 batch = [items.pop(popleft()) for _ in range(take)]
                 process(batch, False)
                 return take
-            batch = [items.pop(popleft())]
-            if self._initial_population_count > 0:
-                self._initial_population_count -= 1
+            count = self._initial_population_count
+            take = max(1, min(limit, count, len(queue)))
+            batch = [items.pop(popleft()) for _ in range(take)]
+            self._initial_population_count = max(0, count - take)
             try:
                 process(batch, True)
-            finally:
-                if self._populated and self._initial_population_count == 0:
-                    self._synced = True
-            return 1
-        finally:
-            lock.release()
-
-    def pop_initial(
-        self, process: Callable[[builtins.list[tuple[str, Deltas]]], None], limit: int
-    ) -> int:
-        """Pop up to ``limit`` items of the initial list at once: ``process(batch)`` under the lock.
-
-        ``batch`` holds ``(key, deltas)`` pairs in queue order.
-        Never blocks: returns 0 when the FIFO is synced or nothing of the initial list is
-        queued, else how many items were popped. Equivalent to that many :meth:`pop` calls, each
-        with ``is_in_initial_list`` True (the informer's bulk path for a first list); the items
-        are removed before ``process`` runs, and ``has_synced`` turns True after it returns
-        when the batch held the last item of the initial list.
-        """
-        lock = self._lock
-        lock.acquire()
-        try:
-            count = self._initial_population_count
-            queue = self._queue
-            if self._synced or count <= 0 or not queue:
-                return 0
-            take = min(count, limit, len(queue))
-            items = self._items
-            popleft = queue.popleft
-            batch = []
-            for _ in range(take):
-                key = popleft()
-                batch.append((key, items.pop(key)))
-            self._initial_population_count = count - take
-            try:
-                process(batch)
             finally:
                 if self._populated and self._initial_population_count == 0:
                     self._synced = True
