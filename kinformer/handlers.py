@@ -5,7 +5,7 @@ A handler is anything with ``on_add(obj, is_in_initial_list)``, ``on_update(old,
 and :class:`ResourceEventHandlerDetailedFuncs` adapt plain functions, and
 :class:`FilteringResourceEventHandler` turns objects moving in and out of a filter into adds and
 deletes. The informer (``informer.py``) delivers to each handler on its own thread
-(``_processor.py``); :func:`wait_for_cache_sync` waits for informers or registrations to sync.
+(``processor.py``); :func:`wait_for_cache_sync` waits for informers or registrations to sync.
 """
 
 from __future__ import annotations

@@ -1,4 +1,5 @@
-"""DeltaFIFO, classic profile: DQ-1..DQ-14 and scenarios SC-1..SC-8 at FIFO and store level."""
+"""DeltaFIFO, classic profile, at FIFO and store level: queueing and compression, relists and their
+tombstones, resync, sync tracking, transforms, closing, batch pops and the first-list option."""
 
 from __future__ import annotations
 
@@ -72,7 +73,7 @@ def test_key_of_uses_the_newest_delta_and_a_tombstones_key() -> None:
         fifo.key_of([])
 
 
-def test_add_then_update_pop_together_and_the_handler_sees_add_then_update() -> None:  # SC-1
+def test_add_then_update_pop_together_and_the_handler_sees_add_then_update() -> None:
     inf = Informer()
     a1, a2 = obj("a", "1"), obj("a", "2")
     inf.fifo.add(a1)
@@ -82,7 +83,7 @@ def test_add_then_update_pop_together_and_the_handler_sees_add_then_update() -> 
     assert inf.store.list() == [a2]
 
 
-def test_a_key_keeps_its_place_in_line_when_more_changes_arrive() -> None:  # DQ-2
+def test_a_key_keeps_its_place_in_line_when_more_changes_arrive() -> None:
     fifo = DeltaFIFO()
     fifo.add(obj("a"))
     fifo.add(obj("b"))
@@ -92,7 +93,7 @@ def test_a_key_keeps_its_place_in_line_when_more_changes_arrive() -> None:  # DQ
     assert fifo.list_keys() == ["b"]
 
 
-def test_deleting_an_unknown_object_queues_nothing() -> None:  # SC-2, DQ-6
+def test_deleting_an_unknown_object_queues_nothing() -> None:
     inf = Informer()
     inf.fifo.delete(obj("a"))
     assert len(inf.fifo) == 0
@@ -103,14 +104,14 @@ def test_deleting_an_unknown_object_queues_nothing() -> None:  # SC-2, DQ-6
     assert bare.list_keys() == []
 
 
-def test_deleting_a_known_object_queues_a_deletion() -> None:  # DQ-6
+def test_deleting_a_known_object_queues_a_deletion() -> None:
     inf = Informer()
     inf.store.add(obj("a"))
     inf.fifo.delete(obj("a", "2"))
     assert kinds(inf.fifo.get_by_key("a") or []) == [(DELETED, obj("a", "2"))]
 
 
-def test_relist_deletes_an_object_whose_add_is_still_queued() -> None:  # SC-3
+def test_relist_deletes_an_object_whose_add_is_still_queued() -> None:
     inf = Informer()
     a1, b1 = obj("a"), obj("b")
     inf.fifo.add(a1)
@@ -132,7 +133,7 @@ def test_relist_deletes_an_object_whose_add_is_still_queued() -> None:  # SC-3
     assert inf.store.list_keys() == ["b"]
 
 
-def test_relist_without_a_cached_object_delivers_a_tombstone() -> None:  # SC-4
+def test_relist_without_a_cached_object_delivers_a_tombstone() -> None:
     inf = Informer()
     x1 = obj("x")
     inf.store.add(x1)
@@ -142,7 +143,7 @@ def test_relist_without_a_cached_object_delivers_a_tombstone() -> None:  # SC-4
     assert inf.events == [("delete", DeletedFinalStateUnknown("x", x1))]
 
 
-def test_relist_tombstone_carries_the_newest_queued_state() -> None:  # SC-5
+def test_relist_tombstone_carries_the_newest_queued_state() -> None:
     inf = Informer()
     x1, x2 = obj("x", "1"), obj("x", "2")
     inf.store.add(x1)
@@ -154,7 +155,7 @@ def test_relist_tombstone_carries_the_newest_queued_state() -> None:  # SC-5
     ]
 
 
-def test_a_real_deletion_beats_a_relist_tombstone_in_either_order() -> None:  # SC-6, DQ-4
+def test_a_real_deletion_beats_a_relist_tombstone_in_either_order() -> None:
     inf = Informer()
     x1 = obj("x")
     inf.store.add(x1)
@@ -169,7 +170,7 @@ def test_a_real_deletion_beats_a_relist_tombstone_in_either_order() -> None:  # 
     assert kinds(other.fifo.get_by_key("x") or []) == [(DELETED, x1)]
 
 
-def test_consecutive_deletions_collapse_into_the_older_one() -> None:  # DQ-4
+def test_consecutive_deletions_collapse_into_the_older_one() -> None:
     fifo = DeltaFIFO()
     a1, a2 = obj("a", "1"), obj("a", "2")
     fifo.add(a1)
@@ -178,7 +179,7 @@ def test_consecutive_deletions_collapse_into_the_older_one() -> None:  # DQ-4
     assert kinds(fifo.get_by_key("a") or []) == [(ADDED, a1), (DELETED, a1)]
 
 
-def test_resync_skips_keys_with_pending_deltas() -> None:  # SC-7, DQ-8
+def test_resync_skips_keys_with_pending_deltas() -> None:
     inf = Informer()
     x1, y1, y2 = obj("x"), obj("y", "1"), obj("y", "2")
     inf.store.add(x1)
@@ -201,7 +202,7 @@ def test_resync_without_known_objects_does_nothing() -> None:
     assert fifo.list_keys() == []
 
 
-def test_sync_deltas_and_tombstones_are_not_transformed() -> None:  # DQ-3
+def test_sync_deltas_and_tombstones_are_not_transformed() -> None:
     seen: list[Any] = []
 
     def transform(o: Any) -> Any:
@@ -238,13 +239,13 @@ def test_replace_with_a_key_error_queues_nothing() -> None:
     assert fifo.list_keys() == []
 
 
-def test_replace_emits_sync_unless_asked_for_replaced() -> None:  # DQ-7
+def test_replace_emits_sync_unless_asked_for_replaced() -> None:
     fifo = DeltaFIFO()
     fifo.replace([obj("a")])
     assert [d.type for d in fifo.get_by_key("a") or []] == [SYNC]
 
 
-def test_first_relist_syncs_after_its_last_item_is_processed() -> None:  # SC-8, DQ-11
+def test_first_relist_syncs_after_its_last_item_is_processed() -> None:
     inf = Informer()
     a1, b1, c1 = obj("a"), obj("b"), obj("c")
     inf.fifo.replace([a1, b1, a1], "3")  # a duplicate key counts once
@@ -269,7 +270,7 @@ def test_first_relist_syncs_after_its_last_item_is_processed() -> None:  # SC-8,
     ]
 
 
-def test_first_relist_counts_deletions_of_known_objects() -> None:  # DQ-7 step 4
+def test_first_relist_counts_deletions_of_known_objects() -> None:
     inf = Informer()
     inf.store.add(obj("old"))
     inf.fifo.replace([obj("a")])
@@ -279,7 +280,7 @@ def test_first_relist_counts_deletions_of_known_objects() -> None:  # DQ-7 step 
     assert inf.fifo.has_synced()
 
 
-def test_empty_first_relist_or_a_direct_add_syncs_at_once() -> None:  # DQ-11 a, b
+def test_empty_first_relist_or_a_direct_add_syncs_at_once() -> None:
     fifo = DeltaFIFO()
     fifo.replace([])
     assert fifo.has_synced()
@@ -289,7 +290,7 @@ def test_empty_first_relist_or_a_direct_add_syncs_at_once() -> None:  # DQ-11 a,
     assert other.has_synced()
 
 
-def test_a_process_error_drops_the_item_and_propagates() -> None:  # DQ-10 modern
+def test_a_process_error_drops_the_item_and_propagates() -> None:
     fifo = DeltaFIFO()
     fifo.replace([obj("a")])
 
@@ -302,7 +303,7 @@ def test_a_process_error_drops_the_item_and_propagates() -> None:  # DQ-10 moder
     assert fifo.has_synced()
 
 
-def test_a_closed_queue_drains_then_raises() -> None:  # DQ-9, DQ-12
+def test_a_closed_queue_drains_then_raises() -> None:
     fifo = DeltaFIFO()
     fifo.add(obj("a"))
     fifo.close()
@@ -341,7 +342,7 @@ def test_a_blocked_pop_wakes_for_an_add_and_for_close() -> None:
     assert len(failures) == 1 and isinstance(failures[0], errors.FIFOClosedError)
 
 
-def test_process_runs_under_the_fifo_lock() -> None:  # DQ-9
+def test_process_runs_under_the_fifo_lock() -> None:
     fifo = DeltaFIFO()
     fifo.add(obj("a"))
     producer_done = threading.Event()
@@ -363,7 +364,7 @@ def test_process_runs_under_the_fifo_lock() -> None:  # DQ-9
     assert producer_done.is_set()
 
 
-def test_reads_return_newest_objects_and_copies() -> None:  # DQ-13
+def test_reads_return_newest_objects_and_copies() -> None:
     fifo = DeltaFIFO()
     fifo.add(obj("a", "1"))
     fifo.update(obj("a", "2"))

@@ -1,4 +1,4 @@
-"""Handler adapters, the filtering handler (SC-10), tombstone unwrapping and wait_for_cache_sync."""
+"""Handler adapters, the filtering handler, tombstone unwrapping and wait_for_cache_sync."""
 
 from __future__ import annotations
 

@@ -40,7 +40,7 @@ def by_app(obj: Any) -> list[str]:
     return [app] if app else []
 
 
-def test_key_is_namespace_slash_name_or_just_the_name() -> None:  # KF-1
+def test_key_is_namespace_slash_name_or_just_the_name() -> None:
     assert meta_namespace_key_func(cm("a", "ns")) == "ns/a"
     assert meta_namespace_key_func(cm("node-1")) == "node-1"
 
@@ -54,19 +54,19 @@ def test_key_functions_accept_official_client_models() -> None:
     assert meta_namespace_index_func(node) == [""]
 
 
-def test_an_explicit_key_is_its_own_key() -> None:  # KF-2
+def test_an_explicit_key_is_its_own_key() -> None:
     key = meta_namespace_key_func(ExplicitKey("any/thing"))
     assert key == "any/thing"
     assert type(key) is str
 
 
-def test_an_object_without_metadata_has_no_key() -> None:  # KF-3
+def test_an_object_without_metadata_has_no_key() -> None:
     for bad in ({"kind": "X"}, 42, "plain string", {"metadata": "nope"}):
         with pytest.raises(errors.KeyFuncError, match=r"^object has no meta:"):
             meta_namespace_key_func(bad)
 
 
-def test_deletion_key_function_reads_a_tombstones_key_only() -> None:  # KF-4
+def test_deletion_key_function_reads_a_tombstones_key_only() -> None:
     tombstone = DeletedFinalStateUnknown("ns/a", object())
     assert deletion_handling_meta_namespace_key_func(tombstone) == "ns/a"
     assert deletion_handling_meta_namespace_key_func(cm("a", "ns")) == "ns/a"
@@ -76,7 +76,7 @@ def test_deletion_key_function_reads_a_tombstones_key_only() -> None:  # KF-4
     ("key", "expected"),
     [("ns/a", ("ns", "a")), ("a", ("", "a")), ("", ("", "")), ("/x", ("", "x")), ("ns/", ("ns", ""))],
 )
-def test_split_key_into_namespace_and_name(key: str, expected: tuple[str, str]) -> None:  # KF-5
+def test_split_key_into_namespace_and_name(key: str, expected: tuple[str, str]) -> None:
     assert split_meta_namespace_key(key) == expected
 
 
@@ -87,13 +87,13 @@ def test_split_key_rejects_more_than_one_slash() -> None:
         split_meta_namespace_key("a/b/c")
 
 
-def test_object_name_prints_and_parses_like_a_key() -> None:  # KF-6
+def test_object_name_prints_and_parses_like_a_key() -> None:
     assert str(ObjectName("ns", "a")) == "ns/a"
     assert str(ObjectName("", "a")) == "a"
     assert ObjectName.parse("ns/a") == ObjectName("ns", "a")
 
 
-def test_namespace_index_function() -> None:  # KF-7
+def test_namespace_index_function() -> None:
     assert NAMESPACE_INDEX == "namespace"
     assert meta_namespace_index_func(cm("a", "ns")) == ["ns"]
     assert meta_namespace_index_func(cm("a")) == [""]
@@ -101,7 +101,7 @@ def test_namespace_index_function() -> None:  # KF-7
         meta_namespace_index_func({"no": "meta"})
 
 
-def test_index_function_adapter_needs_exactly_one_value() -> None:  # KF-8
+def test_index_function_adapter_needs_exactly_one_value() -> None:
     key_func = index_func_to_key_func_adapter(by_app)
     assert key_func(cm("a", app="web")) == "web"
     with pytest.raises(errors.KeyFuncError, match="unexpected empty indexKeys"):
@@ -110,7 +110,7 @@ def test_index_function_adapter_needs_exactly_one_value() -> None:  # KF-8
         index_func_to_key_func_adapter(lambda o: ["x", "y"])(cm("a"))
 
 
-def test_a_key_failure_names_the_object_and_leaves_the_store_alone() -> None:  # KF-9, ST-1
+def test_a_key_failure_names_the_object_and_leaves_the_store_alone() -> None:
     store = new_store(meta_namespace_key_func)
     with pytest.raises(errors.KeyFuncError, match="couldn't create key for object"):
         store.add({"kind": "NoMeta"})
@@ -124,7 +124,7 @@ def test_tombstones_are_frozen_values() -> None:  # DF-1
         a.key = "other"  # type: ignore[misc]
 
 
-def test_add_update_get_and_delete_by_object() -> None:  # ST-3, ST-4
+def test_add_update_get_and_delete_by_object() -> None:
     store = new_indexer(meta_namespace_key_func, {NAMESPACE_INDEX: meta_namespace_index_func})
     a1, a2 = cm("a", "ns", "1"), cm("a", "ns", "2")
     store.add(a1)
@@ -145,7 +145,7 @@ def test_an_informer_store_deletes_by_tombstone() -> None:
     assert len(store) == 0
 
 
-def test_replace_keys_everything_first_and_last_duplicate_wins() -> None:  # ST-5
+def test_replace_keys_everything_first_and_last_duplicate_wins() -> None:
     store = Indexer(indexers={"app": by_app})
     store.add(cm("old"))
     with pytest.raises(errors.KeyFuncError):
@@ -159,21 +159,21 @@ def test_replace_keys_everything_first_and_last_duplicate_wins() -> None:  # ST-
     assert store.last_store_sync_resource_version() == "7"
 
 
-def test_resync_of_a_store_changes_nothing() -> None:  # ST-6
+def test_resync_of_a_store_changes_nothing() -> None:
     store = new_store(meta_namespace_key_func)
     store.add(cm("a"))
     store.resync()
     assert store.list_keys() == ["a"]
 
 
-def test_returned_objects_are_the_stored_ones() -> None:  # ST-8
+def test_returned_objects_are_the_stored_ones() -> None:
     store = new_store(meta_namespace_key_func)
     a = cm("a")
     store.add(a)
     assert store.list()[0] is a
 
 
-def test_store_tracks_the_resource_version_it_last_saw() -> None:  # TS-12
+def test_store_tracks_the_resource_version_it_last_saw() -> None:
     store = new_store(meta_namespace_key_func)
     assert store.last_store_sync_resource_version() == ""
     store.replace([cm("a", rv="10")], "10")

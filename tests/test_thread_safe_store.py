@@ -1,4 +1,4 @@
-"""ThreadSafeStore: index maintenance, snapshots and concurrent use (TS-1..TS-13)."""
+"""ThreadSafeStore: index maintenance, snapshots and concurrent use."""
 
 from __future__ import annotations
 
@@ -67,7 +67,7 @@ def assert_indices_agree(store: ThreadSafeStore | Indexer) -> None:
         assert actual_index(store, name) == expected_index(store, name), name
 
 
-def test_update_moves_the_key_between_index_values() -> None:  # TS-1
+def test_update_moves_the_key_between_index_values() -> None:
     store = store_with(cm("a", app="web"))
     store.update("default/a", cm("a", app="db"))
     assert store.by_index("app", "db") == [cm("a", app="db")]
@@ -75,7 +75,7 @@ def test_update_moves_the_key_between_index_values() -> None:  # TS-1
     assert_indices_agree(store)
 
 
-def test_update_with_unchanged_index_values_returns_the_new_object() -> None:  # TS-2
+def test_update_with_unchanged_index_values_returns_the_new_object() -> None:
     store = store_with(cm("a", app="web", v="1"))
     new = cm("a", app="web", v="2")
     store.update("default/a", new)
@@ -83,7 +83,7 @@ def test_update_with_unchanged_index_values_returns_the_new_object() -> None:  #
     assert store.by_index(NAMESPACE_INDEX, "default")[0] is new
 
 
-def test_an_index_function_error_propagates_and_changes_nothing() -> None:  # TS-3
+def test_an_index_function_error_propagates_and_changes_nothing() -> None:
     store = ThreadSafeStore({"x": broken_on_bad})
     store.add("good", cm("good"))
     with pytest.raises(RuntimeError):
@@ -122,7 +122,7 @@ def test_add_new_propagates_an_index_function_error_and_changes_nothing() -> Non
     assert store.index_keys("x", "x") == []
 
 
-def test_delete_removes_index_entries_and_ignores_missing_keys() -> None:  # TS-4
+def test_delete_removes_index_entries_and_ignores_missing_keys() -> None:
     store = store_with(cm("a", app="web"), cm("b", app="web"))
     store.delete("default/a")
     store.delete("default/missing")
@@ -130,7 +130,7 @@ def test_delete_removes_index_entries_and_ignores_missing_keys() -> None:  # TS-
     assert_indices_agree(store)
 
 
-def test_emptied_index_values_disappear() -> None:  # TS-5
+def test_emptied_index_values_disappear() -> None:
     store = store_with(cm("a", ns="one", app="web", tags="x.y"))
     store.update("one/a", cm("a", ns="one", app="db", tags="z"))
     assert store.list_index_func_values("app") == ["db"]
@@ -140,7 +140,7 @@ def test_emptied_index_values_disappear() -> None:  # TS-5
         assert store.list_index_func_values(name) == []
 
 
-def test_replace_rebuilds_every_index() -> None:  # TS-6
+def test_replace_rebuilds_every_index() -> None:
     store = store_with(cm("a", app="web"))
     store.replace({"other/b": cm("b", ns="other", app="db")}, "42")
     assert store.list_keys() == ["other/b"]
@@ -150,7 +150,7 @@ def test_replace_rebuilds_every_index() -> None:  # TS-6
     assert_indices_agree(store)
 
 
-def test_index_returns_the_deduplicated_union_over_an_objects_values() -> None:  # TS-7
+def test_index_returns_the_deduplicated_union_over_an_objects_values() -> None:
     a, b, c = cm("a", tags="x.y"), cm("b", tags="y"), cm("c", tags="z")
     store = store_with(a, b, c)
     names = sorted(o["metadata"]["name"] for o in store.index("tags", cm("q", tags="x.y")))
@@ -161,7 +161,7 @@ def test_index_returns_the_deduplicated_union_over_an_objects_values() -> None: 
         store.index("nope", a)
 
 
-def test_by_index_and_index_keys_on_unknown_names_and_values() -> None:  # TS-8, TS-9
+def test_by_index_and_index_keys_on_unknown_names_and_values() -> None:
     store = store_with(cm("a", app="web"))
     assert store.by_index("app", "nothing") == []
     assert store.index_keys("app", "nothing") == []
@@ -171,7 +171,7 @@ def test_by_index_and_index_keys_on_unknown_names_and_values() -> None:  # TS-8,
     assert store.list_index_func_values("nope") == []
 
 
-def test_get_indexers_is_a_live_read_only_view() -> None:  # TS-10
+def test_get_indexers_is_a_live_read_only_view() -> None:
     store = ThreadSafeStore({"app": by_app})
     view = store.get_indexers()
     store.add_indexers({"tags": by_tags})
@@ -180,7 +180,7 @@ def test_get_indexers_is_a_live_read_only_view() -> None:  # TS-10
         view["x"] = by_app  # type: ignore[index]
 
 
-def test_added_indexers_cover_what_is_already_stored() -> None:  # TS-11
+def test_added_indexers_cover_what_is_already_stored() -> None:
     store = ThreadSafeStore({NAMESPACE_INDEX: meta_namespace_index_func})
     store.add("default/a", cm("a", app="web"))
     store.add_indexers({"app": by_app, "tags": by_tags})
@@ -190,7 +190,7 @@ def test_added_indexers_cover_what_is_already_stored() -> None:  # TS-11
     assert_indices_agree(store)
 
 
-def test_conflicting_indexers_are_named_and_none_is_added() -> None:  # TS-11
+def test_conflicting_indexers_are_named_and_none_is_added() -> None:
     store = ThreadSafeStore({"app": by_app})
     with pytest.raises(errors.IndexerConflictError, match=r"indexer conflict: \['app'\]"):
         store.add_indexers({"app": by_app, "tags": by_tags})
@@ -198,14 +198,14 @@ def test_conflicting_indexers_are_named_and_none_is_added() -> None:  # TS-11
     assert store.list_index_func_values("tags") == []
 
 
-def test_list_holds_one_entry_per_key() -> None:  # TS-13
+def test_list_holds_one_entry_per_key() -> None:
     store = store_with(cm("a"))
     store.add("default/a", cm("a", v="2"))
     assert len(store.list()) == 1
     assert len(store) == 1
 
 
-def test_concurrent_writers_and_readers_never_see_a_torn_index() -> None:  # TS-13
+def test_concurrent_writers_and_readers_never_see_a_torn_index() -> None:
     indexer = Indexer(meta_namespace_key_func, INDEXERS)
     namespaces = ["ns0", "ns1"]  # few keys: writers collide on the same ones
     apps = ["web", "db", "cache"]
