@@ -25,13 +25,12 @@ from dataclasses import dataclass
 from types import FrameType
 from typing import Any, TextIO
 
-from kinformer import _threads, context, errors, meta
+from kinformer import _threads, context, errors, handlers, meta
 from kinformer.cache import labels
 from kinformer.client import discovery, listwatch
 from kinformer.gvr import GroupVersionResource, split_group_version
-from kinformer.handlers import deleted_object
 from kinformer.informer import SharedIndexInformer
-from kinformer.testing.apiserver import FakeAPIServer
+from kinformer.testing import apiserver
 
 EXIT_OK = 0
 EXIT_ERROR = 1
@@ -315,7 +314,7 @@ def _load_in_cluster(configuration: Any) -> str:
 def _embedded_server() -> Iterator[Any]:
     """A started FakeAPIServer seeded with :data:`EMBEDDED_SEED`; its kubeconfig path on stderr."""
     configmaps = GroupVersionResource("", "v1", "configmaps")
-    with FakeAPIServer() as server, tempfile.TemporaryDirectory(prefix="kinformer-watch-") as tmp:
+    with apiserver.FakeAPIServer() as server, tempfile.TemporaryDirectory(prefix="kinformer-watch-") as tmp:
         for namespace, names in EMBEDDED_SEED.items():
             server.bulk_create(configmaps, [
                 {"metadata": {"name": name, "namespace": namespace, "labels": {"seeded": "true"}},
@@ -434,7 +433,7 @@ class EventPrinter:
         self._print("MODIFIED", new)
 
     def on_delete(self, obj: Any) -> None:
-        self._print("DELETED", deleted_object(obj))
+        self._print("DELETED", handlers.deleted_object(obj))
 
     def _print(self, event: str, obj: Any) -> None:
         line = f"{event:<9} {_key(obj):<48} {meta.resource_version(obj) or ''}\n"

@@ -1,3 +1,8 @@
-"""The client layer: the one request path over the official ``ApiClient``, list and watch of a
-resource type, and discovery. Everything that speaks HTTP to an API server lives here.
+"""The client layer: everything that speaks HTTP to an API server lives here.
+
+``interface`` is the list-and-watch seam (the ListerWatcher protocol and its values), which the
+reflector depends on; ``rest`` the one request path over the official ``ApiClient``
+(cancellable); ``resource`` the HTTP list and watch of one resource collection over it;
+``listwatch`` ListWatch, from two callables or over HTTP; ``discovery`` which types the server
+serves. Each imports only those listed before it.
 """

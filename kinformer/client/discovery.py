@@ -20,10 +20,10 @@ from typing import Any
 
 import cachetools
 
+from kinformer import clock as _clock
 from kinformer import errors
+from kinformer import gvr as _gvr
 from kinformer.client import rest
-from kinformer.clock import REAL_CLOCK, Clock
-from kinformer.gvr import APIResourceMeta, GroupVersionKind, GroupVersionResource, split_group_version
 
 log = logging.getLogger(__name__)
 
@@ -40,8 +40,8 @@ class APIResource:
     (those of the document unless the entry says otherwise).
     """
 
-    group_version_resource: GroupVersionResource
-    group_version_kind: GroupVersionKind
+    group_version_resource: _gvr.GroupVersionResource
+    group_version_kind: _gvr.GroupVersionKind
     singular_name: str
     short_names: tuple[str, ...]
     namespaced: bool
@@ -52,9 +52,9 @@ class APIResource:
         """Whether the type can be listed and watched: what an informer needs."""
         return self.verbs >= _REQUIRED_VERBS
 
-    def meta(self) -> APIResourceMeta:
+    def meta(self) -> _gvr.APIResourceMeta:
         """The :class:`~kinformer.APIResourceMeta` of this type (fleet's shape)."""
-        return APIResourceMeta(
+        return _gvr.APIResourceMeta(
             self.group_version_kind, self.group_version_resource, is_cluster_scoped=not self.namespaced
         )
 
@@ -68,7 +68,7 @@ class DiscoveryResult:
     the error. ``complete`` is fleet's ``list_complete``: nothing failed.
     """
 
-    resources: dict[GroupVersionResource, APIResourceMeta]
+    resources: dict[_gvr.GroupVersionResource, _gvr.APIResourceMeta]
     failed: dict[str, Exception]
     preferred: frozenset[str]  # group versions the server prefers, one per group
 
@@ -77,7 +77,7 @@ class DiscoveryResult:
         """True when every group version was read: absent types are really gone."""
         return not self.failed
 
-    def preferred_resources(self) -> list[APIResourceMeta]:
+    def preferred_resources(self) -> list[_gvr.APIResourceMeta]:
         """The resource types of each group's preferred version (client-go's ServerPreferredResources)."""
         return [m for g, m in self.resources.items() if g.group_version in self.preferred]
 
@@ -97,7 +97,7 @@ class CachedDiscoveryClient:
         client: Any,
         ttl: float = DISCOVERY_CACHE_TTL,
         *,
-        clock: Clock = REAL_CLOCK,
+        clock: _clock.Clock = _clock.REAL_CLOCK,
         request_timeout: tuple[float, float] = REQUEST_TIMEOUT,
     ) -> None:
         self._rest = rest.Client(client)
@@ -135,7 +135,7 @@ class CachedDiscoveryClient:
                 preferred.add(str(pref))
         return versions, frozenset(preferred)
 
-    def server_resources_for_group_version(self, group_version: str) -> list[APIResourceMeta]:
+    def server_resources_for_group_version(self, group_version: str) -> list[_gvr.APIResourceMeta]:
         """The listable and watchable resource types of one group version (cached)."""
         return [r.meta() for r in self.api_resources(group_version) if r.listable]
 
@@ -162,7 +162,7 @@ class CachedDiscoveryClient:
         lists themselves raises.
         """
         versions, preferred = self.server_group_versions()
-        resources: dict[GroupVersionResource, APIResourceMeta] = {}
+        resources: dict[_gvr.GroupVersionResource, _gvr.APIResourceMeta] = {}
         failed: dict[str, Exception] = {}
         for gv in versions:
             try:
@@ -184,7 +184,7 @@ class CachedDiscoveryClient:
 
 def parse_api_resources(group_version: str, doc: Mapping[str, Any]) -> list[APIResource]:
     """The resource types of one group version's discovery document, subresources left out."""
-    group, version = split_group_version(group_version)
+    group, version = _gvr.split_group_version(group_version)
     resources: list[APIResource] = []
     for res in doc.get("resources") or []:
         name = str(res.get("name") or "")
@@ -192,8 +192,8 @@ def parse_api_resources(group_version: str, doc: Mapping[str, Any]) -> list[APIR
             continue
         resources.append(
             APIResource(
-                GroupVersionResource(group, version, name),
-                GroupVersionKind(
+                _gvr.GroupVersionResource(group, version, name),
+                _gvr.GroupVersionKind(
                     res.get("group") or group, res.get("version") or version, str(res.get("kind") or "")
                 ),
                 str(res.get("singularName") or "").lower(),
