@@ -2,7 +2,8 @@
 
 The ListerWatcher is a real ``ListWatch`` whose two functions hand every request to the test
 and block until the test answers it, so each test reads as the exact sequence of requests the
-reflector sends (SC-14..SC-20), with the backoff waits visible on the FakeClock.
+reflector sends: the first list and watch, relists, re-watches and backoff, pagination, the
+WatchList initial sync and the resync timer, with the backoff waits visible on the FakeClock.
 """
 
 from __future__ import annotations
@@ -18,7 +19,8 @@ import pytest
 from kinformer import errors
 from kinformer.cache.delta_fifo import DeltaFIFO, DeltaType
 from kinformer.cache.store import Indexer
-from kinformer.client.listwatch import ChannelWatch, ListOptions, ListResult, ListWatch, WatchEvent
+from kinformer.client.interface import ChannelWatch, ListOptions, ListResult, WatchEvent
+from kinformer.client.listwatch import ListWatch
 from kinformer.context import Context
 from kinformer.reflector.reflector import Reflector
 from kinformer.testing.clock import FakeClock

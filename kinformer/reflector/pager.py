@@ -1,24 +1,32 @@
-"""The reflector's paginated list: the page size to ask for and every page of one list.
+"""The reflector's paginated list: the page size to ask for, and every page of one list.
 
-Like client-go's ``tools/pager`` as its reflector uses it: a list is asked for in pages of
-``limit`` objects and the pages are joined into one :class:`~kinformer.ListResult`
-at the first page's resourceVersion. A continuation token that expired (410) falls back to one
-full list at the original version. :mod:`kinformer.reflector.reflector` calls it for every list and
-relist; the requests go through the reflector's :class:`~kinformer.ListerWatcher`.
+client-go's ``tools/pager`` (``ListPager.ListWithAlloc`` with ``FullListIfExpired``) as its
+reflector uses it, with the page-size rule of the reflector's ``list``: a list is asked for in
+pages of ``limit`` objects and the pages are joined into one :class:`~kinformer.ListResult` at
+the first page's resourceVersion; a continuation token that expired (410) falls back to one full
+list at the original version. :mod:`kinformer.reflector.reflector` calls :func:`list_all` for every
+list and relist; the requests go through its :class:`~kinformer.ListerWatcher`.
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
+from typing import NamedTuple
 
 from kinformer import context as _context
 from kinformer import errors
-from kinformer.client import listwatch
+from kinformer.client import interface
 
 log = logging.getLogger("kinformer.reflector.reflector")  # one logger for all of the reflector's parts
 
 DEFAULT_PAGE_SIZE = 500  # client-go's pager default
+
+
+class Pages(NamedTuple):
+    """One whole list: its result, and whether it came in more than one page."""
+
+    result: interface.ListResult
+    paginated: bool
 
 
 def page_size(configured: int, paginated_before: bool, rv: str) -> int:
@@ -39,43 +47,40 @@ def page_size(configured: int, paginated_before: bool, rv: str) -> int:
 
 
 def list_all(
-    lister: listwatch.ListerWatcher,
+    lister: interface.ListerWatcher,
     rv: str,
     limit: int,
-    cancelled: Callable[[], bool],
+    ctx: _context.Context,
     name: str,
-    ctx: _context.Context | None = None,
-) -> tuple[listwatch.ListResult, bool] | None:
-    """All pages of one list at ``rv``, and whether it came in pages; None once ``cancelled()``.
+) -> Pages | None:
+    """Every page of one list at ``rv`` (``limit`` 0: one request); None once ``ctx`` is cancelled.
 
-    Blocks on the requests, on the caller's thread; ``cancelled`` is checked between pages, and
-    cancelling ``ctx`` breaks off a request in flight when the lister takes a context (the
-    request then raises). A continuation page that expired falls back to one full list at
-    ``rv``; any other error propagates. ``name`` is the reflector's, for the log line.
+    Blocks on the requests, on the caller's thread. ``ctx`` is looked at between pages, and
+    cancelling it breaks off a request in flight when the lister takes a context (the request
+    then raises). A continuation page that expired falls back to one full list at ``rv``; any
+    other error propagates. ``name`` is the reflector's, for the log line.
     """
-    def page(options: listwatch.ListOptions) -> listwatch.ListResult:
-        return listwatch.list_with_context(lister, options, ctx)
-
-    first = page(listwatch.ListOptions(resource_version=rv, limit=limit or None))
+    first = interface.list_with_context(
+        lister, interface.ListOptions(resource_version=rv, limit=limit or None), ctx
+    )
     if not first.continue_token:
-        return first, False
+        return Pages(first, False)
     items = list(first.items)
     token = first.continue_token
     while token:
-        if cancelled():
+        if ctx.cancelled():
             return None
+        options = interface.ListOptions(limit=limit or None, continue_token=token)
         try:
-            page_result = page(listwatch.ListOptions(limit=limit or None, continue_token=token))
+            page = interface.list_with_context(lister, options, ctx)
         except Exception as exc:
             if not errors.is_expired(exc):
                 raise
             log.warning(
-                "reflector %s: continuation page expired; listing everything at rv=%r",
-                name,
-                rv,
+                "reflector %s: continuation page expired; listing everything at rv=%r", name, rv
             )
-            full = page(listwatch.ListOptions(resource_version=rv))
-            return full, True
-        items.extend(page_result.items)
-        token = page_result.continue_token
-    return listwatch.ListResult(items, first.resource_version, ""), True
+            full = interface.list_with_context(lister, interface.ListOptions(resource_version=rv), ctx)
+            return Pages(full, True)
+        items.extend(page.items)
+        token = page.continue_token
+    return Pages(interface.ListResult(items, first.resource_version, ""), True)

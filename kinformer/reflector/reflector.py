@@ -1,22 +1,25 @@
 """Reflector: keeps a store equal to one resource on the server by listing, then watching.
 
-The :class:`Reflector` pulls from a :class:`~kinformer.ListerWatcher` and pushes into
-a store (a :class:`~kinformer.DeltaFIFO` inside an informer, or an
-:class:`~kinformer.Indexer`) with client-go's rules: the first list at resourceVersion
-"0", relists at the last version seen, a consistent list at "" when a version is too old,
-pagination with a full-list fallback, re-watching without a relist after a clean close,
-bookmarks, randomized watch timeouts, and jittered exponential backoff from
-:mod:`kinformer.backoff`. Optionally it streams the initial state through a watch
-(``sendInitialEvents``), falling back to a list when that does not work.
+client-go's ``tools/cache/reflector.go``. The :class:`Reflector` pulls from a
+:class:`~kinformer.ListerWatcher` and pushes into a store (a :class:`~kinformer.DeltaFIFO`
+inside an informer, or an :class:`~kinformer.Indexer`) with client-go's rules: the first list at
+resourceVersion "0", relists at the last version seen, a consistent list at "" when a version is
+too old, re-watching without a relist after a clean close, bookmarks, randomized watch timeouts,
+the very-short-watch rule, and jittered exponential backoff from :mod:`kinformer.backoff`.
+Optionally it streams the initial state through a watch (``sendInitialEvents``), falling back
+to a list when that does not work.
 
-This module holds the Reflector itself: its state and getters, the run loop, the list and relist
-rules, and the resync timer. Its parts live beside it: the watch loop and what the parts share
-in :mod:`kinformer.reflector.watch`, the WatchList initial sync in :mod:`kinformer.reflector.watchlist`,
-pagination in :mod:`kinformer.reflector.pager`.
+This module holds the Reflector: its state and getters, the run loop (``Run``,
+``ListAndWatch``), the list and relist rules (``list``), the watch loop and how each watch's end
+is answered (``watch``), the WatchList initial sync (``watchList``) and the resync timer
+(``startResync``). Beside it, :mod:`kinformer.reflector.watch` applies the events of any watch
+(``handleAnyWatch``) and :mod:`kinformer.reflector.pager` fetches a list page by page
+(``tools/pager``).
 """
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import os
 import random as _random
@@ -25,25 +28,26 @@ import threading
 from collections.abc import Callable
 from typing import Any
 
-from kinformer import _gc, _threads, errors
+from kinformer import _gc, _threads, errors, meta
 from kinformer import backoff as _backoff
 from kinformer import clock as _clock
 from kinformer import context as _context
-from kinformer.client import listwatch
-from kinformer.reflector import pager, watchlist
-from kinformer.reflector import watch as reflector_watch
+from kinformer.cache import store as _store
+from kinformer.client import interface
+from kinformer.reflector import pager, watch
 
 log = logging.getLogger(__name__)
 
-# defined beside the part that uses each, importable from here as before
 DEFAULT_PAGE_SIZE = pager.DEFAULT_PAGE_SIZE
-MIN_WATCH_TIMEOUT = reflector_watch.MIN_WATCH_TIMEOUT
-VERY_SHORT_WATCH = reflector_watch.VERY_SHORT_WATCH
-INITIAL_EVENTS_TIMEOUT = watchlist.INITIAL_EVENTS_TIMEOUT
-INITIAL_EVENTS_WARN_EVERY = watchlist.INITIAL_EVENTS_WARN_EVERY
-INTERNAL_ERROR_WINDOW_RESET = reflector_watch.INTERNAL_ERROR_WINDOW_RESET
+MIN_WATCH_TIMEOUT = 300.0  # watches time out server-side after [min, 2*min) seconds
+VERY_SHORT_WATCH = 1.0  # a watch closing sooner than this with no events means trouble
+INTERNAL_ERROR_WINDOW_RESET = 60.0  # a minute without a 500 starts a new in-place retry window
+INITIAL_EVENTS_TIMEOUT = 60.0  # WatchList: give up on the end bookmark and list instead
+INITIAL_EVENTS_WARN_EVERY = watch.INITIAL_EVENTS_WARN_EVERY
 
 WatchErrorHandler = Callable[["Reflector", BaseException], None]
+
+_Outcome = watch.WatchOutcome
 
 
 def default_watch_error_handler(reflector: Reflector, error: BaseException) -> None:
@@ -55,13 +59,33 @@ def default_watch_error_handler(reflector: Reflector, error: BaseException) -> N
     log.debug("reflector %s: list/watch error: %r", reflector.name, error)
 
 
-def _caller_name() -> str:
-    """``file.py:line`` of the code constructing a Reflector (client-go's default name)."""
-    try:
-        frame = sys._getframe(2)
-    except ValueError:
-        return "reflector"
-    return f"{os.path.basename(frame.f_code.co_filename)}:{frame.f_lineno}"
+class _StopRequested(Exception):
+    """The stop signal fired during a list or the initial sync; the run loop ends quietly on it."""
+
+
+def _is_connection_refused(error: BaseException) -> bool:
+    """Whether ``error`` or one of its causes is a refused connection."""
+    seen: BaseException | None = error
+    while seen is not None:
+        if isinstance(seen, ConnectionRefusedError):
+            return True
+        seen = seen.__cause__
+    return False
+
+
+def _backs_off(error: BaseException) -> bool:
+    """Whether a watch that failed to start with ``error`` is retried after a backoff step.
+
+    A refused connection or a 429 means the server is there but busy or restarting: the
+    reflector backs off and watches again instead of relisting (client-go's rule).
+    """
+    return _is_connection_refused(error) or isinstance(error, errors.TooManyRequestsError)
+
+
+def _version_unavailable(error: BaseException) -> bool:
+    """Whether ``error`` says the version asked for is gone (410) or not there yet."""
+    return errors.is_expired(error) or errors.is_too_large_resource_version(error)
+
 
 def _refused_version(exc: BaseException, rv: str) -> bool:
     """Whether a list at ``rv`` got 400 for a version the server cannot read.
@@ -73,19 +97,15 @@ def _refused_version(exc: BaseException, rv: str) -> bool:
     return isinstance(exc, errors.BadRequestError) and rv not in ("", "0")
 
 
-def _named_items(items: Any, name: str) -> list[Any]:
-    """The list items that have a name; each one without is logged and left out of the cache."""
-    kept = [
-        obj
-        for obj in items
-        if (  # the usual decoded object checked inline
-            type(obj) is dict
-            and type(meta := obj.get("metadata")) is dict
-            and type(n := meta.get("name")) is str
-            and n
-        )
-        or reflector_watch.has_name(obj)
-    ]
+def _named_items(items: list[Any], name: str) -> list[Any]:
+    """The listed objects fit for the cache: those with a string metadata.name, each other logged.
+
+    ``items`` itself when every one is well formed (the usual case: one pass, no copy); a
+    model object passes when it has a name.
+    """
+    if all(map(meta.is_well_formed, items)):
+        return items
+    kept = [obj for obj in items if meta.is_well_formed(obj) or meta.has_name(obj)]
     if len(kept) != len(items):
         log.warning(
             "reflector %s: %d listed objects without metadata.name; skipped",
@@ -95,13 +115,51 @@ def _named_items(items: Any, name: str) -> list[Any]:
     return kept
 
 
-class Reflector(watchlist.WatchListSync):
+class _WatchAbort:
+    """How the resync timer ends the round's watch: it leaves an error and closes the open watch.
+
+    Thread-safe: the resync timer calls :meth:`abort`; the run thread attaches each watch it
+    reads and asks for the error when the watch ends.
+    """
+
+    __slots__ = ("_error", "_lock", "_watch")
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()  # guards _watch and _error; once _error is set, no watch stays open
+        self._watch: interface.Watch | None = None
+        self._error: BaseException | None = None
+
+    @property
+    def error(self) -> BaseException | None:
+        with self._lock:
+            return self._error
+
+    def abort(self, error: BaseException) -> None:
+        """Keep the first ``error`` and close the watch being read, if any."""
+        with self._lock:
+            if self._error is None:
+                self._error = error
+            current = self._watch
+        if current is not None:
+            current.close()
+
+    def attach(self, current: interface.Watch | None) -> None:
+        """``current`` is now being read (None: none is); closed at once after an abort."""
+        with self._lock:
+            self._watch = current
+            aborted = self._error is not None
+        if aborted and current is not None:
+            current.close()
+
+
+class Reflector:
     """Lists and watches one resource and mirrors it into ``store``, until stopped.
 
     ``store`` is duck-typed: ``replace(items, resource_version)``, ``add``, ``update``,
     ``delete`` and ``resync()``; ``update_resource_version(rv)`` and ``bookmark(rv)`` are called
     when present. Store calls happen on the thread running :meth:`run`, in event order; a store
-    error on a watch event is logged and the event still counts.
+    error on a watch event is logged and the event still counts. A listed object without a
+    string metadata.name is logged and never stored.
 
     :meth:`run` blocks until ``stop`` fires and returns only after joining every thread it
     started (the resync timer, the WatchList bookmark timer); stopping closes the open watch
@@ -116,14 +174,14 @@ class Reflector(watchlist.WatchListSync):
     unexpected exception (a bug in a ListerWatcher) is logged with its traceback and handled
     like a failed list: the reflector keeps going with backoff rather than dying silently.
     Stopping during a list discards its result. A ListerWatcher whose ``list`` and ``watch``
-    take a context (:func:`~kinformer.client.listwatch.takes_context`, as the HTTP one does) has a list
+    take a context (:func:`~kinformer.client.interface.takes_context`, as the HTTP one does) has a list
     or watch start still waiting for the server broken off by the stop; with any other, that
     request runs to its end before ``run`` returns.
     """
 
     def __init__(
         self,
-        lister_watcher: listwatch.ListerWatcher,
+        lister_watcher: interface.ListerWatcher,
         store: Any,
         resync_period: float = 0.0,
         name: str | None = None,
@@ -158,14 +216,14 @@ class Reflector(watchlist.WatchListSync):
         self._initial_events_timeout = initial_events_timeout
         self._max_internal_retry = max_internal_error_retry_duration
 
-        self._lock = threading.Lock()  # guards the fields below
-        self._last_rv = ""
+        self._last_version = watch.LastVersion()  # written by the run thread only; read without a lock
+        self._lock = threading.Lock()  # guards the three fields below
         self._last_error: BaseException | None = None
         self._synced_once = False
         self._started = False
         # only touched by the run thread:
-        self._rv_unavailable = False
-        self._paginated_result = False
+        self._rv_unavailable = False  # the last version is gone or too new: list or stream at ""
+        self._paginated_result = False  # a list at "0" came in pages: keep paging relists
         self._internal_error_first = 0.0
         self._internal_error_last: float | None = None
 
@@ -173,8 +231,7 @@ class Reflector(watchlist.WatchListSync):
 
     def last_sync_resource_version(self) -> str:
         """The resourceVersion last listed or seen on the watch ("" before the first list)."""
-        with self._lock:
-            return self._last_rv
+        return self._last_version.value
 
     def last_error(self) -> BaseException | None:
         """The last list or watch error; cleared by the next successful list."""
@@ -199,7 +256,7 @@ class Reflector(watchlist.WatchListSync):
     def __repr__(self) -> str:
         return f"<Reflector {self.name} rv={self.last_sync_resource_version()!r}>"
 
-    # -- run loop ---------------------------------------------------------------------------
+    # -- run loop (client-go Run, ListAndWatch) ----------------------------------------------
 
     def run(self, stop: _context.StopSignal) -> None:
         """List and watch until ``stop`` fires (a Context or a threading.Event); blocks.
@@ -215,7 +272,7 @@ class Reflector(watchlist.WatchListSync):
         while not ctx.cancelled():
             try:
                 self.list_and_watch(ctx)
-            except reflector_watch.StopRequested:
+            except _StopRequested:
                 break
             except Exception as exc:
                 if ctx.cancelled():
@@ -227,58 +284,56 @@ class Reflector(watchlist.WatchListSync):
                 break
         log.debug("reflector %s: stopped", self.name)
 
+    def list_and_watch(self, ctx: _context.Context) -> None:
+        """One round: the initial sync (WatchList or LIST), then watches until one ends badly.
+
+        Returns normally when a watch ended in a way that calls for a relist; raises the error
+        when the list or a watch start failed. Blocks; runs on the caller's thread, with the
+        resync timer on its own thread for the length of the round.
+        """
+        opened = self._watch_list(ctx) if self._use_watch_list else None
+        if opened is None:
+            self._list(ctx)
+        abort = _WatchAbort()
+        done = threading.Event()
+        resync_thread = None
+        if self._resync_period > 0:
+            resync_thread = _threads.spawn(
+                self._resync_loop, _threads.thread_name("resync", self.name), ctx, done, abort
+            )
+        try:
+            self._watch(ctx, opened, abort)
+        finally:
+            done.set()
+            if resync_thread is not None:
+                _threads.join_all([resync_thread])
+
     def _record_error(self, exc: BaseException) -> None:
         """Remember ``exc`` as the last error and show it to the watch error handler."""
         with self._lock:
             self._last_error = exc
-        self._call_error_handler(exc)
-
-    def _call_error_handler(self, exc: BaseException) -> None:
         try:
             self._error_handler(self, exc)
         except Exception:
             log.exception("reflector %s: watch error handler failed", self.name)
 
-    def list_and_watch(self, ctx: _context.Context) -> None:
-        """One round: the initial sync (WatchList or LIST), then watches until one ends badly.
+    def _mark_synced(self, rv: str) -> None:
+        """A list, or a WatchList's initial events, reached the store at ``rv``."""
+        self._last_version.value = rv
+        with self._lock:
+            self._last_error = None
+            self._synced_once = True
 
-        Returns normally when a watch ended in a way that calls for a relist; raises the error
-        when the list or a watch start failed. Blocks; runs on the caller's thread.
-        """
-        opened: reflector_watch.OpenWatch | None = None
-        if self._use_watch_list:
-            opened = self._watch_list(ctx)
-        if opened is None:
-            self._list(ctx)
-        resync_done = threading.Event()
-        resync_error: list[BaseException] = []
-        current: list[reflector_watch.OpenWatch | None] = [opened]
-        resync_thread = None
-        if self._resync_period > 0:
-            resync_thread = _threads.spawn(
-                self._resync_loop,
-                _threads.thread_name("resync", self.name),
-                ctx,
-                resync_done,
-                resync_error,
-                current,
-            )
-        try:
-            self._watch_loop(ctx, opened, current, resync_error)
-        finally:
-            resync_done.set()
-            if resync_thread is not None:
-                _threads.join_all([resync_thread])
-
-    # -- LIST -------------------------------------------------------------------------------
+    # -- LIST (client-go list, relistResourceVersion) -----------------------------------------
 
     def _relist_resource_version(self) -> str:
+        """The version a list asks for: "" after one was gone or too new, "0" at first, else the last."""
         if self._rv_unavailable:
             return ""
-        rv = self.last_sync_resource_version()
-        return rv if rv else "0"
+        return self.last_sync_resource_version() or "0"
 
     def _list(self, ctx: _context.Context) -> None:
+        """List everything and replace the store's content with it; raises what the list failed with."""
         rv = self._relist_resource_version()
         # no collection from the list's first decode until the list is queued: a big list
         # allocates millions of objects and frees none, and the collector would walk them
@@ -287,18 +342,15 @@ class Reflector(watchlist.WatchListSync):
             self._list_and_replace(ctx, rv)
 
     def _list_and_replace(self, ctx: _context.Context, rv: str) -> None:
+        """List at ``rv`` (at "" once more when ``rv`` is gone, too new or refused), then replace."""
         try:
-            result, paginated = self._paged_list(ctx, rv)
-        except reflector_watch.StopRequested:
+            pages = self._list_pages(ctx, rv)
+        except _StopRequested:
             raise
         except Exception as exc:
             if ctx.cancelled():
-                raise reflector_watch.StopRequested() from exc
-            if not (
-                errors.is_expired(exc)
-                or errors.is_too_large_resource_version(exc)
-                or _refused_version(exc, rv)
-            ):
+                raise _StopRequested() from exc
+            if not (_version_unavailable(exc) or _refused_version(exc, rv)):
                 log.warning("reflector %s: list at rv=%r failed: %s", self.name, rv, exc)
                 raise
             log.warning(
@@ -310,25 +362,23 @@ class Reflector(watchlist.WatchListSync):
             self._rv_unavailable = True
             rv = ""
             try:
-                result, paginated = self._paged_list(ctx, rv)
+                pages = self._list_pages(ctx, rv)
             except Exception as exc2:
                 if ctx.cancelled():
-                    raise reflector_watch.StopRequested() from exc2
+                    raise _StopRequested() from exc2
                 log.warning("reflector %s: list at rv='' failed: %s", self.name, exc2)
                 raise
         if ctx.cancelled():
-            raise reflector_watch.StopRequested()
-        if rv == "0" and paginated:
+            raise _StopRequested()
+        result = pages.result
+        if rv == "0" and pages.paginated:
             self._paginated_result = True
         self._rv_unavailable = False
         log.debug(
             "reflector %s: listed %d items at rv=%s", self.name, len(result.items), result.resource_version
         )
         try:
-            items = result.items
-            if type(items) is not listwatch.NamedItems:  # the HTTP lister checked its items
-                items = _named_items(list(items), self.name)
-            self._store.replace(items, result.resource_version)
+            self._store.replace(_named_items(result.items, self.name), result.resource_version)
         except Exception as exc:
             log.warning("reflector %s: unable to sync list result: %s", self.name, exc)
             raise errors.KinformerError(
@@ -336,30 +386,209 @@ class Reflector(watchlist.WatchListSync):
             ) from exc
         self._mark_synced(result.resource_version)
 
-    def _mark_synced(self, rv: str) -> None:
-        """A list, or a WatchList's initial events, reached the store at ``rv``."""
-        with self._lock:
-            self._last_rv = rv
-            self._last_error = None
-            self._synced_once = True
-
-    def _paged_list(self, ctx: _context.Context, rv: str) -> tuple[listwatch.ListResult, bool]:
-        """All pages of one list (:func:`kinformer.reflector.pager.list_all`); stops between pages."""
+    def _list_pages(self, ctx: _context.Context, rv: str) -> pager.Pages:
+        """All pages of one list at ``rv``; raises _StopRequested when stopped between pages."""
         limit = pager.page_size(self._page_size, self._paginated_result, rv)
-        listed = pager.list_all(self._lw, rv, limit, ctx.cancelled, self.name, ctx)
-        if listed is None:
-            raise reflector_watch.StopRequested()
-        return listed
+        pages = pager.list_all(self._lw, rv, limit, ctx, self.name)
+        if pages is None:
+            raise _StopRequested()
+        return pages
 
-    # -- resync -----------------------------------------------------------------------------
+    # -- WATCH (client-go watch, handleWatch) ------------------------------------------------
 
-    def _resync_loop(
-        self,
-        ctx: _context.Context,
-        done: threading.Event,
-        resync_error: list[BaseException],
-        current: list[reflector_watch.OpenWatch | None],
-    ) -> None:
+    def _watch_options(self, rv: str) -> interface.ListOptions:
+        """A watch from ``rv`` with bookmarks and a timeout in [min, 2*min) seconds."""
+        low = self._min_watch_timeout
+        return interface.ListOptions(
+            resource_version=rv,
+            allow_watch_bookmarks=True,
+            timeout_seconds=int(low + self._rand() * low),
+        )
+
+    def _watch(self, ctx: _context.Context, opened: watch.OpenWatch | None, abort: _WatchAbort) -> None:
+        """Watch from the last version until a watch ends in a way that calls for a relist.
+
+        ``opened`` is a WatchList stream to read on, or None. A clean close watches again at
+        once; a refused connection or a 429 backs off and watches again; a 500 is watched
+        again at once within ``max_internal_error_retry_duration``. Returns (relist) on
+        anything else, or when stopped; raises when a watch could not start.
+        """
+        continued = opened is not None  # a WatchList stream: its versions count at once
+        while not ctx.cancelled():
+            if abort.error is not None:  # the resync timer failed while no watch was open
+                self._record_error(abort.error)
+                log.warning("reflector %s: resync failed; relisting", self.name)
+                return
+            if opened is None:
+                rv = self.last_sync_resource_version()
+                try:
+                    opened = watch.open_watch(self._lw, self._watch_options(rv), ctx, self._clock)
+                except Exception as exc:
+                    if ctx.cancelled():
+                        return
+                    if not _backs_off(exc):
+                        log.warning("reflector %s: watch start failed: %s", self.name, exc)
+                        raise
+                    self._record_error(exc)
+                    log.warning("reflector %s: watch start failed: %s; backing off", self.name, exc)
+                    if self._backoff.wait(ctx):
+                        return
+                    continue
+                propagate_now = rv not in ("", "0")
+            else:
+                propagate_now = True
+            abort.attach(opened.watch)
+            try:
+                end = watch.handle_any_watch(
+                    ctx,
+                    opened,
+                    self._store,
+                    self.name,
+                    self._last_version,
+                    propagate_now=propagate_now,
+                )
+            finally:
+                abort.attach(None)
+                opened.watch.close()
+            if end.outcome is _Outcome.STOPPED or ctx.cancelled():
+                return
+            error = abort.error
+            if error is None:
+                error = end.error
+            if error is None and self._very_short(end, opened, continued):
+                error = errors.VeryShortWatchError(
+                    f"reflector {self.name}: watch closed within {VERY_SHORT_WATCH}s with no events"
+                )
+            opened, continued = None, False
+            if error is None:
+                continue  # closed cleanly: watch again from the last version, at once
+            self._record_error(error)
+            if errors.is_expired(error):
+                log.warning("reflector %s: watch expired (%s); relisting", self.name, error)
+                return
+            if isinstance(error, errors.TooManyRequestsError):
+                log.warning("reflector %s: watch got 429; backing off", self.name)
+                if self._backoff.wait(ctx):
+                    return
+                continue
+            if self._retry_internal_error(error):
+                log.warning("reflector %s: watch got %s; watching again", self.name, error)
+                continue
+            log.warning("reflector %s: watch ended: %s; relisting", self.name, error)
+            return
+
+    def _very_short(self, end: watch.WatchEnd, opened: watch.OpenWatch, continued: bool) -> bool:
+        """Whether a cleanly closed watch ended within a second of its start without an event.
+
+        The server closes a healthy watch only at its timeout, so this means trouble, and the
+        reflector relists after a backoff step instead of hammering it with watches. A stream
+        continued from a WatchList has delivered its initial events and is never very short.
+        """
+        return (
+            end.events == 0
+            and not continued
+            and self._clock.now() - opened.started < VERY_SHORT_WATCH
+        )
+
+    def _retry_internal_error(self, error: BaseException) -> bool:
+        """True when a watch that ended with HTTP 500 should simply be re-established.
+
+        Only with ``max_internal_error_retry_duration`` > 0: 500s are retried in place while the
+        first of a run of them is younger than that; a minute without one starts a new run.
+        """
+        if self._max_internal_retry <= 0:
+            return False
+        if not isinstance(error, errors.APIError) or error.status != 500:
+            return False
+        now = self._clock.now()
+        last = self._internal_error_last
+        if last is None or now - last > INTERNAL_ERROR_WINDOW_RESET:
+            self._internal_error_first = now
+        self._internal_error_last = now
+        return now - self._internal_error_first < self._max_internal_retry
+
+    # -- WatchList (client-go watchList, handleListWatch) -------------------------------------
+
+    def _watch_list(self, ctx: _context.Context) -> watch.OpenWatch | None:
+        """Stream the initial state through a watch into the store; the open watch, or None.
+
+        The watch asks for ``sendInitialEvents`` and its events build up in a temporary store
+        until the end bookmark, whose version the store is then replaced at; the same watch is
+        read on by :meth:`_watch`. A refused connection or a 429 backs off and streams again;
+        a version gone or too new streams again at once from the current one, as does a stream
+        closed cleanly before its end bookmark. Anything else, a stream closed at once, or no
+        end bookmark within ``initial_events_timeout`` returns None: list instead.
+        """
+        while not ctx.cancelled():
+            rv = "" if self._rv_unavailable else self.last_sync_resource_version()
+            options = dataclasses.replace(
+                self._watch_options(rv), resource_version_match="NotOlderThan", send_initial_events=True
+            )
+            try:
+                opened = watch.open_watch(self._lw, options, ctx, self._clock)
+            except Exception as exc:
+                if ctx.cancelled():
+                    raise _StopRequested() from exc
+                self._record_error(exc)
+                if _backs_off(exc):
+                    log.warning("reflector %s: watch-list start failed: %s; backing off", self.name, exc)
+                    if self._backoff.wait(ctx):
+                        raise _StopRequested() from exc
+                    continue
+                if _version_unavailable(exc):
+                    self._rv_unavailable = True
+                    continue
+                log.warning("reflector %s: watch-list failed: %s; listing instead", self.name, exc)
+                return None
+            temporary = _store.new_store(_store.deletion_handling_meta_namespace_key_func)
+            end = watch.handle_initial_events(
+                ctx, opened, temporary, self.name, self._clock, self._initial_events_timeout
+            )
+            if end.outcome is _Outcome.INITIAL_EVENTS_END:
+                objects = temporary.list()
+                try:
+                    self._store.replace(objects, end.resource_version)
+                except Exception as exc:
+                    opened.watch.close()
+                    self._record_error(exc)
+                    log.warning(
+                        "reflector %s: unable to sync watch-list result: %s; listing instead",
+                        self.name,
+                        exc,
+                    )
+                    return None
+                self._rv_unavailable = False
+                self._mark_synced(end.resource_version)
+                log.debug(
+                    "reflector %s: watch-list synced %d items at rv=%s",
+                    self.name,
+                    len(objects),
+                    end.resource_version,
+                )
+                return opened
+            opened.watch.close()
+            if end.outcome is _Outcome.STOPPED or ctx.cancelled():
+                raise _StopRequested()
+            if end.outcome is _Outcome.CLOSED:
+                if end.events > 0 or self._clock.now() - opened.started >= VERY_SHORT_WATCH:
+                    log.warning(
+                        "reflector %s: watch-list closed before its end bookmark; retrying", self.name
+                    )
+                    continue
+                log.warning("reflector %s: watch-list closed at once; listing instead", self.name)
+                return None
+            assert end.error is not None  # FAILED or TIMED_OUT
+            self._record_error(end.error)
+            if end.outcome is _Outcome.FAILED and _version_unavailable(end.error):
+                self._rv_unavailable = True
+                continue
+            log.warning("reflector %s: watch-list ended: %s; listing instead", self.name, end.error)
+            return None
+        raise _StopRequested()
+
+    # -- resync (client-go startResync) ------------------------------------------------------
+
+    def _resync_loop(self, ctx: _context.Context, done: threading.Event, abort: _WatchAbort) -> None:
         """Every resync period, ask ``should_resync`` and resync the store; an error ends the watch."""
         while not ctx.cancelled() and not done.is_set():
             if self._clock.wait(done, self._resync_period) or ctx.cancelled():
@@ -369,7 +598,7 @@ class Reflector(watchlist.WatchListSync):
                     wanted = self._should_resync()
                 except Exception as exc:
                     log.exception("reflector %s: should_resync failed", self.name)
-                    self._abort_watch(exc, resync_error, current)
+                    abort.abort(exc)
                     return
                 if not wanted:
                     continue
@@ -378,17 +607,14 @@ class Reflector(watchlist.WatchListSync):
                 self._store.resync()
             except Exception as exc:
                 log.warning("reflector %s: resync failed: %s", self.name, exc)
-                self._abort_watch(exc, resync_error, current)
+                abort.abort(exc)
                 return
 
-    @staticmethod
-    def _abort_watch(
-        exc: BaseException,
-        resync_error: list[BaseException],
-        current: list[reflector_watch.OpenWatch | None],
-    ) -> None:
-        resync_error.append(exc)
-        opened = current[0]
-        if opened is not None:
-            opened.watch.close()
 
+def _caller_name() -> str:
+    """``file.py:line`` of the code constructing a Reflector (client-go's default name)."""
+    try:
+        frame = sys._getframe(2)
+    except ValueError:
+        return "reflector"
+    return f"{os.path.basename(frame.f_code.co_filename)}:{frame.f_lineno}"

@@ -16,7 +16,8 @@ import pytest
 from kinformer import errors
 from kinformer.backoff import Backoff, BackoffManager
 from kinformer.cache.store import Indexer
-from kinformer.client.listwatch import ListOptions, ListWatch
+from kinformer.client.interface import ListOptions
+from kinformer.client.listwatch import ListWatch
 from kinformer.context import Context
 from kinformer.gvr import GroupVersionResource
 from kinformer.reflector.reflector import Reflector
