@@ -15,6 +15,7 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
+from kubernetes.client import V1ConfigMap, V1ObjectMeta
 
 from kinformer import errors
 from kinformer.cache.delta_fifo import DeltaFIFO, DeltaType
@@ -177,6 +178,39 @@ def test_listed_objects_without_a_name_are_logged_and_left_out_of_the_store(
         harness.script.watch_and_answer()
     assert names(harness.store) == ["a", "b"]
     assert "2 listed objects without metadata.name; skipped" in caplog.text
+
+
+def test_listed_model_objects_are_kept_by_name_and_a_name_that_is_not_a_string_is_skipped(
+    harness: Harness, caplog: pytest.LogCaptureFixture
+) -> None:
+    named = V1ConfigMap(metadata=V1ObjectMeta(name="model", namespace="default", resource_version="91"))
+    unnamed = V1ConfigMap(metadata=V1ObjectMeta(namespace="default", resource_version="92"))
+    numbered = {"metadata": {"name": 5, "namespace": "default", "resourceVersion": "93"}}
+    with caplog.at_level(logging.WARNING, logger="kinformer"):
+        harness.script.list_and_answer([cm("a", "90"), named, unnamed, numbered], "100")
+        harness.script.watch_and_answer()
+    assert sorted(harness.store.list_keys()) == ["default/a", "default/model"]
+    assert "2 listed objects without metadata.name; skipped" in caplog.text
+
+
+def test_watch_events_without_a_name_metadata_or_known_type_are_skipped_and_keep_the_version(
+    harness: Harness, caplog: pytest.LogCaptureFixture
+) -> None:
+    harness.script.list_and_answer([], "100")
+    _options, watch = harness.script.watch_and_answer()
+    with caplog.at_level(logging.WARNING, logger="kinformer"):
+        watch.add(cm("a", "103"))
+        watch.add({"metadata": {"namespace": "default", "resourceVersion": "150"}})
+        watch.send(WatchEvent("ADDED", "not an object"))
+        watch.send(WatchEvent("SHRUG", cm("b", "160")))
+        harness.clock.step(2.0)
+        watch.end()
+        rewatch = harness.script.expect("watch")
+    assert rewatch.resource_version == "103"
+    assert names(harness.store) == ["a"]
+    assert "ADDED event without a name; skipped" in caplog.text
+    assert "ADDED event without metadata; skipped" in caplog.text
+    assert "SHRUG event of unknown type; skipped" in caplog.text
 
 
 def test_watch_timeouts_are_randomized_between_min_and_twice_min() -> None:
@@ -619,6 +653,23 @@ def test_watch_list_stores_the_final_state_of_its_initial_events() -> None:
         assert names(h.store) == ["a"]
         assert rv_of(h.store, "default/a") == "12"
         assert h.reflector.last_sync_resource_version() == "20"
+    finally:
+        h.stop()
+
+
+def test_watch_list_initial_events_are_checked_as_watch_events_are(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    h = Harness(use_watch_list=True).start()
+    try:
+        with caplog.at_level(logging.WARNING, logger="kinformer"):
+            _options, watch = h.script.watch_and_answer()
+            watch.add({"metadata": {"namespace": "default", "resourceVersion": "5"}})
+            watch.add(cm("a", "10"))
+            watch.send(WatchEvent("BOOKMARK", bookmark("20", end=True)))
+            assert wait_for(h.reflector.has_synced_once, TIMEOUT)
+        assert names(h.store) == ["a"]
+        assert "ADDED event without a name; skipped" in caplog.text
     finally:
         h.stop()
 
