@@ -111,7 +111,7 @@ logging.getLogger(__name__).addHandler(logging.NullHandler())
 
 __version__ = "0.1.0"
 
-__all__ = [  # noqa: RUF022 (grouped as API.md is, not sorted)
+__all__ = [  # noqa: RUF022 (grouped by area, as the API reference is)
     # identity and cancellation
     "APIResourceMeta",
     "Context",

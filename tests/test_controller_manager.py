@@ -402,7 +402,7 @@ def test_a_generic_controller_runs_and_stops_under_the_manager(served: Served) -
 
 
 # What follows was the acceptance suite's: it calls kinformer's public names only, with the
-# argument names API.md gives them.
+# argument names of the public API reference.
 
 
 def test_a_source_of_subscribe_and_informers_alone_drives_a_manager_started_by_keyword() -> None:

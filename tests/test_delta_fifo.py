@@ -573,7 +573,7 @@ def test_take_first_list_runs_under_the_fifo_lock() -> None:
 
 
 # What follows was the acceptance suite's: it calls kinformer's public names only, with the
-# argument names API.md gives them.
+# argument names of the public API reference.
 
 
 def test_a_closed_fifo_still_accepts_items() -> None:

@@ -146,7 +146,7 @@ def test_wait_for_cache_sync_keeps_checking_until_every_cache_synced() -> None:
 
 
 # What follows was the acceptance suite's: it calls kinformer's public names only, with the
-# argument names API.md gives them.
+# argument names of the public API reference.
 
 
 def test_filtering_handler_passes_the_initial_list_flag_through_and_skips_what_never_matched() -> None:

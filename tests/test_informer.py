@@ -450,7 +450,7 @@ def test_resync_periods_follow_the_informer_check_period() -> None:
 
 
 # What follows was the acceptance suite's: it calls kinformer's public names only, with the
-# argument names API.md gives them, over the shared scripted source.
+# argument names of the public API reference, over the shared scripted source.
 
 
 def test_informer_runs_on_an_event_syncs_and_delivers_initial_adds() -> None:

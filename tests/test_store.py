@@ -200,7 +200,7 @@ def test_indexer_satisfies_the_store_seams() -> None:
 
 
 # What follows was the acceptance suite's: it calls kinformer's public names only, with the
-# argument names API.md gives them.
+# argument names of the public API reference.
 
 
 def test_a_tombstone_carries_its_key_and_the_last_known_object() -> None:

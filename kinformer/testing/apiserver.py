@@ -3,8 +3,9 @@
 A real HTTP/1.1 server (HTTPS with a throwaway CA when a bearer token is set) that the official
 ``kubernetes`` client, kubectl and client-go use unchanged: discovery, CRUD, list with
 pagination and resource versions, chunked watch streams with bookmarks, CRDs, and the
-behaviours of APISERVER-FACTS. Storage, request handling and TLS live in ``_apiserver``; this
-module owns the lifecycle, the fault switches and the server-side helpers.
+behaviours where a fake usually differs from kube-apiserver. Storage, request handling and TLS
+live in ``_apiserver``; this module owns the lifecycle, the fault switches and the server-side
+helpers.
 
 Example::
 

@@ -1,7 +1,7 @@
-"""Acceptance over HTTP: API.md's factories, managers and fault switches through ``kinformer`` names only.
+"""Acceptance over HTTP: the public factories, managers and fault switches through ``kinformer`` names only.
 
 Objects are written with the official client against FakeAPIServer; every kinformer name comes
-from ``kinformer`` or ``kinformer.testing`` and is called as API.md spells it.
+from ``kinformer`` or ``kinformer.testing`` and is called as the API reference spells it.
 """
 
 from __future__ import annotations
@@ -209,7 +209,7 @@ def test_factory_waits_only_for_started_informers_and_starts_nothing_after_shutd
     assert factory.wait_for_cache_sync(stop, timeout=TIMEOUT) == {CONFIGMAPS: True}
 
 
-# -- InformerManager, with the differences from fleet that API.md states ---------------------
+# -- InformerManager, with the differences from fleet that docs/managers.md states ---------------------
 
 
 def test_a_type_missing_from_a_complete_list_is_stopped_and_returns_with_one_handler(api: Any) -> None:

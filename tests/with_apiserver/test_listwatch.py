@@ -398,7 +398,7 @@ def test_a_reflector_reestablishes_a_watch_that_went_silent(server: ScriptedServ
 
 
 # What follows was the acceptance suite's: it calls kinformer's public names only, with the
-# argument names API.md gives them.
+# argument names of the public API reference.
 
 
 def test_list_and_watch_value_types_take_api_md_field_names() -> None:

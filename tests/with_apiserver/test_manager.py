@@ -1,4 +1,4 @@
-"""InformerManager (fleet) over FakeAPIServer, with the differences from fleet that API.md states.
+"""InformerManager (fleet) over FakeAPIServer, with the differences from fleet that docs/managers.md states.
 
 kinformer's difference from fleet: with ``list_complete=True`` a dynamic type missing from the
 list has its informer stopped and dropped, and a fresh one with the same handler starts when it
