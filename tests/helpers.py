@@ -1,10 +1,12 @@
 """Helpers shared by the whole suite, so no test file writes its own copy.
 
-Object builders (:func:`cm`, :func:`cm_manifest`, :func:`crd`), a recording event handler
-(:class:`Recorder`), a scripted server for informers (:class:`ScriptedSource`), a runner for
-anything with ``run(stop)`` (:func:`running`), fake-clock steps (:func:`step_when_waiting`,
-:func:`clock_waits`) and, for the tests in ``with_apiserver/``, requests through the official
-client's ``ApiClient`` (:func:`request`, :func:`create_cm`, :func:`api_error`).
+Object builders (:func:`cm`, :func:`cm_manifest`, :func:`crd`) and their sorted names and keys
+(:func:`names`, :func:`keys`), a recording event handler (:class:`Recorder`), a scripted server
+for informers (:class:`ScriptedSource`), a runner for anything with ``run(stop)``
+(:func:`running`), fake-clock steps (:func:`step_when_waiting`, :func:`clock_waits`) and, for the
+tests in ``with_apiserver/``, requests through the official client's ``ApiClient``
+(:func:`request`, :func:`create_cm`, :func:`api_error`, :func:`client_with_token`) and the live
+client threads (:func:`client_threads`).
 
 Test files in ``tests/`` and ``tests/with_apiserver/`` import it as ``helpers``: pytest's default
 ("prepend") import mode puts ``tests/`` on ``sys.path`` when it loads ``tests/conftest.py``, which
@@ -35,6 +37,7 @@ from kinformer import (
     ListResult,
     ListWatch,
     _threads,
+    meta_namespace_key_func,
 )
 from kinformer.testing import FakeAPIServer, FakeClock, wait_for
 
@@ -52,12 +55,15 @@ def cm(
     *,
     data: dict[str, str] | None = None,
     annotations: dict[str, str] | None = None,
+    typed: bool = True,
     **labels: str,
 ) -> dict[str, Any]:
     """A ConfigMap as a list or watch yields it: keyed ``namespace/name``, at resourceVersion ``rv``.
 
     An empty ``namespace`` makes it cluster-scoped (keyed ``name``); ``rv=None`` leaves the
-    version out. ``labels``, ``annotations`` and ``data`` appear only when given.
+    version out, as in an object given to ``FakeAPIServer.create``. ``labels``,
+    ``annotations`` and ``data`` appear only when given. ``typed=False`` leaves out
+    ``apiVersion`` and ``kind``, as the items of a list response come from a server.
     """
     metadata: dict[str, Any] = {"name": name}
     if namespace:
@@ -68,7 +74,8 @@ def cm(
         metadata["labels"] = labels
     if annotations:
         metadata["annotations"] = annotations
-    obj: dict[str, Any] = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": metadata}
+    obj: dict[str, Any] = {"apiVersion": "v1", "kind": "ConfigMap"} if typed else {}
+    obj["metadata"] = metadata
     if data is not None:
         obj["data"] = data
     return obj
@@ -137,6 +144,11 @@ def names(objs: Any) -> list[str]:
     return sorted(name_of(o) for o in objs)
 
 
+def keys(objs: Any) -> list[str]:
+    """The sorted store key of each object: ``namespace/name``, or ``name`` when cluster-scoped."""
+    return sorted(meta_namespace_key_func(o) for o in objs)
+
+
 # -- handlers, sources and runners -------------------------------------------------------------
 
 
@@ -146,32 +158,41 @@ class Recorder:
     ``("add", describe(obj), is_in_initial_list)``, ``("update", describe(old), describe(new))``
     and ``("delete", describe(obj))``, with ``describe`` given (default :func:`describe`).
     Callbacks run on the informer's delivery thread; ``entered`` is set by the first one, and
-    with a ``gate`` every callback waits for it to be set before it records. :meth:`next` and
-    :meth:`take` block for at most TIMEOUT.
+    with a ``gate`` every callback waits for it to be set before it records. With a ``probe``,
+    every callback then calls it with its object (the new one of an update), still on the
+    delivery thread, and appends the answer to ``probed`` before the event is queued: what the
+    cache held while a handler ran. :meth:`next` and :meth:`take` block for at most TIMEOUT.
     """
 
     def __init__(
-        self, describe: Callable[[Any], str] = describe, gate: threading.Event | None = None
+        self,
+        describe: Callable[[Any], str] = describe,
+        gate: threading.Event | None = None,
+        probe: Callable[[Any], Any] | None = None,
     ) -> None:
         self.describe = describe
         self.gate = gate
+        self.probe = probe
+        self.probed: list[Any] = []
         self.entered = threading.Event()
         self.events: queue.Queue[tuple[Any, ...]] = queue.Queue()
 
-    def _record(self, *event: Any) -> None:
+    def _record(self, obj: Any, *event: Any) -> None:
         self.entered.set()
         if self.gate is not None:
             self.gate.wait()
+        if self.probe is not None:
+            self.probed.append(self.probe(obj))
         self.events.put(event)
 
     def on_add(self, obj: Any, is_in_initial_list: bool) -> None:
-        self._record("add", self.describe(obj), is_in_initial_list)
+        self._record(obj, "add", self.describe(obj), is_in_initial_list)
 
     def on_update(self, old: Any, new: Any) -> None:
-        self._record("update", self.describe(old), self.describe(new))
+        self._record(new, "update", self.describe(old), self.describe(new))
 
     def on_delete(self, obj: Any) -> None:
-        self._record("delete", self.describe(obj))
+        self._record(obj, "delete", self.describe(obj))
 
     def next(self) -> tuple[Any, ...]:
         """The oldest event not taken yet, waiting for it if need be."""
@@ -218,12 +239,16 @@ class ScriptedSource:
 
 @contextmanager
 def running(
-    run: Callable[[Any], object], stop: Context | threading.Event | None = None
+    run: Callable[[Any], object],
+    stop: Context | threading.Event | None = None,
+    *,
+    deadline: float = TIMEOUT * 2,
 ) -> Iterator[Any]:
     """Call ``run(stop)`` on a thread for the body of the ``with``, which gets ``stop``.
 
     ``stop`` defaults to a fresh :class:`~kinformer.Context`. On the way out it is cancelled
-    (or set), and ``run`` must return within twice TIMEOUT, or the test fails.
+    (or set), and ``run`` must return within ``deadline`` seconds (default twice TIMEOUT), or
+    the test fails: a test of how promptly ``run`` stops gives its own.
     """
     stop = stop if stop is not None else Context()
     thread = threading.Thread(target=run, args=(stop,), name="test-run")
@@ -235,8 +260,8 @@ def running(
             stop.cancel()
         else:
             stop.set()
-        thread.join(TIMEOUT * 2)
-        assert not thread.is_alive(), f"{run} did not return after stop"
+        thread.join(deadline)
+        assert not thread.is_alive(), f"{run} did not return within {deadline} s of stop"
 
 
 def client_threads() -> list[str]:
