@@ -20,24 +20,6 @@ from kinformer.handlers import (
 )
 
 
-def cm(name: str, app: str, rv: str = "1") -> dict[str, Any]:
-    return {"metadata": {"namespace": "ns", "name": name, "resourceVersion": rv, "labels": {"app": app}}}
-
-
-class Recorder:
-    def __init__(self) -> None:
-        self.calls: list[tuple[Any, ...]] = []
-
-    def on_add(self, obj: Any, is_in_initial_list: bool) -> None:
-        self.calls.append(("add", obj, is_in_initial_list))
-
-    def on_update(self, old: Any, new: Any) -> None:
-        self.calls.append(("update", old, new))
-
-    def on_delete(self, obj: Any) -> None:
-        self.calls.append(("delete", obj))
-
-
 def is_web(obj: Any) -> bool:
     return deleted_object(obj)["metadata"]["labels"].get("app") == "web"
 
@@ -66,34 +48,37 @@ def test_detailed_funcs_pass_the_initial_list_flag() -> None:
 
 
 def test_filter_turns_an_object_leaving_the_filter_into_a_delete_of_the_old_object() -> None:
-    inner = Recorder()
-    old, new = cm("x", "web", "1"), cm("x", "db", "2")
+    inner = helpers.Recorder()
+    old, new = helpers.cm("x", 1, app="web"), helpers.cm("x", 2, app="db")
     FilteringResourceEventHandler(is_web, inner).on_update(old, new)
-    assert inner.calls == [("delete", old)]
+    assert inner.take(1) == [("delete", "x1")]
+    assert inner.quiet()
 
 
 def test_filter_turns_an_object_entering_the_filter_into_an_add_not_in_initial_list() -> None:
-    inner = Recorder()
-    old, new = cm("x", "db", "1"), cm("x", "web", "2")
+    inner = helpers.Recorder()
+    old, new = helpers.cm("x", 1, app="db"), helpers.cm("x", 2, app="web")
     FilteringResourceEventHandler(is_web, inner).on_update(old, new)
-    assert inner.calls == [("add", new, False)]
+    assert inner.take(1) == [("add", "x2", False)]
+    assert inner.quiet()
 
 
 def test_filter_forwards_updates_within_and_drops_updates_outside() -> None:
-    inner = Recorder()
+    inner = helpers.Recorder()
     handler = FilteringResourceEventHandler(is_web, inner)
-    handler.on_update(cm("x", "web", "1"), cm("x", "web", "2"))
-    handler.on_update(cm("y", "db", "1"), cm("y", "db", "2"))
-    assert [c[0] for c in inner.calls] == ["update"]
-    assert inner.calls[0][2]["metadata"]["resourceVersion"] == "2"
+    handler.on_update(helpers.cm("x", 1, app="web"), helpers.cm("x", 2, app="web"))
+    handler.on_update(helpers.cm("y", 1, app="db"), helpers.cm("y", 2, app="db"))
+    assert inner.take(1) == [("update", "x1", "x2")]
+    assert inner.quiet()
 
 
 def test_filter_keeps_the_initial_list_flag_of_adds() -> None:
-    inner = Recorder()
+    inner = helpers.Recorder()
     handler = FilteringResourceEventHandler(is_web, inner)
-    handler.on_add(cm("x", "web"), True)
-    handler.on_add(cm("y", "db"), True)
-    assert [(c[0], c[2]) for c in inner.calls] == [("add", True)]
+    handler.on_add(helpers.cm("x", app="web"), True)
+    handler.on_add(helpers.cm("y", app="db"), True)
+    assert inner.take(1) == [("add", "x1", True)]
+    assert inner.quiet()
 
 
 def test_filter_sees_the_tombstone_of_a_missed_delete() -> None:
@@ -103,15 +88,16 @@ def test_filter_sees_the_tombstone_of_a_missed_delete() -> None:
         seen.append(obj)
         return is_web(obj)
 
-    inner = Recorder()
-    tombstone = DeletedFinalStateUnknown("ns/x", cm("x", "web"))
+    inner = helpers.Recorder()
+    tombstone = DeletedFinalStateUnknown("ns/x", helpers.cm("x", app="web"))
     FilteringResourceEventHandler(web_filter, inner).on_delete(tombstone)
     assert seen == [tombstone]
-    assert inner.calls == [("delete", tombstone)]
+    assert inner.take(1) == [("delete", "DFSU(ns/x)")]
+    assert inner.quiet()
 
 
 def test_deleted_object_unwraps_a_tombstone_and_passes_objects_through() -> None:
-    obj = cm("x", "web")
+    obj = helpers.cm("x", app="web")
     assert deleted_object(DeletedFinalStateUnknown("ns/x", obj)) is obj
     assert deleted_object(DeletedFinalStateUnknown("ns/x", None)) is None
     assert deleted_object(obj) is obj
