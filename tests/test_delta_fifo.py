@@ -23,13 +23,6 @@ ADDED, UPDATED, DELETED = DeltaType.ADDED, DeltaType.UPDATED, DeltaType.DELETED
 REPLACED, SYNC = DeltaType.REPLACED, DeltaType.SYNC
 
 
-def obj(name: str, rv: str = "1", ns: str = "") -> dict[str, Any]:
-    meta = {"name": name, "resourceVersion": rv}
-    if ns:
-        meta["namespace"] = ns
-    return {"metadata": meta}
-
-
 def kinds(deltas: Deltas) -> list[tuple[DeltaType, Any]]:
     return [(d.type, d.object) for d in deltas]
 
@@ -67,7 +60,8 @@ def test_delta_types_carry_client_go_strings() -> None:
 
 def test_key_of_uses_the_newest_delta_and_a_tombstones_key() -> None:
     fifo = DeltaFIFO()
-    assert fifo.key_of([Delta(ADDED, obj("a")), Delta(UPDATED, obj("b", ns="n"))]) == "n/b"
+    deltas = [Delta(ADDED, helpers.cm("a")), Delta(UPDATED, helpers.cm("b", namespace="n"))]
+    assert fifo.key_of(deltas) == "n/b"
     assert fifo.key_of(DeletedFinalStateUnknown("x/y", None)) == "x/y"
     with pytest.raises(errors.KeyFuncError, match="0 length Deltas"):
         fifo.key_of([])
@@ -75,7 +69,7 @@ def test_key_of_uses_the_newest_delta_and_a_tombstones_key() -> None:
 
 def test_add_then_update_pop_together_and_the_handler_sees_add_then_update() -> None:
     inf = Informer()
-    a1, a2 = obj("a", "1"), obj("a", "2")
+    a1, a2 = helpers.cm("a", "1"), helpers.cm("a", "2")
     inf.fifo.add(a1)
     inf.fifo.update(a2)
     assert kinds(inf.pop()) == [(ADDED, a1), (UPDATED, a2)]
@@ -85,109 +79,109 @@ def test_add_then_update_pop_together_and_the_handler_sees_add_then_update() -> 
 
 def test_a_key_keeps_its_place_in_line_when_more_changes_arrive() -> None:
     fifo = DeltaFIFO()
-    fifo.add(obj("a"))
-    fifo.add(obj("b"))
-    fifo.update(obj("a", "2"))
-    assert fifo.list_keys() == ["a", "b"]
+    fifo.add(helpers.cm("a"))
+    fifo.add(helpers.cm("b"))
+    fifo.update(helpers.cm("a", "2"))
+    assert fifo.list_keys() == ["ns/a", "ns/b"]
     assert [d.type for d in fifo.pop(None)] == [ADDED, UPDATED]
-    assert fifo.list_keys() == ["b"]
+    assert fifo.list_keys() == ["ns/b"]
 
 
 def test_deleting_an_unknown_object_queues_nothing() -> None:
     inf = Informer()
-    inf.fifo.delete(obj("a"))
+    inf.fifo.delete(helpers.cm("a"))
     assert len(inf.fifo) == 0
     with pytest.raises(TimeoutError):
         inf.pop()
     bare = DeltaFIFO()
-    bare.delete(obj("a"))
+    bare.delete(helpers.cm("a"))
     assert bare.list_keys() == []
 
 
 def test_deleting_a_known_object_queues_a_deletion() -> None:
     inf = Informer()
-    inf.store.add(obj("a"))
-    inf.fifo.delete(obj("a", "2"))
-    assert kinds(inf.fifo.get_by_key("a") or []) == [(DELETED, obj("a", "2"))]
+    inf.store.add(helpers.cm("a"))
+    inf.fifo.delete(helpers.cm("a", "2"))
+    assert kinds(inf.fifo.get_by_key("ns/a") or []) == [(DELETED, helpers.cm("a", "2"))]
 
 
 def test_relist_deletes_an_object_whose_add_is_still_queued() -> None:
     inf = Informer()
-    a1, b1 = obj("a"), obj("b")
+    a1, b1 = helpers.cm("a"), helpers.cm("b")
     inf.fifo.add(a1)
     inf.fifo.replace([b1], "5")
     assert inf.fifo.has_synced()
-    assert inf.fifo.list_keys() == ["a", "b"]
-    assert kinds(inf.fifo.get_by_key("a") or []) == [
+    assert inf.fifo.list_keys() == ["ns/a", "ns/b"]
+    assert kinds(inf.fifo.get_by_key("ns/a") or []) == [
         (ADDED, a1),
-        (DELETED, DeletedFinalStateUnknown("a", a1)),
+        (DELETED, DeletedFinalStateUnknown("ns/a", a1)),
     ]
-    assert kinds(inf.fifo.get_by_key("b") or []) == [(REPLACED, b1)]
+    assert kinds(inf.fifo.get_by_key("ns/b") or []) == [(REPLACED, b1)]
     inf.pop()
     inf.pop()
     assert inf.events == [
         ("add", a1, False),
-        ("delete", DeletedFinalStateUnknown("a", a1)),
+        ("delete", DeletedFinalStateUnknown("ns/a", a1)),
         ("add", b1, False),
     ]
-    assert inf.store.list_keys() == ["b"]
+    assert inf.store.list_keys() == ["ns/b"]
 
 
 def test_relist_without_a_cached_object_delivers_a_tombstone() -> None:
     inf = Informer()
-    x1 = obj("x")
+    x1 = helpers.cm("x")
     inf.store.add(x1)
     inf.fifo.replace([], "9")
-    assert kinds(inf.pop()) == [(DELETED, DeletedFinalStateUnknown("x", x1))]
+    assert kinds(inf.pop()) == [(DELETED, DeletedFinalStateUnknown("ns/x", x1))]
     assert len(inf.store) == 0
-    assert inf.events == [("delete", DeletedFinalStateUnknown("x", x1))]
+    assert inf.events == [("delete", DeletedFinalStateUnknown("ns/x", x1))]
 
 
 def test_relist_tombstone_carries_the_newest_queued_state() -> None:
     inf = Informer()
-    x1, x2 = obj("x", "1"), obj("x", "2")
+    x1, x2 = helpers.cm("x", "1"), helpers.cm("x", "2")
     inf.store.add(x1)
     inf.fifo.update(x2)
     inf.fifo.replace([])
-    assert kinds(inf.fifo.get_by_key("x") or []) == [
+    assert kinds(inf.fifo.get_by_key("ns/x") or []) == [
         (UPDATED, x2),
-        (DELETED, DeletedFinalStateUnknown("x", x2)),
+        (DELETED, DeletedFinalStateUnknown("ns/x", x2)),
     ]
 
 
 def test_a_real_deletion_beats_a_relist_tombstone_in_either_order() -> None:
     inf = Informer()
-    x1 = obj("x")
+    x1 = helpers.cm("x")
     inf.store.add(x1)
     inf.fifo.delete(x1)
     inf.fifo.replace([])
-    assert kinds(inf.fifo.get_by_key("x") or []) == [(DELETED, x1)]
+    assert kinds(inf.fifo.get_by_key("ns/x") or []) == [(DELETED, x1)]
 
     other = Informer()
     other.store.add(x1)
     other.fifo.replace([])
     other.fifo.delete(x1)
-    assert kinds(other.fifo.get_by_key("x") or []) == [(DELETED, x1)]
+    assert kinds(other.fifo.get_by_key("ns/x") or []) == [(DELETED, x1)]
 
 
 def test_consecutive_deletions_collapse_into_the_older_one() -> None:
     fifo = DeltaFIFO()
-    a1, a2 = obj("a", "1"), obj("a", "2")
+    a1, a2 = helpers.cm("a", "1"), helpers.cm("a", "2")
     fifo.add(a1)
     fifo.delete(a1)
     fifo.delete(a2)
-    assert kinds(fifo.get_by_key("a") or []) == [(ADDED, a1), (DELETED, a1)]
+    assert kinds(fifo.get_by_key("ns/a") or []) == [(ADDED, a1), (DELETED, a1)]
 
 
 def test_resync_skips_keys_with_pending_deltas() -> None:
     inf = Informer()
-    x1, y1, y2 = obj("x"), obj("y", "1"), obj("y", "2")
+    x1, y1, y2 = helpers.cm("x"), helpers.cm("y", "1"), helpers.cm("y", "2")
     inf.store.add(x1)
     inf.store.add(y1)
     inf.fifo.update(y2)
     inf.fifo.resync()
-    assert kinds(inf.fifo.get_by_key("x") or []) == [(SYNC, x1)]
-    assert kinds(inf.fifo.get_by_key("y") or []) == [(UPDATED, y2)]
+    assert kinds(inf.fifo.get_by_key("ns/x") or []) == [(SYNC, x1)]
+    assert kinds(inf.fifo.get_by_key("ns/y") or []) == [(UPDATED, y2)]
     inf.pop()
     inf.pop()
     assert sorted(inf.events, key=lambda e: e[1]["metadata"]["name"]) == [
@@ -210,14 +204,14 @@ def test_sync_deltas_and_tombstones_are_not_transformed() -> None:
         return {**o, "transformed": True}
 
     store = Indexer()
-    store.add(obj("k"))
+    store.add(helpers.cm("k"))
     fifo = DeltaFIFO(known_objects=store, transformer=transform)
-    fifo.add(obj("a"))
+    fifo.add(helpers.cm("a"))
     fifo.resync()
     fifo.delete(DeletedFinalStateUnknown("gone", None))
-    assert seen == [obj("a")]
-    assert (fifo.get_by_key("a") or [])[0].object["transformed"]
-    assert "transformed" not in (fifo.get_by_key("k") or [])[0].object
+    assert seen == [helpers.cm("a")]
+    assert (fifo.get_by_key("ns/a") or [])[0].object["transformed"]
+    assert "transformed" not in (fifo.get_by_key("ns/k") or [])[0].object
 
 
 def test_a_transform_error_queues_nothing() -> None:
@@ -226,28 +220,28 @@ def test_a_transform_error_queues_nothing() -> None:
 
     fifo = DeltaFIFO(transformer=transform)
     with pytest.raises(RuntimeError):
-        fifo.add(obj("a"))
+        fifo.add(helpers.cm("a"))
     with pytest.raises(RuntimeError):
-        fifo.replace([obj("b")])
+        fifo.replace([helpers.cm("b")])
     assert fifo.list_keys() == []
 
 
 def test_replace_with_a_key_error_queues_nothing() -> None:
     fifo = DeltaFIFO()
     with pytest.raises(errors.KeyFuncError):
-        fifo.replace([obj("a"), {"no": "meta"}])
+        fifo.replace([helpers.cm("a"), {"no": "meta"}])
     assert fifo.list_keys() == []
 
 
 def test_replace_emits_sync_unless_asked_for_replaced() -> None:
     fifo = DeltaFIFO()
-    fifo.replace([obj("a")])
-    assert [d.type for d in fifo.get_by_key("a") or []] == [SYNC]
+    fifo.replace([helpers.cm("a")])
+    assert [d.type for d in fifo.get_by_key("ns/a") or []] == [SYNC]
 
 
 def test_first_relist_syncs_after_its_last_item_is_processed() -> None:
     inf = Informer()
-    a1, b1, c1 = obj("a"), obj("b"), obj("c")
+    a1, b1, c1 = helpers.cm("a"), helpers.cm("b"), helpers.cm("c")
     inf.fifo.replace([a1, b1, a1], "3")  # a duplicate key counts once
     assert not inf.fifo.has_synced()
     synced_during_process: list[bool] = []
@@ -272,8 +266,8 @@ def test_first_relist_syncs_after_its_last_item_is_processed() -> None:
 
 def test_first_relist_counts_deletions_of_known_objects() -> None:
     inf = Informer()
-    inf.store.add(obj("old"))
-    inf.fifo.replace([obj("a")])
+    inf.store.add(helpers.cm("old"))
+    inf.fifo.replace([helpers.cm("a")])
     inf.pop()
     assert not inf.fifo.has_synced()
     inf.pop()
@@ -286,13 +280,13 @@ def test_empty_first_relist_or_a_direct_add_syncs_at_once() -> None:
     assert fifo.has_synced()
     other = DeltaFIFO()
     assert not other.has_synced()
-    other.update(obj("a"))
+    other.update(helpers.cm("a"))
     assert other.has_synced()
 
 
 def test_a_process_error_drops_the_item_and_propagates() -> None:
     fifo = DeltaFIFO()
-    fifo.replace([obj("a")])
+    fifo.replace([helpers.cm("a")])
 
     def fail(deltas: Deltas, initial: bool) -> None:
         raise ValueError("handler broke")
@@ -305,10 +299,10 @@ def test_a_process_error_drops_the_item_and_propagates() -> None:
 
 def test_a_closed_queue_drains_then_raises() -> None:
     fifo = DeltaFIFO()
-    fifo.add(obj("a"))
+    fifo.add(helpers.cm("a"))
     fifo.close()
     assert fifo.is_closed()
-    assert fifo.pop(None)[0].object == obj("a")
+    assert fifo.pop(None)[0].object == helpers.cm("a")
     with pytest.raises(errors.FIFOClosedError, match="closed queue"):
         fifo.pop(None)
 
@@ -334,22 +328,22 @@ def test_a_blocked_pop_wakes_for_an_add_and_for_close() -> None:
 
     thread = _threads.spawn(consume, "kinformer-test-pop")
     assert waiting.wait(5)
-    fifo.add(obj("a"))
+    fifo.add(helpers.cm("a"))
     assert wait_for(lambda: bool(got), timeout=5)
     fifo.close()
     thread.join(5)
-    assert got == [obj("a")]
+    assert got == [helpers.cm("a")]
     assert len(failures) == 1 and isinstance(failures[0], errors.FIFOClosedError)
 
 
 def test_process_runs_under_the_fifo_lock() -> None:
     fifo = DeltaFIFO()
-    fifo.add(obj("a"))
+    fifo.add(helpers.cm("a"))
     producer_done = threading.Event()
     saw_producer_done: list[bool] = []
 
     def produce() -> None:
-        fifo.add(obj("b"))
+        fifo.add(helpers.cm("b"))
         producer_done.set()
 
     def process(deltas: Deltas, initial: bool) -> None:
@@ -366,20 +360,20 @@ def test_process_runs_under_the_fifo_lock() -> None:
 
 def test_reads_return_newest_objects_and_copies() -> None:
     fifo = DeltaFIFO()
-    fifo.add(obj("a", "1"))
-    fifo.update(obj("a", "2"))
-    fifo.add(obj("b"))
-    assert fifo.list() == [obj("a", "2"), obj("b")]
-    copy = fifo.get(obj("a")) or []
+    fifo.add(helpers.cm("a", "1"))
+    fifo.update(helpers.cm("a", "2"))
+    fifo.add(helpers.cm("b"))
+    assert fifo.list() == [helpers.cm("a", "2"), helpers.cm("b")]
+    copy = fifo.get(helpers.cm("a")) or []
     copy.clear()
-    assert len(fifo.get_by_key("a") or []) == 2
+    assert len(fifo.get_by_key("ns/a") or []) == 2
     assert fifo.get_by_key("missing") is None
 
 
 def test_pop_batch_takes_the_initial_list_alone_and_syncs_after_its_last_batch() -> None:
     fifo = DeltaFIFO(emit_delta_type_replaced=True)
-    fifo.replace([obj("a"), obj("b"), obj("c")], "1")
-    fifo.add(obj("d"))  # queued behind the initial list, before it is processed
+    fifo.replace([helpers.cm("a"), helpers.cm("b"), helpers.cm("c")], "1")
+    fifo.add(helpers.cm("d"))  # queued behind the initial list, before it is processed
     seen: list[tuple[list[str], bool, bool]] = []
 
     def process(batch: list[Deltas], initial: bool) -> None:
@@ -395,7 +389,7 @@ def test_pop_batch_takes_the_initial_list_alone_and_syncs_after_its_last_batch()
 
 def test_pop_batch_syncs_after_an_initial_batch_whose_process_raised() -> None:
     fifo = DeltaFIFO()
-    fifo.replace([obj("a"), obj("b")], "1")
+    fifo.replace([helpers.cm("a"), helpers.cm("b")], "1")
 
     def fail(batch: list[Deltas], initial: bool) -> None:
         raise ValueError("handler broke")
@@ -409,8 +403,8 @@ def test_pop_batch_syncs_after_an_initial_batch_whose_process_raised() -> None:
 def test_pop_batch_takes_every_ready_key_in_queue_order_once_synced() -> None:
     fifo = DeltaFIFO()
     for name in ("c", "a", "b"):
-        fifo.add(obj(name))
-    fifo.update(obj("c", rv="2"))
+        fifo.add(helpers.cm(name))
+    fifo.update(helpers.cm("c", "2"))
     batches: list[list[Deltas]] = []
     flags: list[bool] = []
 
@@ -432,7 +426,7 @@ def test_pop_batch_times_out_when_empty_and_raises_once_closed() -> None:
     fifo = DeltaFIFO()
     with pytest.raises(TimeoutError):
         fifo.pop_batch(lambda batch, initial: None, limit=10, timeout=0.01)
-    fifo.add(obj("a"))
+    fifo.add(helpers.cm("a"))
     fifo.close()
     assert fifo.pop_batch(lambda batch, initial: None, limit=10, timeout=1) == 1
     with pytest.raises(errors.FIFOClosedError):
@@ -454,17 +448,17 @@ class FirstListTaker:
 def test_a_first_list_goes_whole_to_take_first_list_keyed_transformed_and_in_order() -> None:
     taker = FirstListTaker()
     fifo = DeltaFIFO(transformer=lambda o: {**o, "t": True}, take_first_list=taker)
-    fifo.replace([obj("b", ns="x"), obj("a")], "5")
-    assert [list(call) for call in taker.calls] == [["x/b", "a"]]
-    assert taker.calls[0]["a"] == {**obj("a"), "t": True}
+    fifo.replace([helpers.cm("b", namespace="x"), helpers.cm("a")], "5")
+    assert [list(call) for call in taker.calls] == [["x/b", "ns/a"]]
+    assert taker.calls[0]["ns/a"] == {**helpers.cm("a"), "t": True}
     assert fifo.has_synced()
     assert fifo.list_keys() == [] and len(fifo) == 0
     with pytest.raises(TimeoutError):
         fifo.pop_batch(lambda batch, initial: None, limit=10, timeout=0.01)
-    fifo.add(obj("c"))  # later changes are queued as usual, outside the initial list
+    fifo.add(helpers.cm("c"))  # later changes are queued as usual, outside the initial list
     flags: list[bool] = []
     deltas = fifo.pop(lambda deltas, initial: flags.append(initial), timeout=1)
-    assert kinds(deltas) == [(ADDED, {**obj("c"), "t": True})]
+    assert kinds(deltas) == [(ADDED, {**helpers.cm("c"), "t": True})]
     assert flags == [False]
 
 
@@ -477,12 +471,12 @@ def test_a_declined_first_list_is_queued_as_without_take_first_list() -> None:
         return o
 
     fifo = DeltaFIFO(emit_delta_type_replaced=True, transformer=transform, take_first_list=taker)
-    fifo.replace([obj("a"), obj("b")], "1")
+    fifo.replace([helpers.cm("a"), helpers.cm("b")], "1")
     assert len(taker.calls) == 1
     assert transformed == ["a", "b"]  # once per object, though offered and then queued
     assert not fifo.has_synced()
-    assert fifo.list_keys() == ["a", "b"]
-    assert kinds(fifo.get_by_key("a") or []) == [(REPLACED, obj("a"))]
+    assert fifo.list_keys() == ["ns/a", "ns/b"]
+    assert kinds(fifo.get_by_key("ns/a") or []) == [(REPLACED, helpers.cm("a"))]
 
 
 def test_take_first_list_is_offered_only_a_first_list_that_could_not_leave_anything_queued() -> None:
@@ -492,25 +486,28 @@ def test_take_first_list_is_offered_only_a_first_list_that_could_not_leave_anyth
 
     taker = FirstListTaker()
     populated = DeltaFIFO(take_first_list=taker)
-    populated.add(obj("a"))
-    assert not offered(populated, taker, [obj("b")])
+    populated.add(helpers.cm("a"))
+    assert not offered(populated, taker, [helpers.cm("b")])
 
     taker = FirstListTaker()
     known = Indexer()
-    known.add(obj("cached"))
+    known.add(helpers.cm("cached"))
     with_known = DeltaFIFO(known_objects=known, take_first_list=taker)
-    assert not offered(with_known, taker, [obj("b")])
-    assert sorted(with_known.list_keys()) == ["b", "cached"]  # the cached one's tombstone too
+    assert not offered(with_known, taker, [helpers.cm("b")])
+    assert sorted(with_known.list_keys()) == ["ns/b", "ns/cached"]  # the cached one's tombstone too
 
     taker = FirstListTaker()
     closed = DeltaFIFO(take_first_list=taker)
     closed.close()
-    assert not offered(closed, taker, [obj("b")])
+    assert not offered(closed, taker, [helpers.cm("b")])
 
     taker = FirstListTaker()
     twice = DeltaFIFO(take_first_list=taker)
-    assert not offered(twice, taker, [obj("a", "1"), obj("a", "2")])
-    assert kinds(twice.get_by_key("a") or []) == [(SYNC, obj("a", "1")), (SYNC, obj("a", "2"))]
+    assert not offered(twice, taker, [helpers.cm("a", "1"), helpers.cm("a", "2")])
+    assert kinds(twice.get_by_key("ns/a") or []) == [
+        (SYNC, helpers.cm("a", "1")),
+        (SYNC, helpers.cm("a", "2")),
+    ]
 
     taker = FirstListTaker()
     empty = DeltaFIFO(take_first_list=taker)
@@ -519,10 +516,10 @@ def test_take_first_list_is_offered_only_a_first_list_that_could_not_leave_anyth
 
     taker = FirstListTaker()
     relisted = DeltaFIFO(take_first_list=taker)
-    assert offered(relisted, taker, [obj("a")])
-    relisted.replace([obj("b")], "2")
+    assert offered(relisted, taker, [helpers.cm("a")])
+    relisted.replace([helpers.cm("b")], "2")
     assert len(taker.calls) == 1
-    assert [d.type for d in relisted.get_by_key("b") or []] == [SYNC]
+    assert [d.type for d in relisted.get_by_key("ns/b") or []] == [SYNC]
 
 
 def test_a_failing_take_first_list_or_transform_leaves_the_fifo_unchanged() -> None:
@@ -531,7 +528,7 @@ def test_a_failing_take_first_list_or_transform_leaves_the_fifo_unchanged() -> N
 
     fifo = DeltaFIFO(take_first_list=broken)
     with pytest.raises(RuntimeError, match="cannot take"):
-        fifo.replace([obj("a")], "1")
+        fifo.replace([helpers.cm("a")], "1")
     assert not fifo.has_synced() and fifo.list_keys() == []
 
     failures = [ValueError("cannot transform")]
@@ -544,9 +541,9 @@ def test_a_failing_take_first_list_or_transform_leaves_the_fifo_unchanged() -> N
     taker = FirstListTaker()
     other = DeltaFIFO(transformer=transform, take_first_list=taker)
     with pytest.raises(ValueError, match="cannot transform"):
-        other.replace([obj("a")], "1")
+        other.replace([helpers.cm("a")], "1")
     assert taker.calls == [] and not other.has_synced() and other.list_keys() == []
-    other.replace([obj("a")], "2")  # the next list, transformed fine, is still a first list
+    other.replace([helpers.cm("a")], "2")  # the next list, transformed fine, is still a first list
     assert len(taker.calls) == 1 and other.has_synced()
 
 
@@ -556,7 +553,7 @@ def test_take_first_list_runs_under_the_fifo_lock() -> None:
     threads: list[threading.Thread] = []
 
     def produce() -> None:
-        fifo.add(obj("b"))
+        fifo.add(helpers.cm("b"))
         producer_done.set()
 
     def take(items: dict[str, Any]) -> bool:
@@ -565,11 +562,11 @@ def test_take_first_list_runs_under_the_fifo_lock() -> None:
         return True
 
     fifo = DeltaFIFO(take_first_list=take)
-    fifo.replace([obj("a")], "1")
+    fifo.replace([helpers.cm("a")], "1")
     threads[0].join(5)
     assert saw_producer_done == [False]
     assert producer_done.is_set()
-    assert fifo.list_keys() == ["b"]
+    assert fifo.list_keys() == ["ns/b"]
 
 
 # What follows was the acceptance suite's: it calls kinformer's public names only, with the

@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import logging
-from typing import Any
 
 import pytest
+from helpers import cm, keys
 
 from kinformer import errors
 from kinformer.cache import store
@@ -17,34 +17,23 @@ CONFIGMAPS = GroupVersionResource("", "v1", "configmaps")
 WIDGETS = GroupVersionResource("example.com", "v1", "widgets")
 
 
-def obj(namespace: str, name: str, **labels: str) -> dict[str, Any]:
-    meta: dict[str, Any] = {"name": name, "labels": dict(labels)}
-    if namespace:
-        meta["namespace"] = namespace
-    return {"metadata": meta}
-
-
-def names(objs: list[Any]) -> list[str]:
-    return sorted(store.meta_namespace_key_func(o) for o in objs)
-
-
 @pytest.fixture
 def indexer() -> store.Indexer:
     idx = store.Indexer(
         store.deletion_handling_meta_namespace_key_func,
         {store.NAMESPACE_INDEX: store.meta_namespace_index_func},
     )
-    idx.add(obj("a", "web1", app="web", tier="front"))
-    idx.add(obj("a", "db1", app="db"))
-    idx.add(obj("b", "web2", app="web", tier="back"))
-    idx.add(obj("b", "plain"))
+    idx.add(cm("web1", namespace="a", app="web", tier="front"))
+    idx.add(cm("db1", namespace="a", app="db"))
+    idx.add(cm("web2", namespace="b", app="web", tier="back"))
+    idx.add(cm("plain", namespace="b"))
     return idx
 
 
 def test_list_without_selector_returns_every_object(indexer: store.Indexer) -> None:
     lister = GenericLister(indexer, CONFIGMAPS)
-    assert names(lister.list()) == ["a/db1", "a/web1", "b/plain", "b/web2"]
-    assert names(lister.list("")) == names(lister.list())
+    assert keys(lister.list()) == ["a/db1", "a/web1", "b/plain", "b/web2"]
+    assert keys(lister.list("")) == keys(lister.list())
 
 
 @pytest.mark.parametrize(
@@ -59,11 +48,11 @@ def test_list_without_selector_returns_every_object(indexer: store.Indexer) -> N
     ],
 )
 def test_list_filters_by_label_selector(indexer: store.Indexer, selector: str, expected: list[str]) -> None:
-    assert names(GenericLister(indexer, CONFIGMAPS).list(selector)) == expected
+    assert keys(GenericLister(indexer, CONFIGMAPS).list(selector)) == expected
 
 
 def test_list_accepts_a_parsed_selector(indexer: store.Indexer) -> None:
-    assert names(GenericLister(indexer, CONFIGMAPS).list(parse_selector("app=db"))) == ["a/db1"]
+    assert keys(GenericLister(indexer, CONFIGMAPS).list(parse_selector("app=db"))) == ["a/db1"]
 
 
 def test_an_invalid_selector_raises_a_label_selector_error(indexer: store.Indexer) -> None:
@@ -73,13 +62,13 @@ def test_an_invalid_selector_raises_a_label_selector_error(indexer: store.Indexe
 
 def test_namespace_lister_lists_only_its_namespace(indexer: store.Indexer) -> None:
     lister = GenericLister(indexer, CONFIGMAPS)
-    assert names(lister.by_namespace("b").list()) == ["b/plain", "b/web2"]
-    assert names(lister.by_namespace("b").list("app=web")) == ["b/web2"]
+    assert keys(lister.by_namespace("b").list()) == ["b/plain", "b/web2"]
+    assert keys(lister.by_namespace("b").list("app=web")) == ["b/web2"]
     assert lister.by_namespace("missing").list() == []
 
 
 def test_namespace_lister_for_all_namespaces_lists_everything(indexer: store.Indexer) -> None:
-    assert names(GenericLister(indexer, CONFIGMAPS).by_namespace("").list("app=web")) == [
+    assert keys(GenericLister(indexer, CONFIGMAPS).by_namespace("").list("app=web")) == [
         "a/web1",
         "b/web2",
     ]
@@ -89,11 +78,11 @@ def test_namespace_lister_without_namespace_index_scans_and_warns(
     caplog: pytest.LogCaptureFixture,
 ) -> None:
     idx = store.Indexer()
-    idx.add(obj("a", "x", app="web"))
-    idx.add(obj("b", "y", app="web"))
+    idx.add(cm("x", namespace="a", app="web"))
+    idx.add(cm("y", namespace="b", app="web"))
     with caplog.at_level(logging.WARNING, logger="kinformer.cache.lister"):
         found = GenericLister(idx, CONFIGMAPS).by_namespace("a").list("app=web")
-    assert names(found) == ["a/x"]
+    assert keys(found) == ["a/x"]
     assert "scanning the whole cache" in caplog.text
 
 
@@ -106,7 +95,7 @@ def test_get_returns_the_cached_object_itself(indexer: store.Indexer) -> None:
 
 def test_get_of_a_cluster_scoped_object_uses_its_bare_name() -> None:
     idx = store.Indexer()
-    node = obj("", "node-1")
+    node = cm("node-1", namespace="")
     idx.add(node)
     assert GenericLister(idx, GroupVersionResource("", "v1", "nodes")).get("node-1") is node
 

@@ -28,21 +28,14 @@ from kinformer.cache.store import (
 )
 
 
-def cm(name: str, ns: str = "", rv: str = "1", **labels: str) -> dict[str, Any]:
-    meta: dict[str, Any] = {"name": name, "resourceVersion": rv, "labels": labels}
-    if ns:
-        meta["namespace"] = ns
-    return {"kind": "ConfigMap", "metadata": meta}
-
-
 def by_app(obj: Any) -> list[str]:
-    app = obj["metadata"]["labels"].get("app")
+    app = obj["metadata"].get("labels", {}).get("app")
     return [app] if app else []
 
 
 def test_key_is_namespace_slash_name_or_just_the_name() -> None:
-    assert meta_namespace_key_func(cm("a", "ns")) == "ns/a"
-    assert meta_namespace_key_func(cm("node-1")) == "node-1"
+    assert meta_namespace_key_func(helpers.cm("a")) == "ns/a"
+    assert meta_namespace_key_func(helpers.cm("node-1", namespace="")) == "node-1"
 
 
 def test_key_functions_accept_official_client_models() -> None:
@@ -69,7 +62,7 @@ def test_an_object_without_metadata_has_no_key() -> None:
 def test_deletion_key_function_reads_a_tombstones_key_only() -> None:
     tombstone = DeletedFinalStateUnknown("ns/a", object())
     assert deletion_handling_meta_namespace_key_func(tombstone) == "ns/a"
-    assert deletion_handling_meta_namespace_key_func(cm("a", "ns")) == "ns/a"
+    assert deletion_handling_meta_namespace_key_func(helpers.cm("a")) == "ns/a"
 
 
 @pytest.mark.parametrize(
@@ -95,19 +88,19 @@ def test_object_name_prints_and_parses_like_a_key() -> None:
 
 def test_namespace_index_function() -> None:
     assert NAMESPACE_INDEX == "namespace"
-    assert meta_namespace_index_func(cm("a", "ns")) == ["ns"]
-    assert meta_namespace_index_func(cm("a")) == [""]
+    assert meta_namespace_index_func(helpers.cm("a")) == ["ns"]
+    assert meta_namespace_index_func(helpers.cm("a", namespace="")) == [""]
     with pytest.raises(errors.KeyFuncError):
         meta_namespace_index_func({"no": "meta"})
 
 
 def test_index_function_adapter_needs_exactly_one_value() -> None:
     key_func = index_func_to_key_func_adapter(by_app)
-    assert key_func(cm("a", app="web")) == "web"
+    assert key_func(helpers.cm("a", app="web")) == "web"
     with pytest.raises(errors.KeyFuncError, match="unexpected empty indexKeys"):
-        key_func(cm("a"))
+        key_func(helpers.cm("a"))
     with pytest.raises(errors.KeyFuncError, match="too many keys"):
-        index_func_to_key_func_adapter(lambda o: ["x", "y"])(cm("a"))
+        index_func_to_key_func_adapter(lambda o: ["x", "y"])(helpers.cm("a"))
 
 
 def test_a_key_failure_names_the_object_and_leaves_the_store_alone() -> None:
@@ -126,10 +119,10 @@ def test_tombstones_are_frozen_values() -> None:  # DF-1
 
 def test_add_update_get_and_delete_by_object() -> None:
     store = new_indexer(meta_namespace_key_func, {NAMESPACE_INDEX: meta_namespace_index_func})
-    a1, a2 = cm("a", "ns", "1"), cm("a", "ns", "2")
+    a1, a2 = helpers.cm("a", 1), helpers.cm("a", 2)
     store.add(a1)
     store.update(a2)
-    assert store.get(cm("a", "ns")) is a2
+    assert store.get(helpers.cm("a")) is a2
     assert store.get_by_key("ns/a") is a2
     assert store.get_by_key("ns/zzz") is None
     store.delete(a2)
@@ -140,18 +133,18 @@ def test_add_update_get_and_delete_by_object() -> None:
 
 def test_an_informer_store_deletes_by_tombstone() -> None:
     store = Indexer(deletion_handling_meta_namespace_key_func)
-    store.add(cm("a", "ns"))
+    store.add(helpers.cm("a"))
     store.delete(DeletedFinalStateUnknown("ns/a", None))
     assert len(store) == 0
 
 
 def test_replace_keys_everything_first_and_last_duplicate_wins() -> None:
     store = Indexer(indexers={"app": by_app})
-    store.add(cm("old"))
+    store.add(helpers.cm("old"))
     with pytest.raises(errors.KeyFuncError):
-        store.replace([cm("x"), {"no": "meta"}], "7")
-    assert store.list_keys() == ["old"]
-    first, second = cm("x", rv="1", app="a"), cm("x", rv="2", app="b")
+        store.replace([helpers.cm("x"), {"no": "meta"}], "7")
+    assert store.list_keys() == ["ns/old"]
+    first, second = helpers.cm("x", 1, app="a"), helpers.cm("x", 2, app="b")
     store.replace([first, second], "7")
     assert store.list() == [second]
     assert store.by_index("app", "b") == [second]
@@ -161,14 +154,14 @@ def test_replace_keys_everything_first_and_last_duplicate_wins() -> None:
 
 def test_resync_of_a_store_changes_nothing() -> None:
     store = new_store(meta_namespace_key_func)
-    store.add(cm("a"))
+    store.add(helpers.cm("a"))
     store.resync()
-    assert store.list_keys() == ["a"]
+    assert store.list_keys() == ["ns/a"]
 
 
 def test_returned_objects_are_the_stored_ones() -> None:
     store = new_store(meta_namespace_key_func)
-    a = cm("a")
+    a = helpers.cm("a")
     store.add(a)
     assert store.list()[0] is a
 
@@ -176,10 +169,10 @@ def test_returned_objects_are_the_stored_ones() -> None:
 def test_store_tracks_the_resource_version_it_last_saw() -> None:
     store = new_store(meta_namespace_key_func)
     assert store.last_store_sync_resource_version() == ""
-    store.replace([cm("a", rv="10")], "10")
-    store.add(cm("b", rv="11"))
+    store.replace([helpers.cm("a", 10)], "10")
+    store.add(helpers.cm("b", 11))
     assert store.last_store_sync_resource_version() == "11"
-    store.delete(cm("b", rv="12"))
+    store.delete(helpers.cm("b", 12))
     assert store.last_store_sync_resource_version() == "12"
 
 
@@ -195,7 +188,7 @@ def test_indexer_satisfies_the_store_seams() -> None:
     assert isinstance(store, Store)
     assert isinstance(store, IndexedStore)
     assert store.key_func is meta_namespace_key_func
-    store.add(cm("a", "ns"))
+    store.add(helpers.cm("a"))
     assert "ns/a" in store
 
 

@@ -8,6 +8,7 @@ import threading
 from typing import Any
 
 import pytest
+from helpers import cm, names
 
 from kinformer import _threads, errors
 from kinformer.cache.store import (
@@ -19,17 +20,13 @@ from kinformer.cache.store import (
 from kinformer.cache.thread_safe_store import ThreadSafeStore
 
 
-def cm(name: str, ns: str = "default", **labels: str) -> dict[str, Any]:
-    return {"metadata": {"name": name, "namespace": ns, "labels": labels}}
-
-
 def by_app(obj: Any) -> list[str]:
-    app = obj["metadata"]["labels"].get("app")
+    app = obj["metadata"].get("labels", {}).get("app")
     return [app] if app else []
 
 
 def by_tags(obj: Any) -> list[str]:
-    tags = obj["metadata"]["labels"].get("tags", "")
+    tags = obj["metadata"].get("labels", {}).get("tags", "")
     return tags.split(".") if tags else []
 
 
@@ -69,7 +66,7 @@ def assert_indices_agree(store: ThreadSafeStore | Indexer) -> None:
 
 def test_update_moves_the_key_between_index_values() -> None:
     store = store_with(cm("a", app="web"))
-    store.update("default/a", cm("a", app="db"))
+    store.update("ns/a", cm("a", app="db"))
     assert store.by_index("app", "db") == [cm("a", app="db")]
     assert store.by_index("app", "web") == []
     assert_indices_agree(store)
@@ -78,9 +75,9 @@ def test_update_moves_the_key_between_index_values() -> None:
 def test_update_with_unchanged_index_values_returns_the_new_object() -> None:
     store = store_with(cm("a", app="web", v="1"))
     new = cm("a", app="web", v="2")
-    store.update("default/a", new)
+    store.update("ns/a", new)
     assert store.by_index("app", "web")[0] is new
-    assert store.by_index(NAMESPACE_INDEX, "default")[0] is new
+    assert store.by_index(NAMESPACE_INDEX, "ns")[0] is new
 
 
 def test_an_index_function_error_propagates_and_changes_nothing() -> None:
@@ -95,7 +92,7 @@ def test_an_index_function_error_propagates_and_changes_nothing() -> None:
 
 
 def test_add_new_stores_and_indexes_as_adding_one_by_one() -> None:
-    objs = [cm("a", app="web", tags="x.y"), cm("b", ns="other", app="db"), cm("c", tags="y")]
+    objs = [cm("a", app="web", tags="x.y"), cm("b", namespace="other", app="db"), cm("c", tags="y")]
     store = ThreadSafeStore(INDEXERS)
     assert store.add_new({meta_namespace_key_func(o): o for o in objs})
     one_by_one = store_with(*objs)
@@ -107,9 +104,9 @@ def test_add_new_stores_and_indexes_as_adding_one_by_one() -> None:
 
 def test_add_new_refuses_a_stored_key_and_changes_nothing() -> None:
     store = store_with(cm("a", app="web"))
-    refused = {"default/b": cm("b", app="db"), "default/a": cm("a", app="db")}
+    refused = {"ns/b": cm("b", app="db"), "ns/a": cm("a", app="db")}
     assert not store.add_new(refused)
-    assert store.list_keys() == ["default/a"]
+    assert store.list_keys() == ["ns/a"]
     assert store.list_index_func_values("app") == ["web"]
     assert_indices_agree(store)
 
@@ -124,15 +121,15 @@ def test_add_new_propagates_an_index_function_error_and_changes_nothing() -> Non
 
 def test_delete_removes_index_entries_and_ignores_missing_keys() -> None:
     store = store_with(cm("a", app="web"), cm("b", app="web"))
-    store.delete("default/a")
-    store.delete("default/missing")
-    assert store.index_keys("app", "web") == ["default/b"]
+    store.delete("ns/a")
+    store.delete("ns/missing")
+    assert store.index_keys("app", "web") == ["ns/b"]
     assert_indices_agree(store)
 
 
 def test_emptied_index_values_disappear() -> None:
-    store = store_with(cm("a", ns="one", app="web", tags="x.y"))
-    store.update("one/a", cm("a", ns="one", app="db", tags="z"))
+    store = store_with(cm("a", namespace="one", app="web", tags="x.y"))
+    store.update("one/a", cm("a", namespace="one", app="db", tags="z"))
     assert store.list_index_func_values("app") == ["db"]
     assert store.list_index_func_values("tags") == ["z"]
     store.delete("one/a")
@@ -142,7 +139,7 @@ def test_emptied_index_values_disappear() -> None:
 
 def test_replace_rebuilds_every_index() -> None:
     store = store_with(cm("a", app="web"))
-    store.replace({"other/b": cm("b", ns="other", app="db")}, "42")
+    store.replace({"other/b": cm("b", namespace="other", app="db")}, "42")
     assert store.list_keys() == ["other/b"]
     assert store.list_index_func_values(NAMESPACE_INDEX) == ["other"]
     assert store.by_index("app", "web") == []
@@ -153,8 +150,7 @@ def test_replace_rebuilds_every_index() -> None:
 def test_index_returns_the_deduplicated_union_over_an_objects_values() -> None:
     a, b, c = cm("a", tags="x.y"), cm("b", tags="y"), cm("c", tags="z")
     store = store_with(a, b, c)
-    names = sorted(o["metadata"]["name"] for o in store.index("tags", cm("q", tags="x.y")))
-    assert names == ["a", "b"]
+    assert names(store.index("tags", cm("q", tags="x.y"))) == ["a", "b"]
     assert store.index("tags", cm("q")) == []
     assert store.index("app", cm("q", app="none")) == []
     with pytest.raises(errors.IndexerError, match="Index with name nope does not exist"):
@@ -182,11 +178,11 @@ def test_get_indexers_is_a_live_read_only_view() -> None:
 
 def test_added_indexers_cover_what_is_already_stored() -> None:
     store = ThreadSafeStore({NAMESPACE_INDEX: meta_namespace_index_func})
-    store.add("default/a", cm("a", app="web"))
+    store.add("ns/a", cm("a", app="web"))
     store.add_indexers({"app": by_app, "tags": by_tags})
-    assert store.index_keys("app", "web") == ["default/a"]
-    store.add("default/b", cm("b", app="web"))
-    assert sorted(store.index_keys("app", "web")) == ["default/a", "default/b"]
+    assert store.index_keys("app", "web") == ["ns/a"]
+    store.add("ns/b", cm("b", app="web"))
+    assert sorted(store.index_keys("app", "web")) == ["ns/a", "ns/b"]
     assert_indices_agree(store)
 
 
@@ -200,7 +196,7 @@ def test_conflicting_indexers_are_named_and_none_is_added() -> None:
 
 def test_list_holds_one_entry_per_key() -> None:
     store = store_with(cm("a"))
-    store.add("default/a", cm("a", v="2"))
+    store.add("ns/a", cm("a", v="2"))
     assert len(store.list()) == 1
     assert len(store) == 1
 
@@ -220,7 +216,7 @@ def test_concurrent_writers_and_readers_never_see_a_torn_index() -> None:
                     indexer.replace(indexer.list(), "")  # a relist in the middle of the churn
                 name, ns = f"o{rng.randrange(4)}", rng.choice(namespaces)
                 tags = rng.choice(["a", "a.b", "c"])
-                obj = cm(name, ns=ns, app=rng.choice(apps), tags=tags)
+                obj = cm(name, namespace=ns, app=rng.choice(apps), tags=tags)
                 if rng.random() < 0.2:
                     indexer.delete(obj)
                 else:
