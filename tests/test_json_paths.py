@@ -9,6 +9,7 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
+from helpers import ScriptedSource, cm, running
 
 from kinformer import _gc, _json
 from kinformer.client.interface import ChannelWatch, ListOptions, ListResult
@@ -46,23 +47,6 @@ def collector_enabled() -> Iterator[None]:
         gc.enable()
 
 
-def cm(name: str) -> dict[str, Any]:
-    return {"metadata": {"namespace": "ns", "name": name, "resourceVersion": "5"}}
-
-
-def lister_watcher(*objs: dict[str, Any]) -> ListWatch:
-    def list_func(options: ListOptions) -> ListResult:
-        return ListResult(list(objs), "10")
-
-    return ListWatch(list_func, lambda options: ChannelWatch())
-
-
-def run_in_thread(informer: SharedIndexInformer, stop: threading.Event) -> threading.Thread:
-    thread = threading.Thread(target=informer.run, args=(stop,))
-    thread.start()
-    return thread
-
-
 def test_pauses_from_two_threads_nest_and_the_last_resume_restores_the_collector() -> None:
     _gc.pause()
     other = threading.Thread(target=_gc.pause)
@@ -83,17 +67,12 @@ def test_a_resume_without_a_pause_changes_nothing() -> None:
 
 
 def test_a_synced_informer_leaves_the_collector_on_and_its_cache_frozen() -> None:
-    informer = SharedIndexInformer(lister_watcher(cm("a"), cm("b")))
-    stop = threading.Event()
-    thread = run_in_thread(informer, stop)
-    try:
+    informer = SharedIndexInformer(ScriptedSource(cm("a"), cm("b")).lister_watcher)
+    with running(informer.run, threading.Event()):
         assert informer.wait_for_sync(TIMEOUT)
         # synced (cache filled) comes first; the delta loop then freezes and resumes the collector
         assert wait_for(gc.isenabled, TIMEOUT)
         frozen_now = frozen()
-    finally:
-        stop.set()
-        thread.join(TIMEOUT)
     assert gc.isenabled()
     assert frozen_now > 0
 
@@ -109,14 +88,14 @@ def test_stopping_while_the_initial_list_is_queued_restores_the_collector() -> N
             release.wait(TIMEOUT)
         return obj
 
-    informer = SharedIndexInformer(lister_watcher(cm("a"), cm("b"), cm("c")))
+    informer = SharedIndexInformer(ScriptedSource(cm("a"), cm("b"), cm("c")).lister_watcher)
     informer.set_transform(transform)
-    stop = threading.Event()
-    thread = run_in_thread(informer, stop)
-    assert entered.wait(TIMEOUT)
-    stop.set()
-    release.set()
-    thread.join(TIMEOUT)
+    with running(informer.run, threading.Event()) as stop:
+        try:
+            assert entered.wait(TIMEOUT)
+            stop.set()
+        finally:
+            release.set()
     assert collector_on_inside == [False]
     assert gc.isenabled()
 
@@ -127,19 +106,14 @@ def test_a_transform_failing_on_a_listed_object_fails_the_list_and_ends_the_paus
             raise ValueError("cannot transform b")
         return obj
 
-    informer = SharedIndexInformer(lister_watcher(cm("a"), cm("b"), cm("c")))
+    informer = SharedIndexInformer(ScriptedSource(cm("a"), cm("b"), cm("c")).lister_watcher)
     informer.set_transform(transform)
-    stop = threading.Event()
-    thread = run_in_thread(informer, stop)
-    try:
+    with running(informer.run, threading.Event()):
         assert wait_for(lambda: informer.last_error() is not None, TIMEOUT)
         assert "unable to sync list result" in str(informer.last_error())
         assert gc.isenabled()  # the reflector backs off with the collector on
         assert not informer.has_synced()
         assert informer.get_indexer().list_keys() == []  # all or nothing
-    finally:
-        stop.set()
-        thread.join(TIMEOUT)
     assert gc.isenabled()
 
 
@@ -155,15 +129,10 @@ def test_an_object_failing_to_index_in_the_initial_list_still_ends_the_pause(
         return [obj["metadata"]["name"]]
 
     informer = SharedIndexInformer(
-        lister_watcher(cm("a"), cm("b"), cm("c")), indexers={"name": by_name}
+        ScriptedSource(cm("a"), cm("b"), cm("c")).lister_watcher, indexers={"name": by_name}
     )
-    stop = threading.Event()
-    thread = run_in_thread(informer, stop)
-    try:
+    with running(informer.run, threading.Event()):
         assert informer.wait_for_sync(TIMEOUT)
-    finally:
-        stop.set()
-        thread.join(TIMEOUT)
     assert sorted(informer.get_indexer().list_keys()) == ["ns/a", "ns/c"]
     assert collector_on_inside and not any(collector_on_inside)
     assert gc.isenabled()
@@ -173,26 +142,19 @@ def test_a_first_list_larger_than_a_batch_reaches_cache_index_and_handler_in_lis
     from kinformer.handlers import ResourceEventHandlerDetailedFuncs
     from kinformer.informer import INITIAL_BATCH
 
-    objs = [cm(f"o{i:05d}") for i in range(INITIAL_BATCH * 2 + 7)]
-    for i, obj in enumerate(objs):
-        obj["metadata"]["labels"] = {"shard": str(i % 3)}
+    objs = [cm(f"o{i:05d}", shard=str(i % 3)) for i in range(INITIAL_BATCH * 2 + 7)]
     seen: list[tuple[str, bool]] = []
     informer = SharedIndexInformer(
-        lister_watcher(*objs), indexers={"shard": lambda o: [o["metadata"]["labels"]["shard"]]}
+        ScriptedSource(*objs).lister_watcher, indexers={"shard": lambda o: [o["metadata"]["labels"]["shard"]]}
     )
     registration = informer.add_event_handler(
         ResourceEventHandlerDetailedFuncs(
             add_func=lambda obj, initial: seen.append((obj["metadata"]["name"], initial))
         )
     )
-    stop = threading.Event()
-    thread = run_in_thread(informer, stop)
-    try:
+    with running(informer.run, threading.Event()) as stop:
         assert informer.wait_for_sync(TIMEOUT)
         assert wait_for_cache_sync(stop, registration.has_synced, timeout=TIMEOUT)
-    finally:
-        stop.set()
-        thread.join(TIMEOUT)
     assert seen == [(o["metadata"]["name"], True) for o in objs]
     indexer = informer.get_indexer()
     assert len(indexer) == len(objs)
@@ -217,21 +179,16 @@ def test_a_queued_first_list_is_applied_a_batch_at_a_time_with_the_collector_pau
         return [obj["metadata"]["name"]]
 
     seen: list[tuple[str, bool]] = []
-    informer = SharedIndexInformer(lister_watcher(*objs), indexers={"name": by_name})
+    informer = SharedIndexInformer(ScriptedSource(*objs).lister_watcher, indexers={"name": by_name})
     registration = informer.add_event_handler(
         ResourceEventHandlerDetailedFuncs(
             add_func=lambda obj, initial: seen.append((obj["metadata"]["name"], initial))
         )
     )
-    stop = threading.Event()
-    thread = run_in_thread(informer, stop)
-    try:
+    with running(informer.run, threading.Event()) as stop:
         assert informer.wait_for_sync(TIMEOUT)
         assert wait_for_cache_sync(stop, registration.has_synced, timeout=TIMEOUT)
         assert wait_for(lambda: gc.isenabled() and frozen() > 0, TIMEOUT)
-    finally:
-        stop.set()
-        thread.join(TIMEOUT)
     kept = [o for o in objs if o["metadata"]["name"] != "o00003"]
     assert seen == [(o["metadata"]["name"], True) for o in kept]
     assert len(informer.get_indexer()) == len(kept)
@@ -253,17 +210,11 @@ def synced_then_stopped(*names: str) -> tuple[SharedIndexInformer, list[weakref.
         kept.append(weakref.ref(cached))
         return cached
 
-    informer = SharedIndexInformer(lister_watcher(*(cm(name) for name in names)))
+    informer = SharedIndexInformer(ScriptedSource(*(cm(name) for name in names)).lister_watcher)
     informer.set_transform(transform)
-    stop = threading.Event()
-    thread = run_in_thread(informer, stop)
-    try:
+    with running(informer.run, threading.Event()):
         assert informer.wait_for_sync(TIMEOUT)
         assert wait_for(lambda: gc.isenabled() and frozen() > 0, TIMEOUT)
-    finally:
-        stop.set()
-        thread.join(TIMEOUT)
-    assert not thread.is_alive()
     return informer, kept
 
 
@@ -282,17 +233,12 @@ def test_a_stopped_informer_and_its_cache_are_reclaimed_once_dropped() -> None:
 
 def test_no_freeze_while_a_stopped_informer_is_alive_and_none_once_it_is_dropped() -> None:
     first, first_kept = synced_then_stopped("a")
-    second = SharedIndexInformer(lister_watcher(cm("b")))
-    stop = threading.Event()
-    thread = run_in_thread(second, stop)
-    try:
+    second = SharedIndexInformer(ScriptedSource(cm("b")).lister_watcher)
+    with running(second.run, threading.Event()):
         assert second.wait_for_sync(TIMEOUT)
         assert wait_for(gc.isenabled, TIMEOUT)
         # freezing now would keep the stopped informer, still held here, past its release
         assert frozen() == 0
-    finally:
-        stop.set()
-        thread.join(TIMEOUT)
     del first
     gc.collect()
     assert first_kept[0]() is None
@@ -333,18 +279,15 @@ def test_the_list_request_runs_with_the_collector_on_and_its_first_decode_pauses
 
     informer = SharedIndexInformer(ListWatch(list_func, lambda options: ChannelWatch()))
     informer.set_transform(transform)
-    stop = threading.Event()
-    thread = run_in_thread(informer, stop)
-    try:
-        assert in_request.wait(TIMEOUT)
-        assert gc.isenabled()  # the request is in flight: nothing decoded yet
-        answer.set()
-        assert informer.wait_for_sync(TIMEOUT)
-        assert wait_for(gc.isenabled, TIMEOUT)
-    finally:
-        answer.set()
-        stop.set()
-        thread.join(TIMEOUT)
+    with running(informer.run, threading.Event()):
+        try:
+            assert in_request.wait(TIMEOUT)
+            assert gc.isenabled()  # the request is in flight: nothing decoded yet
+            answer.set()
+            assert informer.wait_for_sync(TIMEOUT)
+            assert wait_for(gc.isenabled, TIMEOUT)
+        finally:
+            answer.set()
     assert seen == {"after the decode": False, "while queued": False}
     assert gc.isenabled()
 

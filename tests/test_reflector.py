@@ -15,6 +15,7 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
+from helpers import clock_waits, cm, names, running, step_when_waiting
 from kubernetes.client import V1ConfigMap, V1ObjectMeta
 
 from kinformer import errors
@@ -28,13 +29,6 @@ from kinformer.testing.clock import FakeClock
 from kinformer.testing.waiting import wait_for
 
 TIMEOUT = 5.0
-
-
-def cm(name: str, rv: str, namespace: str = "default", **annotations: str) -> dict[str, Any]:
-    metadata: dict[str, Any] = {"name": name, "namespace": namespace, "resourceVersion": rv}
-    if annotations:
-        metadata["annotations"] = annotations
-    return {"apiVersion": "v1", "kind": "ConfigMap", "metadata": metadata}
 
 
 def bookmark(rv: str, end: bool = False) -> dict[str, Any]:
@@ -117,19 +111,6 @@ class Harness:
         self.thread.start()
         return self
 
-    def backoff_wait(self) -> float:
-        """Block until the reflector waits on the clock; return how long it waits.
-
-        Waiters whose time already came (about to wake after a step) do not count.
-        """
-        assert wait_for(lambda: any(w > 0 for w in self.clock.waiters()), TIMEOUT)
-        return next(w for w in self.clock.waiters() if w > 0)
-
-    def step_backoff(self) -> float:
-        delay = self.backoff_wait()
-        self.clock.step(delay)
-        return delay
-
     def stop(self) -> None:
         self.ctx.cancel()
         self.script.closed.set()
@@ -150,10 +131,6 @@ def rv_of(store: Indexer, key: str) -> str:
     return str(obj["metadata"]["resourceVersion"])
 
 
-def names(store: Indexer) -> list[str]:
-    return sorted(obj["metadata"]["name"] for obj in store.list())
-
-
 def test_first_list_is_at_zero_and_the_watch_starts_at_the_list_version(harness: Harness) -> None:
     listed = harness.script.list_and_answer([cm("a", "90"), cm("b", "95")], "100")
     assert listed.resource_version == "0"
@@ -162,7 +139,7 @@ def test_first_list_is_at_zero_and_the_watch_starts_at_the_list_version(harness:
     assert options.resource_version == "100"
     assert options.allow_watch_bookmarks is True
     assert options.timeout_seconds is not None and 300 <= options.timeout_seconds < 600
-    assert names(harness.store) == ["a", "b"]
+    assert names(harness.store.list()) == ["a", "b"]
     assert harness.store.last_store_sync_resource_version() == "100"
     assert harness.reflector.last_sync_resource_version() == "100"
     assert harness.reflector.has_synced_once()
@@ -171,25 +148,25 @@ def test_first_list_is_at_zero_and_the_watch_starts_at_the_list_version(harness:
 def test_listed_objects_without_a_name_are_logged_and_left_out_of_the_store(
     harness: Harness, caplog: pytest.LogCaptureFixture
 ) -> None:
-    nameless = {"metadata": {"namespace": "default", "resourceVersion": "91"}}
+    nameless = {"metadata": {"namespace": "ns", "resourceVersion": "91"}}
     blank = cm("", "92")
     with caplog.at_level(logging.WARNING, logger="kinformer"):
         harness.script.list_and_answer([cm("a", "90"), nameless, blank, cm("b", "95")], "100")
         harness.script.watch_and_answer()
-    assert names(harness.store) == ["a", "b"]
+    assert names(harness.store.list()) == ["a", "b"]
     assert "2 listed objects without metadata.name; skipped" in caplog.text
 
 
 def test_listed_model_objects_are_kept_by_name_and_a_name_that_is_not_a_string_is_skipped(
     harness: Harness, caplog: pytest.LogCaptureFixture
 ) -> None:
-    named = V1ConfigMap(metadata=V1ObjectMeta(name="model", namespace="default", resource_version="91"))
-    unnamed = V1ConfigMap(metadata=V1ObjectMeta(namespace="default", resource_version="92"))
-    numbered = {"metadata": {"name": 5, "namespace": "default", "resourceVersion": "93"}}
+    named = V1ConfigMap(metadata=V1ObjectMeta(name="model", namespace="ns", resource_version="91"))
+    unnamed = V1ConfigMap(metadata=V1ObjectMeta(namespace="ns", resource_version="92"))
+    numbered = {"metadata": {"name": 5, "namespace": "ns", "resourceVersion": "93"}}
     with caplog.at_level(logging.WARNING, logger="kinformer"):
         harness.script.list_and_answer([cm("a", "90"), named, unnamed, numbered], "100")
         harness.script.watch_and_answer()
-    assert sorted(harness.store.list_keys()) == ["default/a", "default/model"]
+    assert sorted(harness.store.list_keys()) == ["ns/a", "ns/model"]
     assert "2 listed objects without metadata.name; skipped" in caplog.text
 
 
@@ -200,14 +177,14 @@ def test_watch_events_without_a_name_metadata_or_known_type_are_skipped_and_keep
     _options, watch = harness.script.watch_and_answer()
     with caplog.at_level(logging.WARNING, logger="kinformer"):
         watch.add(cm("a", "103"))
-        watch.add({"metadata": {"namespace": "default", "resourceVersion": "150"}})
+        watch.add({"metadata": {"namespace": "ns", "resourceVersion": "150"}})
         watch.send(WatchEvent("ADDED", "not an object"))
         watch.send(WatchEvent("SHRUG", cm("b", "160")))
         harness.clock.step(2.0)
         watch.end()
         rewatch = harness.script.expect("watch")
     assert rewatch.resource_version == "103"
-    assert names(harness.store) == ["a"]
+    assert names(harness.store.list()) == ["a"]
     assert "ADDED event without a name; skipped" in caplog.text
     assert "ADDED event without metadata; skipped" in caplog.text
     assert "SHRUG event of unknown type; skipped" in caplog.text
@@ -233,8 +210,8 @@ def test_watch_events_reach_the_store_and_advance_the_version(harness: Harness) 
     watch.end()
     options, _next = harness.script.watch_and_answer()
     assert options.resource_version == "110"
-    assert names(harness.store) == ["a"]
-    assert rv_of(harness.store, "default/a") == "102"
+    assert names(harness.store.list()) == ["a"]
+    assert rv_of(harness.store, "ns/a") == "102"
 
 
 def test_a_store_error_on_one_event_is_logged_and_the_watch_goes_on(
@@ -256,7 +233,7 @@ def test_a_store_error_on_one_event_is_logged_and_the_watch_goes_on(
             watch.end()
             h.clock.step(2.0)
             assert h.script.expect("watch").resource_version == "102"
-        assert fifo.list_keys() == ["default/good"]
+        assert fifo.list_keys() == ["ns/good"]
         assert "store failed on ADDED event" in caplog.text
     finally:
         h.stop()
@@ -303,7 +280,7 @@ def test_a_store_failing_to_take_a_version_is_logged_and_the_version_still_advan
             watch.add(cm("a", "101"))
             assert wait_for(lambda: h.reflector.last_sync_resource_version() == "101", TIMEOUT)
             assert wait_for(lambda: "failed to take rv 101" in caplog.text, TIMEOUT)
-        assert names(store) == ["a"]
+        assert names(store.list()) == ["a"]
     finally:
         h.stop()
 
@@ -337,7 +314,7 @@ def test_an_expired_watch_relists_at_the_last_version_then_at_empty_if_that_expi
     _options, watch = harness.script.watch_and_answer()
     watch.modify(cm("a", "105"))
     watch.error(status(410, "Expired"))
-    assert harness.step_backoff() == pytest.approx(0.8)
+    assert step_when_waiting(harness.clock) == pytest.approx(0.8)
     relist = harness.script.expect("list")
     assert relist.resource_version == "105"
     assert relist.limit is None  # a list at a real version is served whole from the watch cache
@@ -348,7 +325,7 @@ def test_an_expired_watch_relists_at_the_last_version_then_at_empty_if_that_expi
     harness.script.answer(ListResult([cm("c", "300")], "300"))
     options, _watch = harness.script.watch_and_answer()
     assert options.resource_version == "300"
-    assert names(harness.store) == ["c"]
+    assert names(harness.store.list()) == ["c"]
 
 
 def test_a_version_the_server_refuses_is_listed_past_at_the_current_version(
@@ -362,7 +339,7 @@ def test_a_version_the_server_refuses_is_listed_past_at_the_current_version(
     rewatch = harness.script.expect("watch")
     assert rewatch.resource_version == "not-a-version"
     harness.script.answer(errors.BadRequestError(400, "BadRequest", "invalid resource version"))
-    assert harness.step_backoff() == pytest.approx(0.8)
+    assert step_when_waiting(harness.clock) == pytest.approx(0.8)
     relist = harness.script.expect("list")
     assert relist.resource_version == "not-a-version"
     harness.script.answer(errors.BadRequestError(400, "BadRequest", "invalid resource version"))
@@ -371,14 +348,14 @@ def test_a_version_the_server_refuses_is_listed_past_at_the_current_version(
     harness.script.answer(ListResult([cm("a", "300")], "300"))
     options, _watch = harness.script.watch_and_answer()
     assert options.resource_version == "300"
-    assert rv_of(harness.store, "default/a") == "300"
+    assert rv_of(harness.store, "ns/a") == "300"
 
 
 def test_a_very_short_watch_relists_after_backoff(harness: Harness) -> None:
     harness.script.list_and_answer([], "100")
     _options, watch = harness.script.watch_and_answer()
     watch.end()
-    assert harness.step_backoff() == pytest.approx(0.8)
+    assert step_when_waiting(harness.clock) == pytest.approx(0.8)
     assert isinstance(harness.reflector.last_error(), errors.VeryShortWatchError)
     assert harness.script.list_and_answer([], "100").resource_version == "100"
     harness.script.watch_and_answer()
@@ -391,7 +368,7 @@ def test_a_refused_watch_start_backs_off_and_watches_again_without_listing(
     harness.script.list_and_answer([], "100")
     harness.script.expect("watch")
     harness.script.answer(errors.ConnectionRefusedAPIError("connection refused"))
-    assert harness.step_backoff() == pytest.approx(0.8)
+    assert step_when_waiting(harness.clock) == pytest.approx(0.8)
     assert harness.script.expect("watch").resource_version == "100"
     harness.script.answer(ChannelWatch())
 
@@ -400,11 +377,11 @@ def test_429_on_watch_start_or_mid_watch_backs_off_and_watches_again(harness: Ha
     harness.script.list_and_answer([], "100")
     harness.script.expect("watch")
     harness.script.answer(errors.TooManyRequestsError(429, "TooManyRequests"))
-    assert harness.step_backoff() == pytest.approx(0.8)
+    assert step_when_waiting(harness.clock) == pytest.approx(0.8)
     _options, watch = harness.script.watch_and_answer()
     watch.modify(cm("a", "101"))
     watch.error(status(429, "TooManyRequests"))
-    assert harness.step_backoff() == pytest.approx(1.6)
+    assert step_when_waiting(harness.clock) == pytest.approx(1.6)
     options, _watch = harness.script.watch_and_answer()
     assert options.resource_version == "101"
     assert isinstance(harness.reflector.last_error(), errors.TooManyRequestsError)
@@ -415,20 +392,20 @@ def test_backoff_doubles_to_the_cap_while_the_list_keeps_failing(harness: Harnes
     for _ in range(8):
         harness.script.expect("list")
         harness.script.answer(errors.ServerError(500, "InternalError"))
-        waits.append(harness.step_backoff())
+        waits.append(step_when_waiting(harness.clock))
     assert waits == pytest.approx([0.8, 1.6, 3.2, 6.4, 12.8, 25.6, 30.0, 30.0])
 
 
 def test_backoff_starts_over_after_two_quiet_minutes(harness: Harness) -> None:
     harness.script.expect("list")
     harness.script.answer(errors.ServerError(500, "InternalError"))
-    harness.step_backoff()
+    step_when_waiting(harness.clock)
     harness.script.list_and_answer([], "100")
     _options, watch = harness.script.watch_and_answer()
     watch.modify(cm("a", "101"))
     harness.clock.step(121.0)
     watch.error(status(500, "InternalError"))
-    assert harness.step_backoff() == pytest.approx(0.8)
+    assert step_when_waiting(harness.clock) == pytest.approx(0.8)
 
 
 def test_a_continuation_page_that_expired_falls_back_to_one_full_list(harness: Harness) -> None:
@@ -443,7 +420,7 @@ def test_a_continuation_page_that_expired_falls_back_to_one_full_list(harness: H
     assert (full.resource_version, full.limit, full.continue_token) == ("0", None, None)
     harness.script.answer(ListResult([cm("a", "1"), cm("b", "2")], "120"))
     assert harness.script.watch_and_answer()[0].resource_version == "120"
-    assert names(harness.store) == ["a", "b"]
+    assert names(harness.store.list()) == ["a", "b"]
 
 
 def test_all_pages_are_stored_with_the_first_pages_version(harness: Harness) -> None:
@@ -454,7 +431,7 @@ def test_all_pages_are_stored_with_the_first_pages_version(harness: Harness) -> 
     harness.script.expect("list")
     harness.script.answer(ListResult([cm("c", "3")], "100", ""))
     assert harness.script.watch_and_answer()[0].resource_version == "100"
-    assert names(harness.store) == ["a", "b", "c"]
+    assert names(harness.store.list()) == ["a", "b", "c"]
     assert harness.store.last_store_sync_resource_version() == "100"
 
 
@@ -464,7 +441,7 @@ def test_after_a_paginated_list_at_zero_relists_keep_paging(harness: Harness) ->
     harness.script.list_and_answer([cm("b", "2")], "100")
     _options, watch = harness.script.watch_and_answer()
     watch.end()
-    harness.step_backoff()
+    step_when_waiting(harness.clock)
     relist = harness.script.list_and_answer([], "100")
     assert (relist.resource_version, relist.limit) == ("100", 500)
 
@@ -494,7 +471,7 @@ def test_list_errors_reach_the_handler_and_last_error_until_the_next_list() -> N
     try:
         h.script.expect("list")
         h.script.answer(errors.ForbiddenError(403, "Forbidden", "configmaps is forbidden"))
-        h.step_backoff()
+        step_when_waiting(h.clock)
         assert [type(e) for e in seen] == [errors.ForbiddenError]
         assert isinstance(h.reflector.last_error(), errors.ForbiddenError)
         h.script.list_and_answer([], "7")
@@ -517,7 +494,7 @@ def test_an_unexpected_crash_is_logged_and_the_reflector_retries_after_backoff(
     with caplog.at_level(logging.ERROR, logger="kinformer.reflector.reflector"):
         harness.script.expect("list")
         harness.script.answer(RuntimeError("bug in a list function"))
-        assert harness.step_backoff() == pytest.approx(0.8)
+        assert step_when_waiting(harness.clock) == pytest.approx(0.8)
         harness.script.list_and_answer([cm("a", "1")], "5")
     assert any("unexpected" in r.getMessage() and r.exc_info for r in caplog.records)
     assert harness.script.watch_and_answer()[0].resource_version == "5"
@@ -534,15 +511,12 @@ def test_stop_closes_a_blocked_watch_and_run_returns(harness: Harness) -> None:
 
 def test_run_accepts_a_threading_event_as_stop() -> None:
     h = Harness()
-    stop = threading.Event()
-    thread = threading.Thread(target=h.reflector.run, args=(stop,))
-    thread.start()
-    h.script.list_and_answer([], "1")
-    h.script.watch_and_answer()
-    stop.set()
-    thread.join(TIMEOUT)
-    h.script.closed.set()
-    assert not thread.is_alive()
+    try:
+        with running(h.reflector.run, threading.Event()):
+            h.script.list_and_answer([], "1")
+            h.script.watch_and_answer()
+    finally:
+        h.script.closed.set()
 
 
 def test_the_resync_timer_resyncs_the_fifo_every_period_while_watching() -> None:
@@ -560,10 +534,9 @@ def test_the_resync_timer_resyncs_the_fifo_every_period_while_watching() -> None
         h.script.watch_and_answer()
         popped = fifo.pop(lambda deltas, initial: known.add(deltas[-1].object), timeout=TIMEOUT)
         assert popped[-1].type == DeltaType.REPLACED
-        assert h.backoff_wait() == pytest.approx(10.0)
-        h.clock.step(10.0)  # first check: should_resync says no
+        assert step_when_waiting(h.clock) == pytest.approx(10.0)  # first check: should_resync says no
         assert wait_for(lambda: len(asked) == 1)
-        assert h.backoff_wait() == pytest.approx(10.0)
+        assert clock_waits(h.clock, 10.0)
         assert fifo.list_keys() == []
         h.clock.step(10.0)  # second check: yes
         popped = fifo.pop(None, timeout=TIMEOUT)
@@ -592,8 +565,8 @@ def test_watch_list_streams_the_initial_state_then_keeps_watching_without_a_list
         assert next_watch.resource_version == "70"
         assert not next_watch.send_initial_events
         h.script.answer(ChannelWatch())
-        assert names(h.store) == ["a", "b"]
-        assert rv_of(h.store, "default/a") == "60"
+        assert names(h.store.list()) == ["a", "b"]
+        assert rv_of(h.store, "ns/a") == "60"
         assert h.store.last_store_sync_resource_version() in ("50", "60", "70")
     finally:
         h.stop()
@@ -604,7 +577,7 @@ def test_watch_list_falls_back_to_a_list_when_the_end_bookmark_never_comes() -> 
     try:
         _options, watch = h.script.watch_and_answer()
         watch.add(cm("a", "10"))
-        assert h.backoff_wait() == pytest.approx(10.0)  # the first "still waiting" warning
+        assert clock_waits(h.clock, 10.0)  # the first "still waiting" warning
         h.clock.step(30.0)
         listed = h.script.expect("list")
         assert listed.resource_version == "0"
@@ -613,7 +586,7 @@ def test_watch_list_falls_back_to_a_list_when_the_end_bookmark_never_comes() -> 
         h.script.answer(ListResult([cm("a", "10"), cm("b", "11")], "80"))
         assert h.script.watch_and_answer()[0].resource_version == "80"
         assert h.reflector.last_error() is None
-        assert names(h.store) == ["a", "b"]
+        assert names(h.store.list()) == ["a", "b"]
     finally:
         h.stop()
 
@@ -636,7 +609,7 @@ def expired_and_backing_off(h: Harness) -> None:
     that wait instead of the backoff's would time the stream out.
     """
     assert wait_for(lambda: errors.is_expired(h.reflector.last_error()), TIMEOUT)
-    assert h.step_backoff() == pytest.approx(0.8)
+    assert step_when_waiting(h.clock) == pytest.approx(0.8)
 
 
 def test_watch_list_stores_the_final_state_of_its_initial_events() -> None:
@@ -650,8 +623,8 @@ def test_watch_list_stores_the_final_state_of_its_initial_events() -> None:
         assert h.store.list() == []  # nothing is stored before the end bookmark
         watch.send(WatchEvent("BOOKMARK", bookmark("20", end=True)))
         assert wait_for(h.reflector.has_synced_once, TIMEOUT)
-        assert names(h.store) == ["a"]
-        assert rv_of(h.store, "default/a") == "12"
+        assert names(h.store.list()) == ["a"]
+        assert rv_of(h.store, "ns/a") == "12"
         assert h.reflector.last_sync_resource_version() == "20"
     finally:
         h.stop()
@@ -664,11 +637,11 @@ def test_watch_list_initial_events_are_checked_as_watch_events_are(
     try:
         with caplog.at_level(logging.WARNING, logger="kinformer"):
             _options, watch = h.script.watch_and_answer()
-            watch.add({"metadata": {"namespace": "default", "resourceVersion": "5"}})
+            watch.add({"metadata": {"namespace": "ns", "resourceVersion": "5"}})
             watch.add(cm("a", "10"))
             watch.send(WatchEvent("BOOKMARK", bookmark("20", end=True)))
             assert wait_for(h.reflector.has_synced_once, TIMEOUT)
-        assert names(h.store) == ["a"]
+        assert names(h.store.list()) == ["a"]
         assert "ADDED event without a name; skipped" in caplog.text
     finally:
         h.stop()
@@ -679,7 +652,7 @@ def test_a_refused_watch_list_backs_off_and_streams_again_without_a_list() -> No
     try:
         h.script.expect("watch")
         h.script.answer(errors.ConnectionRefusedAPIError("connection refused"))
-        assert h.step_backoff() == pytest.approx(0.8)
+        assert step_when_waiting(h.clock) == pytest.approx(0.8)
         assert h.script.expect("watch").send_initial_events is True
         h.script.answer(ChannelWatch())
         assert isinstance(h.reflector.last_error(), errors.ConnectionRefusedAPIError)
@@ -719,7 +692,7 @@ def test_an_expired_error_event_in_the_initial_events_streams_again_from_the_cur
         assert fresh.resource_version in ("", None) and fresh.send_initial_events is True
         final.add(cm("b", "70"))
         final.send(WatchEvent("BOOKMARK", bookmark("80", end=True)))
-        assert wait_for(lambda: names(h.store) == ["b"], TIMEOUT)
+        assert wait_for(lambda: names(h.store.list()) == ["b"], TIMEOUT)
     finally:
         h.stop()
 
@@ -731,7 +704,7 @@ def test_a_watch_list_start_refused_for_good_falls_back_to_a_list() -> None:
         h.script.answer(errors.ForbiddenError(403, "Forbidden", "watch is not allowed"))
         h.script.list_and_answer([cm("a", "1")], "9")
         assert h.script.watch_and_answer()[0].resource_version == "9"
-        assert names(h.store) == ["a"]
+        assert names(h.store.list()) == ["a"]
     finally:
         h.stop()
 
@@ -747,7 +720,7 @@ def test_a_watch_list_closed_before_its_end_bookmark_streams_again() -> None:
         assert h.store.list() == []  # the half stream was not stored
         stream.add(cm("b", "11"))
         stream.send(WatchEvent("BOOKMARK", bookmark("20", end=True)))
-        assert wait_for(lambda: names(h.store) == ["b"], TIMEOUT)
+        assert wait_for(lambda: names(h.store.list()) == ["b"], TIMEOUT)
     finally:
         h.stop()
 
@@ -762,7 +735,7 @@ def test_internal_errors_on_a_watch_are_retried_in_place_within_the_configured_w
         assert not h.clock.has_waiters()
         h.clock.step(31.0)
         watch.error(status(500, "InternalError"))
-        assert h.step_backoff() == pytest.approx(0.8)  # past the window: relist
+        assert step_when_waiting(h.clock) == pytest.approx(0.8)  # past the window: relist
         assert h.script.list_and_answer([], "100").resource_version == "100"
     finally:
         h.stop()
@@ -772,7 +745,7 @@ def test_internal_errors_on_a_watch_relist_by_default(harness: Harness) -> None:
     harness.script.list_and_answer([], "100")
     _options, watch = harness.script.watch_and_answer()
     watch.error(status(500, "InternalError"))
-    assert harness.step_backoff() == pytest.approx(0.8)
+    assert step_when_waiting(harness.clock) == pytest.approx(0.8)
     harness.script.list_and_answer([], "100")
 
 
@@ -784,9 +757,8 @@ def test_a_failing_resync_check_ends_the_watch_and_relists() -> None:
     try:
         h.script.list_and_answer([], "1")
         _options, watch = h.script.watch_and_answer()
-        assert h.backoff_wait() == pytest.approx(5.0)
-        h.clock.step(5.0)
-        assert h.step_backoff() == pytest.approx(0.8)
+        assert step_when_waiting(h.clock) == pytest.approx(5.0)
+        assert step_when_waiting(h.clock) == pytest.approx(0.8)
         assert watch.closed
         assert isinstance(h.reflector.last_error(), RuntimeError)
         h.script.list_and_answer([], "1")
