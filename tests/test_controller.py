@@ -7,6 +7,7 @@ import threading
 from collections.abc import Callable, Iterator
 
 import pytest
+from helpers import clock_waits
 
 from kinformer import Context, errors
 from kinformer.cache.store import DeletedFinalStateUnknown
@@ -34,11 +35,6 @@ class Recorder:
 
     def next_call(self) -> str:
         return self.calls.get(timeout=TIMEOUT)
-
-
-def delayed(clock: FakeClock, seconds: float) -> bool:
-    """Wait until the queue's delaying loop sleeps with ``seconds`` left on ``clock``."""
-    return wait_for(lambda: seconds in clock.waiters())
 
 
 def succeed(key: str) -> None:
@@ -98,11 +94,11 @@ def test_a_failed_reconcile_is_retried_with_backoff(running: Running, recorder: 
     recorder.outcomes = [fail, fail]
     running.controller.enqueue("default/a")
     assert recorder.next_call() == "default/a"
-    assert delayed(running.clock, 1.0)
+    assert clock_waits(running.clock, 1.0)
     assert running.queue.num_requeues("default/a") == 1
     running.clock.step(1.0)
     assert recorder.next_call() == "default/a"
-    assert delayed(running.clock, 2.0)  # second failure: now waits 2 s
+    assert clock_waits(running.clock, 2.0)  # second failure: now waits 2 s
     assert running.queue.num_requeues("default/a") == 2
     running.clock.step(2.0)
     assert recorder.next_call() == "default/a"
@@ -123,7 +119,7 @@ def test_requeue_after_reconciles_the_key_again_after_the_delay(running: Running
     recorder.outcomes = [requeue_after(30.0)]
     running.controller.enqueue("default/a")
     assert recorder.next_call() == "default/a"
-    assert delayed(running.clock, 30.0)
+    assert clock_waits(running.clock, 30.0)
     running.clock.step(30.0)
     assert recorder.next_call() == "default/a"
 

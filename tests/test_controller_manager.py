@@ -163,10 +163,6 @@ class Running:
         self.thread.join(TIMEOUT)
         assert not self.thread.is_alive()
 
-    def polling(self) -> bool:
-        """Wait until the manager scheduled its look-again timer."""
-        return wait_for(lambda: 1.0 in self.clock.waiters(), TIMEOUT)
-
 
 @pytest.fixture
 def served() -> Served:
@@ -191,13 +187,13 @@ def test_a_controller_runs_exactly_while_its_resources_are_synced_and_restarts_f
     served.serve(GADGETS, synced=False)
     running = Running(served, {"widgets": ManagedController([WIDGETS, GADGETS], factory.create)})
     try:
-        assert running.polling()  # gadgets served but not synced: look again in 1 s
+        assert helpers.clock_waits(running.clock, 1.0)  # gadgets served but not synced: look again in 1 s
         assert factory.instances == []
         assert running.manager.running_controllers() == set()
         looks = served.looks
         running.clock.step(1.0)
         assert wait_for(lambda: served.looks > looks)
-        assert running.polling()
+        assert helpers.clock_waits(running.clock, 1.0)
         assert factory.instances == []
 
         served.serve(GADGETS, synced=True)
@@ -244,7 +240,7 @@ def test_a_controller_falling_out_of_sync_is_stopped_and_polled_back(
     first = factory.started(1)
     served.serve(GADGETS, synced=False)
     served.notify()
-    assert running.polling()
+    assert helpers.clock_waits(running.clock, 1.0)
     assert first.stopped()
     assert running.manager.running_controllers() == set()
     served.serve(GADGETS, synced=True)
