@@ -17,6 +17,7 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
+from helpers import cm
 
 from kinformer import errors
 from kinformer.cache.store import DeletedFinalStateUnknown
@@ -30,10 +31,6 @@ CONFIGMAPS = GroupVersionResource("", "v1", "configmaps")
 TIMEOUT = 5.0
 BACKOFF_STEP = 2.0  # seconds of fake time past the first backoff (0.8 s, jittered below 1.6 s)
 NO_HOT_LOOP = 0.1  # real seconds during which the stopped fake clock must see no relist
-
-
-def configmap(name: str) -> dict[str, Any]:
-    return {"metadata": {"name": name, "namespace": "default"}, "data": {"v": name}}
 
 
 def line(event: dict[str, Any]) -> bytes:
@@ -103,7 +100,7 @@ class Running:
         """The reflector waits on the clock and lists nothing until the backoff is stepped past."""
         assert self.clock.wait_for_waiters(1, TIMEOUT), "no backoff wait"
         lists = self.lists()
-        self.server.create(CONFIGMAPS, configmap("while-backing-off"))
+        self.server.create(CONFIGMAPS, cm("while-backing-off", None, "default"))
         assert not wait_for(lambda: self.lists() > lists, NO_HOT_LOOP), "relisted without backing off"
         self.clock.step(BACKOFF_STEP)
         assert wait_for(lambda: self.lists() > lists, TIMEOUT), "never relisted"
@@ -171,7 +168,7 @@ def test_a_broken_watch_is_a_logged_typed_error_then_a_relist_after_backoff(
     running: Running, apiserver: FakeAPIServer, caplog: pytest.LogCaptureFixture, fault: str
 ) -> None:
     inject, error_type, words = WATCH_FAULTS[fault]
-    apiserver.create(CONFIGMAPS, configmap("before"))
+    apiserver.create(CONFIGMAPS, cm("before", None, "default"))
     assert running.informer.wait_for_sync(timeout=TIMEOUT)
     assert apiserver.wait_for_watchers(CONFIGMAPS, 1, TIMEOUT)
     with caplog.at_level(logging.WARNING):
@@ -191,7 +188,7 @@ def test_a_broken_watch_is_a_logged_typed_error_then_a_relist_after_backoff(
 def test_a_resource_version_the_server_cannot_take_back_is_relisted_past(
     running: Running, apiserver: FakeAPIServer
 ) -> None:
-    apiserver.create(CONFIGMAPS, configmap("before"))
+    apiserver.create(CONFIGMAPS, cm("before", None, "default"))
     assert running.informer.wait_for_sync(timeout=TIMEOUT)
     assert apiserver.wait_for_watchers(CONFIGMAPS, 1, TIMEOUT)
     odd = {"type": "ADDED", "object": {"kind": "ConfigMap", "apiVersion": "v1", "metadata": {
@@ -227,7 +224,7 @@ def test_a_broken_list_is_a_logged_decode_error_and_nothing_of_it_is_cached(
     apiserver: FakeAPIServer, api_client: Any, caplog: pytest.LogCaptureFixture, body: str
 ) -> None:
     data, words = LIST_BODIES[body]
-    apiserver.create(CONFIGMAPS, configmap("before"))
+    apiserver.create(CONFIGMAPS, cm("before", None, "default"))
     apiserver.corrupt_next(data, verb="list", resource="configmaps")
     with caplog.at_level(logging.WARNING):
         run = Running(apiserver, api_client)

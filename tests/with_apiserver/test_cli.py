@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import IO, Any
 
 import pytest
+from helpers import cm
 
 from kinformer import cli
 from kinformer.cli import watch as _watch
@@ -27,10 +28,6 @@ TIMEOUT = 30.0  # seconds any one command may take before the test fails
 def kinformer(*args: str, timeout: float = TIMEOUT) -> subprocess.CompletedProcess[str]:
     return subprocess.run([sys.executable, "-m", "kinformer", *args], capture_output=True, text=True,
                           timeout=timeout, stdin=subprocess.DEVNULL)
-
-
-def configmap(name: str, namespace: str = "default") -> dict[str, object]:
-    return {"metadata": {"name": name, "namespace": namespace}, "data": {"k": "v"}}
 
 
 @pytest.fixture
@@ -120,8 +117,8 @@ def test_watch_once_on_the_embedded_server_prints_the_seeded_table() -> None:
 def test_watch_once_across_namespaces_adds_a_namespace_column(
     apiserver: FakeAPIServer, kubeconfig: str,
 ) -> None:
-    apiserver.create(CONFIGMAPS, configmap("a", "kube-system"))
-    made = apiserver.create(CONFIGMAPS, configmap("b"))
+    apiserver.create(CONFIGMAPS, cm("a", None, "kube-system"))
+    made = apiserver.create(CONFIGMAPS, cm("b", None, "default"))
     result = kinformer("watch", "configmap", "-A", "--once", "--kubeconfig", kubeconfig)
     assert result.returncode == 0, result.stderr
     rows = [line.split() for line in result.stdout.splitlines()]
@@ -133,11 +130,11 @@ def test_watch_once_across_namespaces_adds_a_namespace_column(
 def test_watch_prints_a_line_for_each_change_made_while_it_runs(
     apiserver: FakeAPIServer, watching: tuple[subprocess.Popen[str], Lines],
 ) -> None:
-    apiserver.create(CONFIGMAPS, configmap("before"))
+    apiserver.create(CONFIGMAPS, cm("before", None, "default"))
     process, lines = watching
     assert apiserver.wait_for_watchers(CONFIGMAPS, 1, timeout=15.0)
-    made = apiserver.create(CONFIGMAPS, configmap("during"))
-    changed = apiserver.update(CONFIGMAPS, {**configmap("during"), "data": {"k": "w"}})
+    made = apiserver.create(CONFIGMAPS, cm("during", None, "default", data={"k": "v"}))
+    changed = apiserver.update(CONFIGMAPS, cm("during", None, "default", data={"k": "w"}))
     apiserver.delete(CONFIGMAPS, "default", "during")
     assert lines.next_matching("default/during").split() == [
         "ADDED", "default/during", made["metadata"]["resourceVersion"]]
@@ -254,8 +251,8 @@ def test_in_a_pod_without_a_kubeconfig_watch_uses_the_service_account(
         monkeypatch.setenv("KUBERNETES_SERVICE_HOST", "127.0.0.1")
         monkeypatch.setenv("KUBERNETES_SERVICE_PORT", str(server.port))
         server.create(GroupVersionResource("", "v1", "namespaces"), {"metadata": {"name": "team-a"}})
-        server.create(CONFIGMAPS, configmap("mine", "team-a"))
-        server.create(CONFIGMAPS, configmap("elsewhere"))
+        server.create(CONFIGMAPS, cm("mine", None, "team-a"))
+        server.create(CONFIGMAPS, cm("elsewhere", None, "default"))
         assert cli.main(["watch", "cm", "--once"]) == 0
     rows = [line.split() for line in capsys.readouterr().out.splitlines()]
     assert [row[0] for row in rows[1:]] == ["mine"]  # the pod's namespace by default

@@ -26,7 +26,6 @@ from kinformer.cache.store import Indexer
 from kinformer.client.interface import ListOptions, WatchEvent, error_from_event
 from kinformer.client.listwatch import ListWatch
 from kinformer.client.resource import HTTPWatch
-from kinformer.context import Context
 from kinformer.gvr import GroupVersionResource
 from kinformer.reflector.reflector import Reflector
 from kinformer.testing import FakeAPIServer, wait_for
@@ -119,10 +118,6 @@ def client_for(url: str, token: str | None = None) -> kubernetes.client.ApiClien
     return kubernetes.client.ApiClient(cfg)
 
 
-def cm(name: str, rv: str) -> dict[str, Any]:
-    return {"metadata": {"name": name, "namespace": "default", "resourceVersion": rv}}
-
-
 def line(event_type: str, obj: Any) -> bytes:
     return json.dumps({"type": event_type, "object": obj}).encode() + b"\n"
 
@@ -134,7 +129,7 @@ def test_list_decodes_items_as_dicts_and_sends_the_options(
         "kind": "ConfigMapList",
         "apiVersion": "v1",
         "metadata": {"resourceVersion": "42", "continue": "next-page"},
-        "items": [cm("a", "40"), cm("b", "41")],
+        "items": [helpers.cm("a", 40, typed=False), helpers.cm("b", 41, typed=False)],
     }
     server.responder = lambda h: h.send_body(200, json.dumps(body).encode())
     lw = ListWatch.for_resource(
@@ -222,9 +217,8 @@ def test_a_refused_connection_is_a_connection_refused_error() -> None:
 def test_watch_lines_are_reassembled_across_chunk_boundaries(
     server: ScriptedServer, json_backend: str
 ) -> None:
-    first, second, third = line("ADDED", cm("a", "1")), line("MODIFIED", cm("a", "2")), line(
-        "BOOKMARK", {"kind": "ConfigMap", "metadata": {"resourceVersion": "3"}}
-    )
+    first, second = line("ADDED", helpers.cm("a", 1)), line("MODIFIED", helpers.cm("a", 2))
+    third = line("BOOKMARK", {"kind": "ConfigMap", "metadata": {"resourceVersion": "3"}})
 
     def respond(h: _Handler) -> None:
         h.start_chunked()
@@ -248,7 +242,7 @@ def test_watch_lines_are_reassembled_across_chunk_boundaries(
 
 @pytest.mark.parametrize(
     "bad",
-    [b"{not json\n", line("SNAPSHOT", cm("b", "3")), line("ADDED", {"metadata": {}})],
+    [b"{not json\n", line("SNAPSHOT", helpers.cm("b", "3")), line("ADDED", {"metadata": {}})],
     ids=["malformed", "unknown-type", "no-name"],
 )
 def test_a_bad_watch_line_ends_the_watch_with_a_decode_error(
@@ -256,7 +250,7 @@ def test_a_bad_watch_line_ends_the_watch_with_a_decode_error(
 ) -> None:
     def respond(h: _Handler) -> None:
         h.start_chunked()
-        h.chunk(line("ADDED", cm("a", "1")) + bad + line("ADDED", cm("c", "4")))
+        h.chunk(line("ADDED", helpers.cm("a", "1")) + bad + line("ADDED", helpers.cm("c", "4")))
         h.end_chunked()
 
     server.responder = respond
@@ -285,7 +279,7 @@ def test_an_error_event_carries_the_status_as_a_typed_error(server: ScriptedServ
 
 def silent_watch(h: _Handler) -> None:
     h.start_chunked()
-    h.chunk(line("ADDED", cm("a", "1")))
+    h.chunk(line("ADDED", helpers.cm("a", "1")))
     h.server.release.wait(10)
 
 
@@ -367,7 +361,11 @@ def test_watch_on_fake_apiserver_delivers_writes_and_closes_from_another_thread(
 
 
 def test_a_reflector_reestablishes_a_watch_that_went_silent(server: ScriptedServer) -> None:
-    listing = {"kind": "ConfigMapList", "metadata": {"resourceVersion": "5"}, "items": [cm("a", "5")]}
+    listing = {
+        "kind": "ConfigMapList",
+        "metadata": {"resourceVersion": "5"},
+        "items": [helpers.cm("a", 5, typed=False)],
+    }
 
     def respond(h: _Handler) -> None:
         if "watch=true" in h.path:
@@ -385,16 +383,9 @@ def test_a_reflector_reestablishes_a_watch_that_went_silent(server: ScriptedServ
         backoff=BackoffManager(Backoff(duration=0.01, cap=0.05)),
         watch_error_handler=lambda r, e: seen.append(e),
     )
-    ctx = Context()
-    runner = threading.Thread(target=reflector.run, args=(ctx,), name="test-run")
-    runner.start()
-    try:
+    with helpers.running(reflector.run):
         assert wait_for(lambda: sum("watch=true" in p for p in server.paths) >= 2, 5)
         assert isinstance(seen[0], errors.TransportError)
-    finally:
-        ctx.cancel()
-        runner.join(5)
-    assert not runner.is_alive()
 
 
 # What follows was the acceptance suite's: it calls kinformer's public names only, with the

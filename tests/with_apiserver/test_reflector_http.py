@@ -12,6 +12,7 @@ from typing import Any
 
 import kubernetes
 import pytest
+from helpers import cm, cm_manifest
 
 from kinformer import errors
 from kinformer.backoff import Backoff, BackoffManager
@@ -25,10 +26,6 @@ from kinformer.testing import FakeAPIServer, wait_for
 
 CONFIGMAPS = GroupVersionResource("", "v1", "configmaps")
 TIMEOUT = 5.0
-
-
-def configmap(name: str, value: str = "1") -> dict[str, Any]:
-    return {"metadata": {"name": name, "namespace": "default"}, "data": {"v": value}}
 
 
 def fast_backoff() -> BackoffManager:
@@ -92,13 +89,13 @@ def list_requests(apiserver: FakeAPIServer) -> list[dict[str, str]]:
 def test_lists_then_follows_writes_made_through_the_official_client(
     apiserver: FakeAPIServer, api_client: Any, core: kubernetes.client.CoreV1Api
 ) -> None:
-    apiserver.bulk_create(CONFIGMAPS, [configmap(f"cm-{i}") for i in range(7)])
+    apiserver.bulk_create(CONFIGMAPS, [cm(f"cm-{i}", None, "default", data={"v": "1"}) for i in range(7)])
     r = Running(api_client)
     try:
         assert wait_for(lambda: len(r.store.list()) == 7, TIMEOUT)
         assert [q.get("resourceVersion") for q in list_requests(apiserver)] == ["0"]
         assert apiserver.wait_for_watchers(CONFIGMAPS, 1, TIMEOUT)
-        core.create_namespaced_config_map("default", configmap("new", "x"))
+        core.create_namespaced_config_map("default", cm_manifest("new", {"v": "x"}))
         core.patch_namespaced_config_map("cm-0", "default", {"data": {"v": "2"}})
         core.delete_namespaced_config_map("cm-1", "default")
         assert r.converges_to(apiserver)
@@ -111,7 +108,7 @@ def test_dropped_watches_and_compaction_end_with_the_cache_equal_to_the_server(
     apiserver: FakeAPIServer, running: Running, core: kubernetes.client.CoreV1Api
 ) -> None:
     for i in range(3):
-        core.create_namespaced_config_map("default", configmap(f"cm-{i}"))
+        core.create_namespaced_config_map("default", cm_manifest(f"cm-{i}", {"v": "1"}))
     assert running.converges_to(apiserver)
     assert apiserver.wait_for_watchers(CONFIGMAPS, 1, TIMEOUT)
     apiserver.drop_watches()
@@ -120,7 +117,7 @@ def test_dropped_watches_and_compaction_end_with_the_cache_equal_to_the_server(
     assert apiserver.wait_for_watchers(CONFIGMAPS, 1, TIMEOUT)
     apiserver.compact()
     apiserver.drop_watches()
-    core.create_namespaced_config_map("default", configmap("cm-9"))
+    core.create_namespaced_config_map("default", cm_manifest("cm-9", {"v": "1"}))
     core.delete_namespaced_config_map("cm-1", "default")
     assert running.converges_to(apiserver)
 
@@ -128,19 +125,19 @@ def test_dropped_watches_and_compaction_end_with_the_cache_equal_to_the_server(
 def test_a_garbage_watch_line_is_never_cached_and_the_reflector_recovers(
     apiserver: FakeAPIServer, running: Running, core: kubernetes.client.CoreV1Api
 ) -> None:
-    core.create_namespaced_config_map("default", configmap("a"))
+    core.create_namespaced_config_map("default", cm_manifest("a", {"v": "1"}))
     assert running.converges_to(apiserver)
     assert apiserver.wait_for_watchers(CONFIGMAPS, 1, TIMEOUT)
     apiserver.inject_watch_garbage(b'{"type": "ADDED", "object": {"metadata": {}}}')
     assert wait_for(lambda: any(isinstance(e, errors.DecodeError) for e in running.errors), TIMEOUT)
-    core.create_namespaced_config_map("default", configmap("b"))
+    core.create_namespaced_config_map("default", cm_manifest("b", {"v": "1"}))
     assert running.converges_to(apiserver)
 
 
 def test_forbidden_lists_are_visible_as_last_error_until_allowed(
     apiserver: FakeAPIServer, api_client: Any, core: kubernetes.client.CoreV1Api
 ) -> None:
-    core.create_namespaced_config_map("default", configmap("a"))
+    core.create_namespaced_config_map("default", cm_manifest("a", {"v": "1"}))
     apiserver.forbid("configmaps")
     r = Running(api_client)
     try:
@@ -165,11 +162,11 @@ def test_stop_returns_promptly_while_a_watch_is_open(apiserver: FakeAPIServer, a
 def test_watch_list_syncs_from_the_stream_without_a_list_request(
     apiserver: FakeAPIServer, api_client: Any, core: kubernetes.client.CoreV1Api
 ) -> None:
-    apiserver.bulk_create(CONFIGMAPS, [configmap(f"cm-{i}") for i in range(4)])
+    apiserver.bulk_create(CONFIGMAPS, [cm(f"cm-{i}", None, "default", data={"v": "1"}) for i in range(4)])
     r = Running(api_client, use_watch_list=True)
     try:
         assert r.converges_to(apiserver)
-        core.create_namespaced_config_map("default", configmap("late"))
+        core.create_namespaced_config_map("default", cm_manifest("late", {"v": "1"}))
         assert r.converges_to(apiserver)
         assert list_requests(apiserver) == []
     finally:
@@ -178,7 +175,7 @@ def test_watch_list_syncs_from_the_stream_without_a_list_request(
 
 def test_https_with_a_token_comes_from_the_api_client_configuration() -> None:
     with FakeAPIServer(token="s3cret") as server:
-        server.create(CONFIGMAPS, configmap("a"))
+        server.create(CONFIGMAPS, cm("a", None, "default"))
         client = server.api_client()
         try:
             result = ListWatch.for_resource(client, CONFIGMAPS, namespace="default").list(ListOptions())
@@ -191,7 +188,7 @@ def test_https_with_a_token_comes_from_the_api_client_configuration() -> None:
 
 
 def test_a_dynamic_client_is_accepted(apiserver: FakeAPIServer, api_client: Any) -> None:
-    apiserver.create(CONFIGMAPS, configmap("a"))
+    apiserver.create(CONFIGMAPS, cm("a", None, "default"))
     dynamic = kubernetes.dynamic.DynamicClient(api_client)
     result = ListWatch.for_resource(dynamic, CONFIGMAPS).list(ListOptions())
     assert [o["metadata"]["name"] for o in result.items] == ["a"]
