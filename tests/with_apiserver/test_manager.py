@@ -7,11 +7,10 @@ returns.
 
 from __future__ import annotations
 
-import queue
 import threading
 from typing import Any
 
-from helpers import crd
+from helpers import Recorder, client_threads, crd, create_cm, name_of
 from kubernetes import client as k8s
 
 from kinformer import Context, _threads
@@ -38,54 +37,24 @@ def create_widget(api_client: Any, name: str) -> None:
     )
 
 
-def create_cm(api_client: Any, name: str, namespace: str = "default") -> None:
-    k8s.CoreV1Api(api_client).create_namespaced_config_map(
-        namespace, {"metadata": {"name": name}, "data": {"k": "v"}}
-    )
-
-
-class Recorder:
-    """A handler that records ``(event, name)`` pairs and lets a test wait for one."""
-
-    def __init__(self) -> None:
-        self.events: queue.Queue[tuple[str, str]] = queue.Queue()
-        self.seen: list[tuple[str, str]] = []
-        self.handler = ResourceEventHandlerFuncs(
-            add_func=lambda o: self.events.put(("add", o["metadata"]["name"])),
-            delete_func=lambda o: self.events.put(("delete", o["metadata"]["name"])),
-        )
-
-    def expect(self, event: tuple[str, str]) -> None:
-        while event not in self.seen:
-            self.seen.append(self.events.get(timeout=TIMEOUT))
-
-    def count(self, event: tuple[str, str]) -> int:
-        return self.seen.count(event)
-
-
 def widget_informer_threads() -> list[str]:
     return [t.name for t in _threads.kinformer_threads() if "example.com/v1/widgets" in t.name]
-
-
-def informer_threads() -> list[str]:
-    """Live kinformer threads other than the test server's."""
-    return [t.name for t in _threads.kinformer_threads() if not t.name.startswith("kinformer-apiserver")]
 
 
 def test_a_type_missing_from_a_complete_list_is_stopped_and_comes_back_fresh_with_one_handler(
     apiserver: FakeAPIServer, api_client: Any
 ) -> None:  # fleet would leave the missing type's informer running
     k8s.ApiextensionsV1Api(api_client).create_custom_resource_definition(crd(WIDGETS))
-    recorder = Recorder()
+    recorder = Recorder(name_of)
     with InformerManager(api_client, 0, Context()) as manager:
-        manager.add_dynamic_resources([CM, WIDGET], recorder.handler, True)
+        manager.add_dynamic_resources([CM, WIDGET], recorder, True)
         manager.start()
         assert manager.wait_for_cache_sync(TIMEOUT)
         create_widget(api_client, "w1")
-        recorder.expect(("add", "w1"))
+        assert recorder.next() == ("add", "w1", False)
         old_lister = manager.lister(WIDGETS)
 
-        manager.add_dynamic_resources([CM], recorder.handler, True)
+        manager.add_dynamic_resources([CM], recorder, True)
         assert manager.get_all_resources() == [CONFIGMAPS]
         assert widget_informer_threads() == []  # stopped and joined, not relisting
         assert not manager.is_informer_synced(WIDGETS)
@@ -94,32 +63,32 @@ def test_a_type_missing_from_a_complete_list_is_stopped_and_comes_back_fresh_wit
         create_widget(api_client, "w2")
         assert [o["metadata"]["name"] for o in old_lister.list()] == ["w1"]
 
-        manager.add_dynamic_resources([CM], recorder.handler, False)  # partial list hides nothing more
+        manager.add_dynamic_resources([CM], recorder, False)  # partial list hides nothing more
         assert manager.get_all_resources() == [CONFIGMAPS]
 
-        manager.add_dynamic_resources([CM, WIDGET], recorder.handler, True)
+        manager.add_dynamic_resources([CM, WIDGET], recorder, True)
         assert sorted(manager.get_all_resources(), key=str) == [CONFIGMAPS, WIDGETS]
         assert not manager.is_informer_synced(WIDGETS)  # fresh, not started until start()
         manager.start()
         assert manager.wait_for_cache_sync(TIMEOUT)
-        recorder.expect(("add", "w2"))
+        # the fresh informer's initial list, each object once: the one handler, registered once
+        assert recorder.take(2) == [("add", "w1", True), ("add", "w2", True)]
         create_widget(api_client, "w3")
-        recorder.expect(("add", "w3"))
-        assert recorder.count(("add", "w1")) == 2  # once from each informer's initial list
-        assert recorder.count(("add", "w2")) == 1  # the one handler, registered once
+        assert recorder.next() == ("add", "w3", False)
+        assert recorder.quiet()
         assert {"w1", "w2", "w3"} == {o["metadata"]["name"] for o in manager.lister(WIDGETS).list()}
 
 
 def test_an_incomplete_list_never_hides_a_type(apiserver: FakeAPIServer, api_client: Any) -> None:
-    recorder = Recorder()
+    recorder = Recorder(name_of)
     manager = InformerManager(api_client, 0, Context())
-    manager.add_dynamic_resources([CM, SECRET], recorder.handler, True)
-    manager.add_dynamic_resources([CM], recorder.handler, False)
+    manager.add_dynamic_resources([CM, SECRET], recorder, True)
+    manager.add_dynamic_resources([CM], recorder, False)
     assert sorted(manager.get_all_resources(), key=str) == [CONFIGMAPS, SECRETS]
     manager.start()
     assert manager.wait_for_cache_sync(TIMEOUT)
     k8s.CoreV1Api(api_client).create_namespaced_secret("default", {"metadata": {"name": "s1"}})
-    recorder.expect(("add", "s1"))
+    assert recorder.next() == ("add", "s1", False)
     manager.stop()
 
 
@@ -158,9 +127,9 @@ def test_resource_reports_follow_scope_and_staticness(apiserver: FakeAPIServer, 
 def test_a_static_type_survives_complete_lists_that_omit_it(
     apiserver: FakeAPIServer, api_client: Any
 ) -> None:
-    recorder = Recorder()
+    recorder = Recorder(name_of)
     manager = InformerManager(api_client, 0, Context())
-    manager.add_static_resource(CM, recorder.handler)
+    manager.add_static_resource(CM, recorder)
     manager.add_dynamic_resources([SECRET], ResourceEventHandlerFuncs(), True)
     manager.start()
     assert manager.wait_for_cache_sync(TIMEOUT)
@@ -168,7 +137,7 @@ def test_a_static_type_survives_complete_lists_that_omit_it(
     assert manager.get_all_resources() == []
     assert manager.is_informer_synced(CONFIGMAPS)
     create_cm(api_client, "still-watched")
-    recorder.expect(("add", "still-watched"))
+    assert recorder.next() == ("add", "still-watched", False)
     manager.stop()
 
 
@@ -203,13 +172,13 @@ def test_stop_joins_every_informer_and_start_after_stop_does_nothing(
     manager.start()  # idempotent
     assert manager.wait_for_cache_sync(TIMEOUT)
     manager.stop()
-    assert informer_threads() == []
+    assert client_threads() == []
     manager.stop()
 
     manager.add_dynamic_resources([NS], ResourceEventHandlerFuncs(), True)
     manager.start()
     assert not manager.is_informer_synced(NAMESPACES)
-    assert informer_threads() == []
+    assert client_threads() == []
 
 
 def test_the_parent_stop_event_stops_the_informers(apiserver: FakeAPIServer, api_client: Any) -> None:
@@ -219,26 +188,25 @@ def test_the_parent_stop_event_stops_the_informers(apiserver: FakeAPIServer, api
     manager.start()
     assert manager.wait_for_cache_sync(TIMEOUT)
     stop.set()
-    assert wait_for(lambda: not informer_threads(), TIMEOUT)
+    assert wait_for(lambda: not client_threads(), TIMEOUT)
     manager.add_dynamic_resources([SECRET], ResourceEventHandlerFuncs(), True)
     manager.start()  # the parent is done: nothing starts
-    assert informer_threads() == []
+    assert client_threads() == []
     manager.stop()
 
 
 def test_the_newer_api_registers_one_handler_per_type(apiserver: FakeAPIServer, api_client: Any) -> None:
-    first, second = Recorder(), Recorder()
+    first, second = Recorder(name_of), Recorder(name_of)
     manager = InformerManager(api_client, 0, Context())
     manager.create_informer_for_resource(CM)
     manager.create_informer_for_resource(CM)
     assert manager.get_all_resources() == [CONFIGMAPS]
-    manager.add_event_handler_to_informer(CONFIGMAPS, first.handler)
-    manager.add_event_handler_to_informer(CONFIGMAPS, second.handler)  # one per type: ignored
+    manager.add_event_handler_to_informer(CONFIGMAPS, first)
+    manager.add_event_handler_to_informer(CONFIGMAPS, second)  # one per type: ignored
     manager.start()
     assert manager.wait_for_cache_sync(TIMEOUT)
     create_cm(api_client, "one")
     create_cm(api_client, "two")
-    first.expect(("add", "two"))
-    assert first.count(("add", "one")) == 1
-    assert second.events.empty()
+    assert first.take(2) == [("add", "one", False), ("add", "two", False)]
+    assert second.quiet()
     manager.stop()
