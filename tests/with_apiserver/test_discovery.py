@@ -11,7 +11,7 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from helpers import crd
+from helpers import crd, names
 from kubernetes import client as k8s
 
 from kinformer import Context, _threads
@@ -51,10 +51,6 @@ def create_object(api_client: Any, gvr: GroupVersionResource, name: str) -> None
 
 def example_only(gvr: GroupVersionResource) -> bool:
     return gvr.group == "example.com"
-
-
-def names(inf: Any) -> list[str]:
-    return sorted(o["metadata"]["name"] for o in inf.get_indexer().list())
 
 
 @pytest.fixture
@@ -206,7 +202,7 @@ def test_a_deleted_crd_stops_its_informer_and_a_recreated_one_gets_a_fresh_infor
     notes.get(timeout=TIMEOUT)
     first = ddsif.for_resource(WIDGETS).informer()
     create_object(api_client, WIDGETS, "w1")
-    assert wait_for(lambda: names(first) == ["w1"], TIMEOUT)
+    assert wait_for(lambda: names(first.get_indexer().list()) == ["w1"], TIMEOUT)
 
     uninstall(api_client, WIDGETS)
     notes.get(timeout=TIMEOUT)
@@ -220,7 +216,8 @@ def test_a_deleted_crd_stops_its_informer_and_a_recreated_one_gets_a_fresh_infor
     assert second is not first
     assert second.wait_for_sync(TIMEOUT)
     create_object(api_client, WIDGETS, "w2")
-    assert wait_for(lambda: names(second) == ["w2"], TIMEOUT)  # fresh cache: w1 went with the CRD
+    # a fresh cache: w1 went with the CRD
+    assert wait_for(lambda: names(second.get_indexer().list()) == ["w2"], TIMEOUT)
     ddsif.stop()
 
 

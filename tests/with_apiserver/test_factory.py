@@ -5,6 +5,7 @@ from __future__ import annotations
 import threading
 from typing import Any
 
+from helpers import create_cm, names
 from kubernetes import client as k8s
 
 from kinformer import Context, _threads
@@ -19,16 +20,8 @@ SECRETS = GroupVersionResource("", "v1", "secrets")
 TIMEOUT = 10.0
 
 
-def create_cm(api: k8s.CoreV1Api, namespace: str, name: str, **labels: str) -> None:
-    meta = k8s.V1ObjectMeta(name=name, labels=labels or None)
-    api.create_namespaced_config_map(namespace, k8s.V1ConfigMap(metadata=meta))
-
-
-def names(objs: list[Any]) -> list[str]:
-    return sorted(o["metadata"]["name"] for o in objs)
-
-
 def informer_threads() -> list[str]:
+    """Names of the live ``kinformer-informer-*`` threads: one per running informer."""
     return [t.name for t in _threads.kinformer_threads() if t.name.startswith("kinformer-informer-")]
 
 
@@ -40,8 +33,7 @@ def test_for_resource_shares_one_informer_per_resource(apiserver: Any, api_clien
 
 
 def test_start_wait_and_shutdown_leave_no_thread(apiserver: Any, api_client: Any) -> None:
-    api = k8s.CoreV1Api(api_client)
-    create_cm(api, "default", "a", app="web")
+    create_cm(api_client, "a", app="web")
     factory = DynamicSharedInformerFactory(api_client)
     cms = factory.for_resource(CONFIGMAPS)
     stop = threading.Event()
@@ -79,7 +71,6 @@ def test_shutdown_stops_informers_and_later_starts_do_nothing(apiserver: Any, ap
 def test_stop_informer_stops_one_resource_and_a_fresh_one_can_start(
     apiserver: Any, api_client: Any
 ) -> None:
-    api = k8s.CoreV1Api(api_client)
     factory = DynamicSharedInformerFactory(api_client)
     cms = factory.for_resource(CONFIGMAPS)
     secrets = factory.for_resource(SECRETS)
@@ -96,7 +87,7 @@ def test_stop_informer_stops_one_resource_and_a_fresh_one_can_start(
         assert fresh.informer() is not cms.informer()
         factory.start(stop)
         assert factory.wait_for_cache_sync(stop, timeout=TIMEOUT)[CONFIGMAPS]
-        create_cm(api, "default", "late")
+        create_cm(api_client, "late")
         assert wait_for(lambda: names(fresh.lister().list()) == ["late"], TIMEOUT)
     finally:
         stop.cancel()
@@ -104,11 +95,10 @@ def test_stop_informer_stops_one_resource_and_a_fresh_one_can_start(
 
 
 def test_namespace_and_tweak_narrow_what_every_informer_sees(apiserver: Any, api_client: Any) -> None:
-    api = k8s.CoreV1Api(api_client)
-    api.create_namespace(k8s.V1Namespace(metadata=k8s.V1ObjectMeta(name="team")))
-    create_cm(api, "team", "web", app="web")
-    create_cm(api, "team", "db", app="db")
-    create_cm(api, "default", "other", app="web")
+    k8s.CoreV1Api(api_client).create_namespace(k8s.V1Namespace(metadata=k8s.V1ObjectMeta(name="team")))
+    create_cm(api_client, "web", "team", app="web")
+    create_cm(api_client, "db", "team", app="db")
+    create_cm(api_client, "other", app="web")
 
     def only_web(options: ListOptions) -> None:
         options.label_selector = "app=web"
@@ -124,8 +114,8 @@ def test_namespace_and_tweak_narrow_what_every_informer_sees(apiserver: Any, api
         factory.start(stop)
         assert factory.wait_for_cache_sync(stop, timeout=TIMEOUT) == {CONFIGMAPS: True}
         assert names(cms.lister().list()) == ["web"]
-        create_cm(api, "team", "web2", app="web")
-        create_cm(api, "team", "db2", app="db")
+        create_cm(api_client, "web2", "team", app="web")
+        create_cm(api_client, "db2", "team", app="db")
         assert wait_for(lambda: names(cms.lister().by_namespace("team").list()) == ["web", "web2"], TIMEOUT)
         assert wait_for(lambda: sorted(added) == ["web", "web2"], TIMEOUT)
     finally:

@@ -7,13 +7,12 @@ dropped watches and compacted history, and every object that vanished must reach
 from __future__ import annotations
 
 import threading
-from collections.abc import Iterator
-from contextlib import contextmanager
 from typing import Any
 
+from helpers import create_cm, names, running
 from kubernetes import client as k8s
 
-from kinformer import Context, errors
+from kinformer import errors
 from kinformer.cache.lister import GenericLister
 from kinformer.cache.store import NAMESPACE_INDEX, DeletedFinalStateUnknown, meta_namespace_index_func
 from kinformer.client.listwatch import ListWatch
@@ -64,11 +63,6 @@ def lister_versions(lister: GenericLister) -> dict[str, str]:
     return {o["metadata"]["name"]: o["metadata"]["resourceVersion"] for o in lister.by_namespace(NS).list()}
 
 
-def create(api: k8s.CoreV1Api, name: str, **labels: str) -> None:
-    body = k8s.V1ConfigMap(metadata=k8s.V1ObjectMeta(name=name, labels=labels or None), data={"v": "0"})
-    api.create_namespaced_config_map(NS, body)
-
-
 def new_informer(api_client: Any, **kwargs: Any) -> SharedIndexInformer:
     return SharedIndexInformer(
         ListWatch.for_resource(api_client, CONFIGMAPS, namespace=NS),
@@ -78,36 +72,23 @@ def new_informer(api_client: Any, **kwargs: Any) -> SharedIndexInformer:
     )
 
 
-@contextmanager
-def running(informer: SharedIndexInformer) -> Iterator[Context]:
-    stop = Context()
-    thread = threading.Thread(target=informer.run, args=(stop,), name="test-informer-run")
-    thread.start()
-    try:
-        yield stop
-    finally:
-        stop.cancel()
-        thread.join(TIMEOUT)
-        assert not thread.is_alive()
-
-
 def test_handlers_and_listers_follow_creates_updates_and_deletes(apiserver: Any, api_client: Any) -> None:
     api = k8s.CoreV1Api(api_client)
-    create(api, "before", app="web")
+    create_cm(api_client, "before", app="web")
     informer = new_informer(api_client)
     view = View()
     registration = informer.add_event_handler(view)
     lister = GenericLister(informer.get_indexer(), CONFIGMAPS)
-    with running(informer) as stop:
+    with running(informer.run) as stop:
         assert wait_for_cache_sync(stop, informer.has_synced, registration.has_synced, timeout=TIMEOUT)
-        create(api, "web", app="web")
-        create(api, "db", app="db")
+        create_cm(api_client, "web", app="web")
+        create_cm(api_client, "db", app="db")
         api.patch_namespaced_config_map("before", NS, {"data": {"v": "1"}})
         api.delete_namespaced_config_map("db", NS)
         expected = server_versions(api)
         assert wait_for(lambda: view.versions() == expected, TIMEOUT)
         assert lister_versions(lister) == expected
-        assert sorted(o["metadata"]["name"] for o in lister.list("app=web")) == ["before", "web"]
+        assert names(lister.list("app=web")) == ["before", "web"]
         assert view.deleted == {"db": False}
         assert informer.last_sync_resource_version() != ""
 
@@ -117,7 +98,7 @@ def test_after_dropped_watches_and_compaction_the_cache_equals_the_server(
 ) -> None:
     api = k8s.CoreV1Api(api_client)
     for i in range(5):
-        create(api, f"cm{i}")
+        create_cm(api_client, f"cm{i}")
     clock = FakeClock()
     informer = new_informer(api_client, clock=clock)
     view = View()
@@ -127,13 +108,13 @@ def test_after_dropped_watches_and_compaction_the_cache_equals_the_server(
         clock.step(60)  # lets a backed-off reflector go on at once
         return view.versions() == expected
 
-    with running(informer) as stop:
+    with running(informer.run) as stop:
         assert wait_for_cache_sync(stop, informer.has_synced, timeout=TIMEOUT)
         for round_ in range(3):
             apiserver.drop_watches()
             api.delete_namespaced_config_map(f"cm{round_}", NS)
             api.patch_namespaced_config_map("cm4", NS, {"data": {"v": str(round_)}})
-            create(api, f"new{round_}")
+            create_cm(api_client, f"new{round_}")
             apiserver.compact()
         expected = server_versions(api)
         assert wait_for(caught_up, TIMEOUT)
@@ -145,13 +126,13 @@ def test_a_delete_missed_while_the_watch_was_down_arrives_as_a_tombstone(
     apiserver: Any, api_client: Any
 ) -> None:
     api = k8s.CoreV1Api(api_client)
-    create(api, "keep")
-    create(api, "gone")
+    create_cm(api_client, "keep")
+    create_cm(api_client, "gone")
     clock = FakeClock()  # holds the reflector in its backoff until the test steps time
     informer = new_informer(api_client, clock=clock)
     view = View()
     informer.add_event_handler(view)
-    with running(informer) as stop:
+    with running(informer.run) as stop:
         assert wait_for_cache_sync(stop, informer.has_synced, timeout=TIMEOUT)
         apiserver.fail_next(1, status=500, verb="watch")
         apiserver.drop_watches()
@@ -169,7 +150,7 @@ def test_a_forbidden_list_shows_in_last_error_and_the_wait_times_out(
 ) -> None:
     apiserver.forbid("configmaps", verb="list")
     informer = new_informer(api_client)
-    with running(informer) as stop:
+    with running(informer.run) as stop:
         assert not wait_for_cache_sync(stop, informer.has_synced, timeout=0.5)
         assert wait_for(lambda: informer.last_error() is not None, TIMEOUT)
         err = informer.last_error()
@@ -179,7 +160,7 @@ def test_a_forbidden_list_shows_in_last_error_and_the_wait_times_out(
 def test_a_resource_the_server_does_not_serve_shows_not_found(apiserver: Any, api_client: Any) -> None:
     widgets = GroupVersionResource("example.com", "v1", "widgets")
     informer = SharedIndexInformer(ListWatch.for_resource(api_client, widgets), name="e2e-widgets")
-    with running(informer) as stop:
+    with running(informer.run) as stop:
         assert wait_for(lambda: informer.last_error() is not None, TIMEOUT)
         assert isinstance(informer.last_error(), errors.NotFoundError)
         assert not wait_for_cache_sync(stop, informer.has_synced, timeout=0.1)
