@@ -16,7 +16,7 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
-from kubernetes import client as k8s
+from helpers import client_with_token
 
 from kinformer import errors
 from kinformer.client.discovery import CachedDiscoveryClient
@@ -44,15 +44,6 @@ def server() -> Iterator[FakeAPIServer]:
     """A token-protected server (HTTPS) of its own, so no fault switch outlives a test."""
     with FakeAPIServer(token=TOKEN, bookmark_interval=0.2) as secure:
         yield secure
-
-
-def client_with_token(server: FakeAPIServer, token: str) -> k8s.ApiClient:
-    configuration = k8s.Configuration()
-    configuration.host = server.url
-    configuration.ssl_ca_cert = server.ca_file
-    configuration.api_key = {"authorization": token}
-    configuration.api_key_prefix = {"authorization": "Bearer"}
-    return k8s.ApiClient(configuration)
 
 
 class Run:

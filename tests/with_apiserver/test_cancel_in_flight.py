@@ -12,6 +12,7 @@ from typing import Any
 
 import kubernetes
 import pytest
+from helpers import running
 
 from kinformer.client.interface import ListOptions, takes_context
 from kinformer.client.listwatch import ListWatch
@@ -45,30 +46,18 @@ class Announcing:
         return self.inner.watch(options, ctx=ctx)
 
 
-def run_informer(lw: Any) -> tuple[SharedIndexInformer, Context, threading.Thread]:
-    informer = SharedIndexInformer(lw, name="held")
-    stop = Context()
-    thread = threading.Thread(target=informer.run, args=(stop,), name="test-informer-run")
-    thread.start()
-    return informer, stop, thread
-
-
-def assert_stops_promptly(stop: Context, thread: threading.Thread) -> None:
-    stop.cancel()
-    thread.join(STOP_DEADLINE)
-    assert not thread.is_alive(), "informer.run did not return after stop"
-    left = [t.name for t in threading.enumerate() if t.name.startswith("kinformer-reflector")]
-    assert left == []
+def reflector_threads() -> list[str]:
+    """Names of the live reflector threads."""
+    return [t.name for t in threading.enumerate() if t.name.startswith("kinformer-reflector")]
 
 
 def test_stop_breaks_off_a_list_the_server_holds(apiserver: FakeAPIServer, api_client: Any) -> None:
     apiserver.set_delay(HOLD, verb="list")
     lw = Announcing(ListWatch.for_resource(api_client, CONFIGMAPS))
-    _informer, stop, thread = run_informer(lw)
-    try:
+    informer = SharedIndexInformer(lw, name="held")
+    with running(informer.run, deadline=STOP_DEADLINE):
         assert lw.listing.wait(TIMEOUT)
-    finally:
-        assert_stops_promptly(stop, thread)
+    assert reflector_threads() == []
 
 
 def test_stop_breaks_off_a_watch_start_the_server_holds(
@@ -76,12 +65,11 @@ def test_stop_breaks_off_a_watch_start_the_server_holds(
 ) -> None:
     apiserver.set_delay(HOLD, verb="watch")
     lw = Announcing(ListWatch.for_resource(api_client, CONFIGMAPS))
-    informer, stop, thread = run_informer(lw)
-    try:
+    informer = SharedIndexInformer(lw, name="held")
+    with running(informer.run, deadline=STOP_DEADLINE):
         assert informer.wait_for_sync(timeout=TIMEOUT)
         assert lw.watching.wait(TIMEOUT)
-    finally:
-        assert_stops_promptly(stop, thread)
+    assert reflector_threads() == []
 
 
 def test_the_client_lists_normally_after_a_cancelled_list(
@@ -119,10 +107,9 @@ def test_stop_breaks_off_a_held_request_over_https_through_a_dynamic_client(verb
             dynamic = kubernetes.dynamic.DynamicClient(api)  # type: ignore[no-untyped-call]
             server.set_delay(HOLD, verb=verb)
             lw = Announcing(ListWatch.for_resource(dynamic, CONFIGMAPS))
-            _informer, stop, thread = run_informer(lw)
-            try:
+            informer = SharedIndexInformer(lw, name="held")
+            with running(informer.run, deadline=STOP_DEADLINE):
                 assert (lw.listing if verb == "list" else lw.watching).wait(TIMEOUT)
-            finally:
-                assert_stops_promptly(stop, thread)
+            assert reflector_threads() == []
         finally:
             api.close()
