@@ -5,8 +5,8 @@ Object builders (:func:`cm`, :func:`cm_manifest`, :func:`crd`) and their sorted 
 for informers (:class:`ScriptedSource`), a runner for anything with ``run(stop)``
 (:func:`running`), fake-clock steps (:func:`step_when_waiting`, :func:`clock_waits`) and, for the
 tests in ``with_apiserver/``, requests through the official client's ``ApiClient``
-(:func:`request`, :func:`create_cm`, :func:`api_error`, :func:`client_with_token`) and the live
-client threads (:func:`client_threads`).
+(:func:`request`, :func:`create_cm`, :func:`api_error`), clients (:func:`client_for`,
+:func:`client_with_token`) and the live client threads (:func:`client_threads`).
 
 Test files in ``tests/`` and ``tests/with_apiserver/`` import it as ``helpers``: pytest's default
 ("prepend") import mode puts ``tests/`` on ``sys.path`` when it loads ``tests/conftest.py``, which
@@ -348,17 +348,24 @@ def api_error(call: Callable[..., Any], *args: Any, **kwargs: Any) -> tuple[int,
     return info.value.status, json.loads(info.value.body)
 
 
-def client_with_token(server: FakeAPIServer, token: str | None) -> Any:
-    """An ``ApiClient`` for the HTTPS ``server`` sending ``token`` as a bearer token (none if None)."""
+def client_for(url: str, token: str | None = None, ca_file: str | None = None) -> Any:
+    """An ``ApiClient`` for the server at ``url``, sending ``token`` as a bearer token (none if
+    None) and trusting ``ca_file`` for HTTPS (the system's CAs if None)."""
     from kubernetes import client as k8s
 
     configuration = k8s.Configuration()
-    configuration.host = server.url
-    configuration.ssl_ca_cert = server.ca_file
+    configuration.host = url
+    if ca_file is not None:
+        configuration.ssl_ca_cert = ca_file
     if token is not None:
         configuration.api_key = {"authorization": token}
         configuration.api_key_prefix = {"authorization": "Bearer"}
     return k8s.ApiClient(configuration)
+
+
+def client_with_token(server: FakeAPIServer, token: str | None) -> Any:
+    """An ``ApiClient`` for the HTTPS ``server`` sending ``token`` as a bearer token (none if None)."""
+    return client_for(server.url, token, server.ca_file)
 
 
 def load_example(name: str) -> ModuleType:

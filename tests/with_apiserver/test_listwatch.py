@@ -16,7 +16,6 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 import helpers
-import kubernetes
 import pytest
 
 import kinformer
@@ -109,15 +108,6 @@ def json_backend(request: pytest.FixtureRequest) -> Iterator[str]:
     _json.use_stdlib(False)
 
 
-def client_for(url: str, token: str | None = None) -> kubernetes.client.ApiClient:
-    cfg = kubernetes.client.Configuration()
-    cfg.host = url
-    if token is not None:
-        cfg.api_key = {"authorization": token}
-        cfg.api_key_prefix = {"authorization": "Bearer"}
-    return kubernetes.client.ApiClient(cfg)
-
-
 def line(event_type: str, obj: Any) -> bytes:
     return json.dumps({"type": event_type, "object": obj}).encode() + b"\n"
 
@@ -132,9 +122,8 @@ def test_list_decodes_items_as_dicts_and_sends_the_options(
         "items": [helpers.cm("a", 40, typed=False), helpers.cm("b", 41, typed=False)],
     }
     server.responder = lambda h: h.send_body(200, json.dumps(body).encode())
-    lw = ListWatch.for_resource(
-        client_for(server.url, token="s3cret"), CONFIGMAPS, namespace="default", label_selector="app=web"
-    )
+    client = helpers.client_for(server.url, token="s3cret")
+    lw = ListWatch.for_resource(client, CONFIGMAPS, namespace="default", label_selector="app=web")
     result = lw.list(ListOptions(resource_version="0", limit=500))
     assert result.resource_version == "42"
     assert result.continue_token == "next-page"
@@ -154,7 +143,7 @@ def test_group_resources_use_the_apis_path_and_tweaks_apply(server: ScriptedServ
     def tweak(options: ListOptions) -> None:
         options.field_selector = "metadata.name=x"
 
-    lw = ListWatch.for_resource(client_for(server.url), DEPLOYMENTS, tweak_list_options=tweak)
+    lw = ListWatch.for_resource(helpers.client_for(server.url), DEPLOYMENTS, tweak_list_options=tweak)
     lw.list(ListOptions())
     assert server.paths[0] == "/apis/apps/v1/deployments?fieldSelector=metadata.name%3Dx"
 
@@ -172,7 +161,7 @@ def test_a_list_body_that_is_not_a_list_of_objects_is_a_decode_error(
     server: ScriptedServer, json_backend: str, body: bytes, caplog: pytest.LogCaptureFixture
 ) -> None:
     server.responder = lambda h: h.send_body(200, body)
-    lw = ListWatch.for_resource(client_for(server.url), CONFIGMAPS)
+    lw = ListWatch.for_resource(helpers.client_for(server.url), CONFIGMAPS)
     with caplog.at_level(logging.WARNING, logger="kinformer.client.listwatch"), pytest.raises(
         errors.DecodeError
     ):
@@ -195,7 +184,7 @@ def test_http_errors_become_typed_errors_with_the_status_reason(
 ) -> None:
     body = {"kind": "Status", "status": "Failure", "code": status, "reason": "Because", "message": "no"}
     server.responder = lambda h: h.send_body(status, json.dumps(body).encode())
-    lw = ListWatch.for_resource(client_for(server.url), CONFIGMAPS)
+    lw = ListWatch.for_resource(helpers.client_for(server.url), CONFIGMAPS)
     with pytest.raises(error_type) as raised:
         lw.list(ListOptions())
     assert (raised.value.status, raised.value.reason) == (status, "Because")
@@ -207,7 +196,7 @@ def test_a_refused_connection_is_a_connection_refused_error() -> None:
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
         port = probe.getsockname()[1]
-    lw = ListWatch.for_resource(client_for(f"http://127.0.0.1:{port}"), CONFIGMAPS)
+    lw = ListWatch.for_resource(helpers.client_for(f"http://127.0.0.1:{port}"), CONFIGMAPS)
     with pytest.raises(errors.ConnectionRefusedAPIError):
         lw.list(ListOptions())
     with pytest.raises(ConnectionRefusedError):
@@ -228,7 +217,7 @@ def test_watch_lines_are_reassembled_across_chunk_boundaries(
         h.end_chunked()
 
     server.responder = respond
-    lw = ListWatch.for_resource(client_for(server.url), CONFIGMAPS)
+    lw = ListWatch.for_resource(helpers.client_for(server.url), CONFIGMAPS)
     watch = lw.watch(ListOptions(resource_version="1", allow_watch_bookmarks=True, timeout_seconds=300))
     events = list(watch)
     assert [(e.type, e.object["metadata"]["resourceVersion"]) for e in events] == [
@@ -254,7 +243,7 @@ def test_a_bad_watch_line_ends_the_watch_with_a_decode_error(
         h.end_chunked()
 
     server.responder = respond
-    watch = ListWatch.for_resource(client_for(server.url), CONFIGMAPS).watch(ListOptions())
+    watch = ListWatch.for_resource(helpers.client_for(server.url), CONFIGMAPS).watch(ListOptions())
     seen: list[WatchEvent] = []
     with pytest.raises(errors.DecodeError):
         for event in watch:
@@ -271,7 +260,7 @@ def test_an_error_event_carries_the_status_as_a_typed_error(server: ScriptedServ
         h.end_chunked()
 
     server.responder = respond
-    events = list(ListWatch.for_resource(client_for(server.url), CONFIGMAPS).watch(ListOptions()))
+    events = list(ListWatch.for_resource(helpers.client_for(server.url), CONFIGMAPS).watch(ListOptions()))
     assert [e.type for e in events] == ["ERROR"]
     error = error_from_event(events[0])
     assert isinstance(error, errors.GoneError) and errors.is_expired(error)
@@ -285,7 +274,7 @@ def silent_watch(h: _Handler) -> None:
 
 def test_a_silent_watch_fails_after_the_read_timeout(server: ScriptedServer) -> None:
     server.responder = silent_watch
-    lw = ListWatch.for_resource(client_for(server.url), CONFIGMAPS, read_timeout=0.3)
+    lw = ListWatch.for_resource(helpers.client_for(server.url), CONFIGMAPS, read_timeout=0.3)
     watch = lw.watch(ListOptions())
     iterator = iter(watch)
     assert next(iterator).type == "ADDED"
@@ -295,7 +284,7 @@ def test_a_silent_watch_fails_after_the_read_timeout(server: ScriptedServer) -> 
 
 def test_closing_a_blocked_watch_from_another_thread_ends_it_quietly(server: ScriptedServer) -> None:
     server.responder = silent_watch
-    watch = ListWatch.for_resource(client_for(server.url), CONFIGMAPS).watch(ListOptions())
+    watch = ListWatch.for_resource(helpers.client_for(server.url), CONFIGMAPS).watch(ListOptions())
     assert isinstance(watch, HTTPWatch)
     first = threading.Event()
     outcome: list[object] = []
@@ -374,7 +363,7 @@ def test_a_reflector_reestablishes_a_watch_that_went_silent(server: ScriptedServ
             h.send_body(200, json.dumps(listing).encode())
 
     server.responder = respond
-    lw = ListWatch.for_resource(client_for(server.url), CONFIGMAPS, read_timeout=0.2)
+    lw = ListWatch.for_resource(helpers.client_for(server.url), CONFIGMAPS, read_timeout=0.2)
     seen: list[BaseException] = []
     reflector = Reflector(
         lw,

@@ -13,6 +13,7 @@ from typing import Any
 
 import kubernetes
 import pytest
+from helpers import client_for
 
 from kinformer import errors
 from kinformer.client import rest
@@ -74,12 +75,6 @@ def stalling() -> Iterator[StallingServer]:
     server.close()
 
 
-def client_for(url: str) -> kubernetes.client.ApiClient:
-    configuration = kubernetes.client.Configuration()
-    configuration.host = url
-    return kubernetes.client.ApiClient(configuration)
-
-
 def in_thread(target: Any) -> tuple[threading.Thread, list[BaseException]]:
     """Run ``target`` on a thread; the list gets what it raised."""
     raised: list[BaseException] = []
@@ -136,9 +131,7 @@ def test_the_api_client_keeps_working_for_the_official_typed_api(
 
 def test_a_tls_failure_is_a_transport_error_with_the_whole_reason() -> None:
     with FakeAPIServer(token="s3cret") as server:
-        configuration = kubernetes.client.Configuration()
-        configuration.host = server.url  # https, but the server's CA is not trusted
-        api = kubernetes.client.ApiClient(configuration)
+        api = client_for(server.url)  # https, but the server's CA is not trusted
         try:
             with pytest.raises(errors.TransportError) as raised:
                 rest.Client(api).request("GET", "/api")
