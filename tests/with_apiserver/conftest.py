@@ -9,6 +9,7 @@ from typing import Any
 import helpers
 import pytest
 
+from kinformer import Context
 from kinformer.testing import FakeAPIServer
 
 BOOKMARK_INTERVAL = 0.2  # seconds; short so bookmark tests finish quickly
@@ -40,3 +41,11 @@ def raw(api_client: Any) -> Callable[..., tuple[int, Any]]:
     """``raw(method, path, body=None, content_type=..., query=None) -> (status, decoded body)``
     through the client's own request machinery (:func:`helpers.request`)."""
     return functools.partial(helpers.request, api_client)
+
+
+@pytest.fixture
+def ctx() -> Iterator[Context]:
+    """A root Context named ``test``, cancelled after the test."""
+    ctx = Context("test")
+    yield ctx
+    ctx.cancel()

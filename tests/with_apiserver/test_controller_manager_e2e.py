@@ -9,10 +9,9 @@ from __future__ import annotations
 
 import queue
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from typing import Any
 
-import pytest
 from helpers import crd, load_example
 from kubernetes import client as k8s
 
@@ -48,13 +47,6 @@ class Instances:
         ctx, threads = self.created.get(timeout=TIMEOUT)
         assert wait_for(lambda: threads, TIMEOUT)
         return ctx, threads[0]
-
-
-@pytest.fixture
-def ctx() -> Iterator[Context]:
-    ctx = Context("test")
-    yield ctx
-    ctx.cancel()
 
 
 def run_manager(

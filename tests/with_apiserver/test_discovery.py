@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import queue
 import threading
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -51,13 +50,6 @@ def create_object(api_client: Any, gvr: GroupVersionResource, name: str) -> None
 
 def example_only(gvr: GroupVersionResource) -> bool:
     return gvr.group == "example.com"
-
-
-@pytest.fixture
-def ctx() -> Iterator[Context]:
-    ctx = Context("test")
-    yield ctx
-    ctx.cancel()
 
 
 def polled(api_client: Any) -> tuple[FakeClock, DiscoveringDynamicSharedInformerFactory]:
