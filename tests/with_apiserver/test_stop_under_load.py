@@ -13,7 +13,7 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from helpers import cm
+from helpers import cm, running
 
 from kinformer import _threads, processor
 from kinformer.client.listwatch import ListWatch
@@ -55,13 +55,6 @@ class Gate:
         self.on_add(obj, False)
 
 
-def start(informer: SharedIndexInformer) -> tuple[Context, threading.Thread]:
-    stop = Context()
-    thread = threading.Thread(target=informer.run, args=(stop,), name="test-informer-run")
-    thread.start()
-    return stop, thread
-
-
 def test_stop_with_ten_thousand_events_in_flight_returns_within_two_seconds(
     apiserver: FakeAPIServer, api_client: Any
 ) -> None:
@@ -75,16 +68,11 @@ def test_stop_with_ten_thousand_events_in_flight_returns_within_two_seconds(
             delivered.set()
 
     informer.add_event_handler(ResourceEventHandlerFuncs(add_func=on_add))
-    stop, thread = start(informer)
-    try:
+    with running(informer.run, deadline=STOP_DEADLINE):
         assert informer.wait_for_sync(timeout=TIMEOUT)
         apiserver.bulk_create(CONFIGMAPS, configmaps(EVENTS))
         assert delivered.wait(TIMEOUT), "the fast handler never saw the last object"
         assert registration.pending() > EVENTS // 2, "the slow handler has no backlog to drop"
-    finally:
-        stop.cancel()
-        thread.join(STOP_DEADLINE)
-    assert not thread.is_alive(), "run() did not return within 2 s of stop"
     assert slow.calls < EVENTS // 2
     assert not [t.name for t in _threads.kinformer_threads() if t.name.endswith(("-load", "-load-1"))]
 
@@ -95,15 +83,10 @@ def test_stop_with_events_still_on_the_watch_returns_within_two_seconds(
     informer = SharedIndexInformer(ListWatch.for_resource(api_client, CONFIGMAPS), name="flood")
     slow = Gate(hold=0.01)
     registration = informer.add_event_handler(slow)
-    stop, thread = start(informer)
-    try:
+    with running(informer.run, deadline=STOP_DEADLINE):
         assert informer.wait_for_sync(timeout=TIMEOUT)
         apiserver.bulk_create(CONFIGMAPS, configmaps(EVENTS))
         assert wait_for(lambda: registration.pending() > 100, TIMEOUT)
-    finally:
-        stop.cancel()
-        thread.join(STOP_DEADLINE)
-    assert not thread.is_alive(), "run() did not return within 2 s of stop"
     assert slow.calls < EVENTS
 
 
@@ -117,7 +100,9 @@ def test_a_handler_stuck_forever_is_named_in_a_warning_and_not_waited_for(
     informer = SharedIndexInformer(ListWatch.for_resource(api_client, CONFIGMAPS), name="stuck")
     stuck = Gate(hold=None)
     informer.add_event_handler(stuck)
-    stop, thread = start(informer)
+    stop = Context()
+    thread = threading.Thread(target=informer.run, args=(stop,), name="test-informer-run")
+    thread.start()
     try:
         assert stuck.entered.wait(TIMEOUT)
         with caplog.at_level(logging.WARNING):
