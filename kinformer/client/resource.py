@@ -78,24 +78,23 @@ class HTTPResource:
     ) -> interface.ListResult:
         """One list request; cancelling ``ctx`` breaks it off (it raises TransportError)."""
         options = self._options(options)
+        what = f"list {self._gvr}"  # formatted once: the request, the error messages, every item check
         data = self._client.request(
-            "GET", self._path, query=options.query(), timeout=self._timeout, ctx=ctx,
-            what=f"list {self._gvr}",
+            "GET", self._path, query=options.query(), timeout=self._timeout, ctx=ctx, what=what
         ).read()
         with _gc.paused():
             try:
                 body = _json.loads(data)
             except ValueError as exc:
-                log.warning("list %s: response is not JSON: %s", self._gvr, exc)
-                raise errors.DecodeError(f"list {self._gvr}: response is not JSON") from exc
+                log.warning("%s: response is not JSON: %s", what, exc)
+                raise errors.DecodeError(f"{what}: response is not JSON") from exc
         if not isinstance(body, dict) or not isinstance(body.get("items"), list):
-            log.warning("list %s: response is not a list (no items)", self._gvr)
-            raise errors.DecodeError(f"list {self._gvr}: response is not a list (no items)")
+            log.warning("%s: response is not a list (no items)", what)
+            raise errors.DecodeError(f"{what}: response is not a list (no items)")
         items: list[Any] = body["items"]
         kind = body.get("kind")
         item_kind = kind[:-4] if isinstance(kind, str) and kind.endswith("List") else None
         api_version = body.get("apiVersion") or self._api_version
-        what = f"list {self._gvr}"  # formatted once, not per item
         well_formed = meta.is_well_formed
         try:
             for item in items:
@@ -113,8 +112,8 @@ class HTTPResource:
         rv = (metadata.get("resourceVersion") or "") if is_dict else None
         token = (metadata.get("continue") or "") if is_dict else None
         if not isinstance(rv, str) or not isinstance(token, str):
-            log.warning("list %s: response metadata is not an object of strings", self._gvr)
-            raise errors.DecodeError(f"list {self._gvr}: response metadata is not an object of strings")
+            log.warning("%s: response metadata is not an object of strings", what)
+            raise errors.DecodeError(f"{what}: response metadata is not an object of strings")
         return interface.ListResult(items, rv, token)
 
     @interface.takes_context

@@ -38,12 +38,10 @@ from kinformer.reflector import pager, watch
 
 log = logging.getLogger(__name__)
 
-DEFAULT_PAGE_SIZE = pager.DEFAULT_PAGE_SIZE
 MIN_WATCH_TIMEOUT = 300.0  # watches time out server-side after [min, 2*min) seconds
 VERY_SHORT_WATCH = 1.0  # a watch closing sooner than this with no events means trouble
 INTERNAL_ERROR_WINDOW_RESET = 60.0  # a minute without a 500 starts a new in-place retry window
 INITIAL_EVENTS_TIMEOUT = 60.0  # WatchList: give up on the end bookmark and list instead
-INITIAL_EVENTS_WARN_EVERY = watch.INITIAL_EVENTS_WARN_EVERY
 
 WatchErrorHandler = Callable[["Reflector", BaseException], None]
 
