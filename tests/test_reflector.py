@@ -307,6 +307,51 @@ def test_a_clean_close_after_a_second_without_events_rewatches_too(harness: Harn
     assert options.resource_version == "100"
 
 
+@pytest.mark.parametrize(
+    "broken",
+    [
+        ConnectionResetError(104, "Connection reset by peer"),
+        BrokenPipeError(32, "Broken pipe"),
+        errors.TransportError("watch configmaps: read timed out after 60s"),
+        TimeoutError("timed out"),
+    ],
+    ids=repr,
+)
+def test_a_watch_whose_connection_broke_resumes_at_the_last_version_without_a_list(
+    harness: Harness, broken: BaseException
+) -> None:
+    harness.script.list_and_answer([cm("a", "90")], "100")
+    _options, watch = harness.script.watch_and_answer()
+    watch.modify(cm("a", "105"))
+    watch.fail(broken)
+    options, _next = harness.script.watch_and_answer()  # a watch, not a list
+    assert options.resource_version == "105"
+    assert not harness.clock.has_waiters()  # at once, without a backoff
+    assert harness.reflector.last_error() is None  # nothing went wrong with the data
+    assert rv_of(harness.store, "ns/a") == "105"
+
+
+def test_a_watch_whose_connection_broke_at_once_without_events_is_very_short(
+    harness: Harness,
+) -> None:
+    harness.script.list_and_answer([], "100")
+    _options, watch = harness.script.watch_and_answer()
+    watch.fail(ConnectionResetError(104, "Connection reset by peer"))
+    assert step_when_waiting(harness.clock) == pytest.approx(0.8)
+    assert isinstance(harness.reflector.last_error(), errors.VeryShortWatchError)
+    assert harness.script.list_and_answer([], "100").resource_version == "100"
+
+
+def test_a_line_that_does_not_decode_ends_the_watch_with_a_relist(harness: Harness) -> None:
+    harness.script.list_and_answer([], "100")
+    _options, watch = harness.script.watch_and_answer()
+    watch.modify(cm("a", "105"))
+    watch.fail(errors.DecodeError("watch configmaps: malformed line"))
+    assert step_when_waiting(harness.clock) == pytest.approx(0.8)
+    assert isinstance(harness.reflector.last_error(), errors.DecodeError)
+    assert harness.script.list_and_answer([], "105").resource_version == "105"
+
+
 def test_an_expired_watch_relists_at_the_last_version_then_at_empty_if_that_expired_too(
     harness: Harness,
 ) -> None:
@@ -718,6 +763,22 @@ def test_a_watch_list_closed_before_its_end_bookmark_streams_again() -> None:
         again, stream = h.script.watch_and_answer()
         assert again.send_initial_events is True
         assert h.store.list() == []  # the half stream was not stored
+        stream.add(cm("b", "11"))
+        stream.send(WatchEvent("BOOKMARK", bookmark("20", end=True)))
+        assert wait_for(lambda: names(h.store.list()) == ["b"], TIMEOUT)
+    finally:
+        h.stop()
+
+
+def test_a_watch_list_dropped_before_its_end_bookmark_streams_again() -> None:
+    h = Harness(use_watch_list=True).start()
+    try:
+        _options, watch = h.script.watch_and_answer()
+        watch.add(cm("a", "10"))
+        watch.fail(ConnectionResetError(104, "Connection reset by peer"))
+        again, stream = h.script.watch_and_answer()  # no list
+        assert again.send_initial_events is True
+        assert not h.clock.has_waiters()
         stream.add(cm("b", "11"))
         stream.send(WatchEvent("BOOKMARK", bookmark("20", end=True)))
         assert wait_for(lambda: names(h.store.list()) == ["b"], TIMEOUT)

@@ -139,7 +139,8 @@ class HTTPWatch:
     Iterate once, on one thread. ``close()`` is thread-safe and idempotent: it shuts the socket
     down so a blocked read wakes at once, and the iteration then ends quietly. A malformed line,
     an unknown event type or an object without a string ``metadata.name`` is logged and raised as
-    :class:`~kinformer.DecodeError`; silence for longer than the read timeout raises
+    :class:`~kinformer.DecodeError`; an event cut off by the end of the stream ends it quietly;
+    a broken connection, or silence for longer than the read timeout, raises
     :class:`~kinformer.TransportError`. ERROR events are yielded (see
     :func:`~kinformer.client.interface.error_from_event`).
     """
@@ -176,7 +177,9 @@ class HTTPWatch:
                     raise
                 if not chunk:
                     if pending.strip() and not self._closed.is_set():
-                        yield self._decode(pending)
+                        event = self._decode_tail(pending)
+                        if event is not None:
+                            yield event
                     return
                 pending += chunk
                 if b"\n" not in chunk:
@@ -192,6 +195,19 @@ class HTTPWatch:
                         yield decode(line)
         finally:
             self._response.release()
+
+    def _decode_tail(self, tail: bytes) -> interface.WatchEvent | None:
+        """The event in what followed the last newline when the stream ended, if it is whole.
+
+        The server ends every event with a newline; text after the last one that is not JSON
+        is an event cut off by a dropped connection, and the stream simply ends there: None.
+        """
+        try:
+            _json.loads(tail)
+        except ValueError:
+            log.info("watch %s: stream cut off mid-event (%d bytes); ending", self._subject, len(tail))
+            return None
+        return self._decode(tail)
 
     def _decode(self, line: bytes) -> interface.WatchEvent:
         try:

@@ -4,10 +4,10 @@ client-go's ``tools/cache/reflector.go``. The :class:`Reflector` pulls from a
 :class:`~kinformer.ListerWatcher` and pushes into a store (a :class:`~kinformer.DeltaFIFO`
 inside an informer, or an :class:`~kinformer.Indexer`) with client-go's rules: the first list at
 resourceVersion "0", relists at the last version seen, a consistent list at "" when a version is
-too old, re-watching without a relist after a clean close, bookmarks, randomized watch timeouts,
-the very-short-watch rule, and jittered exponential backoff from :mod:`kinformer.backoff`.
-Optionally it streams the initial state through a watch (``sendInitialEvents``), falling back
-to a list when that does not work.
+too old, re-watching without a relist after a clean close or a dropped connection, bookmarks,
+randomized watch timeouts, the very-short-watch rule, and jittered exponential backoff from
+:mod:`kinformer.backoff`. Optionally it streams the initial state through a watch
+(``sendInitialEvents``), falling back to a list when that does not work.
 
 This module holds the Reflector: its state and getters, the run loop (``Run``,
 ``ListAndWatch``), the list and relist rules (``list``), the watch loop and how each watch's end
@@ -168,7 +168,9 @@ class Reflector:
     (a raising handler is logged), and :meth:`last_error` reports it until the next successful
     list. A failed list or watch start ends the round and the next starts after one backoff
     step; a 429 or refused connection on a watch backs off and watches again; a watch that
-    expired or broke relists after one backoff step; a clean close re-watches at once. An
+    expired, sent an ERROR event or a line that does not decode relists after one backoff step;
+    a clean close, and a connection that broke (reset, cut mid-event, read timeout, a server
+    restarting), re-watch at once from the last version, with no relist. An
     unexpected exception (a bug in a ListerWatcher) is logged with its traceback and handled
     like a failed list: the reflector keeps going with backoff rather than dying silently.
     Stopping during a list discards its result. A ListerWatcher whose ``list`` and ``watch``
@@ -406,8 +408,10 @@ class Reflector:
     def _watch(self, ctx: _context.Context, opened: watch.OpenWatch | None, abort: _WatchAbort) -> None:
         """Watch from the last version until a watch ends in a way that calls for a relist.
 
-        ``opened`` is a WatchList stream to read on, or None. A clean close watches again at
-        once; a refused connection or a 429 backs off and watches again; a 500 is watched
+        ``opened`` is a WatchList stream to read on, or None. A clean close, or a dropped
+        connection, watches again at once from the last version (a watch that ends so within
+        a second with no event is very short, and relists after a backoff step); a refused
+        connection or a 429 backs off and watches again; a 500 is watched
         again at once within ``max_internal_error_retry_duration``. Returns (relist) on
         anything else, or when stopped; raises when a watch could not start.
         """
@@ -451,7 +455,15 @@ class Reflector:
             if end.outcome is _Outcome.STOPPED or ctx.cancelled():
                 return
             error = abort.error
-            if error is None:
+            if end.outcome is _Outcome.DROPPED:
+                if error is None:
+                    log.info(
+                        "reflector %s: watch dropped (%s); watching again from rv=%s",
+                        self.name,
+                        end.error,
+                        self.last_sync_resource_version(),
+                    )
+            elif error is None:
                 error = end.error
             if error is None and self._very_short(end, opened, continued):
                 error = errors.VeryShortWatchError(
@@ -514,8 +526,8 @@ class Reflector:
         until the end bookmark, whose version the store is then replaced at; the same watch is
         read on by :meth:`_watch`. A refused connection or a 429 backs off and streams again;
         a version gone or too new streams again at once from the current one, as does a stream
-        closed cleanly before its end bookmark. Anything else, a stream closed at once, or no
-        end bookmark within ``initial_events_timeout`` returns None: list instead.
+        closed cleanly or dropped before its end bookmark. Anything else, a stream that ends at
+        once, or no end bookmark within ``initial_events_timeout`` returns None: list instead.
         """
         while not ctx.cancelled():
             rv = "" if self._rv_unavailable else self.last_sync_resource_version()
@@ -567,13 +579,14 @@ class Reflector:
             opened.watch.close()
             if end.outcome is _Outcome.STOPPED or ctx.cancelled():
                 raise _StopRequested()
-            if end.outcome is _Outcome.CLOSED:
+            if end.outcome in (_Outcome.CLOSED, _Outcome.DROPPED):
+                how = "closed" if end.outcome is _Outcome.CLOSED else f"dropped ({end.error})"
                 if end.events > 0 or self._clock.now() - opened.started >= VERY_SHORT_WATCH:
                     log.warning(
-                        "reflector %s: watch-list closed before its end bookmark; retrying", self.name
+                        "reflector %s: watch-list %s before its end bookmark; retrying", self.name, how
                     )
                     continue
-                log.warning("reflector %s: watch-list closed at once; listing instead", self.name)
+                log.warning("reflector %s: watch-list %s at once; listing instead", self.name, how)
                 return None
             assert end.error is not None  # FAILED or TIMED_OUT
             self._record_error(end.error)

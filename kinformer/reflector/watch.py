@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import dataclasses
 import enum
+import http.client
 import logging
 import threading
 from collections.abc import Callable, Iterator
@@ -33,7 +34,8 @@ class WatchOutcome(enum.Enum):
     """How one watch stream ended."""
 
     CLOSED = "closed"  # the stream ended without an error: a server timeout, or closed on our side
-    FAILED = "failed"  # an ERROR event, or reading the stream raised; the error is in WatchEnd.error
+    DROPPED = "dropped"  # the connection broke (reset, cut mid-event, read timeout); cause in .error
+    FAILED = "failed"  # an ERROR event, or an event that cannot be used; the error is in WatchEnd.error
     STOPPED = "stopped"  # the stop signal fired
     INITIAL_EVENTS_END = "initial-events-end"  # a WatchList stream's initial events are complete
     TIMED_OUT = "timed-out"  # a WatchList stream's end bookmark did not come in time
@@ -94,6 +96,18 @@ def open_watch(
     return OpenWatch(watch, iter(watch), started)
 
 
+def is_dropped(error: BaseException) -> bool:
+    """Whether reading a watch raised ``error`` because the connection broke, not the data.
+
+    A reset or aborted connection, a broken pipe, a stream cut off mid-event, a read that timed
+    out: the server (or the network to it) went away, and what was received so far is good. A
+    watch that ends so is resumed from its last resourceVersion like one closed cleanly, with no
+    relist (client-go's stream watcher ends such a watch without an error). A line that arrived
+    whole but does not decode, or an ERROR event, is not a drop.
+    """
+    return isinstance(error, (ConnectionError, TimeoutError, EOFError, http.client.IncompleteRead))
+
+
 def is_initial_events_end(obj: Any) -> bool:
     """Whether ``obj`` carries the annotation that ends a WatchList stream's initial events."""
     return meta.annotations(obj).get(interface.INITIAL_EVENTS_END_ANNOTATION) == "true"
@@ -116,7 +130,8 @@ def handle_any_watch(
     object; BOOKMARK calls ``store.bookmark(rv)`` when the store has it. An event without
     metadata, of an unknown type, or (except a bookmark) without a name is logged and skipped.
     A store error is logged and the event still counts. An ERROR event ends the stream as
-    FAILED with the error its Status stands for, as does an exception from the stream itself.
+    FAILED with the error its Status stands for, as does an exception from the stream itself,
+    except a broken connection (:func:`is_dropped`), which ends it as DROPPED with its cause.
 
     Each counted event's non-empty resourceVersion becomes ``last_version.value`` and goes to
     ``store.update_resource_version(rv)`` when the store has it (an error there is logged). With
@@ -188,7 +203,8 @@ def handle_any_watch(
     except Exception as exc:
         if ctx.cancelled():
             return WatchEnd(WatchOutcome.STOPPED, events)
-        return WatchEnd(WatchOutcome.FAILED, events, exc)
+        outcome = WatchOutcome.DROPPED if is_dropped(exc) else WatchOutcome.FAILED
+        return WatchEnd(outcome, events, exc)
     finally:
         handle.remove()
     if ctx.cancelled():
@@ -232,7 +248,9 @@ def handle_initial_events(
     finally:
         finished.set()
         _threads.join_all([timer])
-    if timed_out.is_set() and end.outcome in (WatchOutcome.CLOSED, WatchOutcome.FAILED):
+    if timed_out.is_set() and end.outcome in (
+        WatchOutcome.CLOSED, WatchOutcome.DROPPED, WatchOutcome.FAILED
+    ):
         error = errors.SyncTimeoutError(f"no initial-events-end bookmark within {timeout}s")
         return WatchEnd(WatchOutcome.TIMED_OUT, end.events, error)
     return end

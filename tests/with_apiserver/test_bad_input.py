@@ -157,9 +157,6 @@ WATCH_FAULTS: dict[str, tuple[Callable[[FakeAPIServer], int], type[BaseException
             "kind": "Status", "apiVersion": "v1", "status": "Failure", "code": 500,
             "reason": "InternalError", "message": "etcd is unhappy"}})),
         errors.ServerError, "etcd is unhappy"),
-    "a chunked stream cut in the middle of a line": (
-        lambda s: s.cut_watches_midline(),
-        errors.TransportError, "relisting"),
 }
 
 

@@ -151,7 +151,7 @@ def test_a_watch_that_becomes_forbidden_ends_with_exit_6(
     process, _lines = watching
     assert apiserver.wait_for_watchers(CONFIGMAPS, 1, timeout=15.0)
     apiserver.forbid("configmaps")
-    apiserver.drop_watches()  # the reflector relists, and the list is refused
+    apiserver.drop_watches()  # the reflector asks again, and is refused
     assert process.wait(15) == 6
     assert process.stderr is not None
     assert "Forbidden (403)" in process.stderr.read()
