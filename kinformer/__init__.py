@@ -16,6 +16,7 @@ from kinformer.backoff import Backoff, BackoffManager
 from kinformer.cache.delta_fifo import Delta, DeltaFIFO, Deltas, DeltaType
 from kinformer.cache.labels import Selector, everything, parse_selector, selector_from_dict
 from kinformer.cache.lister import GenericLister, GenericNamespaceLister
+from kinformer.cache.real_fifo import SYNC_ALL_INFO, BookmarkInfo, RealFIFO, ReplacedAllInfo, SyncAllInfo
 from kinformer.cache.store import (
     NAMESPACE_INDEX,
     DeletedFinalStateUnknown,
@@ -137,11 +138,16 @@ __all__ = [  # noqa: RUF022 (grouped by area, as the API reference is)
     "new_indexer",
     "new_store",
     "split_meta_namespace_key",
-    # DeltaFIFO
+    # DeltaFIFO and RealFIFO
+    "SYNC_ALL_INFO",
+    "BookmarkInfo",
     "Delta",
     "DeltaFIFO",
     "DeltaType",
     "Deltas",
+    "RealFIFO",
+    "ReplacedAllInfo",
+    "SyncAllInfo",
     # list and watch
     "Backoff",
     "BackoffManager",

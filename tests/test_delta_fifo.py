@@ -53,7 +53,8 @@ class Informer:
 
 
 def test_delta_types_carry_client_go_strings() -> None:
-    assert [t.value for t in DeltaType] == ["Added", "Updated", "Deleted", "Replaced", "Sync"]
+    assert [t.value for t in DeltaType] == [
+        "Added", "Updated", "Deleted", "Replaced", "Sync", "ReplacedAll", "SyncAll", "Bookmark"]
     assert Delta(ADDED, 1).type is ADDED
     assert str(SYNC) == "Sync"
 

@@ -54,6 +54,10 @@ class DeltaType(str, enum.Enum):
     DELETED = "Deleted"
     REPLACED = "Replaced"  # the object came from a (re)list
     SYNC = "Sync"  # a periodic resync of an object already known
+    # the atomic RealFIFO's: one delta for a whole relist, a whole resync, a bookmark
+    REPLACED_ALL = "ReplacedAll"  # object: a ReplacedAllInfo
+    SYNC_ALL = "SyncAll"  # object: SYNC_ALL_INFO
+    BOOKMARK = "Bookmark"  # object: a BookmarkInfo
 
     def __str__(self) -> str:
         return self.value

@@ -116,29 +116,33 @@ class IndexedMap:
                 values = _index_values(self._fns, obj)
             self._items[key] = obj
             self._rv_obj = obj
-            for index, key_values, i in self._slots:  # no zip(): it costs more than the work
-                vals = values[i]
-                old = key_values.get(key)
-                key_values[key] = vals
-                if old is not None:
-                    if old == vals:  # same values: only the object reference changes
-                        for v in vals:
-                            index[v][key] = obj
-                        continue
-                    for v in old:
-                        bucket = index.get(v)
-                        if bucket is not None:
-                            bucket.pop(key, None)
-                            if not bucket:  # an index value with no key left is dropped
-                                del index[v]
-                for v in vals:
-                    bucket = index.get(v)
-                    if bucket is None:
-                        index[v] = {key: obj}
-                    else:
-                        bucket[key] = obj
+            self._reindex_locked(key, obj, values)
         finally:
             lock.release()
+
+    def _reindex_locked(self, key: str, obj: Any, values: Sequence[Sequence[str]]) -> None:
+        """Point every index at ``obj`` under ``key``, ``values`` being its values per index."""
+        for index, key_values, i in self._slots:  # no zip(): it costs more than the work
+            vals = values[i]
+            old = key_values.get(key)
+            key_values[key] = vals
+            if old is not None:
+                if old == vals:  # same values: only the object reference changes
+                    for v in vals:
+                        index[v][key] = obj
+                    continue
+                for v in old:
+                    bucket = index.get(v)
+                    if bucket is not None:
+                        bucket.pop(key, None)
+                        if not bucket:  # an index value with no key left is dropped
+                            del index[v]
+            for v in vals:
+                bucket = index.get(v)
+                if bucket is None:
+                    index[v] = {key: obj}
+                else:
+                    bucket[key] = obj
 
     def add_new(self, items: dict[str, Any]) -> bool:
         """Store many objects under keys not stored yet, in one pass and one lock hold.
@@ -188,17 +192,86 @@ class IndexedMap:
         try:
             if obj is not None:
                 self._rv_obj = obj
-            if self._items.pop(key, _MISSING) is _MISSING:
-                return
-            for index, key_values, _ in self._slots:
-                for v in key_values.pop(key, ()):
-                    bucket = index.get(v)
-                    if bucket is not None:
-                        bucket.pop(key, None)
-                        if not bucket:
-                            del index[v]
+            self._unindex_locked(key)
         finally:
             lock.release()
+
+    def _unindex_locked(self, key: str) -> Any:
+        """Remove ``key`` and its index entries; return the object it held (_MISSING if none)."""
+        old = self._items.pop(key, _MISSING)
+        if old is _MISSING:
+            return old
+        for index, key_values, _ in self._slots:
+            for v in key_values.pop(key, ()):
+                bucket = index.get(v)
+                if bucket is not None:
+                    bucket.pop(key, None)
+                    if not bucket:
+                        del index[v]
+        return old
+
+    def apply_batch(self, changes: Sequence[tuple[str, Any, bool]]) -> builtins.list[Any]:
+        """Apply writes and deletions of distinct keys in one lock hold: one transaction.
+
+        ``changes`` holds ``(key, obj, delete)``: ``delete`` False stores ``obj`` under
+        ``key``; True removes ``key``, ``obj`` being the deleted object's final state. Returns,
+        per change, the object ``key`` held before (None when it held none), or
+        :data:`NOT_APPLIED` for a write whose index function raised: that change alone is left
+        out (logged by the caller), the others are applied. Readers see all of the batch or none.
+        """
+        fns = self._fns
+        values: builtins.list[Sequence[Sequence[str]] | None] = []
+        for _key, obj, delete in changes:  # index values outside the lock, as a single write
+            if delete:
+                values.append(None)
+                continue
+            try:
+                values.append(_index_values(fns, obj) if fns else ())
+            except Exception:
+                values.append(_FAILED)
+        olds: builtins.list[Any] = []
+        lock = self._lock
+        lock.acquire()
+        try:
+            recompute = fns is not self._fns
+            items = self._items
+            for (key, obj, delete), vals in zip(changes, values, strict=True):
+                if vals is _FAILED:
+                    olds.append(NOT_APPLIED)
+                    continue
+                if delete:
+                    old = self._unindex_locked(key)
+                    olds.append(None if old is _MISSING else old)
+                    if obj is not None:
+                        self._rv_obj = obj
+                    continue
+                if recompute:  # add_indexers ran meanwhile: rare, recompute under the lock
+                    try:
+                        vals = _index_values(self._fns, obj)
+                    except Exception:
+                        olds.append(NOT_APPLIED)
+                        continue
+                olds.append(items.get(key))
+                items[key] = obj
+                self._rv_obj = obj
+                assert vals is not None
+                self._reindex_locked(key, obj, vals)
+        finally:
+            lock.release()
+        return olds
+
+    def replace_keyed(self, items: Mapping[str, Any], resource_version: str = "") -> None:
+        """Make ``items`` (key -> object) the whole content atomically, indexes rebuilt."""
+        self._replace(items, resource_version)
+
+    def bookmark(self, resource_version: str) -> None:
+        """Note that the cache has caught up to ``resource_version`` with no object changing.
+
+        :meth:`last_store_sync_resource_version` reports it until the next write.
+        """
+        with self._lock:
+            self._rv = resource_version
+            self._rv_obj = None
 
     def _replace(self, items: Mapping[str, Any], resource_version: str = "") -> None:
         """Swap in ``items`` as the whole content, rebuilding every index from scratch."""
@@ -252,6 +325,11 @@ class IndexedMap:
             return self._items.get(key)
         finally:
             lock.release()
+
+    def snapshot(self) -> dict[str, Any]:
+        """A copy of the whole content, key -> object, taken atomically."""
+        with self._lock:
+            return dict(self._items)
 
     def list(self) -> builtins.list[Any]:
         """Every stored object, in no particular order."""
@@ -358,6 +436,10 @@ class ThreadSafeStore(IndexedMap):
 
 
 _MISSING = object()
+_FAILED: Sequence[Sequence[str]] = ((),)  # an index value list no index function returns: a marker
+
+NOT_APPLIED: Any = object()
+"""What :meth:`IndexedMap.apply_batch` reports for a write whose index function raised."""
 
 
 def _no_key_func(obj: Any) -> str:

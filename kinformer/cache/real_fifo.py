@@ -1,0 +1,451 @@
+"""RealFIFO: the modern informer's queue, one delta per event in strict arrival order.
+
+client-go's ``RealFIFO`` (``InOrderInformers``, with ``AtomicFIFO`` and
+``UnlockWhileProcessingFIFO``). Where :class:`~kinformer.DeltaFIFO` keeps one line per key and
+merges a key's changes, this FIFO is a log: every ``add``, ``update`` and ``delete`` appends one
+delta, and ``pop`` hands them out in the order they came, across keys.
+
+In atomic mode (the default, and the informer's) a whole relist is one ``ReplacedAll`` delta
+and a whole resync one ``SyncAll``, so the informer can apply a relist to its cache in one step
+before any handler hears of it; watch bookmarks are queued as ``Bookmark`` deltas so the cache
+knows how far it has caught up; and the FIFO lock is let go while a popped batch is processed,
+so a slow consumer never holds up the reflector. Non-atomic mode needs ``known_objects`` and
+turns a relist into a ``Deleted`` per vanished key followed by a ``Replaced`` per object.
+"""
+
+from __future__ import annotations
+
+import builtins
+import dataclasses
+import logging
+import threading
+import time
+from collections import deque
+from collections.abc import Callable, Iterable
+from typing import Any, NamedTuple
+
+from kinformer import errors
+from kinformer.cache.delta_fifo import Delta, Deltas, DeltaType, TransformFunc
+from kinformer.cache.store import (
+    DeletedFinalStateUnknown,
+    KeyFunc,
+    KeyListerGetter,
+    meta_namespace_key_func,
+)
+
+log = logging.getLogger(__name__)
+
+__all__ = [
+    "SYNC_ALL_INFO",
+    "BookmarkInfo",
+    "RealFIFO",
+    "ReplacedAllInfo",
+    "SyncAllInfo",
+]
+
+DEFAULT_BATCH_SIZE = 1000  # deltas of distinct keys handed over in one batch (client-go's)
+
+_ADDED = DeltaType.ADDED
+_UPDATED = DeltaType.UPDATED
+_DELETED = DeltaType.DELETED
+_REPLACED = DeltaType.REPLACED
+_SYNC = DeltaType.SYNC
+_REPLACED_ALL = DeltaType.REPLACED_ALL
+_SYNC_ALL = DeltaType.SYNC_ALL
+_BOOKMARK = DeltaType.BOOKMARK
+_BATCHABLE = frozenset((_ADDED, _UPDATED, _DELETED, _REPLACED, _SYNC))
+_new_delta = tuple.__new__  # builds a Delta without NamedTuple.__new__'s Python frame
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class ReplacedAllInfo:
+    """The object of a ``ReplacedAll`` delta: a whole list and the resourceVersion it was read at.
+
+    ``items`` maps each listed object's key to it, transformed, in list order (a key listed
+    twice keeps its last object); :attr:`objects` are its values.
+    """
+
+    resource_version: str
+    items: dict[str, Any]
+
+    @property
+    def objects(self) -> builtins.list[Any]:
+        return builtins.list(self.items.values())
+
+
+class SyncAllInfo(NamedTuple):
+    """The object of a ``SyncAll`` delta: a marker; the objects are the cache's when processed."""
+
+
+SYNC_ALL_INFO = SyncAllInfo()
+
+
+class BookmarkInfo(NamedTuple):
+    """The object of a ``Bookmark`` delta: the resourceVersion the watch has reached."""
+
+    resource_version: str
+
+
+ProcessBatchFunc = Callable[[builtins.list[Deltas], bool], None]
+"""``process_batch(batch, is_in_initial_list)``: each item a one-delta ``Deltas``, keys distinct."""
+
+ProcessFunc = Callable[[Deltas, bool], None]
+"""``process(deltas, is_in_initial_list)``: ``deltas`` holds exactly one delta."""
+
+
+class RealFIFO:
+    """A log of deltas, popped in arrival order; safe for many producers and one consumer.
+
+    ``add``, ``update`` and ``delete`` append exactly one delta each (a delete is queued even
+    for a key never seen, and repeated ones are not merged); every object is keyed, then
+    transformed, before anything is queued, and an error there queues nothing.
+
+    ``atomic=True`` (the default): ``known_objects`` must be None; ``replace`` queues one
+    ``ReplacedAll`` delta, ``resync`` one ``SyncAll``, ``bookmark`` one ``Bookmark``; the lock
+    is released while ``process`` runs, unless ``2 * batch_size`` or more deltas are waiting
+    (then producers wait: backpressure). ``atomic=False``: ``known_objects`` is required;
+    ``replace`` queues ``Deleted(DeletedFinalStateUnknown)`` for every queued or known key the
+    new list lacks, then ``Replaced`` per listed object; ``resync`` queues ``Sync`` for each
+    known key with nothing queued; ``bookmark`` does nothing; ``process`` runs under the lock.
+
+    ``has_synced`` turns True once every delta queued by the time of the first ``replace``
+    (including it) has been processed, or at the first change when it comes before any
+    ``replace``. After ``close``, pops drain what is queued, then raise
+    :class:`~kinformer.FIFOClosedError`. Bad combinations of options raise
+    :class:`~kinformer.ConfigurationError`.
+    """
+
+    def __init__(
+        self,
+        key_func: KeyFunc = meta_namespace_key_func,
+        known_objects: KeyListerGetter | None = None,
+        transformer: TransformFunc | None = None,
+        atomic: bool = True,
+        *,
+        unlock_while_processing: bool | None = None,
+        emit_bookmarks: bool | None = None,
+        batch_size: int = DEFAULT_BATCH_SIZE,
+    ) -> None:
+        if unlock_while_processing is None:
+            unlock_while_processing = atomic
+        if emit_bookmarks is None:
+            emit_bookmarks = atomic
+        if atomic and known_objects is not None:
+            raise errors.ConfigurationError("an atomic RealFIFO takes no known_objects")
+        if not atomic:
+            if known_objects is None:
+                raise errors.ConfigurationError("a non-atomic RealFIFO needs known_objects")
+            if unlock_while_processing:
+                raise errors.ConfigurationError(
+                    "only an atomic RealFIFO can unlock while processing")
+            if emit_bookmarks:
+                raise errors.ConfigurationError("only an atomic RealFIFO can queue bookmarks")
+        if batch_size < 1:
+            raise errors.ConfigurationError("batch_size must be >= 1")
+        self._key_func = key_func
+        self._known_objects = known_objects
+        self._transformer = transformer
+        self._atomic = atomic
+        self._unlock = unlock_while_processing
+        self._emit_bookmarks = emit_bookmarks
+        self._batch_size = batch_size
+        # guards everything below; _items holds (key, delta) in arrival order, key "" for the
+        # deltas of no one object (ReplacedAll, SyncAll, Bookmark)
+        self._lock = threading.Lock()
+        self._cond = threading.Condition(self._lock)
+        self._items: deque[tuple[str, Delta]] = deque()
+        self._populated = False
+        self._initial_population_count = 0  # deltas of the first replace not processed yet
+        self._closed = False
+        self._waiting = 0  # poppers inside wait(): notify only when someone listens
+        self._synced = False  # written under the lock, read without it
+
+    @property
+    def atomic(self) -> bool:
+        return self._atomic
+
+    # -- keys --------------------------------------------------------------------------------
+
+    def key_of(self, obj: Any) -> str:
+        """The key for an object, a DeletedFinalStateUnknown (its key) or Deltas (the newest's)."""
+        if type(obj) is list:
+            if not obj:
+                raise errors.KeyFuncError("0 length Deltas object; can't get key")
+            obj = obj[-1][1]
+        if type(obj) is DeletedFinalStateUnknown:
+            return obj.key
+        try:
+            return self._key_func(obj)
+        except errors.KeyFuncError:
+            raise
+        except Exception as exc:
+            raise errors.KeyFuncError(f"couldn't create key for object {obj!r:.200}: {exc}") from exc
+
+    def _transform(self, obj: Any) -> Any:
+        transformer = self._transformer
+        if transformer is None or type(obj) is DeletedFinalStateUnknown:
+            return obj
+        return transformer(obj)
+
+    # -- producers ---------------------------------------------------------------------------
+
+    def add(self, obj: Any) -> None:
+        """Queue an ``Added`` delta."""
+        self._append(_ADDED, obj)
+
+    def update(self, obj: Any) -> None:
+        """Queue an ``Updated`` delta."""
+        self._append(_UPDATED, obj)
+
+    def delete(self, obj: Any) -> None:
+        """Queue a ``Deleted`` delta, whether or not the key was ever seen."""
+        self._append(_DELETED, obj)
+
+    def _append(self, action: DeltaType, obj: Any) -> None:
+        """The path of every watch event: key, transform, append one delta, wake the popper."""
+        key = self._key_func(obj) if type(obj) is dict else self.key_of(obj)
+        if self._transformer is not None:
+            obj = self._transform(obj)
+        entry = (key, _new_delta(Delta, (action, obj)))
+        lock = self._lock
+        lock.acquire()
+        try:
+            self._populated = True
+            if not self._synced and self._initial_population_count == 0:
+                self._synced = True
+            self._items.append(entry)
+            if self._waiting:
+                self._cond.notify()
+        finally:
+            lock.release()
+
+    def replace(self, objs: Iterable[Any], resource_version: str = "") -> None:
+        """Queue a whole (re)list: one ``ReplacedAll`` (atomic), or deletions then ``Replaced``.
+
+        Every object is keyed and transformed first: an error leaves the FIFO unchanged.
+        """
+        key_func, key_of, transformer = self._key_func, self.key_of, self._transformer
+        pairs = []
+        for obj in objs:
+            key = key_func(obj) if type(obj) is dict else key_of(obj)
+            if transformer is not None:
+                obj = self._transform(obj)
+            pairs.append((key, obj))
+        with self._cond:
+            if self._atomic:
+                info = ReplacedAllInfo(resource_version, dict(pairs))
+                self._items.append(("", _new_delta(Delta, (_REPLACED_ALL, info))))
+            else:
+                self._replace_non_atomic_locked(pairs)
+            if not self._populated:
+                self._populated = True
+                self._initial_population_count = len(self._items)
+            if not self._synced and self._initial_population_count == 0:
+                self._synced = True
+            if self._waiting:
+                self._cond.notify_all()
+
+    def _replace_non_atomic_locked(self, pairs: builtins.list[tuple[str, Any]]) -> None:
+        """Deletions for queued or known keys missing from the list, then a ``Replaced`` each."""
+        new_keys = {key for key, _ in pairs}
+        last_queued: dict[str, Delta] = {}  # key -> its newest queued delta, in first-seen order
+        for key, delta in self._items:
+            if key:
+                last_queued[key] = delta
+        items = self._items
+        for key, (action, obj) in last_queued.items():
+            if key in new_keys or action is _DELETED:
+                continue
+            if type(obj) is DeletedFinalStateUnknown:
+                obj = obj.obj
+            items.append((key, _new_delta(Delta, (_DELETED, DeletedFinalStateUnknown(key, obj)))))
+        known = self._known_objects
+        assert known is not None  # checked by the constructor
+        for key in known.list_keys():
+            if key in new_keys or key in last_queued:
+                continue
+            try:
+                last = known.get_by_key(key)
+            except Exception:
+                log.warning("known-object lookup failed key=%s", key, exc_info=True)
+                last = None
+            if last is None:
+                log.warning("key=%s vanished from known objects during replace", key)
+            items.append((key, _new_delta(Delta, (_DELETED, DeletedFinalStateUnknown(key, last)))))
+        for key, obj in pairs:
+            items.append((key, _new_delta(Delta, (_REPLACED, obj))))
+
+    def resync(self) -> None:
+        """Queue one ``SyncAll`` (atomic), or ``Sync(known object)`` per known key not queued."""
+        with self._cond:
+            if self._atomic:
+                self._items.append(("", _new_delta(Delta, (_SYNC_ALL, SYNC_ALL_INFO))))
+            else:
+                known = self._known_objects
+                assert known is not None
+                queued = {key for key, _ in self._items}
+                for key in known.list_keys():
+                    if key in queued:
+                        continue
+                    try:
+                        obj = known.get_by_key(key)
+                    except Exception:
+                        log.warning("known-object lookup failed key=%s", key, exc_info=True)
+                        continue
+                    if obj is None:
+                        log.warning("key=%s vanished from known objects during resync", key)
+                        continue
+                    self._items.append((key, _new_delta(Delta, (_SYNC, obj))))
+            if self._waiting:
+                self._cond.notify()
+
+    def bookmark(self, resource_version: str) -> None:
+        """Queue a ``Bookmark`` delta (atomic mode only; otherwise nothing happens)."""
+        if not self._emit_bookmarks:
+            return
+        with self._cond:
+            self._items.append(("", _new_delta(Delta, (_BOOKMARK, BookmarkInfo(resource_version)))))
+            if self._waiting:
+                self._cond.notify()
+
+    # -- consumer ----------------------------------------------------------------------------
+
+    def _wait_for_queued_locked(self, timeout: float | None) -> None:
+        """With the lock held: wait until something is queued (FIFOClosedError, TimeoutError)."""
+        items = self._items
+        deadline = None if timeout is None else time.monotonic() + timeout
+        while not items:
+            if self._closed:
+                raise errors.FIFOClosedError()
+            remaining = None
+            if deadline is not None:
+                remaining = deadline - time.monotonic()
+                if remaining <= 0:
+                    raise TimeoutError(f"RealFIFO.pop: nothing queued after {timeout}s")
+            self._waiting += 1
+            try:
+                self._cond.wait(remaining)
+            finally:
+                self._waiting -= 1
+
+    def _run_locked(self, taken: int, call: Callable[[], None]) -> None:
+        """Run ``call`` for ``taken`` popped deltas; the lock is held on entry and on return.
+
+        The lock is let go meanwhile when unlocking is on and the queue is not backed up.
+        Afterwards the initial population shrinks by ``taken`` and ``has_synced`` is updated,
+        also when ``call`` raised.
+        """
+        unlock = self._unlock and len(self._items) < 2 * self._batch_size
+        if unlock:
+            self._lock.release()
+        try:
+            call()
+        finally:
+            if unlock:
+                self._lock.acquire()
+            if self._initial_population_count > 0:
+                self._initial_population_count = max(0, self._initial_population_count - taken)
+            if not self._synced and self._populated and self._initial_population_count == 0:
+                self._synced = True
+
+    def pop(self, process: ProcessFunc | None, timeout: float | None = None) -> Deltas:
+        """Take the oldest delta and run ``process([delta], is_in_initial_list)``; return ``[delta]``.
+
+        Blocks while empty: ``TimeoutError`` after ``timeout`` seconds,
+        :class:`~kinformer.FIFOClosedError` once closed and drained. An exception from
+        ``process`` propagates; the delta is not retried.
+        """
+        with self._lock:
+            if not self._items:
+                self._wait_for_queued_locked(timeout)
+            deltas = [self._items.popleft()[1]]
+            is_in_initial_list = not self._synced
+            if process is not None:
+                self._run_locked(1, lambda: process(deltas, is_in_initial_list))
+            else:
+                self._run_locked(1, _nothing)
+            return deltas
+
+    def pop_batch(
+        self,
+        process_batch: ProcessBatchFunc,
+        process_single: ProcessFunc,
+        timeout: float | None = None,
+    ) -> int:
+        """Pop consecutive deltas of distinct keys (up to ``batch_size``) and process them.
+
+        The batch ends before a key it already holds, before a ``ReplacedAll``, ``SyncAll`` or
+        ``Bookmark`` (taken alone when first), and at the end of the first list's deltas. One
+        delta goes to ``process_single([delta], is_in_initial_list)``, more to
+        ``process_batch([[delta], ...], is_in_initial_list)``. Blocks like :meth:`pop`.
+        Returns how many deltas were popped.
+        """
+        with self._lock:
+            items = self._items
+            if not items:
+                self._wait_for_queued_locked(timeout)
+            is_in_initial_list = not self._synced
+            limit = self._batch_size
+            if is_in_initial_list and self._initial_population_count > 0:
+                limit = min(limit, self._initial_population_count)
+            key, first = items.popleft()
+            batch: builtins.list[Deltas] = [[first]]
+            if first[0] in _BATCHABLE:
+                seen = {key}
+                while items and len(batch) < limit:
+                    key, delta = items[0]
+                    if delta[0] not in _BATCHABLE or key in seen:
+                        break
+                    items.popleft()
+                    seen.add(key)
+                    batch.append([delta])
+            if len(batch) == 1:
+                single = batch[0]
+                self._run_locked(1, lambda: process_single(single, is_in_initial_list))
+            else:
+                self._run_locked(len(batch), lambda: process_batch(batch, is_in_initial_list))
+            return len(batch)
+
+    # -- state and reads ---------------------------------------------------------------------
+
+    def has_synced(self) -> bool:
+        """True once the first list (or earlier direct changes) has been fully processed."""
+        return self._synced
+
+    def close(self) -> None:
+        """Close the queue and wake every pop; producers may still add (and pops drain)."""
+        with self._cond:
+            self._closed = True
+            self._cond.notify_all()
+
+    def is_closed(self) -> bool:
+        return self._closed
+
+    def list(self) -> builtins.list[Any]:
+        """The newest queued object of every key (deltas of no one object left out)."""
+        with self._lock:
+            newest = {key: delta[1] for key, delta in self._items if key}
+        return builtins.list(newest.values())
+
+    def list_keys(self) -> builtins.list[str]:
+        """The keys with queued deltas, in the order they were first queued."""
+        with self._lock:
+            return builtins.list(dict.fromkeys(key for key, _ in self._items if key))
+
+    def get(self, obj: Any) -> Deltas | None:
+        """The deltas queued under ``obj``'s key, oldest first, or None."""
+        return self.get_by_key(self.key_of(obj))
+
+    def get_by_key(self, key: str) -> Deltas | None:
+        """The deltas queued under ``key``, oldest first, or None."""
+        with self._lock:
+            found = [delta for k, delta in self._items if k == key]
+        return found or None
+
+    def __len__(self) -> int:
+        """How many deltas are queued."""
+        return len(self._items)
+
+
+def _nothing() -> None:
+    """A ``process`` for :meth:`RealFIFO.pop` called with None."""
