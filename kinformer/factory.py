@@ -182,6 +182,8 @@ class DynamicSharedInformerFactory:
     Thread-safe. ``start(stop)`` does not block: it starts, each on its own thread, the informers
     created since the last start; they stop when ``stop`` fires, when :meth:`shutdown` is called,
     or individually through :meth:`stop_informer`. After ``shutdown`` the factory starts nothing.
+    Its informers follow ``profile`` (``"modern"`` or ``"classic"``, see
+    :class:`~kinformer.SharedIndexInformer`).
 
         factory = DynamicSharedInformerFactory(api_client)
         cms = factory.for_resource(GroupVersionResource("", "v1", "configmaps"))
@@ -196,7 +198,11 @@ class DynamicSharedInformerFactory:
         default_resync: float = 0,
         namespace: str = "",
         tweak_list_options: Callable[[interface.ListOptions], interface.ListOptions | None] | None = None,
+        *,
+        profile: str = "modern",
     ) -> None:
+        informer.check_profile(profile)
+        self._profile = profile
         self._client = client
         self._default_resync = default_resync
         self._namespace = namespace
@@ -281,6 +287,7 @@ class DynamicSharedInformerFactory:
             self._default_resync,
             {store.NAMESPACE_INDEX: store.meta_namespace_index_func},
             name=gvr_subject(gvr),
+            profile=self._profile,
         )
         return GenericInformer(shared, gvr)
 

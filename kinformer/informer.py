@@ -1,14 +1,20 @@
 """SharedIndexInformer: an indexed local cache of one resource type, with event handlers.
 
-client-go's ``sharedIndexInformer`` in the classic profile. A :class:`~kinformer.Reflector`
-lists and watches into a :class:`~kinformer.DeltaFIFO`; a delta loop pops it in batches, updates
-the :class:`~kinformer.Indexer` and hands notifications to the processor
-(``processor.py``), which delivers them to each handler (``handlers.py``) on its own thread.
-Listers (``cache/lister.py``) read the indexer; factories (``factory.py``) run one informer per
-resource.
+client-go's ``sharedIndexInformer``. A :class:`~kinformer.Reflector` lists and watches into a
+FIFO; a delta loop pops it in batches, updates the :class:`~kinformer.Indexer` and hands
+notifications to the processor (``processor.py``), which delivers them to each handler
+(``handlers.py``) on its own thread. Listers (``cache/lister.py``) read the indexer; factories
+(``factory.py``) run one informer per resource.
 
-The first list takes one route into the cache: the FIFO's ``replace`` keys and transforms it and
-hands it whole to the FIFO's ``take_first_list`` option (here
+Two profiles, as client-go has had them. ``"modern"`` (the default, client-go 1.36's): a
+:class:`~kinformer.RealFIFO` in atomic mode, one delta per event in arrival order; a batch of up
+to 1,000 deltas of distinct keys goes into the cache in one transaction before any handler hears
+of it, a relist (``ReplacedAll``) replaces the whole cache in one step before its notifications
+go out, and the FIFO lock is let go while a batch is applied. ``"classic"`` (client-go up to
+1.32): a :class:`~kinformer.DeltaFIFO` that merges each key's pending changes, described next.
+
+In the classic profile the first list takes one route into the cache: the FIFO's ``replace``
+keys and transforms it and hands it whole to the FIFO's ``take_first_list`` option (here
 :meth:`SharedIndexInformer._take_first_list`), which stores every object in one pass
 (``Indexer.add_new``) and queues each handler's ``on_add(obj, True)`` at once, so the informer
 is synced when ``replace`` returns. When that cannot be (an index function fails, a key is
@@ -32,7 +38,8 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from kinformer import _gc, _threads, context, errors, meta, processor
-from kinformer.cache import delta_fifo, store
+from kinformer.cache import delta_fifo, real_fifo, store
+from kinformer.cache.thread_safe_store import NOT_APPLIED
 from kinformer.clock import REAL_CLOCK, Clock
 from kinformer.handlers import ResourceEventHandler, wait_for_cache_sync
 from kinformer.reflector import reflector
@@ -45,8 +52,14 @@ STEADY_BATCH = 1000  # keys applied per FIFO lock hold once synced
 POP_TIMEOUT = 1.0  # the delta loop looks at its stop signal at least this often
 JOIN_TIMEOUT = 30.0  # reflector and delta loop close their own streams; this only bounds a bug
 
+PROFILES = ("modern", "classic")  # client-go 1.36's informer, and the one up to client-go 1.32
+
 IndexFunc = Callable[[Any], list[str]]
 _DELETED = delta_fifo.DeltaType.DELETED
+_REPLACED_ALL = delta_fifo.DeltaType.REPLACED_ALL
+_SYNC_ALL = delta_fifo.DeltaType.SYNC_ALL
+_BOOKMARK = delta_fifo.DeltaType.BOOKMARK
+_Fifo = delta_fifo.DeltaFIFO | real_fifo.RealFIFO
 _ADD, _UPDATE, _DELETE = processor.ADD, processor.UPDATE, processor.DELETE
 _Notification = processor.Notification
 _new_notification = tuple.__new__  # builds a Notification without NamedTuple.__new__'s frame
@@ -89,17 +102,18 @@ class ResourceEventHandlerRegistration:
 class _ReflectorStore:
     """The informer's FIFO as its reflector writes to it: the first list under a collector pause.
 
-    ``add``, ``update``, ``delete`` and ``resync`` are the FIFO's own bound methods, so a watch
-    event costs no extra call. ``replace`` begins ``pause`` for the informer's first list,
-    before the FIFO keys and transforms it, unless the FIFO is closed; the pause ends when that
+    ``add``, ``update``, ``delete``, ``resync`` and (a RealFIFO's) ``bookmark`` are the FIFO's
+    own bound methods, so a watch event costs no extra call. ``replace`` begins ``pause`` for
+    the informer's first list, before the FIFO keys and transforms it, unless the FIFO is
+    closed; the pause ends when that
     list is applied (here if the FIFO took it whole, else in the delta loop once synced), with
     the cache frozen, or without freezing when ``replace`` fails (the next list is then the
     first again) or the informer stops. Called by the reflector's thread only.
     """
 
-    __slots__ = ("_fifo", "_first", "_pause", "add", "delete", "resync", "update")
+    __slots__ = ("_fifo", "_first", "_pause", "add", "bookmark", "delete", "resync", "update")
 
-    def __init__(self, fifo: delta_fifo.DeltaFIFO, pause: _gc.HeldPause) -> None:
+    def __init__(self, fifo: _Fifo, pause: _gc.HeldPause) -> None:
         self._fifo = fifo
         self._pause = pause
         self._first = True  # no list applied yet: the next replace is the first list
@@ -107,6 +121,8 @@ class _ReflectorStore:
         self.update = fifo.update
         self.delete = fifo.delete
         self.resync = fifo.resync
+        if isinstance(fifo, real_fifo.RealFIFO):  # the reflector hands on bookmarks when it can
+            self.bookmark = fifo.bookmark
 
     def replace(self, objs: Any, resource_version: str = "") -> None:
         fifo, pause = self._fifo, self._pause
@@ -135,6 +151,14 @@ class SharedIndexInformer:
     raising handler stalls neither the watch nor other handlers. A handler added late first
     gets ``on_add(obj, True)`` for every cached object. All methods are thread-safe.
 
+    ``profile`` is ``"modern"`` (the default: client-go 1.36's in-order, atomic, batched
+    informer) or ``"classic"`` (client-go up to 1.32: per-key merging of pending changes); any
+    other name raises :class:`~kinformer.ConfigurationError` (a ``ValueError``). Handlers see the
+    same callbacks in both; the modern profile delivers them in strict arrival order across
+    objects, reports a watch DELETE even for an object never cached, and applies a relist
+    atomically: a handler reading the cache while a relist's notifications arrive never sees
+    part of the old list and part of the new one.
+
         informer = SharedIndexInformer(ListWatch.for_resource(client, gvr))
         informer.add_event_handler(ResourceEventHandlerFuncs(add_func=print))
         threading.Thread(target=informer.run, args=(stop,)).start()
@@ -149,7 +173,10 @@ class SharedIndexInformer:
         *,
         clock: Clock = REAL_CLOCK,
         name: str | None = None,
+        profile: str = "modern",
     ) -> None:
+        check_profile(profile)
+        self._profile = profile
         self._lister_watcher = lister_watcher
         self.example_object = example_object
         self._name = name or f"informer{next(_ids)}"
@@ -167,12 +194,17 @@ class SharedIndexInformer:
         self._stopped = False
         self._transform: Callable[[Any], Any] | None = None
         self._watch_error_handler: reflector.WatchErrorHandler | None = None
-        self._fifo: delta_fifo.DeltaFIFO | None = None
+        self._fifo: _Fifo | None = None
         self._reflector: reflector.Reflector | None = None
 
     @property
     def name(self) -> str:
         return self._name
+
+    @property
+    def profile(self) -> str:
+        """``"modern"`` or ``"classic"``: which of client-go's informers this one follows."""
+        return self._profile
 
     # -- lifecycle ------------------------------------------------------------------------------
 
@@ -187,13 +219,17 @@ class SharedIndexInformer:
             if self._started:
                 log.warning("informer %s: run more than once is not allowed", self._name)
                 return
-            fifo = delta_fifo.DeltaFIFO(
-                store.meta_namespace_key_func,
-                self._indexer,
-                True,
-                self._transform,
-                take_first_list=self._take_first_list,
-            )
+            fifo: _Fifo
+            if self._profile == "modern":
+                fifo = real_fifo.RealFIFO(store.meta_namespace_key_func, None, self._transform)
+            else:
+                fifo = delta_fifo.DeltaFIFO(
+                    store.meta_namespace_key_func,
+                    self._indexer,
+                    True,
+                    self._transform,
+                    take_first_list=self._take_first_list,
+                )
             pause = _gc.HeldPause()  # the first list's; see _ReflectorStore
             refl = reflector.Reflector(
                 self._lister_watcher,
@@ -359,17 +395,18 @@ class SharedIndexInformer:
 
     # -- the delta loop -------------------------------------------------------------------------
 
-    def _delta_loop(
-        self, fifo: delta_fifo.DeltaFIFO, pause: _gc.HeldPause, ctx: context.Context
-    ) -> None:
+    def _delta_loop(self, fifo: _Fifo, pause: _gc.HeldPause, ctx: context.Context) -> None:
         """Pop and apply deltas until stopped; end the first list's collector pause once applied."""
         try:
             while not ctx.cancelled():
                 if pause.held and fifo.has_synced():
                     pause.end(freeze_first=True)
-                limit = STEADY_BATCH if fifo.has_synced() else INITIAL_BATCH
                 try:
-                    fifo.pop_batch(self._handle_batch, limit, timeout=POP_TIMEOUT)
+                    if isinstance(fifo, real_fifo.RealFIFO):
+                        fifo.pop_batch(self._process_batch, self._process_single, POP_TIMEOUT)
+                    else:
+                        limit = STEADY_BATCH if fifo.has_synced() else INITIAL_BATCH
+                        fifo.pop_batch(self._handle_batch, limit, timeout=POP_TIMEOUT)
                 except errors.FIFOClosedError:
                     return
                 except TimeoutError:
@@ -468,9 +505,117 @@ class SharedIndexInformer:
             else:
                 append(_new_notification(_Notification, (_ADD, obj, is_in_initial_list)))
 
+    # -- the modern profile's delta processing -------------------------------------------------
+
+    def _process_single(self, deltas: list[delta_fifo.Delta], is_in_initial_list: bool) -> None:
+        """Apply one popped delta of the RealFIFO: a whole relist, a resync, a bookmark or a change.
+
+        Runs on the delta loop's thread, without the FIFO lock.
+        """
+        delta_type, obj = deltas[0]
+        with self._block_deltas:
+            if delta_type is _REPLACED_ALL:
+                self._replace_all_locked(obj, is_in_initial_list)
+            elif delta_type is _SYNC_ALL:
+                cached = self._indexer.list()
+                notifications = [_new_notification(_Notification, (_UPDATE, o, o)) for o in cached]
+                self._processor.distribute_batch(notifications, list(range(len(cached))), 0)
+            elif delta_type is _BOOKMARK:
+                self._indexer.bookmark(obj.resource_version)
+            else:
+                self._apply_all([deltas], is_in_initial_list)
+
+    def _process_batch(self, batch: list[list[delta_fifo.Delta]], is_in_initial_list: bool) -> None:
+        """Apply a batch of changes to distinct keys in one cache transaction, then notify.
+
+        A change whose key or index values cannot be computed is logged and dropped; the
+        others are applied, and only those are notified, in batch order.
+        """
+        indexer = self._indexer
+        changes: list[tuple[str, Any, bool]] = []
+        for ((delta_type, obj),) in batch:
+            try:
+                key = indexer.key_of(obj)
+            except errors.KeyFuncError:
+                log.exception("informer %s: failed to process deltas; object dropped", self._name)
+                continue
+            changes.append((key, obj, delta_type is _DELETED))
+        with self._block_deltas:
+            olds = indexer.apply_batch(changes)
+            out: list[processor.Notification] = []
+            sync_at: list[int] = []
+            initial = 0
+            for (key, obj, delete), old in zip(changes, olds, strict=True):
+                if old is NOT_APPLIED:
+                    log.error("informer %s: index function failed for %s; object dropped",
+                              self._name, key)
+                elif delete:
+                    out.append(_new_notification(_Notification, (_DELETE, obj, None)))
+                elif old is None:
+                    out.append(_new_notification(_Notification, (_ADD, obj, is_in_initial_list)))
+                    initial += is_in_initial_list
+                else:
+                    if meta.resource_version(old) == meta.resource_version(obj):
+                        sync_at.append(len(out))
+                    out.append(_new_notification(_Notification, (_UPDATE, old, obj)))
+            if out:
+                self._processor.distribute_batch(out, sync_at, initial)
+
+    def _replace_all_locked(self, info: real_fifo.ReplacedAllInfo, is_in_initial_list: bool) -> None:
+        """Make a whole list the cache's content in one step, then notify: deletions first.
+
+        Objects cached but not listed reach ``on_delete`` as DeletedFinalStateUnknown with
+        their last cached state; listed ones ``on_update`` (cached before) or ``on_add``, in
+        list order. Handlers reading the cache meanwhile see the complete new list. Call with
+        ``_block_deltas`` held.
+        """
+        indexer, items = self._indexer, info.items
+        current = indexer.snapshot() if len(indexer) else {}
+        out: list[processor.Notification] = []
+        sync_at: list[int] = []
+        if not current and self._add_new_quietly(items):  # a first list: one columnar pass
+            out = [_new_notification(_Notification, (_ADD, obj, is_in_initial_list))
+                   for obj in items.values()]
+        else:
+            gone = [key for key in current if key not in items]
+            changes: list[tuple[str, Any, bool]] = [(key, None, True) for key in gone]
+            changes += [(key, obj, False) for key, obj in items.items()]
+            olds = indexer.apply_batch(changes)
+            for key in gone:
+                dfsu = store.DeletedFinalStateUnknown(key, current[key])
+                out.append(_new_notification(_Notification, (_DELETE, dfsu, None)))
+            for (key, obj, _), old in zip(changes[len(gone):], olds[len(gone):], strict=True):
+                if old is NOT_APPLIED:
+                    log.error("informer %s: index function failed for %s; object dropped",
+                              self._name, key)
+                elif old is None:
+                    out.append(_new_notification(_Notification, (_ADD, obj, is_in_initial_list)))
+                else:
+                    if meta.resource_version(old) == meta.resource_version(obj):
+                        sync_at.append(len(out))
+                    out.append(_new_notification(_Notification, (_UPDATE, old, obj)))
+        indexer.bookmark(info.resource_version)
+        if out:
+            initial = sum(1 for n in out if n[0] == _ADD) if is_in_initial_list else 0
+            self._processor.distribute_batch(out, sync_at, initial)
+
+    def _add_new_quietly(self, items: dict[str, Any]) -> bool:
+        """``Indexer.add_new``, False (nothing changed) also when an index function fails."""
+        try:
+            return self._indexer.add_new(items)
+        except Exception:
+            return False
+
     def __repr__(self) -> str:
         state = "stopped" if self._stopped else "running" if self._started else "new"
         return f"<SharedIndexInformer {self._name} {state} objects={len(self._indexer)}>"
+
+
+def check_profile(profile: str) -> None:
+    """Raise :class:`~kinformer.ConfigurationError` (a ValueError) unless ``profile`` is one of PROFILES."""
+    if profile not in PROFILES:
+        raise errors.ConfigurationError(
+            f"unknown informer profile {profile!r}: use 'modern' or 'classic'")
 
 
 def _new_items(batch: list[list[delta_fifo.Delta]], key_of: Callable[[Any], str]) -> dict[str, Any] | None:

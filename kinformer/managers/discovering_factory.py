@@ -123,7 +123,8 @@ class DiscoveringDynamicSharedInformerFactory:
 
     ``filter_func(gvr)`` chooses the types (default: all). Unlike kcp, whose filter looks at
     objects, it filters resource types. Every informer uses ``resync`` and ``indexers`` plus the
-    namespace index (which cannot be overridden). GVR handlers (:meth:`add_event_handler`) run on
+    namespace index (which cannot be overridden), and ``profile`` (``"modern"`` or
+    ``"classic"``). GVR handlers (:meth:`add_event_handler`) run on
     the informers' handler threads; all methods are thread-safe.
 
         ddsif = DiscoveringDynamicSharedInformerFactory(api_client, lambda g: g.group == "example.com")
@@ -142,7 +143,10 @@ class DiscoveringDynamicSharedInformerFactory:
         indexers: Mapping[str, informer.IndexFunc] | None = None,
         watch_crds: bool = True,
         discovery: client_discovery.CachedDiscoveryClient | None = None,
+        profile: str = "modern",
     ) -> None:
+        informer.check_profile(profile)
+        self._profile = profile
         self._client = client
         self._filter = filter_func or (lambda gvr: True)
         self._resync = resync
@@ -330,6 +334,7 @@ class DiscoveringDynamicSharedInformerFactory:
             self._resync,
             self._indexers,
             name=factory.gvr_subject(gvr),
+            profile=self._profile,
         )
         shared.add_event_handler(_FanOut(self, gvr))
         return factory.GenericInformer(shared, gvr)

@@ -66,6 +66,9 @@ class InformerManager:
     the list has its informer stopped (cancelled, then joined) and dropped; when the type comes
     back, a fresh informer with the same handler starts on the next :meth:`start`.
 
+    ``default_resync`` is every informer's resync period in seconds (0: never); ``profile``
+    (``"modern"`` or ``"classic"``) is handed to each informer.
+
     Example::
 
         with InformerManager(api_client, 0, stop) as manager:
@@ -81,11 +84,13 @@ class InformerManager:
         client: Any,
         default_resync: float = 0,
         parent_stop: context.StopSignal | None = None,
+        *,
+        profile: str = "modern",
     ) -> None:
         self._client = client
+        self._factory = factory.DynamicSharedInformerFactory(client, default_resync, profile=profile)
         parent = parent_stop if parent_stop is not None else context.Context("informer-manager")
         self._ctx, self._cancel = context.context_for_channel(parent)
-        self._factory = factory.DynamicSharedInformerFactory(client, default_resync)
         # serialises add_*, stop: an informer being dropped cannot race the type's return
         self._update_lock = threading.Lock()
         self._lock = threading.Lock()  # guards _records, _handled
