@@ -149,6 +149,7 @@ class RealFIFO:
         self._unlock = unlock_while_processing
         self._emit_bookmarks = emit_bookmarks
         self._batch_size = batch_size
+        self._backlog = 2 * batch_size  # this many waiting deltas or more: keep the lock (backpressure)
         # guards everything below; _items holds (key, delta) in arrival order, key "" for the
         # deltas of no one object (ReplacedAll, SyncAll, Bookmark)
         self._lock = threading.Lock()
@@ -335,7 +336,7 @@ class RealFIFO:
         Afterwards the initial population shrinks by ``taken`` and ``has_synced`` is updated,
         also when ``call`` raised.
         """
-        unlock = self._unlock and len(self._items) < 2 * self._batch_size
+        unlock = self._unlock and len(self._items) < self._backlog
         if unlock:
             self._lock.release()
         try:
@@ -355,16 +356,30 @@ class RealFIFO:
         :class:`~kinformer.FIFOClosedError` once closed and drained. An exception from
         ``process`` propagates; the delta is not retried.
         """
-        with self._lock:
-            if not self._items:
+        lock = self._lock
+        lock.acquire()
+        try:
+            items = self._items
+            if not items:
                 self._wait_for_queued_locked(timeout)
-            deltas = [self._items.popleft()[1]]
+            deltas = [items.popleft()[1]]
             is_in_initial_list = not self._synced
-            if process is not None:
-                self._run_locked(1, lambda: process(deltas, is_in_initial_list))
-            else:
-                self._run_locked(1, _nothing)
+            unlock = self._unlock and len(items) < self._backlog  # _run_locked, inlined
+            if unlock:
+                lock.release()
+            try:
+                if process is not None:
+                    process(deltas, is_in_initial_list)
+            finally:
+                if unlock:
+                    lock.acquire()
+                if self._initial_population_count > 0:
+                    self._initial_population_count -= 1
+                if not self._synced and self._populated and self._initial_population_count == 0:
+                    self._synced = True
             return deltas
+        finally:
+            lock.release()
 
     def pop_batch(
         self,
@@ -446,6 +461,3 @@ class RealFIFO:
         """How many deltas are queued."""
         return len(self._items)
 
-
-def _nothing() -> None:
-    """A ``process`` for :meth:`RealFIFO.pop` called with None."""
