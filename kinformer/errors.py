@@ -5,6 +5,7 @@
     KinformerError
       ConfigurationError(ValueError)        a bad argument or option
         LabelSelectorError                    a label selector that does not parse
+        ShardSelectorError                    a shard selector that does not parse
       LifecycleError
         AlreadyStartedError                 a second start/run, or a setter after start
         StoppedError                        an operation on something already stopped
@@ -62,6 +63,10 @@ class LabelSelectorError(ConfigurationError):
         self.position = position
         self.problem = problem
         super().__init__(f"invalid label selector {selector!r} at position {position}: {problem}")
+
+
+class ShardSelectorError(ConfigurationError):
+    """A shard selector that does not parse; the message is the API server's wording."""
 
 
 class LifecycleError(KinformerError):
