@@ -64,6 +64,7 @@ from kinformer.errors import (
     LabelSelectorError,
     NotFoundError,
     ServerError,
+    ShardSelectorError,
     ShutDown,
     StoppedError,
     SyncTimeoutError,
@@ -94,6 +95,7 @@ from kinformer.managers.discovering_factory import (
 from kinformer.managers.informer_manager import InformerManager, strip_managed_fields
 from kinformer.managers.source import InformerSource
 from kinformer.reflector import Reflector
+from kinformer.sharding import ShardSelector, fnv1a_64
 from kinformer.workqueue import (
     BucketRateLimiter,
     DelayingQueue,
@@ -204,6 +206,9 @@ __all__ = [  # noqa: RUF022 (grouped by area, as the API reference is)
     "Reconciler",
     "Result",
     "strip_managed_fields",
+    # sharding across replicas
+    "ShardSelector",
+    "fnv1a_64",
     # errors
     "APIError",
     "AlreadyStartedError",
@@ -222,6 +227,7 @@ __all__ = [  # noqa: RUF022 (grouped by area, as the API reference is)
     "LabelSelectorError",
     "NotFoundError",
     "ServerError",
+    "ShardSelectorError",
     "ShutDown",
     "StoppedError",
     "SyncTimeoutError",

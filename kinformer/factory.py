@@ -20,7 +20,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from kinformer import _threads, context, handlers, informer
+from kinformer import _threads, context, handlers, informer, sharding
 from kinformer.cache import store
 from kinformer.cache.lister import GenericLister
 from kinformer.client import interface, listwatch
@@ -142,6 +142,11 @@ class InformerRegistry:
         with self._lock:
             return {gvr: e.generic.informer() for gvr, e in self._entries.items() if e.started}
 
+    def informers(self) -> list[informer.SharedIndexInformer]:
+        """Every informer, started or not."""
+        with self._lock:
+            return [e.generic.informer() for e in self._entries.values()]
+
     def resources(self) -> list[GroupVersionResource]:
         """Every resource type with an informer, started or not."""
         with self._lock:
@@ -182,7 +187,8 @@ class DynamicSharedInformerFactory:
     Thread-safe. ``start(stop)`` does not block: it starts, each on its own thread, the informers
     created since the last start; they stop when ``stop`` fires, when :meth:`shutdown` is called,
     or individually through :meth:`stop_informer`. After ``shutdown`` the factory starts nothing.
-    Its informers follow ``profile`` (``"modern"`` or ``"classic"``, see
+    With ``shard_selector`` (or :meth:`set_shard_selector`) every informer caches only that
+    shard of its resource. Its informers follow ``profile`` (``"modern"`` or ``"classic"``, see
     :class:`~kinformer.SharedIndexInformer`).
 
         factory = DynamicSharedInformerFactory(api_client)
@@ -200,9 +206,11 @@ class DynamicSharedInformerFactory:
         tweak_list_options: Callable[[interface.ListOptions], interface.ListOptions | None] | None = None,
         *,
         profile: str = "modern",
+        shard_selector: sharding.ShardSelector | None = None,
     ) -> None:
         informer.check_profile(profile)
         self._profile = profile
+        self._shard_selector = shard_selector
         self._client = client
         self._default_resync = default_resync
         self._namespace = namespace
@@ -215,6 +223,21 @@ class DynamicSharedInformerFactory:
     def for_resource(self, gvr: GroupVersionResource) -> GenericInformer:
         """The informer for ``gvr``, created (not started) on first use."""
         return self._informers.for_resource(gvr)
+
+    def set_shard_selector(self, selector: sharding.ShardSelector | None) -> None:
+        """Cache only ``selector``'s shard (None: everything) in every informer, made and to come.
+
+        Running informers relist with it at once (see
+        :meth:`SharedIndexInformer.set_shard_selector`).
+        """
+        with self._lock:
+            self._shard_selector = selector
+        for each in self._informers.informers():
+            each.set_shard_selector(selector)
+
+    def shard_selector(self) -> sharding.ShardSelector | None:
+        """The shard the factory's informers cache, or None for everything."""
+        return self._shard_selector
 
     def start(self, stop: context.StopSignal) -> None:
         """Start every informer not started yet; they run until ``stop`` fires. Does not block."""
@@ -289,6 +312,8 @@ class DynamicSharedInformerFactory:
             name=gvr_subject(gvr),
             profile=self._profile,
         )
+        if self._shard_selector is not None:
+            shared.set_shard_selector(self._shard_selector)
         return GenericInformer(shared, gvr)
 
     def __repr__(self) -> str:

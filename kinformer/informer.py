@@ -37,7 +37,7 @@ import threading
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from kinformer import _gc, _threads, context, errors, meta, processor
+from kinformer import _gc, _threads, context, errors, meta, processor, sharding
 from kinformer.cache import delta_fifo, real_fifo, store
 from kinformer.cache.thread_safe_store import NOT_APPLIED
 from kinformer.clock import REAL_CLOCK, Clock
@@ -196,6 +196,8 @@ class SharedIndexInformer:
         self._watch_error_handler: reflector.WatchErrorHandler | None = None
         self._fifo: _Fifo | None = None
         self._reflector: reflector.Reflector | None = None
+        self._shard_selector: sharding.ShardSelector | None = getattr(
+            lister_watcher, "shard_selector", None)
 
     @property
     def name(self) -> str:
@@ -239,6 +241,7 @@ class SharedIndexInformer:
                 should_resync=self._processor.should_resync,
                 clock=self._clock,
                 watch_error_handler=self._watch_error_handler,
+                shard_selector=self._shard_selector,
             )
             self._fifo, self._reflector = fifo, refl
             self._started = True
@@ -290,6 +293,37 @@ class SharedIndexInformer:
         return None if refl is None else refl.last_error()
 
     # -- configuration --------------------------------------------------------------------------
+
+    def set_shard_selector(self, selector: sharding.ShardSelector | None) -> None:
+        """Cache only ``selector``'s shard of the resource (None: all of it), also while running.
+
+        A running informer relists at once with the new selector: objects that left the shard
+        reach ``on_delete`` (as DeletedFinalStateUnknown), objects that joined ``on_add``, and
+        the cache ends equal to the new shard. A ListerWatcher built with a shard selector
+        (``ListWatch.for_resource(shard_selector=...)``) gives the informer its first one, and
+        None goes back to it. Where the server does not shard, the reflector filters with the
+        same hash (see :meth:`server_side_sharding`).
+        """
+        if selector is not None and not isinstance(selector, sharding.ShardSelector):
+            raise TypeError(f"not a ShardSelector: {selector!r}")
+        with self._start_lock:
+            if selector is None:
+                selector = getattr(self._lister_watcher, "shard_selector", None)
+            self._shard_selector = selector
+            refl = self._reflector
+        if refl is not None:
+            refl.set_shard_selector(selector)
+
+    def shard_selector(self) -> sharding.ShardSelector | None:
+        """The shard this informer caches, or None for the whole resource."""
+        return self._shard_selector
+
+    def server_side_sharding(self) -> bool | None:
+        """True when the server sharded the last list, False when kinformer filters on the
+        client (the server ignored the selector), None before the first list or without a
+        selector."""
+        refl = self._reflector
+        return None if refl is None else refl.server_side_sharding()
 
     def set_transform(self, fn: Callable[[Any], Any] | None) -> None:
         """Apply ``fn`` to every object before it is cached; raises AlreadyStartedError after run."""

@@ -37,6 +37,7 @@ class ListOptions:
     timeout_seconds: int | None = None
     allow_watch_bookmarks: bool | None = None
     send_initial_events: bool | None = None
+    shard_selector: str = ""  # sent as shardSelector (see kinformer.sharding); "" for none
 
     def query(self) -> list[tuple[str, str]]:
         """The URL query parameters for these options, in a stable order."""
@@ -59,15 +60,22 @@ class ListOptions:
             params.append(("allowWatchBookmarks", "true"))
         if self.send_initial_events is not None:
             params.append(("sendInitialEvents", "true" if self.send_initial_events else "false"))
+        if self.shard_selector:
+            params.append(("shardSelector", self.shard_selector))
         return params
 
 
 class ListResult(NamedTuple):
-    """One list answer (or one page of it): the objects, the list's RV and the continue token."""
+    """One list answer (or one page of it): the objects, the list's RV and the continue token.
+
+    ``shard_info`` is the selector a server that shards lists echoed (``metadata.shardInfo``),
+    None when it did not shard the list.
+    """
 
     items: list[Any]
     resource_version: str
     continue_token: str = ""
+    shard_info: str | None = None
 
 
 class WatchEvent(NamedTuple):

@@ -17,6 +17,7 @@ from typing import Any
 
 from kinformer import context as _context
 from kinformer import gvr as _gvr
+from kinformer import sharding
 from kinformer.client import interface, resource, rest
 
 DEFAULT_READ_TIMEOUT = 60.0  # seconds of silence that mark a watch dead; above the bookmark interval
@@ -64,6 +65,8 @@ class ListWatch:
     ) -> None:
         self.list_func = list_func
         self.watch_func = watch_func
+        # the shard every request carries (for_resource); an informer over this starts with it
+        self.shard_selector: sharding.ShardSelector | None = None
 
     @interface.takes_context
     def list(
@@ -93,6 +96,7 @@ class ListWatch:
         tweak_list_options: Callable[[interface.ListOptions], interface.ListOptions | None]
         | None = None,
         connect_timeout: float = DEFAULT_CONNECT_TIMEOUT,
+        shard_selector: sharding.ShardSelector | str | None = None,
     ) -> ListWatch:
         """List and watch ``gvr`` over HTTP through the official client.
 
@@ -102,12 +106,18 @@ class ListWatch:
         :class:`~kinformer.TransportError`, and the reflector re-establishes it); keep it
         above the server's bookmark interval. ``tweak_list_options`` may change the options of
         every request in place (or return new ones), like client-go's factory option.
+        ``shard_selector`` (a :class:`~kinformer.ShardSelector` or its text) goes with every
+        request that names none itself; an informer over this ListWatch starts with it.
 
         Example::
 
             api = kubernetes.config.new_client_from_config()
             lw = ListWatch.for_resource(api, GroupVersionResource("", "v1", "configmaps"))
         """
+        selector = None
+        if shard_selector is not None:
+            selector = (shard_selector if isinstance(shard_selector, sharding.ShardSelector)
+                        else sharding.ShardSelector.parse(str(shard_selector)))
         http = resource.HTTPResource(
             rest.Client(client),
             gvr,
@@ -117,5 +127,8 @@ class ListWatch:
             read_timeout,
             connect_timeout,
             tweak_list_options,
+            str(selector) if selector is not None else "",
         )
-        return cls(http.list, http.watch)
+        lw = cls(http.list, http.watch)
+        lw.shard_selector = selector
+        return lw

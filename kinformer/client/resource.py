@@ -50,6 +50,7 @@ class HTTPResource:
         read_timeout: float,
         connect_timeout: float,
         tweak: Callable[[interface.ListOptions], interface.ListOptions | None] | None,
+        shard_selector: str = "",
     ) -> None:
         self._client = client
         self._gvr = gvr
@@ -58,6 +59,7 @@ class HTTPResource:
         self._field_selector = field_selector
         self._timeout = (connect_timeout, read_timeout)
         self._tweak = tweak
+        self._shard_selector = shard_selector
         self._api_version = gvr.version if gvr.group == "" else f"{gvr.group}/{gvr.version}"
 
     def _options(self, options: interface.ListOptions) -> interface.ListOptions:
@@ -66,6 +68,8 @@ class HTTPResource:
             options.label_selector = self._label_selector
         if self._field_selector is not None and options.field_selector is None:
             options.field_selector = self._field_selector
+        if self._shard_selector and not options.shard_selector:
+            options.shard_selector = self._shard_selector
         if self._tweak is not None:
             tweaked = self._tweak(options)
             if tweaked is not None:
@@ -114,7 +118,12 @@ class HTTPResource:
         if not isinstance(rv, str) or not isinstance(token, str):
             log.warning("%s: response metadata is not an object of strings", what)
             raise errors.DecodeError(f"{what}: response metadata is not an object of strings")
-        return interface.ListResult(items, rv, token)
+        shard_info = None
+        if options.shard_selector and is_dict:
+            info = metadata.get("shardInfo")
+            if isinstance(info, dict) and isinstance(info.get("selector"), str):
+                shard_info = info["selector"]
+        return interface.ListResult(items, rv, token, shard_info)
 
     @interface.takes_context
     def watch(

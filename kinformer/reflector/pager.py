@@ -52,16 +52,20 @@ def list_all(
     limit: int,
     ctx: _context.Context,
     name: str,
+    shard_selector: str = "",
 ) -> Pages | None:
     """Every page of one list at ``rv`` (``limit`` 0: one request); None once ``ctx`` is cancelled.
 
     Blocks on the requests, on the caller's thread. ``ctx`` is looked at between pages, and
     cancelling it breaks off a request in flight when the lister takes a context (the request
     then raises). A continuation page that expired falls back to one full list at ``rv``; any
-    other error propagates. ``name`` is the reflector's, for the log line.
+    other error propagates. ``name`` is the reflector's, for the log line. Every request
+    carries ``shard_selector``; the joined result keeps the first page's ``shard_info``.
     """
     first = interface.list_with_context(
-        lister, interface.ListOptions(resource_version=rv, limit=limit or None), ctx
+        lister,
+        interface.ListOptions(resource_version=rv, limit=limit or None, shard_selector=shard_selector),
+        ctx,
     )
     if not first.continue_token:
         return Pages(first, False)
@@ -70,7 +74,8 @@ def list_all(
     while token:
         if ctx.cancelled():
             return None
-        options = interface.ListOptions(limit=limit or None, continue_token=token)
+        options = interface.ListOptions(
+            limit=limit or None, continue_token=token, shard_selector=shard_selector)
         try:
             page = interface.list_with_context(lister, options, ctx)
         except Exception as exc:
@@ -79,8 +84,9 @@ def list_all(
             log.warning(
                 "reflector %s: continuation page expired; listing everything at rv=%r", name, rv
             )
-            full = interface.list_with_context(lister, interface.ListOptions(resource_version=rv), ctx)
+            full = interface.list_with_context(
+                lister, interface.ListOptions(resource_version=rv, shard_selector=shard_selector), ctx)
             return Pages(full, True)
         items.extend(page.items)
         token = page.continue_token
-    return Pages(interface.ListResult(items, first.resource_version, ""), True)
+    return Pages(interface.ListResult(items, first.resource_version, "", first.shard_info), True)

@@ -28,7 +28,7 @@ import threading
 from collections.abc import Callable
 from typing import Any
 
-from kinformer import _gc, _threads, errors, meta
+from kinformer import _gc, _threads, errors, meta, sharding
 from kinformer import backoff as _backoff
 from kinformer import clock as _clock
 from kinformer import context as _context
@@ -114,23 +114,39 @@ def _named_items(items: list[Any], name: str) -> list[Any]:
 
 
 class _WatchAbort:
-    """How the resync timer ends the round's watch: it leaves an error and closes the open watch.
+    """How another thread ends the round's watch: it closes the open watch and says why.
 
-    Thread-safe: the resync timer calls :meth:`abort`; the run thread attaches each watch it
-    reads and asks for the error when the watch ends.
+    The resync timer calls :meth:`abort` with the error that ends the round; a change of shard
+    calls :meth:`end_round`, which ends it without an error. Thread-safe: the run thread
+    attaches each watch it reads and asks why when the watch ends.
     """
 
-    __slots__ = ("_error", "_lock", "_watch")
+    __slots__ = ("_ended", "_error", "_lock", "_watch")
 
     def __init__(self) -> None:
-        self._lock = threading.Lock()  # guards _watch and _error; once _error is set, no watch stays open
+        self._lock = threading.Lock()  # guards the fields below; once ended, no watch stays open
         self._watch: interface.Watch | None = None
         self._error: BaseException | None = None
+        self._ended = False
 
     @property
     def error(self) -> BaseException | None:
         with self._lock:
             return self._error
+
+    @property
+    def ended(self) -> bool:
+        """Whether :meth:`end_round` was called: relist now, nothing went wrong."""
+        with self._lock:
+            return self._ended
+
+    def end_round(self) -> None:
+        """End the round without an error and close the watch being read, if any."""
+        with self._lock:
+            self._ended = True
+            current = self._watch
+        if current is not None:
+            current.close()
 
     def abort(self, error: BaseException) -> None:
         """Keep the first ``error`` and close the watch being read, if any."""
@@ -145,7 +161,7 @@ class _WatchAbort:
         """``current`` is now being read (None: none is); closed at once after an abort."""
         with self._lock:
             self._watch = current
-            aborted = self._error is not None
+            aborted = self._error is not None or self._ended
         if aborted and current is not None:
             current.close()
 
@@ -196,6 +212,7 @@ class Reflector:
         random: Callable[[], float] | None = None,
         initial_events_timeout: float = INITIAL_EVENTS_TIMEOUT,
         max_internal_error_retry_duration: float = 0.0,
+        shard_selector: sharding.ShardSelector | None = None,
     ) -> None:
         if resync_period < 0:
             raise errors.ConfigurationError("resync_period must be >= 0")
@@ -217,10 +234,17 @@ class Reflector:
         self._max_internal_retry = max_internal_error_retry_duration
 
         self._last_version = watch.LastVersion()  # written by the run thread only; read without a lock
-        self._lock = threading.Lock()  # guards the three fields below
+        # a ListWatch.for_resource(shard_selector=...) brings its shard: the one to go back to
+        self._base_shard: sharding.ShardSelector | None = getattr(lister_watcher, "shard_selector", None)
+        self._lock = threading.Lock()  # guards the fields below
         self._last_error: BaseException | None = None
         self._synced_once = False
         self._started = False
+        self._shard = shard_selector if shard_selector is not None else self._base_shard
+        self._reshard = False  # the shard changed: relist at once with the new one
+        self._round_abort: _WatchAbort | None = None  # the open round's, to end it on a reshard
+        self._server_side_sharding: bool | None = None  # what the last list said
+        self._said_client_side = False
         # only touched by the run thread:
         self._rv_unavailable = False  # the last version is gone or too new: list or stream at ""
         self._paginated_result = False  # a list at "0" came in pages: keep paging relists
@@ -242,6 +266,53 @@ class Reflector:
         """True once a list (or a WatchList's initial events) reached the store."""
         with self._lock:
             return self._synced_once
+
+    def shard_selector(self) -> sharding.ShardSelector | None:
+        """The shard this reflector lists and watches, or None for everything."""
+        with self._lock:
+            return self._shard
+
+    def server_side_sharding(self) -> bool | None:
+        """Whether the server sharded the last list (True) or the reflector filters (False).
+
+        None before the first list or without a shard selector.
+        """
+        with self._lock:
+            return self._server_side_sharding if self._shard is not None else None
+
+    def set_shard_selector(self, selector: sharding.ShardSelector | None) -> None:
+        """List and watch ``selector``'s shard from now on; None: the ListerWatcher's own, if any.
+
+        While running, a change ends the open watch and relists at once with the new selector,
+        without a backoff step; the store then holds exactly the new shard.
+        """
+        with self._lock:
+            new = selector if selector is not None else self._base_shard
+            if new == self._shard:
+                return
+            self._shard = new
+            self._server_side_sharding = None
+            self._reshard = True
+            abort = self._round_abort
+        log.info("reflector %s: shard is now %s; relisting", self.name, new or "everything")
+        if abort is not None:
+            abort.end_round()
+
+    def _take_reshard(self) -> bool:
+        """Whether the shard changed since the last call (and forget it)."""
+        with self._lock:
+            reshard, self._reshard = self._reshard, False
+            return reshard
+
+    def _shard_text(self) -> str:
+        shard = self.shard_selector()
+        return "" if shard is None else str(shard)
+
+    def _client_filter(self) -> Any:
+        """``ShardSelector.matches`` when events must be filtered here, else None."""
+        with self._lock:
+            shard, server_side = self._shard, self._server_side_sharding
+        return None if shard is None or server_side else shard.matches
 
     def set_watch_error_handler(self, handler: WatchErrorHandler) -> None:
         """Set ``handler(reflector, error)``, called with each error that ends a round.
@@ -280,6 +351,8 @@ class Reflector:
                 if not isinstance(exc, (errors.KinformerError, OSError)):
                     log.exception("reflector %s: unexpected error, backing off", self.name)
                 self._record_error(exc)
+            if self._take_reshard():
+                continue  # a new shard: list it at once
             if self._backoff.wait(ctx):
                 break
         log.debug("reflector %s: stopped", self.name)
@@ -291,10 +364,15 @@ class Reflector:
         when the list or a watch start failed. Blocks; runs on the caller's thread, with the
         resync timer on its own thread for the length of the round.
         """
+        self._take_reshard()  # this round lists the shard as it is now
         opened = self._watch_list(ctx) if self._use_watch_list else None
         if opened is None:
             self._list(ctx)
         abort = _WatchAbort()
+        with self._lock:
+            self._round_abort = abort
+            if self._reshard:  # the shard changed during the list: this round ends at once
+                abort.end_round()
         done = threading.Event()
         resync_thread = None
         if self._resync_period > 0:
@@ -304,6 +382,8 @@ class Reflector:
         try:
             self._watch(ctx, opened, abort)
         finally:
+            with self._lock:
+                self._round_abort = None
             done.set()
             if resync_thread is not None:
                 _threads.join_all([resync_thread])
@@ -377,8 +457,9 @@ class Reflector:
         log.debug(
             "reflector %s: listed %d items at rv=%s", self.name, len(result.items), result.resource_version
         )
+        items = self._in_shard(result)
         try:
-            self._store.replace(_named_items(result.items, self.name), result.resource_version)
+            self._store.replace(_named_items(items, self.name), result.resource_version)
         except Exception as exc:
             log.warning("reflector %s: unable to sync list result: %s", self.name, exc)
             raise errors.KinformerError(
@@ -386,10 +467,36 @@ class Reflector:
             ) from exc
         self._mark_synced(result.resource_version)
 
+    def _in_shard(self, result: interface.ListResult) -> list[Any]:
+        """The listed items of this reflector's shard; filtered here when the server did not.
+
+        A server that shards echoes the selector as the list's ``shardInfo``; one without the
+        feature ignores the selector and sends everything, which is then filtered with the
+        same hash (said once, at INFO).
+        """
+        with self._lock:
+            shard = self._shard
+            if shard is None:
+                self._server_side_sharding = None
+                return result.items
+            server_side = result.shard_info is not None
+            self._server_side_sharding = server_side
+            tell = not server_side and not self._said_client_side
+            if tell:
+                self._said_client_side = True
+        if server_side:
+            return result.items
+        if tell:
+            log.info(
+                "reflector %s: the server does not shard lists (no shardInfo); "
+                "filtering %s on the client", self.name, shard)
+        matches = shard.matches
+        return [obj for obj in result.items if matches(obj)]
+
     def _list_pages(self, ctx: _context.Context, rv: str) -> pager.Pages:
         """All pages of one list at ``rv``; raises _StopRequested when stopped between pages."""
         limit = pager.page_size(self._page_size, self._paginated_result, rv)
-        pages = pager.list_all(self._lw, rv, limit, ctx, self.name)
+        pages = pager.list_all(self._lw, rv, limit, ctx, self.name, self._shard_text())
         if pages is None:
             raise _StopRequested()
         return pages
@@ -403,6 +510,7 @@ class Reflector:
             resource_version=rv,
             allow_watch_bookmarks=True,
             timeout_seconds=int(low + self._rand() * low),
+            shard_selector=self._shard_text(),
         )
 
     def _watch(self, ctx: _context.Context, opened: watch.OpenWatch | None, abort: _WatchAbort) -> None:
@@ -417,6 +525,10 @@ class Reflector:
         """
         continued = opened is not None  # a WatchList stream: its versions count at once
         while not ctx.cancelled():
+            if (abort.ended or abort.error is not None) and opened is not None:
+                opened.watch.close()  # a WatchList stream not read on
+            if abort.ended:  # the shard changed: relist it
+                return
             if abort.error is not None:  # the resync timer failed while no watch was open
                 self._record_error(abort.error)
                 log.warning("reflector %s: resync failed; relisting", self.name)
@@ -448,11 +560,12 @@ class Reflector:
                     self.name,
                     self._last_version,
                     propagate_now=propagate_now,
+                    keep=self._client_filter(),
                 )
             finally:
                 abort.attach(None)
                 opened.watch.close()
-            if end.outcome is _Outcome.STOPPED or ctx.cancelled():
+            if end.outcome is _Outcome.STOPPED or ctx.cancelled() or abort.ended:
                 return
             error = abort.error
             if end.outcome is _Outcome.DROPPED:
@@ -552,7 +665,8 @@ class Reflector:
                 return None
             temporary = _store.new_store(_store.deletion_handling_meta_namespace_key_func)
             end = watch.handle_initial_events(
-                ctx, opened, temporary, self.name, self._clock, self._initial_events_timeout
+                ctx, opened, temporary, self.name, self._clock, self._initial_events_timeout,
+                keep=self._client_filter(),
             )
             if end.outcome is _Outcome.INITIAL_EVENTS_END:
                 objects = temporary.list()

@@ -122,6 +122,7 @@ def handle_any_watch(
     *,
     propagate_now: bool = True,
     exit_on_initial_events_end: bool = False,
+    keep: Callable[[Any], bool] | None = None,
 ) -> WatchEnd:
     """Apply the events of ``opened`` to ``store``, in order, until the stream ends; blocks.
 
@@ -139,6 +140,8 @@ def handle_any_watch(
     come in no particular order, versions are held back until the first event that is not an
     ADDED. With ``exit_on_initial_events_end``, a bookmark annotated
     ``k8s.io/initial-events-end`` returns INITIAL_EVENTS_END at its version; the watch stays open.
+    With ``keep``, an ADDED, MODIFIED or DELETED event whose object ``keep`` refuses leaves the
+    store alone but counts, its version included (a shard filtered on the client).
     """
     bookmark = getattr(store, "bookmark", None)
     if not callable(bookmark):
@@ -183,7 +186,8 @@ def handle_any_watch(
             action = actions[event_type]
             try:
                 if action is not None:
-                    action(obj)
+                    if keep is None or keep(obj):
+                        action(obj)
                 elif bookmark is not None:
                     bookmark(rv)
             except Exception:
@@ -219,6 +223,7 @@ def handle_initial_events(
     name: str,
     clock: _clock.Clock,
     timeout: float,
+    keep: Callable[[Any], bool] | None = None,
 ) -> WatchEnd:
     """Apply a WatchList stream's initial events to ``store`` until the end bookmark; blocks.
 
@@ -244,7 +249,8 @@ def handle_initial_events(
         timed_out,
     )
     try:
-        end = handle_any_watch(ctx, opened, store, name, unused, exit_on_initial_events_end=True)
+        end = handle_any_watch(
+            ctx, opened, store, name, unused, exit_on_initial_events_end=True, keep=keep)
     finally:
         finished.set()
         _threads.join_all([timer])

@@ -27,14 +27,14 @@ import socket
 import ssl
 import tempfile
 import threading
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from types import TracebackType
 from typing import Any
 
 from kinformer import _threads, errors
 from kinformer.gvr import GroupVersionResource, KubeObject
 from kinformer.testing._apiserver import handler as handling
-from kinformer.testing._apiserver import records, server_state, status, tls, watchers
+from kinformer.testing._apiserver import records, server_state, shards, status, tls, watchers
 from kinformer.testing._apiserver import storage as store
 from kinformer.testing._apiserver.resources import ResourceType
 from kinformer.testing._apiserver.status import StatusError
@@ -118,6 +118,11 @@ class FakeAPIServer:
     port. All methods are thread-safe. The server-side helpers (``create``, ``update``, ...)
     bypass HTTP and raise :class:`~kinformer.APIError` subclasses as a client would see.
     The bearer token, when given, is never logged nor shown in ``repr``.
+
+    ``feature_gates`` turns on what a real server keeps behind a gate, off by default:
+    ``{"ShardedListAndWatch": True}`` serves the ``shardSelector`` of lists and watches
+    (:mod:`kinformer.sharding`). An unknown gate name raises
+    :class:`~kinformer.ConfigurationError`.
     """
 
     def __init__(
@@ -130,12 +135,14 @@ class FakeAPIServer:
         bookmark_interval: float = 60.0,
         future_rv_wait: float = 3.0,
         max_backlog: int = 200_000,
+        feature_gates: Mapping[str, bool] | None = None,
     ) -> None:
         self._host = host
         self._port = port
         self._storage = store.Storage(history_size=history_size, max_backlog=max_backlog,
                                       future_rv_wait=future_rv_wait)
-        self._state = server_state.ServerState(self._storage, token, bookmark_interval)
+        self._state = server_state.ServerState(
+            self._storage, token, bookmark_interval, shards.check_gates(feature_gates or {}))
         self._lifecycle = threading.Lock()  # guards _server, _thread, _port
         self._server: _HTTPServer | None = None
         self._thread: threading.Thread | None = None

@@ -25,6 +25,7 @@ from kinformer.testing._apiserver import (
     records,
     resources,
     server_state,
+    shards,
     status,
     watchers,
     watchstream,
@@ -367,7 +368,8 @@ class Handler(http.server.BaseHTTPRequestHandler):
 
     def _list(self, req: Request, query: dict[str, str], body: bytes) -> None:
         rt = req.rt
-        match = parsing.matcher(rt, query)
+        shard = shards.selector(query, self.state.feature_gates)
+        match = shards.combine(parsing.matcher(rt, query), shard)
         rv, rv_match = parsing.list_options(query, watch=False)
         limit_text = query.get("limit", "") or "0"
         if not limit_text.lstrip("-").isdigit():
@@ -376,16 +378,20 @@ class Handler(http.server.BaseHTTPRequestHandler):
             rt, req.namespace, match, max(0, int(limit_text)), query.get("continue", ""),
             rv, rv_match)
         data = [self._data(rt, e) for e in entries] if rt.custom else [e.data for e in entries]
-        self._send_list(rt, data, list_rv, token, remaining if match is None else None)
+        self._send_list(rt, data, list_rv, token, remaining if match is None else None,
+                        None if shard is None else str(shard))
 
     def _send_list(
-        self, rt: ResourceType, items: list[bytes], rv: int, token: str, remaining: int | None
+        self, rt: ResourceType, items: list[bytes], rv: int, token: str, remaining: int | None,
+        shard_info: str | None = None,
     ) -> None:
         meta: dict[str, Any] = {"resourceVersion": str(rv)}
         if token:
             meta["continue"] = token
             if remaining is not None:
                 meta["remainingItemCount"] = remaining
+        if shard_info is not None:
+            meta["shardInfo"] = {"selector": shard_info}
         head = (b'{"kind":"' + rt.list_kind.encode() + b'","apiVersion":"'
                 + rt.api_version.encode() + b'","metadata":' + records.dumps(meta)
                 + b',"items":[')
@@ -410,7 +416,9 @@ class Handler(http.server.BaseHTTPRequestHandler):
         timeout = int(timeout_text)
         bookmarks = query.get("allowWatchBookmarks") in ("true", "1")
         send_initial = query.get("sendInitialEvents") in ("true", "1")
-        watcher = watchers.Watcher(rt, req.namespace, selector, fields)
+        shard = shards.selector(query, self.state.feature_gates)
+        watcher = watchers.Watcher(rt, req.namespace, selector, fields,
+                                   None if shard is None else shard.matches)
         expired: StatusError | None = None
         try:
             self.state.storage.watch(watcher, rv, send_initial)

@@ -41,8 +41,15 @@ class ServerState:
     Thread-safe; the switches are read once per request under ``lock``.
     """
 
-    def __init__(self, storage: store.Storage, token: str | None, bookmark_interval: float) -> None:
+    def __init__(
+        self,
+        storage: store.Storage,
+        token: str | None,
+        bookmark_interval: float,
+        feature_gates: dict[str, bool] | None = None,
+    ) -> None:
         self.storage = storage
+        self.feature_gates = dict(feature_gates or {})  # fixed at construction
         self.token = token.encode() if token is not None else None
         self.bookmark_interval = bookmark_interval
         self.address = "127.0.0.1:0"

@@ -7,7 +7,7 @@ waits); the connection serving the watch takes them off and writes them out.
 from __future__ import annotations
 
 import queue
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import Any
 
 from kinformer.cache import labels as labelsel
@@ -75,8 +75,10 @@ class Watcher:
         namespace: str,
         selector: labelsel.Selector,
         fields: FieldSelector,
+        shard: Callable[[dict[str, Any]], bool] | None = None,
     ) -> None:
         self.rt = rt
+        self.shard = shard
         self.namespace = namespace
         self.selector = selector
         self.fields = fields
@@ -84,11 +86,12 @@ class Watcher:
         self.last_rv = 0
         self.initial_left = 0  # synthetic ADDED items still queued; no bookmark before they are out
         self.overflowed = False
-        self.filtering = not selector.empty() or bool(fields.terms)
+        self.filtering = not selector.empty() or bool(fields.terms) or shard is not None
 
     def matches(self, obj: dict[str, Any]) -> bool:
-        """Whether ``obj`` passes the label and field selectors."""
+        """Whether ``obj`` passes the label, field and shard selectors."""
         if not self.filtering:
             return True
         meta = obj.get("metadata") or {}
-        return self.selector.matches(meta.get("labels")) and self.fields.matches(obj)
+        return (self.selector.matches(meta.get("labels")) and self.fields.matches(obj)
+                and (self.shard is None or self.shard(obj)))
