@@ -93,6 +93,13 @@ from kinformer.managers.discovering_factory import (
 )
 from kinformer.managers.informer_manager import InformerManager, strip_managed_fields
 from kinformer.managers.source import InformerSource
+from kinformer.metrics import (
+    MetricsProvider,
+    NoopMetricsProvider,
+    ProbeServer,
+    informers_synced_check,
+    leader_election_check,
+)
 from kinformer.reflector import Reflector
 from kinformer.workqueue import (
     BucketRateLimiter,
@@ -204,6 +211,12 @@ __all__ = [  # noqa: RUF022 (grouped by area, as the API reference is)
     "Reconciler",
     "Result",
     "strip_managed_fields",
+    # metrics and probes (set_provider and PrometheusMetricsProvider live in kinformer.metrics)
+    "MetricsProvider",
+    "NoopMetricsProvider",
+    "ProbeServer",
+    "informers_synced_check",
+    "leader_election_check",
     # errors
     "APIError",
     "AlreadyStartedError",
