@@ -10,6 +10,7 @@ has a name and a provider other than the no-op default is set (:mod:`kinformer.m
 
 from __future__ import annotations
 
+import time
 from collections.abc import Hashable
 from typing import Generic, TypeVar
 
@@ -48,7 +49,8 @@ class QueueMetrics(Generic[T]):
         self.work_duration = provider.new_work_duration_metric(name)
         self.unfinished_work_seconds = provider.new_unfinished_work_seconds_metric(name)
         self.longest_running_processor = provider.new_longest_running_processor_seconds_metric(name)
-        self._now = clock.now
+        # the real clock's now() is time.monotonic: call that directly, three times per cycle
+        self._now = time.monotonic if clock is clock_module.REAL_CLOCK else clock.now
         self._add_times: dict[T, float] = {}  # item -> when it was first added since its last get
         self._processing_since: dict[T, float] = {}  # item -> when a worker took it
 
