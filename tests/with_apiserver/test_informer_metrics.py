@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
 from helpers import TIMEOUT, create_cm, metric_value, running
 
 from kinformer import GroupVersionResource, ListWatch, SharedIndexInformer
@@ -17,14 +18,18 @@ CONFIGMAPS = GroupVersionResource("", "v1", "configmaps")
 NAME = "metrics-configmaps"
 
 
+@pytest.mark.parametrize("profile", ["modern", "classic"])
 def test_an_informer_reports_lists_watches_errors_synced_and_objects(
-    prometheus: Any, apiserver: FakeAPIServer, api_client: Any
+    prometheus: Any, apiserver: FakeAPIServer, api_client: Any, profile: str
 ) -> None:
     for i in range(3):
         create_cm(api_client, f"cm{i}")
     clock = FakeClock()  # the reflector's backoff waits on it: stepped below, never slept
     informer = SharedIndexInformer(
-        ListWatch.for_resource(api_client, CONFIGMAPS, namespace="default"), name=NAME, clock=clock
+        ListWatch.for_resource(api_client, CONFIGMAPS, namespace="default"),
+        name=NAME,
+        clock=clock,
+        profile=profile,
     )
 
     def value(metric: str) -> float | None:
