@@ -402,10 +402,14 @@ class _Handler(http.server.BaseHTTPRequestHandler):
         else:
             self._answer(404, _TEXT, b"404 page not found\n")
 
+    def __getattr__(self, name: str) -> Any:
+        # the base class looks up do_<METHOD> for each request: every method but GET gets 405
+        if name.startswith("do_"):
+            return self._not_allowed
+        raise AttributeError(name)
+
     def _not_allowed(self) -> None:
         self._answer(405, _TEXT, b"method not allowed: only GET is served\n", allow="GET")
-
-    do_POST = do_PUT = do_DELETE = do_PATCH = do_HEAD = do_OPTIONS = do_TRACE = do_CONNECT = _not_allowed
 
     def _answer(self, status: int, content_type: str, body: bytes, allow: str | None = None) -> None:
         self.send_response(status)

@@ -186,9 +186,9 @@ _provider: MetricsProvider | None = None  # None: the no-op default
 def set_provider(provider: MetricsProvider | None) -> None:
     """Make ``provider`` the process-wide metrics provider (None: back to the no-op default).
 
-    Work queues, reflectors, informers and leader electors created afterwards report to it;
-    those created before keep the provider they were created with (client-go's ``SetProvider``
-    takes effect only for queues made after it, too). Thread-safe.
+    Work queues, reflectors and leader electors created afterwards, and informers started
+    afterwards, report to it; those created before keep the provider they were created with
+    (client-go's ``SetProvider`` takes effect only for queues made after it, too). Thread-safe.
     """
     global _provider
     with _lock:

@@ -140,7 +140,7 @@ def test_a_request_waiting_on_a_slow_check_does_not_hold_up_others() -> None:
 
 
 def test_only_get_is_served(probes: ProbeServer) -> None:
-    for method in ("POST", "PUT", "DELETE", "HEAD"):
+    for method in ("POST", "PUT", "DELETE", "HEAD", "BREW"):
         status, _, headers = fetch(probes.url + "/healthz", method)
         assert (status, headers["Allow"]) == (405, "GET")
     assert fetch(probes.url + "/nothing")[0] == 404
