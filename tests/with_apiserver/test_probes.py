@@ -102,10 +102,12 @@ def test_exclude_skips_a_check_and_a_path_runs_one(probes: ProbeServer) -> None:
 
 def test_a_hanging_check_fails_after_the_timeout_and_is_not_started_twice() -> None:
     release = threading.Event()
+    entered = threading.Event()
     calls: list[int] = []
 
     def hangs() -> None:
         calls.append(1)
+        entered.set()
         release.wait(TIMEOUT)
 
     with ProbeServer(check_timeout=0.05) as probes:
@@ -118,6 +120,7 @@ def test_a_hanging_check_fails_after_the_timeout_and_is_not_started_twice() -> N
             assert fetch(probes.url + "/readyz")[1].startswith(
                 "[-]hangs failed: still running from an earlier probe\n"
             )
+            assert entered.wait(TIMEOUT)
             assert calls == [1]
         finally:
             release.set()
