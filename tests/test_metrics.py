@@ -97,19 +97,24 @@ def test_every_delayed_add_counts_as_a_retry(prometheus: Any) -> None:
     assert metric_value(prometheus, "workqueue_retries_total", name="ctrl") == 3
 
 
-def test_unnamed_queues_and_queues_made_before_the_provider_keep_no_metrics(prometheus: Any) -> None:
-    metrics.set_provider(None)
+def test_unnamed_queues_and_queues_made_before_the_provider_keep_no_metrics() -> None:
+    client = pytest.importorskip("prometheus_client")
     early: WorkQueue[str] = WorkQueue(name="early")
-    metrics.set_provider(metrics.PrometheusMetricsProvider(prometheus.__class__()))  # another registry
-    unnamed: WorkQueue[str] = WorkQueue()
-    for queue in (early, unnamed):
-        queue.add("a")
-        queue.get()
-        queue.done("a")
-    assert updater_threads() == []
-    assert metric_value(prometheus, "workqueue_adds_total", name="early") is None
-    early.shut_down()
-    unnamed.shut_down()
+    registry = client.CollectorRegistry()
+    metrics.set_provider(metrics.PrometheusMetricsProvider(registry))
+    try:
+        unnamed: WorkQueue[str] = WorkQueue()
+        for queue in (early, unnamed):
+            queue.add("a")
+            queue.get()
+            queue.done("a")
+        assert updater_threads() == []
+        assert metric_value(registry, "workqueue_adds_total", name="early") is None
+        assert metric_value(registry, "workqueue_adds_total", name="") is None
+        early.shut_down()
+        unnamed.shut_down()
+    finally:
+        metrics.set_provider(None)
 
 
 def test_with_no_provider_a_named_queue_starts_no_thread() -> None:
