@@ -3,22 +3,30 @@
 Single-threaded figures time ``add`` of N_ITEMS new keys, ``add`` of keys already queued (the
 dedup hit an informer resync produces), ``get`` + ``done`` draining a full queue, and the whole
 add → get → done cycle; each is compared with the same walk over a ``collections.deque``
-(append / popleft), the floor no thread-safe, deduplicating queue can beat. A last figure drains
-the queue with WORKERS threads while the main thread adds. Run
+(append / popleft), the floor no thread-safe, deduplicating queue can beat. A figure drains
+the queue with WORKERS threads while the main thread adds. The last three time the add → get →
+done cycle of a named queue with no metrics provider set (the default), with a provider whose
+metrics do nothing (the queue's own bookkeeping: add and start times per item) and with the
+Prometheus provider on a private registry (needs ``prometheus_client``). Run
 ``python benchmarks/bench_workqueue.py [--json] [--n N] [--quick]``.
 """
 
 from __future__ import annotations
 
 import collections
+from collections.abc import Callable
 
 from _common import Result, measure, parse_args, report
 
-from kinformer import _threads
+from kinformer import _threads, metrics
 from kinformer.workqueue import RateLimitingQueue, WorkQueue
 
 N_ITEMS = 100_000
 WORKERS = 2  # the machine class this runs on has two cores
+
+
+class _DoNothingProvider(metrics.NoopMetricsProvider):
+    """Hands out no-op metrics, but as a provider that is set: queues keep their books."""
 
 
 def main() -> None:
@@ -106,7 +114,44 @@ def main() -> None:
             note="includes the workers' get + done; floor is the one-thread deque cycle",
         )
     )
+    results += _provider_figures(run_cycle, n, repeat, floor)
     report("workqueue", args, results)
+
+
+def _provider_figures(
+    run_cycle: Callable[[WorkQueue[str]], None], n: int, repeat: int, floor: float
+) -> list[Result]:
+    """The add → get → done cycle of a named queue with no provider, a do-nothing one, Prometheus."""
+
+    def named() -> WorkQueue[str]:
+        return WorkQueue(name="bench")
+
+    def cycle_then_shut_down(q: WorkQueue[str]) -> None:
+        run_cycle(q)
+        q.shut_down()  # joins the metrics updater a provider starts
+
+    providers: list[tuple[str, metrics.MetricsProvider | None]] = [
+        ("no provider", None),
+        ("do-nothing provider", _DoNothingProvider()),
+    ]
+    try:
+        from prometheus_client import CollectorRegistry
+    except ImportError:
+        pass
+    else:
+        providers.append(("Prometheus provider", metrics.PrometheusMetricsProvider(CollectorRegistry())))
+    figures: list[Result] = []
+    baseline = None
+    for label, provider in providers:
+        metrics.set_provider(provider)
+        try:
+            ns = measure(named, cycle_then_shut_down, n, repeat)
+        finally:
+            metrics.set_provider(None)
+        baseline = ns if baseline is None else baseline
+        note = "" if provider is None else f"{ns / baseline:.2f}x the figure with no provider"
+        figures.append(Result(f"named queue cycle, {label}", ns, floor, note=note))
+    return figures
 
 
 if __name__ == "__main__":

@@ -94,6 +94,13 @@ from kinformer.managers.discovering_factory import (
 )
 from kinformer.managers.informer_manager import InformerManager, strip_managed_fields
 from kinformer.managers.source import InformerSource
+from kinformer.metrics import (
+    MetricsProvider,
+    NoopMetricsProvider,
+    ProbeServer,
+    informers_synced_check,
+    leader_election_check,
+)
 from kinformer.reflector import Reflector
 from kinformer.sharding import ShardSelector, fnv1a_64
 from kinformer.workqueue import (
@@ -209,6 +216,12 @@ __all__ = [  # noqa: RUF022 (grouped by area, as the API reference is)
     # sharding across replicas
     "ShardSelector",
     "fnv1a_64",
+    # metrics and probes (set_provider and PrometheusMetricsProvider live in kinformer.metrics)
+    "MetricsProvider",
+    "NoopMetricsProvider",
+    "ProbeServer",
+    "informers_synced_check",
+    "leader_election_check",
     # errors
     "APIError",
     "AlreadyStartedError",

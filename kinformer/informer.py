@@ -42,6 +42,7 @@ from kinformer.cache import delta_fifo, real_fifo, store
 from kinformer.cache.thread_safe_store import NOT_APPLIED
 from kinformer.clock import REAL_CLOCK, Clock
 from kinformer.handlers import ResourceEventHandler, wait_for_cache_sync
+from kinformer.metrics import provider as metrics_provider
 from kinformer.reflector import reflector
 
 log = logging.getLogger(__name__)
@@ -246,6 +247,8 @@ class SharedIndexInformer:
             self._fifo, self._reflector = fifo, refl
             self._started = True
         log.info("informer %s starting", self._name)
+        # synced and object count, read when metrics are collected: no cost per event
+        gauges = metrics_provider.informer_gauges(self._name, self.has_synced, self._indexer.__len__)
         inner = context.Context(f"informer-{self._name}")
         self._processor.run()
         threads = [
@@ -263,6 +266,7 @@ class SharedIndexInformer:
             pause.end()
             _gc.informer_stopped(self)  # no longer frozen: reclaimed once dropped
             self._processor.stop(processor.LISTENER_JOIN_TIMEOUT)
+            gauges.remove()
             with self._start_lock:
                 self._stopped = True
             log.info("informer %s stopped", self._name)

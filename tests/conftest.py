@@ -1,4 +1,4 @@
-"""Suite-wide fixtures: no test may leave a ``kinformer-*`` thread running.
+"""Suite-wide fixtures: no test may leave a ``kinformer-*`` thread running; a Prometheus registry.
 
 Loading this file puts ``tests/`` on ``sys.path`` (pytest's default "prepend" import mode), so
 every test file, here or in ``with_apiserver/``, can ``import helpers``.
@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Iterator
+from typing import Any
 
 import pytest
 
@@ -28,3 +29,20 @@ def no_leaked_threads() -> Iterator[None]:
         thread.join(max(0.0, deadline - time.monotonic()))
     alive = [t.name for t in leaked if t.is_alive()]
     assert not alive, f"test leaked kinformer threads: {alive}"
+
+
+@pytest.fixture
+def prometheus() -> Iterator[Any]:
+    """A fresh ``prometheus_client`` registry filled by a PrometheusMetricsProvider set for the test.
+
+    Skips without the ``prometheus`` extra (CI installs it); the no-op default is back afterwards.
+    """
+    client = pytest.importorskip("prometheus_client")
+    from kinformer import metrics
+
+    registry = client.CollectorRegistry()
+    metrics.set_provider(metrics.PrometheusMetricsProvider(registry))
+    try:
+        yield registry
+    finally:
+        metrics.set_provider(None)

@@ -375,3 +375,12 @@ def load_example(name: str) -> ModuleType:
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module
+
+
+# -- metrics ----------------------------------------------------------------------------------
+
+
+def metric_value(registry: Any, metric: str, /, **labels: str) -> float | None:
+    """The value of ``metric`` with ``labels`` in a Prometheus ``registry``; None if there is none."""
+    value: float | None = registry.get_sample_value(metric, labels)
+    return value

@@ -34,6 +34,7 @@ from kinformer import clock as _clock
 from kinformer import context as _context
 from kinformer.cache import store as _store
 from kinformer.client import interface
+from kinformer.metrics import provider as _metrics
 from kinformer.reflector import pager, watch
 
 log = logging.getLogger(__name__)
@@ -232,6 +233,7 @@ class Reflector:
         self._min_watch_timeout = max(MIN_WATCH_TIMEOUT, float(min_watch_timeout))
         self._initial_events_timeout = initial_events_timeout
         self._max_internal_retry = max_internal_error_retry_duration
+        self._metrics = _metrics.ReflectorMetrics(self.name)  # lists, watches, errors counters
 
         self._last_version = watch.LastVersion()  # written by the run thread only; read without a lock
         # a ListWatch.for_resource(shard_selector=...) brings its shard: the one to go back to
@@ -390,6 +392,7 @@ class Reflector:
 
     def _record_error(self, exc: BaseException) -> None:
         """Remember ``exc`` as the last error and show it to the watch error handler."""
+        self._metrics.errors.inc()
         with self._lock:
             self._last_error = exc
         try:
@@ -400,6 +403,7 @@ class Reflector:
     def _mark_synced(self, rv: str) -> None:
         """A list, or a WatchList's initial events, reached the store at ``rv``."""
         self._last_version.value = rv
+        self._metrics.lists.inc()
         with self._lock:
             self._last_error = None
             self._synced_once = True
@@ -548,6 +552,7 @@ class Reflector:
                     if self._backoff.wait(ctx):
                         return
                     continue
+                self._metrics.watches.inc()
                 propagate_now = rv not in ("", "0")
             else:
                 propagate_now = True
@@ -663,6 +668,7 @@ class Reflector:
                     continue
                 log.warning("reflector %s: watch-list failed: %s; listing instead", self.name, exc)
                 return None
+            self._metrics.watches.inc()
             temporary = _store.new_store(_store.deletion_handling_meta_namespace_key_func)
             end = watch.handle_initial_events(
                 ctx, opened, temporary, self.name, self._clock, self._initial_events_timeout,

@@ -15,6 +15,7 @@ from typing import Generic
 
 from kinformer import _threads
 from kinformer import clock as clock_module
+from kinformer.metrics import provider as metrics_provider
 from kinformer.workqueue.queue import T, WorkQueue
 
 log = logging.getLogger(__name__)
@@ -43,12 +44,14 @@ class DelayingQueue(WorkQueue[T]):
     Thread-safe. Adding an item that is already waiting keeps the earlier of the two ready
     times: a delay never postpones. The waiting-loop thread starts with the first delayed add
     and is joined by ``shut_down``/``shut_down_with_drain``; items still waiting then are
-    discarded.
+    discarded. Every ``add_after`` before shutdown counts as a retry in the queue's metrics
+    (client-go's ``workqueue_retries_total``), whatever its delay.
     """
 
     def __init__(self, clock: clock_module.Clock = clock_module.REAL_CLOCK, name: str = "") -> None:
-        super().__init__(name)
-        self._clock = clock
+        super().__init__(name, clock=clock)
+        provider = metrics_provider.active_provider()
+        self._retries = provider.new_retries_metric(name) if name and provider is not None else None
         self._delay_lock = threading.Lock()  # guards _heap, _waiting, _seq, _thread, _stopped
         self._heap: list[_Entry[T]] = []  # may hold stale entries; _waiting says which is live
         self._waiting: dict[T, _Entry[T]] = {}  # item -> its live heap entry
@@ -64,6 +67,8 @@ class DelayingQueue(WorkQueue[T]):
         """
         if self.shutting_down():
             return
+        if self._retries is not None:
+            self._retries.inc()
         if seconds <= 0:
             self.add(item)
             return

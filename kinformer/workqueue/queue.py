@@ -4,7 +4,8 @@ Producers (event handlers) ``add`` keys; workers ``get`` one, process it and cal
 item added while queued is merged with the queued copy; an item added while a worker holds it
 is queued again when that worker calls ``done``, so N adds during processing cause exactly one
 more processing. :mod:`kinformer.workqueue.delaying` and :mod:`kinformer.workqueue.rate_limiting`
-build on it.
+build on it. A named queue reports to the metrics provider (:mod:`kinformer.metrics`) through
+:mod:`kinformer.workqueue.metrics` when one is set.
 """
 
 from __future__ import annotations
@@ -15,9 +16,16 @@ import threading
 from collections.abc import Hashable
 from typing import Generic, TypeVar
 
+from kinformer import _threads
+from kinformer import clock as clock_module
+from kinformer.metrics import provider as metrics_provider
+from kinformer.workqueue import metrics as queue_metrics
+
 log = logging.getLogger(__name__)
 
 T = TypeVar("T", bound=Hashable)
+
+JOIN_TIMEOUT = 5.0  # seconds shut_down waits for the metrics updater before naming it in a warning
 
 
 class WorkQueue(Generic[T]):
@@ -26,6 +34,12 @@ class WorkQueue(Generic[T]):
     Thread-safe; any number of producers and workers. ``get`` blocks until an item is ready
     or the queue is shut down. After ``shut_down`` new adds are ignored, but items already
     queued are still handed out; ``get`` returns ``(None, True)`` once none are left.
+
+    A queue with a ``name``, created while a metrics provider is set
+    (:func:`kinformer.metrics.set_provider`), reports depth, adds, queue latency and work
+    duration as client-go's does, timed on ``clock``; from its first ``get`` until shutdown a
+    thread (``kinformer-workqueue-metrics-<name>``) updates unfinished work every half second.
+    Unnamed queues, and every queue while no provider is set, keep no metrics.
 
     Example::
 
@@ -38,8 +52,9 @@ class WorkQueue(Generic[T]):
                 queue.done(item)
     """
 
-    def __init__(self, name: str = "") -> None:
+    def __init__(self, name: str = "", *, clock: clock_module.Clock = clock_module.REAL_CLOCK) -> None:
         self.name = name
+        self._clock = clock
         # guards every field below; invariants: _queue holds distinct items, each in _dirty;
         # an item is never in _queue and _processing at once
         self._lock = threading.Lock()
@@ -50,6 +65,12 @@ class WorkQueue(Generic[T]):
         self._shutting_down = False
         self._drain = False
         self._getters = 0  # threads blocked in get(): notify only when someone listens
+        provider = metrics_provider.active_provider()
+        self._metrics: queue_metrics.QueueMetrics[T] | None = (
+            queue_metrics.QueueMetrics(name, provider, clock) if name and provider is not None else None
+        )
+        self._updater: threading.Thread | None = None  # the metrics updater, from the first get
+        self._updater_stop = threading.Event()
 
     def add(self, item: T) -> None:
         """Mark ``item`` for processing; a no-op if it is already waiting or after shutdown.
@@ -60,6 +81,8 @@ class WorkQueue(Generic[T]):
         with self._lock:
             if self._shutting_down or item in self._dirty:
                 return
+            if self._metrics is not None:
+                self._metrics.add(item)
             self._dirty.add(item)
             if item in self._processing:
                 return
@@ -86,6 +109,14 @@ class WorkQueue(Generic[T]):
             item = self._queue.popleft()
             self._processing.add(item)
             self._dirty.discard(item)
+            if self._metrics is not None:
+                self._metrics.get(item)
+                if self._updater is None and not self._shutting_down:
+                    self._updater = _threads.spawn(
+                        self._update_unfinished_work_loop,
+                        _threads.thread_name("workqueue-metrics", self.name),
+                        self._metrics,
+                    )
             return item, False
 
     def done(self, item: T) -> None:
@@ -99,6 +130,8 @@ class WorkQueue(Generic[T]):
                 log.debug("workqueue %s: done(%r) for an item not being processed", self.name, item)
                 return
             self._processing.discard(item)
+            if self._metrics is not None:
+                self._metrics.done(item)
             if item in self._dirty:
                 self._queue.append(item)
                 if self._getters:
@@ -124,6 +157,7 @@ class WorkQueue(Generic[T]):
             self._shutting_down = True
             self._drain = False
             self._cond.notify_all()
+        self._stop_updater()
 
     def shut_down_with_drain(self, timeout: float | None = None) -> bool:
         """Shut down like :meth:`shut_down`, then block until no item is being processed.
@@ -136,12 +170,30 @@ class WorkQueue(Generic[T]):
             self._shutting_down = True
             self._drain = True
             self._cond.notify_all()
-            return self._cond.wait_for(lambda: not self._drain or not self._processing, timeout)
+            drained = self._cond.wait_for(lambda: not self._drain or not self._processing, timeout)
+        self._stop_updater()
+        return drained
 
     def shutting_down(self) -> bool:
         """True once :meth:`shut_down` or :meth:`shut_down_with_drain` was called."""
         with self._lock:
             return self._shutting_down
+
+    def _stop_updater(self) -> None:
+        """Stop and join the metrics updater, if it runs; call after setting ``_shutting_down``."""
+        with self._lock:
+            updater = self._updater
+        if updater is not None:
+            self._updater_stop.set()
+            _threads.join_all([updater], JOIN_TIMEOUT)
+
+    def _update_unfinished_work_loop(self, metrics: queue_metrics.QueueMetrics[T]) -> None:
+        """Every update period until shutdown, set unfinished work from the items in progress."""
+        while not self._clock.wait(self._updater_stop, queue_metrics.UNFINISHED_WORK_UPDATE_PERIOD):
+            with self._lock:
+                if self._shutting_down:
+                    return
+                metrics.update_unfinished_work()
 
     def __repr__(self) -> str:
         with self._lock:

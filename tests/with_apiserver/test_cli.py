@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import queue
+import re
 import signal
 import socket
 import subprocess
@@ -84,6 +85,8 @@ def test_demo_runs_for_its_duration_and_ends_with_a_consistent_summary() -> None
     assert "200 ConfigMaps in 4 namespaces" in summary
     assert "every cache matches the server" in summary
     assert "threads        all stopped" in summary
+    # the controllers' work queues, from the metrics they report
+    assert re.search(r"work queues +configmap-audit \d+ retr", summary)
 
 
 def test_demo_stops_cleanly_on_ctrl_c_with_its_summary() -> None:

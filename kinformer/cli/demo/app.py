@@ -27,7 +27,7 @@ from types import FrameType
 from typing import Any, TextIO
 
 from kinformer import _threads, context, errors, meta
-from kinformer.cli.demo import controllers, display, workload
+from kinformer.cli.demo import controllers, display, queue_metrics, workload
 from kinformer.client import rest
 from kinformer.client.discovery import CachedDiscoveryClient
 from kinformer.gvr import APIResourceMeta, GroupVersionResource
@@ -35,6 +35,7 @@ from kinformer.managers.controller import Controller
 from kinformer.managers.controller_manager import ControllerManager, ManagedController
 from kinformer.managers.discovering_factory import DiscoveringDynamicSharedInformerFactory
 from kinformer.managers.informer_manager import InformerManager
+from kinformer.metrics import provider as metrics_provider
 from kinformer.testing.apiserver import FakeAPIServer
 
 log = logging.getLogger(__name__)
@@ -79,6 +80,9 @@ class Demo:
         self.stats = stats
         self.ctx = context.Context("demo")
         self._threads_before = set(_threads.kinformer_threads())  # to check that close() left none
+        # the work queues' depth and retries, from the metrics they report; unset by close()
+        self.queue_figures = queue_metrics.QueueFigures()
+        metrics_provider.set_provider(self.queue_figures)
         self.server = FakeAPIServer(bookmark_interval=5.0)  # stopped by close()
         self.server.start()
         configuration = client.Configuration()
@@ -218,7 +222,7 @@ class Demo:
             loaded=self.loaded, crd_installed=self.crd_installed, events=events,
             reconciles=reconciles, changes=changes, faults=faults, cached=self.cached(),
             running=sorted(self.controllers.running_controllers()), reconnects=reconnects,
-            relists=relists)
+            relists=relists, queues=self.queue_figures.snapshot())
 
     def watch_counts(self) -> tuple[int, int]:
         """(watch reconnects, relists) of the demo's informers, from the requests they sent.
@@ -257,6 +261,7 @@ class Demo:
         self.manager.stop()
         self.api.close()
         self.server.stop()
+        metrics_provider.set_provider(None)
         started_here = [t for t in _threads.kinformer_threads() if t not in self._threads_before]
         return _threads.join_all(started_here, STOP_TIMEOUT)
 

@@ -39,6 +39,8 @@ class Status:
     running: list[str]  # controllers running now
     reconnects: int  # watches re-established
     relists: int
+    # work queue name -> (depth, retries), from the metrics the queues report
+    queues: dict[str, tuple[int, int]] = dataclasses.field(default_factory=dict)
 
 
 class Display:
@@ -67,6 +69,8 @@ class Display:
             parts += [f"{gvr.resource}={'listing' if n is None else n}" for gvr, n in status.cached.items()]
             parts += [f"controllers={','.join(status.running) or '-'}",
                       f"reconnects={status.reconnects}", f"relists={status.relists}"]
+            parts += [f"queue:{name}={depth}/{retries}"
+                      for name, (depth, retries) in status.queues.items()]
             self._write([" ".join(parts)])
             return
         until = f" / {options.duration:g}s" if options.duration else " (Ctrl-C stops)"
@@ -85,6 +89,10 @@ class Display:
             f"  watches       {status.reconnects} reconnects, {status.relists} relists  "
             f"({_plural(status.faults, 'fault')} injected, {status.changes} changes made)",
         ]
+        if status.queues:
+            lines.append("  work queues   " + ", ".join(
+                f"{name} depth {depth} retries {retries}"
+                for name, (depth, retries) in status.queues.items()))
         lines += [f"  {'last warnings' if i == 0 else '':<13} {w}" for i, w in enumerate(self.warnings)]
         self._write(lines)
 
@@ -142,6 +150,10 @@ def summary(out: TextIO, final: Status, synced_after: float | None, interrupted:
         f"  watches        {final.reconnects} reconnects, {final.relists} relists "
         f"({_plural(final.faults, 'fault')} injected)",
     ]
+    if final.queues:
+        lines.append("  work queues    " + ", ".join(
+            f"{name} {retries} {'retry' if retries == 1 else 'retries'}"
+            for name, (_, retries) in final.queues.items()))
     if synced_after is not None:
         lines.append("  consistency    " + (f"caches differ from the server: {', '.join(mismatched)}"
                                           if mismatched else "every cache matches the server"))

@@ -1,0 +1,199 @@
+"""Metrics of work queues and the provider's gauges, read back from a real Prometheus registry.
+
+Queues run on a FakeClock, so waits and work durations are exact; the periodic unfinished-work
+update is driven by stepping that clock.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from typing import Any
+
+import pytest
+from helpers import TIMEOUT, metric_value, step_when_waiting
+
+from kinformer import NoopMetricsProvider, RateLimitingQueue, WorkQueue, _threads, metrics
+from kinformer.metrics import provider as provider_module
+from kinformer.testing import FakeClock, wait_for
+
+
+def updater_threads() -> list[str]:
+    return [t.name for t in _threads.kinformer_threads() if t.name.startswith("kinformer-workqueue-metrics")]
+
+
+def test_queue_reports_depth_adds_and_waits_as_client_go_does(prometheus: Any) -> None:
+    clock = FakeClock()
+    queue: WorkQueue[str] = WorkQueue(name="q", clock=clock)
+    queue.add("a")
+    queue.add("b")
+    queue.add("a")  # already queued: not an add
+    assert metric_value(prometheus, "workqueue_adds_total", name="q") == 2
+    assert metric_value(prometheus, "workqueue_depth", name="q") == 2
+
+    clock.step(2)
+    assert queue.get() == ("a", False)
+    assert metric_value(prometheus, "workqueue_depth", name="q") == 1
+    assert metric_value(prometheus, "workqueue_queue_duration_seconds_count", name="q") == 1
+    assert metric_value(prometheus, "workqueue_queue_duration_seconds_sum", name="q") == 2
+
+    queue.add("a")  # added again while processed: counted, handed out after done
+    assert metric_value(prometheus, "workqueue_adds_total", name="q") == 3
+    assert metric_value(prometheus, "workqueue_depth", name="q") == 2
+    clock.step(3)
+    queue.done("a")
+    assert metric_value(prometheus, "workqueue_work_duration_seconds_count", name="q") == 1
+    assert metric_value(prometheus, "workqueue_work_duration_seconds_sum", name="q") == 3
+
+    assert queue.get() == ("b", False)  # waited 5 s
+    assert queue.get() == ("a", False)  # waited 3 s since it was added again
+    assert metric_value(prometheus, "workqueue_depth", name="q") == 0
+    assert metric_value(prometheus, "workqueue_queue_duration_seconds_sum", name="q") == 2 + 5 + 3
+    assert metric_value(prometheus, "workqueue_queue_duration_seconds_bucket", name="q", le="1.0") == 0
+    assert metric_value(prometheus, "workqueue_queue_duration_seconds_bucket", name="q", le="10.0") == 3
+    queue.shut_down()
+
+
+def test_unfinished_work_is_updated_periodically_until_shutdown(prometheus: Any) -> None:
+    clock = FakeClock()
+    queue: WorkQueue[str] = WorkQueue(name="slow", clock=clock)
+    queue.add("a")
+    queue.add("b")
+    queue.get()
+    assert updater_threads() == ["kinformer-workqueue-metrics-slow"]
+
+    def unfinished() -> float | None:
+        return metric_value(prometheus, "workqueue_unfinished_work_seconds", name="slow")
+
+    step_when_waiting(clock, 0.5)
+    assert wait_for(lambda: unfinished() == 0.5, TIMEOUT)
+    queue.get()
+    step_when_waiting(clock, 0.5)
+    assert wait_for(lambda: unfinished() == 1.5, TIMEOUT)
+    assert metric_value(prometheus, "workqueue_longest_running_processor_seconds", name="slow") == 1.0
+    queue.shut_down()
+    assert updater_threads() == []
+
+
+def test_the_updater_also_stops_on_shutdown_with_drain(prometheus: Any) -> None:
+    queue: WorkQueue[str] = WorkQueue(name="drained", clock=FakeClock())
+    queue.add("a")
+    queue.get()
+    assert updater_threads() == ["kinformer-workqueue-metrics-drained"]
+    queue.done("a")
+    assert queue.shut_down_with_drain(TIMEOUT)
+    assert updater_threads() == []
+
+
+def test_every_delayed_add_counts_as_a_retry(prometheus: Any) -> None:
+    queue: RateLimitingQueue[str] = RateLimitingQueue(name="ctrl", clock=FakeClock())
+    queue.add_rate_limited("a")
+    queue.add_rate_limited("a")
+    queue.add_after("b", 0)
+    queue.add("c")  # a plain add is no retry
+    assert metric_value(prometheus, "workqueue_retries_total", name="ctrl") == 3
+    queue.shut_down()
+    queue.add_rate_limited("a")  # ignored after shutdown
+    assert metric_value(prometheus, "workqueue_retries_total", name="ctrl") == 3
+
+
+def test_unnamed_queues_and_queues_made_before_the_provider_keep_no_metrics() -> None:
+    client = pytest.importorskip("prometheus_client")
+    early: WorkQueue[str] = WorkQueue(name="early")
+    registry = client.CollectorRegistry()
+    metrics.set_provider(metrics.PrometheusMetricsProvider(registry))
+    try:
+        unnamed: WorkQueue[str] = WorkQueue()
+        for queue in (early, unnamed):
+            queue.add("a")
+            queue.get()
+            queue.done("a")
+        assert updater_threads() == []
+        assert metric_value(registry, "workqueue_adds_total", name="early") is None
+        assert metric_value(registry, "workqueue_adds_total", name="") is None
+        early.shut_down()
+        unnamed.shut_down()
+    finally:
+        metrics.set_provider(None)
+
+
+def test_with_no_provider_a_named_queue_starts_no_thread() -> None:
+    queue: WorkQueue[str] = WorkQueue(name="quiet")
+    queue.add("a")
+    queue.get()
+    assert updater_threads() == []
+    queue.shut_down()
+
+
+def test_the_no_op_provider_is_the_default_and_setting_it_restores_the_default() -> None:
+    assert metrics.active_provider() is None
+    assert isinstance(metrics.get_provider(), NoopMetricsProvider)
+
+    class Partial(NoopMetricsProvider):
+        pass
+
+    try:
+        metrics.set_provider(Partial())
+        assert isinstance(metrics.active_provider(), Partial)
+        metrics.set_provider(NoopMetricsProvider())
+        assert metrics.active_provider() is None
+    finally:
+        metrics.set_provider(None)
+
+
+def test_informer_gauges_are_read_at_collection_and_vanish_when_removed(prometheus: Any) -> None:
+    state = {"synced": False, "objects": 3}
+    gauges = provider_module.informer_gauges(
+        "v1/things", lambda: bool(state["synced"]), lambda: int(state["objects"])
+    )
+    assert metric_value(prometheus, "kinformer_informer_synced", resource="v1/things") == 0
+    assert metric_value(prometheus, "kinformer_informer_objects", resource="v1/things") == 3
+    state.update(synced=True, objects=5)
+    assert metric_value(prometheus, "kinformer_informer_synced", resource="v1/things") == 1
+    assert metric_value(prometheus, "kinformer_informer_objects", resource="v1/things") == 5
+    gauges.remove()
+    gauges.remove()  # idempotent
+    assert metric_value(prometheus, "kinformer_informer_synced", resource="v1/things") is None
+    assert metric_value(prometheus, "kinformer_informer_objects", resource="v1/things") is None
+
+
+def test_a_failing_gauge_callback_leaves_out_only_its_sample(prometheus: Any) -> None:
+    def broken() -> float:
+        raise RuntimeError("cache gone")
+
+    provider = metrics.get_provider()
+    bad = provider.new_objects_metric("v1/bad", broken)
+    good = provider.new_objects_metric("v1/good", lambda: 7)
+    assert metric_value(prometheus, "kinformer_informer_objects", resource="v1/bad") is None
+    assert metric_value(prometheus, "kinformer_informer_objects", resource="v1/good") == 7
+    bad.remove()
+    good.remove()
+
+
+def test_the_latest_registration_of_a_resource_is_the_one_reported(prometheus: Any) -> None:
+    provider = metrics.get_provider()
+    first = provider.new_objects_metric("v1/pods", lambda: 1)
+    second = provider.new_objects_metric("v1/pods", lambda: 2)
+    assert metric_value(prometheus, "kinformer_informer_objects", resource="v1/pods") == 2
+    second.remove()
+    assert metric_value(prometheus, "kinformer_informer_objects", resource="v1/pods") == 1
+    first.remove()
+
+
+def test_the_leader_switch_sets_is_leader_per_name(prometheus: Any) -> None:
+    switch = metrics.leader_metric()
+    switch.on("kube-system/lock")
+    assert metric_value(prometheus, "kinformer_leader_election_is_leader", name="kube-system/lock") == 1
+    switch.off("kube-system/lock")
+    assert metric_value(prometheus, "kinformer_leader_election_is_leader", name="kube-system/lock") == 0
+
+
+def test_a_registry_takes_one_provider(prometheus: Any) -> None:
+    with pytest.raises(ValueError):
+        metrics.PrometheusMetricsProvider(prometheus)
+
+
+def test_importing_kinformer_and_its_metrics_never_imports_prometheus_client() -> None:
+    code = "import sys, kinformer, kinformer.metrics; print('prometheus_client' in sys.modules)"
+    out = subprocess.run([sys.executable, "-c", code], check=True, capture_output=True, text=True).stdout
+    assert out.strip() == "False"
