@@ -187,15 +187,17 @@ def make(kind: str, i: int, namespace: str) -> dict[str, Any]:
     return pod(i, namespace) if kind == "pods" else configmap(i, namespace)
 
 
-def _serve(conn: Connection, history_size: int) -> None:
+def _serve(conn: Connection, history_size: int, feature_gates: dict[str, bool]) -> None:
     """Child process: run a FakeAPIServer and obey commands from the pipe until "stop"."""
     from kinformer.gvr import GroupVersionResource
+    from kinformer.sharding import ShardSelector
     from kinformer.testing import FakeAPIServer
 
     gvrs = {"configmaps": GroupVersionResource(*CONFIGMAPS), "pods": GroupVersionResource(*PODS)}
     namespaces = GroupVersionResource("", "v1", "namespaces")
     known: set[str] = set()
-    server = FakeAPIServer(history_size=history_size, max_backlog=10_000_000)
+    server = FakeAPIServer(history_size=history_size, max_backlog=10_000_000,
+                           feature_gates=feature_gates)
     server.start()
     conn.send(server.url)
     pacer = threading.Event()  # never set: its wait() paces the fixed-rate writer
@@ -240,6 +242,19 @@ def _serve(conn: Connection, history_size: int) -> None:
                         obj["metadata"]["name"] = f"w{batches}-{i:07d}"
                     server.bulk_create(gvrs[kind], objs)
             conn.send(time.perf_counter() - began)
+        elif command == "update":
+            kind, namespace, n = args
+            objs = server.list_objects(gvrs[kind], namespace)[:n]
+            for obj in objs:
+                obj.setdefault("data", {})["UPDATED"] = str(batches)
+                server.update(gvrs[kind], obj)
+            conn.send(len(objs))
+        elif command == "shard_counts":
+            kind, namespace, count, first = args  # objects per shard, and among the first `first`
+            objs = server.list_objects(gvrs[kind], namespace)
+            shards = [ShardSelector.for_shard(i, count) for i in range(count)]
+            conn.send(([sum(map(s.matches, objs)) for s in shards],
+                       [sum(map(s.matches, objs[:first])) for s in shards]))
         elif command == "end_watches":
             conn.send(server.end_watches())
         elif command == "watchers":
@@ -254,10 +269,10 @@ def _serve(conn: Connection, history_size: int) -> None:
 class ServerProcess:
     """A FakeAPIServer in a spawned child process; use as a context manager. Not thread-safe."""
 
-    def __init__(self, history_size: int = 10_000) -> None:
+    def __init__(self, history_size: int = 10_000, feature_gates: dict[str, bool] | None = None) -> None:
         self._conn, child = multiprocessing.Pipe()
         self._process = multiprocessing.get_context("spawn").Process(
-            target=_serve, args=(child, history_size), daemon=True
+            target=_serve, args=(child, history_size, dict(feature_gates or {})), daemon=True
         )
         self.url = ""
 
@@ -293,6 +308,15 @@ class ServerProcess:
 
     def result(self) -> Any:
         return self._conn.recv()
+
+    def update(self, kind: str, namespace: str, n: int) -> int:
+        """Update the first ``n`` objects of ``kind`` in ``namespace`` (in list order)."""
+        return int(self.call("update", kind, namespace, n))
+
+    def shard_counts(self, kind: str, namespace: str, count: int, first: int) -> tuple[list[int], list[int]]:
+        """Objects in each of ``count`` equal shards, overall and among the first ``first``."""
+        overall, among_first = self.call("shard_counts", kind, namespace, count, first)
+        return list(overall), list(among_first)
 
     def end_watches(self) -> int:
         return int(self.call("end_watches"))
