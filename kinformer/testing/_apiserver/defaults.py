@@ -1,6 +1,7 @@
 """What the fake API server fills in when a built-in object is created, as kube-apiserver's
 defaulting and REST strategies do: a Service's cluster IP, type, session affinity, IP families
-and empty load-balancer status; a Pod's ``Pending`` phase, QoS class and the usual spec defaults.
+and empty load-balancer status; a Pod's ``Pending`` phase, QoS class and the usual spec defaults;
+a Secret's ``Opaque`` type; a Namespace's ``Active`` phase, finalizer and name label.
 
 :func:`on_create` is called by :mod:`.strategy` under the storage lock, with the storage's
 :class:`Allocator`; :func:`keep_allocated` carries what was allocated across an update that
@@ -42,6 +43,10 @@ def on_create(rt: ResourceType, obj: dict[str, Any], allocate: Allocator) -> Non
         _service(obj, allocate)
     elif rt.resource == "pods":
         _pod(obj)
+    elif rt.resource == "secrets" and not obj.get("type"):
+        obj["type"] = "Opaque"
+    elif rt.resource == "namespaces":
+        _namespace(obj)
 
 
 _SERVICE_ALLOCATED = ("clusterIP", "clusterIPs", "ipFamilies", "ipFamilyPolicy",
@@ -96,6 +101,19 @@ def _service(obj: dict[str, Any], allocate: Allocator) -> None:
     if kind == "LoadBalancer":
         spec.setdefault("allocateLoadBalancerNodePorts", True)
     obj["status"] = {"loadBalancer": {}}
+
+
+def _namespace(obj: dict[str, Any]) -> None:
+    meta = obj["metadata"]
+    labels = meta.get("labels")
+    if not isinstance(labels, dict):
+        labels = meta["labels"] = {}
+    labels["kubernetes.io/metadata.name"] = meta.get("name", "")
+    spec = obj.get("spec")
+    if not isinstance(spec, dict):
+        spec = obj["spec"] = {}
+    spec.setdefault("finalizers", ["kubernetes"])
+    obj["status"] = {"phase": "Active"}
 
 
 def _pod(obj: dict[str, Any]) -> None:
