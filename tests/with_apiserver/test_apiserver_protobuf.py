@@ -3,11 +3,12 @@
 Kubernetes objects travel as ``k8s\\0`` + a ``runtime.Unknown`` envelope around the object's
 message. The bytes below are built with a few lines of protobuf wire format, so the decoder is
 covered without kubectl; where kubectl is installed, every ``kubectl create`` subcommand for a
-built-in type runs against the server too.
+built-in type (and ``kubectl create token``) runs against the server too.
 """
 
 from __future__ import annotations
 
+import base64
 import json
 import os
 import shutil
@@ -16,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from helpers import http_exchange
+from helpers import api_error, http_exchange
 from kubernetes import client as k8s
 
 from kinformer.testing import FakeAPIServer
@@ -297,3 +298,38 @@ def test_kubectl_creates_a_job_from_a_cronjob_with_its_owner_reference(
     assert owner["kind"] == "CronJob" and owner["name"] == "nightly"
     assert owner["uid"] == json.loads(data)["metadata"]["uid"] and owner["controller"] is True
     assert job["metadata"]["annotations"]["cronjob.kubernetes.io/instantiate"] == "manual"
+
+
+def test_a_token_request_answers_a_service_account_token(api_client: Any) -> None:
+    api = k8s.CoreV1Api(api_client)
+    answer = api.create_namespaced_service_account_token(
+        "default", NS, {"spec": {"audiences": ["vault"], "expirationSeconds": 900}})
+    assert answer.spec.audiences == ["vault"] and answer.spec.expiration_seconds == 900
+    claims = jwt_claims(answer.status.token)
+    assert claims["sub"] == "system:serviceaccount:default:default"
+    assert claims["aud"] == ["vault"] and claims["exp"] - claims["iat"] == 900
+    status, body = api_error(api.create_namespaced_service_account_token, "nobody", NS,
+                             {"spec": {}})
+    assert (status, body["message"]) == (404, 'serviceaccounts "nobody" not found')
+    status, body = api_error(api.create_namespaced_service_account_token, "default", NS,
+                             {"spec": {"expirationSeconds": 60}})
+    assert (status, body["reason"]) == (422, "Invalid")
+    assert body["message"].endswith("may not specify a duration less than 10 minutes")
+
+
+def jwt_claims(token: str) -> Any:
+    payload = token.split(".")[1]
+    return json.loads(base64.urlsafe_b64decode(payload + "=" * (-len(payload) % 4)))
+
+
+@pytest.mark.skipif(shutil.which("kubectl") is None, reason="kubectl is not installed")
+def test_kubectl_create_token_prints_a_token_for_the_service_account(
+    apiserver: FakeAPIServer, tmp_path: Path,
+) -> None:
+    env = dict(os.environ, KUBECONFIG=apiserver.write_kubeconfig(tmp_path / "kubeconfig"))
+    result = subprocess.run(["kubectl", "create", "token", "default", "--duration=20m"],
+                            env=env, capture_output=True, text=True, timeout=60)
+    assert result.returncode == 0, result.stderr
+    claims = jwt_claims(result.stdout.strip())
+    assert claims["sub"] == "system:serviceaccount:default:default"
+    assert claims["exp"] - claims["iat"] == 1200

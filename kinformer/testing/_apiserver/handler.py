@@ -27,6 +27,7 @@ from kinformer.testing._apiserver import (
     server_state,
     shards,
     status,
+    tokens,
     watchers,
     watchstream,
 )
@@ -231,7 +232,8 @@ class Handler(http.server.BaseHTTPRequestHandler):
             raise status.path_not_found()
         name = rest[1] if len(rest) > 1 else ""
         sub = rest[2] if len(rest) > 2 else ""
-        if sub and (sub != "status" or not rt.status):
+        if sub and not (sub == "status" and rt.status) and (rt.group_resource, sub) != (
+                "serviceaccounts", "token"):
             raise status.path_not_found()
         req = Request(rt, namespace, name, sub)
         verb = parsing.verb(self.command, req, watch_path or query.get("watch") in ("true", "1"))
@@ -266,6 +268,10 @@ class Handler(http.server.BaseHTTPRequestHandler):
 
     def _create(self, req: Request, query: dict[str, str], body: bytes) -> None:
         obj = self._body(body, req.rt)
+        if req.subresource == "token":
+            account = self.state.storage.get(req.rt, req.namespace, req.name)
+            self._send_obj(201, tokens.issue(account.obj, obj))
+            return
         parsing.check_api_version(req.rt, obj)
         entry = self.state.storage.create(req.rt, req.namespace, obj, parsing.dry_run(query))
         self._send_json(201, self._data(req.rt, entry))

@@ -167,7 +167,7 @@ MESSAGES: dict[str, Schema] = {
         13: ("maxFailedIndexes", "i!"), 4: ("selector", "LabelSelector"),
         5: ("manualSelector", "b!"), 6: ("template", "PodTemplateSpec"),
         8: ("ttlSecondsAfterFinished", "i!"), 9: ("completionMode", "s!"), 10: ("suspend", "b!"),
-        14: ("podReplacementPolicy", "s!"), 16: ("managedBy", "s!"),
+        14: ("podReplacementPolicy", "s!"), 15: ("managedBy", "s!"),
     },
     "JobStatus": _EMPTY,
     "CronJob": _object("CronJobSpec", "CronJobStatus"),
@@ -219,6 +219,15 @@ MESSAGES: dict[str, Schema] = {
         4: ("unhealthyPodEvictionPolicy", "s!"),
     },
     "PodDisruptionBudgetStatus": _EMPTY,
+    # authentication.k8s.io/v1 (the serviceaccounts/token subresource)
+    "TokenRequest": _object("TokenRequestSpec"),
+    "TokenRequestSpec": {
+        1: ("audiences", "[]s"), 4: ("expirationSeconds", "i!"),
+        3: ("boundObjectRef", "BoundObjectReference"),
+    },
+    "BoundObjectReference": {
+        1: ("kind", "s"), 2: ("apiVersion", "s"), 3: ("name", "s"), 4: ("uid", "s"),
+    },
     # scheduling.k8s.io/v1
     "PriorityClass": {
         1: ("metadata", "ObjectMeta"), 2: ("value", "i!"), 3: ("globalDefault", "b"),
@@ -245,6 +254,7 @@ KINDS: dict[tuple[str, str], str] = {
     ("networking.k8s.io/v1", "Ingress"): "Ingress",
     ("policy/v1", "PodDisruptionBudget"): "PodDisruptionBudget",
     ("scheduling.k8s.io/v1", "PriorityClass"): "PriorityClass",
+    ("authentication.k8s.io/v1", "TokenRequest"): "TokenRequest",
 }
 
 

@@ -38,7 +38,7 @@ def verb(method: str, req: Request, watch: bool) -> str:
         if watch:
             return "watch"
         return "get" if req.name else "list"
-    if method == "POST" and not req.name:
+    if method == "POST" and (not req.name or req.subresource == "token"):
         return "create"
     if method == "PUT" and req.name:
         return "update"

@@ -77,6 +77,10 @@ class ResourceType:
         if self.categories:
             entry["categories"] = list(self.categories)
         entries = [entry]
+        if self.group_resource == "serviceaccounts":
+            entries.append({"name": "serviceaccounts/token", "singularName": "",
+                            "namespaced": True, "group": "authentication.k8s.io",
+                            "version": "v1", "kind": "TokenRequest", "verbs": ["create"]})
         if self.status:
             entries.append(
                 {
