@@ -39,6 +39,11 @@ def test_a_config_map_value_of_the_wrong_json_type_is_400_naming_the_field(api_c
         "json: cannot unmarshal array into Go struct field ObjectMeta.metadata.labels of type "
         "map[string]string")
     assert k8s.CoreV1Api(api_client).list_namespaced_config_map(NS).items == []
+    status, body = request(api_client, "POST", f"/apis/apps/v1/namespaces/{NS}/deployments",
+                           {"metadata": {"name": "d"}, "spec": {"replicas": "3"}})
+    assert (status, body["message"]) == (400, (
+        'Deployment in version "v1" cannot be handled as a Deployment: json: cannot unmarshal '
+        "string into Go struct field DeploymentSpec.spec.replicas of type int32"))
 
 
 # -- custom objects ----------------------------------------------------------------------------

@@ -22,26 +22,61 @@ _LABEL_MSG = (
 )
 
 
-# The Go types of the fields a typed decoder checks, by struct: a value of another JSON type is
-# refused with 400, naming the struct and the field path as Go's JSON decoder does.
-_META_TYPES = {
-    "name": "string", "generateName": "string", "namespace": "string", "uid": "types.UID",
-    "resourceVersion": "string", "generation": "int64", "labels": "map[string]string",
-    "annotations": "map[string]string", "finalizers": "[]string",
+# The fields a typed decoder checks, per kind: (JSON path, the Go struct holding the last
+# field, its Go type). A value of another JSON type is refused with 400, naming the struct and
+# the path as Go's JSON decoder does; parents come before their fields.
+_META_FIELDS = tuple((f"metadata.{field}", "ObjectMeta", go_type) for field, go_type in (
+    ("name", "string"), ("generateName", "string"), ("namespace", "string"),
+    ("uid", "types.UID"), ("resourceVersion", "string"), ("generation", "int64"),
+    ("labels", "map[string]string"), ("annotations", "map[string]string"),
+    ("finalizers", "[]string"), ("ownerReferences", "[]v1.OwnerReference"),
+))
+_POD_SPEC = (("containers", "[]v1.Container"), ("initContainers", "[]v1.Container"),
+             ("nodeSelector", "map[string]string"), ("restartPolicy", "v1.RestartPolicy"),
+             ("serviceAccountName", "string"), ("nodeName", "string"))
+
+
+def _spec(kind: str, struct: str, fields: tuple[tuple[str, str], ...],
+          prefix: str = "spec") -> tuple[tuple[str, str, str], ...]:
+    return ((prefix, kind, f"v1.{struct}"),
+            *((f"{prefix}.{field}", struct, go_type) for field, go_type in fields))
+
+
+def _template(struct: str) -> tuple[tuple[str, str, str], ...]:
+    """A pod template at ``spec.template`` of a workload whose spec is Go struct ``struct``."""
+    return (("spec.template", struct, "v1.PodTemplateSpec"),
+            *_spec("PodTemplateSpec", "PodSpec", _POD_SPEC, "spec.template.spec"))
+
+
+_KIND_FIELDS: dict[str, tuple[tuple[str, str, str], ...]] = {
+    "ConfigMap": (("data", "ConfigMap", "map[string]string"),
+                  ("binaryData", "ConfigMap", "map[string][]uint8"),
+                  ("immutable", "ConfigMap", "bool")),
+    "Secret": (("data", "Secret", "map[string][]uint8"),
+               ("stringData", "Secret", "map[string]string"),
+               ("type", "Secret", "v1.SecretType"), ("immutable", "Secret", "bool")),
+    "Namespace": _spec("Namespace", "NamespaceSpec", (("finalizers", "[]v1.FinalizerName"),)),
+    "Service": _spec("Service", "ServiceSpec", (
+        ("ports", "[]v1.ServicePort"), ("selector", "map[string]string"),
+        ("clusterIP", "string"), ("type", "v1.ServiceType"))),
+    "Pod": _spec("Pod", "PodSpec", _POD_SPEC),
+    "Deployment": (*_spec("Deployment", "DeploymentSpec", (
+        ("replicas", "int32"), ("selector", "v1.LabelSelector"))),
+                   *_template("DeploymentSpec")),
+    "ReplicationController": (*_spec("ReplicationController", "ReplicationControllerSpec", (
+        ("replicas", "int32"), ("selector", "map[string]string"))),
+                              *_template("ReplicationControllerSpec")),
 }
-_KIND_TYPES: dict[str, dict[str, str]] = {
-    "ConfigMap": {"data": "map[string]string", "binaryData": "map[string][]uint8",
-                  "immutable": "bool"},
-    "Secret": {"data": "map[string][]uint8", "stringData": "map[string]string",
-               "type": "v1.SecretType", "immutable": "bool"},
-    "Namespace": {"spec": "v1.NamespaceSpec", "status": "v1.NamespaceStatus"},
-}
-_STRINGS = ("string", "types.UID", "v1.SecretType", "[]uint8")
+_STRINGS = ("string", "types.UID", "v1.SecretType", "[]uint8", "v1.FinalizerName",
+            "v1.ServiceType", "v1.RestartPolicy")
+_INTEGERS = ("int32", "int64")
 
 
 def _json_type(value: Any) -> str:
     if isinstance(value, bool):
         return "bool"
+    if isinstance(value, float):
+        return f"number {value}"  # a fraction where an integer belongs: Go names the number
     if isinstance(value, (int, float)):
         return "number"
     if isinstance(value, str):
@@ -66,7 +101,7 @@ def _mismatch(value: Any, go_type: str) -> str | None:
         return None if isinstance(value, str) else go_type
     if go_type == "bool":
         return None if isinstance(value, bool) else go_type
-    if go_type == "int64":
+    if go_type in _INTEGERS:
         return None if isinstance(value, int) and not isinstance(value, bool) else go_type
     return None if isinstance(value, dict) else go_type  # a struct
 
@@ -81,22 +116,32 @@ def _offending(value: Any, go_type: str) -> Any:
     return value
 
 
-def _check_fields(rt: ResourceType, struct: str, prefix: str, obj: dict[str, Any],
-                  types: dict[str, str]) -> None:
-    for field, go_type in types.items():
-        value = obj.get(field)
+def _lookup(obj: dict[str, Any], path: str) -> Any:
+    value: Any = obj
+    for part in path.split("."):
+        if not isinstance(value, dict):
+            return None  # a parent of the wrong type, reported by its own entry
+        value = value.get(part)
+    return value
+
+
+def _check_fields(rt: ResourceType, obj: dict[str, Any],
+                  fields: tuple[tuple[str, str, str], ...]) -> None:
+    for path, struct, go_type in fields:
+        value = _lookup(obj, path)
         wrong = _mismatch(value, go_type)
         if wrong is not None:
             raise status.cannot_decode(
                 rt, f"json: cannot unmarshal {_json_type(_offending(value, go_type))} into Go "
-                    f"struct field {struct}.{prefix}{field} of type {wrong}")
+                    f"struct field {struct}.{path} of type {wrong}")
 
 
 def check_body(rt: ResourceType, obj: Any) -> dict[str, Any]:
     """The metadata of a request body, after the checks a typed decoder makes (400).
 
     Built-in types are decoded strictly: a field of the wrong JSON type (a ConfigMap ``data``
-    value that is a number, ``metadata.labels`` that is a list) is refused, naming the field.
+    value that is a number, ``metadata.labels`` that is a list, a Deployment's ``replicas``
+    given as text) is refused, naming the field.
     """
     if not isinstance(obj, dict):
         raise status.bad_request(f"the body of the request could not be decoded into a {rt.kind}")
@@ -107,9 +152,9 @@ def check_body(rt: ResourceType, obj: Any) -> dict[str, Any]:
         raise status.cannot_decode(
             rt, f"json: cannot unmarshal {_json_type(meta)} into Go struct field "
                 f"{rt.kind}.metadata of type v1.ObjectMeta")
-    _check_fields(rt, "ObjectMeta", "metadata.", meta, _META_TYPES)
+    _check_fields(rt, obj, _META_FIELDS)
     if not rt.custom:
-        _check_fields(rt, rt.kind, "", obj, _KIND_TYPES.get(rt.kind, {}))
+        _check_fields(rt, obj, _KIND_FIELDS.get(rt.kind, ()))
     return meta
 
 
