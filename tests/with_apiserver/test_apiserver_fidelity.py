@@ -101,6 +101,16 @@ def test_an_injected_429_carries_retry_after_and_the_official_client_honours_it(
     assert [r[3] for r in apiserver.requests] == [429, 200]
 
 
+def test_a_status_naming_a_retry_delay_sends_it_as_retry_after(apiserver: FakeAPIServer) -> None:
+    future = int(apiserver.current_resource_version()) + 100
+    code, headers, data = http_exchange(
+        apiserver, "GET", f"/api/v1/namespaces/{NS}/configmaps?resourceVersion={future}")
+    assert (code, json.loads(data)["details"]["retryAfterSeconds"]) == (504, 1)
+    assert headers["Retry-After"] == "1"
+    code, headers, _ = http_exchange(apiserver, "GET", f"/api/v1/namespaces/{NS}/configmaps/x")
+    assert code == 404 and "Retry-After" not in headers
+
+
 # -- DELETE ------------------------------------------------------------------------------------
 
 

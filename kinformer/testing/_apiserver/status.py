@@ -48,11 +48,12 @@ class StatusError(Exception):
         return status_body(self.code, self.reason, self.message, self.details)
 
     def headers(self) -> dict[str, str]:
-        """Response headers that go with the body: ``Retry-After`` on every 429."""
-        if self.code != 429:
-            return {}
-        seconds = (self.details or {}).get("retryAfterSeconds") or RETRY_AFTER
-        return {"Retry-After": str(seconds)}
+        """Response headers that go with the body: ``Retry-After`` on every 429 and wherever the
+        details name a retry delay (as the 504 for a resourceVersion from the future does)."""
+        seconds = (self.details or {}).get("retryAfterSeconds")
+        if not seconds and self.code == 429:
+            seconds = RETRY_AFTER
+        return {"Retry-After": str(seconds)} if seconds else {}
 
 
 def status_body(
