@@ -1,5 +1,6 @@
 """FakeAPIServer answers as kube-apiserver does where fakes usually differ: strict decoding,
-custom kinds, Retry-After, what DELETE returns, Status bytes, create defaults, served types.
+custom kinds, Retry-After, what DELETE returns, Status bytes, create defaults, served types and
+the scale subresource.
 
 Through the official client where it shows the behaviour, and as plain HTTP where the client
 hides it (exact bytes, headers, its own retries).
@@ -8,6 +9,10 @@ hides it (exact bytes, headers, its own retries).
 from __future__ import annotations
 
 import json
+import os
+import shutil
+import subprocess
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -267,3 +272,48 @@ def test_the_commonly_used_built_in_types_are_discovered_and_served(api_client: 
     assert batch.read_namespaced_cron_job("cj", NS).spec.schedule == "* * * * *"
     assert rbac.read_cluster_role_binding("crb").role_ref.name == "cr"
     assert [a.metadata.name for a in registration.list_api_service().items] == ["v1.example.com"]
+
+
+# -- the scale subresource ---------------------------------------------------------------------
+
+
+def deployment(name: str, replicas: int) -> dict[str, Any]:
+    return {"metadata": {"name": name}, "spec": {
+        "replicas": replicas, "selector": {"matchLabels": {"app": name}},
+        "template": {"metadata": {"labels": {"app": name}},
+                     "spec": {"containers": [{"name": "c", "image": "i"}]}}}}
+
+
+def test_the_scale_subresource_reads_and_writes_a_deployments_replicas(api_client: Any) -> None:
+    apps = k8s.AppsV1Api(api_client)
+    made = apps.create_namespaced_deployment(NS, deployment("web", 2))
+    scale = apps.read_namespaced_deployment_scale("web", NS)
+    assert (scale.spec.replicas, scale.status.selector) == (2, "app=web")
+    assert scale.metadata.resource_version == made.metadata.resource_version
+    scaled = apps.patch_namespaced_deployment_scale("web", NS, {"spec": {"replicas": 5}})
+    assert scaled.spec.replicas == 5
+    after = apps.read_namespaced_deployment("web", NS)
+    assert (after.spec.replicas, after.metadata.generation) == (5, 2)
+    stale = {"metadata": {"name": "web", "resourceVersion": made.metadata.resource_version},
+             "spec": {"replicas": 1}}
+    status, body = api_error(apps.replace_namespaced_deployment_scale, "web", NS, stale)
+    assert (status, body["reason"]) == (409, "Conflict")
+    status, body = api_error(apps.patch_namespaced_deployment_scale, "web", NS,
+                             {"spec": {"replicas": -1}})
+    assert (status, body["reason"]) == (422, "Invalid")
+    assert body["message"] == ('Scale.autoscaling "web" is invalid: spec.replicas: Invalid '
+                               "value: -1: must be greater than or equal to 0")
+    status, body = request(api_client, "GET", f"/apis/apps/v1/namespaces/{NS}/daemonsets/x/scale")
+    assert (status, body["message"]) == (404, "the server could not find the requested resource")
+
+
+@pytest.mark.skipif(shutil.which("kubectl") is None, reason="kubectl is not installed")
+def test_kubectl_scale_changes_a_deployments_replicas(
+    apiserver: FakeAPIServer, api_client: Any, tmp_path: Path,
+) -> None:
+    k8s.AppsV1Api(api_client).create_namespaced_deployment(NS, deployment("web", 1))
+    env = dict(os.environ, KUBECONFIG=apiserver.write_kubeconfig(tmp_path / "kubeconfig"))
+    result = subprocess.run(["kubectl", "scale", "deployment", "web", "--replicas=3"], env=env,
+                            capture_output=True, text=True, timeout=60)
+    assert result.returncode == 0, result.stderr
+    assert k8s.AppsV1Api(api_client).read_namespaced_deployment("web", NS).spec.replicas == 3

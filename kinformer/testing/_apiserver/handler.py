@@ -24,6 +24,7 @@ from kinformer.testing._apiserver import (
     openapi,
     records,
     resources,
+    scale,
     server_state,
     shards,
     status,
@@ -232,8 +233,8 @@ class Handler(http.server.BaseHTTPRequestHandler):
             raise status.path_not_found()
         name = rest[1] if len(rest) > 1 else ""
         sub = rest[2] if len(rest) > 2 else ""
-        if sub and not (sub == "status" and rt.status) and (rt.group_resource, sub) != (
-                "serviceaccounts", "token"):
+        if sub and not (sub == "status" and rt.status) and (rt.group_resource, sub) not in (
+                ("serviceaccounts", "token"), *((r, "scale") for r in resources.SCALABLE)):
             raise status.path_not_found()
         req = Request(rt, namespace, name, sub)
         verb = parsing.verb(self.command, req, watch_path or query.get("watch") in ("true", "1"))
@@ -264,6 +265,9 @@ class Handler(http.server.BaseHTTPRequestHandler):
 
     def _get(self, req: Request, query: dict[str, str], body: bytes) -> None:
         entry = self.state.storage.get(req.rt, req.namespace, req.name)
+        if req.subresource == "scale":
+            self._send_obj(200, scale.view(entry.obj))
+            return
         self._send_json(200, self._data(req.rt, entry))
 
     def _create(self, req: Request, query: dict[str, str], body: bytes) -> None:
@@ -278,6 +282,9 @@ class Handler(http.server.BaseHTTPRequestHandler):
 
     def _update(self, req: Request, query: dict[str, str], body: bytes) -> None:
         obj = self._body(body, req.rt)
+        if req.subresource == "scale":
+            self._scale(req, query, lambda current: scale.set_replicas(current, obj))
+            return
         parsing.check_api_version(req.rt, obj)
         entry = self.state.storage.update(req.rt, req.namespace, req.name, obj, req.subresource,
                                           parsing.dry_run(query))
@@ -315,9 +322,19 @@ class Handler(http.server.BaseHTTPRequestHandler):
             return
         else:
             raise status.unsupported_media_type(content_type)
+        if req.subresource == "scale":
+            self._scale(req, query,
+                        lambda current: scale.set_replicas(current, apply(scale.view(current))))
+            return
         entry = self.state.storage.patch(req.rt, req.namespace, req.name, apply, req.subresource,
                                          parsing.dry_run(query))
         self._send_json(200, self._data(req.rt, entry))
+
+    def _scale(self, req: Request, query: dict[str, str], change: Any) -> None:
+        """Write through the scale subresource: ``change`` sets the object's replicas."""
+        entry = self.state.storage.patch(req.rt, req.namespace, req.name, change, "",
+                                         parsing.dry_run(query))
+        self._send_obj(200, scale.view(entry.obj))
 
     def _server_side_apply(self, req: Request, query: dict[str, str], body: bytes) -> None:
         """Server-side apply, simplified: create when missing, else merge the applied fields in

@@ -18,6 +18,7 @@ ALL_VERBS = ("create", "delete", "deletecollection", "get", "list", "patch", "up
 CRD_GROUP = "apiextensions.k8s.io"
 CRD_RESOURCE = "customresourcedefinitions"
 RBAC_GROUP = "rbac.authorization.k8s.io"
+SCALABLE = ("deployments.apps", "replicationcontrollers")  # types with a scale subresource
 
 
 @dataclass(frozen=True)
@@ -77,6 +78,11 @@ class ResourceType:
         if self.categories:
             entry["categories"] = list(self.categories)
         entries = [entry]
+        if self.group_resource in SCALABLE:
+            entries.append({"name": f"{self.resource}/scale", "singularName": "",
+                            "namespaced": self.namespaced, "group": "autoscaling",
+                            "version": "v1", "kind": "Scale",
+                            "verbs": ["get", "patch", "update"]})
         if self.group_resource == "serviceaccounts":
             entries.append({"name": "serviceaccounts/token", "singularName": "",
                             "namespaced": True, "group": "authentication.k8s.io",

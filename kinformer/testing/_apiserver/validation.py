@@ -72,7 +72,8 @@ _STRINGS = ("string", "types.UID", "v1.SecretType", "[]uint8", "v1.FinalizerName
 _INTEGERS = ("int32", "int64")
 
 
-def _json_type(value: Any) -> str:
+def json_type(value: Any) -> str:
+    """How Go's JSON decoder names the kind of ``value`` in its type errors."""
     if isinstance(value, bool):
         return "bool"
     if isinstance(value, float):
@@ -132,7 +133,7 @@ def _check_fields(rt: ResourceType, obj: dict[str, Any],
         wrong = _mismatch(value, go_type)
         if wrong is not None:
             raise status.cannot_decode(
-                rt, f"json: cannot unmarshal {_json_type(_offending(value, go_type))} into Go "
+                rt, f"json: cannot unmarshal {json_type(_offending(value, go_type))} into Go "
                     f"struct field {struct}.{path} of type {wrong}")
 
 
@@ -150,7 +151,7 @@ def check_body(rt: ResourceType, obj: Any) -> dict[str, Any]:
         meta = obj["metadata"] = {}
     if not isinstance(meta, dict):
         raise status.cannot_decode(
-            rt, f"json: cannot unmarshal {_json_type(meta)} into Go struct field "
+            rt, f"json: cannot unmarshal {json_type(meta)} into Go struct field "
                 f"{rt.kind}.metadata of type v1.ObjectMeta")
     _check_fields(rt, obj, _META_FIELDS)
     if not rt.custom:
