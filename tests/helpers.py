@@ -5,7 +5,8 @@ Object builders (:func:`cm`, :func:`cm_manifest`, :func:`crd`) and their sorted 
 for informers (:class:`ScriptedSource`), a runner for anything with ``run(stop)``
 (:func:`running`), fake-clock steps (:func:`step_when_waiting`, :func:`clock_waits`) and, for the
 tests in ``with_apiserver/``, requests through the official client's ``ApiClient``
-(:func:`request`, :func:`create_cm`, :func:`api_error`), clients (:func:`client_for`,
+(:func:`request`, :func:`create_cm`, :func:`api_error`), plain HTTP exchanges
+(:func:`http_exchange`), clients (:func:`client_for`,
 :func:`client_with_token`) and the live client threads (:func:`client_threads`).
 
 Test files in ``tests/`` and ``tests/with_apiserver/`` import it as ``helpers``: pytest's default
@@ -346,6 +347,26 @@ def api_error(call: Callable[..., Any], *args: Any, **kwargs: Any) -> tuple[int,
     with pytest.raises(ApiException) as info:
         call(*args, **kwargs)
     return info.value.status, json.loads(info.value.body)
+
+
+def http_exchange(
+    server: FakeAPIServer, method: str, path: str, body: bytes | None = None,
+    content_type: str = "application/json",
+) -> tuple[int, dict[str, str], bytes]:
+    """One plain HTTP request to ``server`` (no client library in between, for what a client
+    hides: exact bytes, headers, protobuf bodies): ``(status, headers, body bytes)``."""
+    import urllib.error
+    import urllib.request
+
+    request = urllib.request.Request(server.url + path, data=body, method=method)
+    if body is not None:
+        request.add_header("Content-Type", content_type)
+    try:
+        with urllib.request.urlopen(request, timeout=TIMEOUT) as response:
+            return response.status, dict(response.headers), response.read()
+    except urllib.error.HTTPError as err:
+        with err:
+            return err.code, dict(err.headers), err.read()
 
 
 def client_for(url: str, token: str | None = None, ca_file: str | None = None) -> Any:

@@ -394,7 +394,7 @@ class FakeAPIServer:
     def delete(self, gvr: GroupVersionResource, namespace: str | None, name: str) -> KubeObject:
         """Delete an object; returns its final state."""
         rt = self._type(gvr)
-        return self._call(lambda: self._storage.delete(rt, namespace or "", name))
+        return self._call(lambda: self._storage.delete(rt, namespace or "", name)[0])
 
     def get(self, gvr: GroupVersionResource, namespace: str | None, name: str) -> KubeObject:
         """The stored object (a private copy)."""

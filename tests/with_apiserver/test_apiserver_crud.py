@@ -219,9 +219,9 @@ def test_fail_next_fails_exactly_the_matching_requests(
     status, body = api_error(api.create_namespaced_config_map, NS, cm_manifest("a", DATA))
     assert (status, body["reason"]) == (500, "InternalError")
     api.create_namespaced_config_map(NS, cm_manifest("a", DATA))
-    apiserver.fail_next(1, status=429)
-    assert api_error(api.read_namespaced_config_map, "a", NS)[0] == 429
-    assert api.read_namespaced_config_map("a", NS).metadata.name == "a"
+    apiserver.fail_next(1, status=429)  # the client retries a GET after a 429 itself
+    assert api_error(api.create_namespaced_config_map, NS, cm_manifest("b", DATA))[0] == 429
+    assert api.create_namespaced_config_map(NS, cm_manifest("b", DATA)).metadata.name == "b"
 
 
 def test_requests_are_recorded_with_their_status(apiserver: FakeAPIServer, api_client: Any) -> None:

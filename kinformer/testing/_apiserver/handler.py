@@ -24,9 +24,11 @@ from kinformer.testing._apiserver import (
     openapi,
     records,
     resources,
+    scale,
     server_state,
     shards,
     status,
+    tokens,
     watchers,
     watchstream,
 )
@@ -90,13 +92,13 @@ class Handler(http.server.BaseHTTPRequestHandler):
             self._route(url.path, query, body)
         except StatusError as err:
             if not self._streaming:
-                self._send_json(err.code, records.dumps(err.body()))
+                self._send_json(err.code, status.encode(err.body()), headers=err.headers())
         except OSError:
             self.close_connection = True
         except Exception:
             log.exception("internal error serving %s %s", self.command, url.path)
             if not self._streaming:
-                self._send_json(500, records.dumps(status.status_body(
+                self._send_json(500, status.encode(status.status_body(
                     500, "InternalError", "an internal error occurred", {})))
             self.close_connection = True
         finally:
@@ -145,9 +147,14 @@ class Handler(http.server.BaseHTTPRequestHandler):
         if scheme.lower() != "bearer" or not hmac.compare_digest(value.strip().encode(), token):
             raise status.unauthorized()
 
-    def _send_json(self, code: int, data: bytes, content_type: str = "application/json") -> None:
+    def _send_json(
+        self, code: int, data: bytes, content_type: str = "application/json",
+        headers: dict[str, str] | None = None,
+    ) -> None:
         self._record(code)
         self.send_response(code)
+        for name, value in (headers or {}).items():
+            self.send_header(name, value)
         self.send_header("Content-Type", content_type)
         self.send_header("Content-Length", str(len(data)))
         self.send_header("Cache-Control", "no-cache, private")
@@ -226,7 +233,8 @@ class Handler(http.server.BaseHTTPRequestHandler):
             raise status.path_not_found()
         name = rest[1] if len(rest) > 1 else ""
         sub = rest[2] if len(rest) > 2 else ""
-        if sub and (sub != "status" or not rt.status):
+        if sub and not (sub == "status" and rt.status) and (rt.group_resource, sub) not in (
+                ("serviceaccounts", "token"), *((r, "scale") for r in resources.SCALABLE)):
             raise status.path_not_found()
         req = Request(rt, namespace, name, sub)
         verb = parsing.verb(self.command, req, watch_path or query.get("watch") in ("true", "1"))
@@ -257,15 +265,27 @@ class Handler(http.server.BaseHTTPRequestHandler):
 
     def _get(self, req: Request, query: dict[str, str], body: bytes) -> None:
         entry = self.state.storage.get(req.rt, req.namespace, req.name)
+        if req.subresource == "scale":
+            self._send_obj(200, scale.view(entry.obj))
+            return
         self._send_json(200, self._data(req.rt, entry))
 
     def _create(self, req: Request, query: dict[str, str], body: bytes) -> None:
         obj = self._body(body, req.rt)
+        if req.subresource == "token":
+            account = self.state.storage.get(req.rt, req.namespace, req.name)
+            self._send_obj(201, tokens.issue(account.obj, obj))
+            return
+        parsing.check_api_version(req.rt, obj)
         entry = self.state.storage.create(req.rt, req.namespace, obj, parsing.dry_run(query))
         self._send_json(201, self._data(req.rt, entry))
 
     def _update(self, req: Request, query: dict[str, str], body: bytes) -> None:
         obj = self._body(body, req.rt)
+        if req.subresource == "scale":
+            self._scale(req, query, lambda current: scale.set_replicas(current, obj))
+            return
+        parsing.check_api_version(req.rt, obj)
         entry = self.state.storage.update(req.rt, req.namespace, req.name, obj, req.subresource,
                                           parsing.dry_run(query))
         self._send_json(200, self._data(req.rt, entry))
@@ -302,9 +322,19 @@ class Handler(http.server.BaseHTTPRequestHandler):
             return
         else:
             raise status.unsupported_media_type(content_type)
+        if req.subresource == "scale":
+            self._scale(req, query,
+                        lambda current: scale.set_replicas(current, apply(scale.view(current))))
+            return
         entry = self.state.storage.patch(req.rt, req.namespace, req.name, apply, req.subresource,
                                          parsing.dry_run(query))
         self._send_json(200, self._data(req.rt, entry))
+
+    def _scale(self, req: Request, query: dict[str, str], change: Any) -> None:
+        """Write through the scale subresource: ``change`` sets the object's replicas."""
+        entry = self.state.storage.patch(req.rt, req.namespace, req.name, change, "",
+                                         parsing.dry_run(query))
+        self._send_obj(200, scale.view(entry.obj))
 
     def _server_side_apply(self, req: Request, query: dict[str, str], body: bytes) -> None:
         """Server-side apply, simplified: create when missing, else merge the applied fields in
@@ -338,19 +368,15 @@ class Handler(http.server.BaseHTTPRequestHandler):
     def _delete(self, req: Request, query: dict[str, str], body: bytes) -> None:
         options = self._body(body, req.rt) if body else None
         pre = options.get("preconditions") if isinstance(options, dict) else None
-        entry = self.state.storage.delete(req.rt, req.namespace, req.name,
-                                          pre if isinstance(pre, dict) else None,
-                                          parsing.dry_run(query))
-        if req.rt.resource in ("namespaces", "pods") and not req.rt.group:
-            self._send_json(200, entry.data)
+        entry, gone = self.state.storage.delete(req.rt, req.namespace, req.name,
+                                                pre if isinstance(pre, dict) else None,
+                                                parsing.dry_run(query))
+        if req.rt.returns_deleted or not gone:
+            # the object itself: for these types always, for the others while finalizers
+            # hold it (then it carries its deletionTimestamp)
+            self._send_json(200, self._data(req.rt, entry))
             return
-        details: dict[str, Any] = {"name": req.name}
-        if req.rt.group:
-            details["group"] = req.rt.group
-        details["kind"] = req.rt.resource
-        details["uid"] = entry.obj["metadata"].get("uid", "")
-        self._send_obj(200, {"kind": "Status", "apiVersion": "v1", "metadata": {},
-                             "status": "Success", "details": details})
+        self._send_json(200, status.encode(status.deleted(req.rt, req.name, entry.obj)))
 
     def _deletecollection(self, req: Request, query: dict[str, str], body: bytes) -> None:
         match = parsing.matcher(req.rt, query)
@@ -360,7 +386,8 @@ class Handler(http.server.BaseHTTPRequestHandler):
             if match is None or match(entry.obj):
                 meta = entry.obj["metadata"]
                 try:
-                    final = storage.delete(req.rt, meta.get("namespace", ""), meta["name"])
+                    final, _ = storage.delete(req.rt, meta.get("namespace", ""), meta["name"],
+                                              dry_run=parsing.dry_run(query))
                 except StatusError:
                     continue
                 deleted.append(self._data(req.rt, final))

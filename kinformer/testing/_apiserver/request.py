@@ -38,7 +38,7 @@ def verb(method: str, req: Request, watch: bool) -> str:
         if watch:
             return "watch"
         return "get" if req.name else "list"
-    if method == "POST" and not req.name:
+    if method == "POST" and (not req.name or req.subresource == "token"):
         return "create"
     if method == "PUT" and req.name:
         return "update"
@@ -54,8 +54,12 @@ def decode_body(body: bytes, rt: ResourceType, content_type: str) -> Any:
     if body and content_type == "application/vnd.kubernetes.protobuf":
         try:
             return protobuf.decode(body)
-        except (ValueError, UnicodeDecodeError):
+        except protobuf.UnsupportedKind:
             pass
+        except (ValueError, UnicodeDecodeError) as err:
+            raise status.bad_request(
+                f"the body of the request could not be decoded into a {rt.kind}: {err}"
+            ) from None
     if body and ("protobuf" in content_type or "cbor" in content_type):
         raise status.StatusError(
             415, "UnsupportedMediaType",
@@ -66,6 +70,16 @@ def decode_body(body: bytes, rt: ResourceType, content_type: str) -> Any:
     except ValueError:
         raise status.bad_request(
             f"the body of the request could not be decoded into a {rt.kind}") from None
+
+
+def check_api_version(rt: ResourceType, obj: Any) -> None:
+    """400 when a custom object's create or update body names a version other than the URL's
+    (one the definition does not serve, or another served one)."""
+    if not rt.custom or not isinstance(obj, dict):
+        return
+    api_version = obj.get("apiVersion")
+    if api_version not in (None, "", rt.api_version):
+        raise status.version_mismatch(rt, str(api_version))
 
 
 def matcher(rt: ResourceType, query: dict[str, str]) -> Any:

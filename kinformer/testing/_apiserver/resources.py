@@ -17,6 +17,8 @@ from kinformer.gvr import GroupVersionResource, join_group_version
 ALL_VERBS = ("create", "delete", "deletecollection", "get", "list", "patch", "update", "watch")
 CRD_GROUP = "apiextensions.k8s.io"
 CRD_RESOURCE = "customresourcedefinitions"
+RBAC_GROUP = "rbac.authorization.k8s.io"
+SCALABLE = ("deployments.apps", "replicationcontrollers")  # types with a scale subresource
 
 
 @dataclass(frozen=True)
@@ -25,7 +27,8 @@ class ResourceType:
 
     ``generation`` says whether ``metadata.generation`` is kept (types with a spec);
     ``status`` whether a ``/status`` subresource exists (then the main resource ignores status
-    changes and the subresource ignores everything else, as for CRDs with the status subresource).
+    changes and the subresource ignores everything else, as for CRDs with the status subresource);
+    ``returns_deleted`` whether DELETE answers with the deleted object rather than a ``Status``.
     """
 
     group: str
@@ -40,6 +43,7 @@ class ResourceType:
     status: bool = False
     custom: bool = False
     extra_fields: tuple[str, ...] = field(default=())
+    returns_deleted: bool = False
 
     @property
     def api_version(self) -> str:
@@ -74,6 +78,15 @@ class ResourceType:
         if self.categories:
             entry["categories"] = list(self.categories)
         entries = [entry]
+        if self.group_resource in SCALABLE:
+            entries.append({"name": f"{self.resource}/scale", "singularName": "",
+                            "namespaced": self.namespaced, "group": "autoscaling",
+                            "version": "v1", "kind": "Scale",
+                            "verbs": ["get", "patch", "update"]})
+        if self.group_resource == "serviceaccounts":
+            entries.append({"name": "serviceaccounts/token", "singularName": "",
+                            "namespaced": True, "group": "authentication.k8s.io",
+                            "version": "v1", "kind": "TokenRequest", "verbs": ["create"]})
         if self.status:
             entries.append(
                 {
@@ -103,6 +116,7 @@ def _builtin(
     status: bool = False,
     extra_fields: Iterable[str] = (),
     categories: Iterable[str] = (),
+    returns_deleted: bool = False,
 ) -> ResourceType:
     return ResourceType(
         group=group,
@@ -116,27 +130,49 @@ def _builtin(
         generation=generation,
         status=status,
         extra_fields=tuple(extra_fields),
+        returns_deleted=returns_deleted,
     )
 
 
 BUILTIN_TYPES: tuple[ResourceType, ...] = (
     _builtin("", "namespaces", "Namespace", False, ("ns",), generation=False, status=True,
-             extra_fields=("status.phase",)),
+             extra_fields=("status.phase",), returns_deleted=True),
     _builtin("", "configmaps", "ConfigMap", True, ("cm",), generation=False),
     _builtin("", "secrets", "Secret", True, generation=False, extra_fields=("type",)),
     _builtin("", "pods", "Pod", True, ("po",), status=True, categories=("all",),
              extra_fields=("spec.nodeName", "spec.restartPolicy", "spec.schedulerName",
-                           "spec.serviceAccountName", "status.phase", "status.podIP")),
-    _builtin("", "services", "Service", True, ("svc",), status=True, categories=("all",)),
+                           "spec.serviceAccountName", "status.phase", "status.podIP"),
+             returns_deleted=True),
+    _builtin("", "services", "Service", True, ("svc",), status=True, categories=("all",),
+             returns_deleted=True),
     _builtin("", "nodes", "Node", False, ("no",), status=True, extra_fields=("spec.unschedulable",)),
     _builtin("", "events", "Event", True, ("ev",), generation=False,
              extra_fields=("involvedObject.kind", "involvedObject.namespace",
                            "involvedObject.name", "involvedObject.uid", "reason", "type")),
     _builtin("", "serviceaccounts", "ServiceAccount", True, ("sa",), generation=False),
+    _builtin("", "replicationcontrollers", "ReplicationController", True, ("rc",), status=True,
+             categories=("all",)),
+    _builtin("", "resourcequotas", "ResourceQuota", True, ("quota",), generation=False,
+             status=True),
     _builtin("apps", "deployments", "Deployment", True, ("deploy",), status=True,
              categories=("all",)),
     _builtin("coordination.k8s.io", "leases", "Lease", True),
     _builtin(CRD_GROUP, CRD_RESOURCE, "CustomResourceDefinition", False, ("crd", "crds"),
+             status=True, categories=("api-extensions",)),
+    # workloads, access control and the other types kubectl creates
+    _builtin("apps", "daemonsets", "DaemonSet", True, ("ds",), status=True, categories=("all",)),
+    _builtin("batch", "jobs", "Job", True, status=True, categories=("all",)),
+    _builtin("batch", "cronjobs", "CronJob", True, ("cj",), status=True, categories=("all",)),
+    _builtin(RBAC_GROUP, "roles", "Role", True, generation=False),
+    _builtin(RBAC_GROUP, "rolebindings", "RoleBinding", True, generation=False),
+    _builtin(RBAC_GROUP, "clusterroles", "ClusterRole", False, generation=False),
+    _builtin(RBAC_GROUP, "clusterrolebindings", "ClusterRoleBinding", False, generation=False),
+    _builtin("networking.k8s.io", "ingresses", "Ingress", True, ("ing",), status=True),
+    _builtin("policy", "poddisruptionbudgets", "PodDisruptionBudget", True, ("pdb",),
+             status=True),
+    _builtin("scheduling.k8s.io", "priorityclasses", "PriorityClass", False, ("pc",),
+             generation=False),
+    _builtin("apiregistration.k8s.io", "apiservices", "APIService", False, generation=False,
              status=True, categories=("api-extensions",)),
 )
 

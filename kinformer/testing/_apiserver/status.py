@@ -6,9 +6,12 @@ functions give the exact reasons, codes, messages and details of the real server
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 from kinformer.testing._apiserver.resources import ResourceType
+
+RETRY_AFTER = 1  # seconds a 429 asks the client to wait, as priority and fairness answers
 
 REASONS = {
     400: "BadRequest",
@@ -44,24 +47,43 @@ class StatusError(Exception):
         """The ``Status`` object."""
         return status_body(self.code, self.reason, self.message, self.details)
 
+    def headers(self) -> dict[str, str]:
+        """Response headers that go with the body: ``Retry-After`` on every 429 and wherever the
+        details name a retry delay (as the 504 for a resourceVersion from the future does)."""
+        seconds = (self.details or {}).get("retryAfterSeconds")
+        if not seconds and self.code == 429:
+            seconds = RETRY_AFTER
+        return {"Retry-After": str(seconds)} if seconds else {}
+
 
 def status_body(
     code: int, reason: str, message: str, details: dict[str, Any] | None = None
 ) -> dict[str, Any]:
+    """A ``Status`` with its fields in the order kube-apiserver writes them."""
     body: dict[str, Any] = {
         "kind": "Status",
         "apiVersion": "v1",
         "metadata": {},
         "status": "Success" if code < 400 else "Failure",
         "message": message,
-        "reason": reason,
-        "code": code,
     }
-    if not reason:
-        del body["reason"]
+    if reason:
+        body["reason"] = reason
     if details is not None:
         body["details"] = details
+    body["code"] = code
     return body
+
+
+def encode(body: dict[str, Any]) -> bytes:
+    """A ``Status`` as the server sends it: compact JSON in insertion order, then a newline."""
+    text = json.dumps(body, separators=(",", ":"), ensure_ascii=False)
+    for char, escaped in _HTML_ESCAPES:
+        text = text.replace(char, escaped)
+    return text.encode() + b"\n"
+
+
+_HTML_ESCAPES = (("<", "\\u003c"), (">", "\\u003e"), ("&", "\\u0026"))  # as Go's encoder does
 
 
 def _details(rt: ResourceType, name: str, kind: str | None = None) -> dict[str, Any]:
@@ -100,7 +122,8 @@ def conflict(rt: ResourceType, name: str, why: str = "") -> StatusError:
 def invalid(rt: ResourceType, name: str, causes: list[tuple[str, str, str]]) -> StatusError:
     """422 Invalid; ``causes`` are (reason, field, message) triples."""
     text = ", ".join(f"{f}: {m}" for _, f, m in causes)
-    message = f'{rt.kind} "{name}" is invalid: {text}'
+    qualified = f"{rt.kind}.{rt.group}" if rt.group else rt.kind
+    message = f'{qualified} "{name}" is invalid: {text}'
     details = _details(rt, name, kind=rt.kind)
     details["causes"] = [{"reason": r, "message": m, "field": f} for r, f, m in causes]
     return StatusError(422, "Invalid", message, details)
@@ -174,4 +197,24 @@ def unauthorized() -> StatusError:
 
 def injected(code: int) -> StatusError:
     reason = REASONS.get(code, "InternalError" if code >= 500 else "BadRequest")
-    return StatusError(code, reason, f"injected failure (HTTP {code})", {})
+    details: dict[str, Any] = {"retryAfterSeconds": RETRY_AFTER} if code == 429 else {}
+    return StatusError(code, reason, f"injected failure (HTTP {code})", details)
+
+
+def deleted(rt: ResourceType, name: str, obj: dict[str, Any]) -> dict[str, Any]:
+    """The ``Status`` a DELETE answers for most types: Success, naming what was deleted."""
+    details = _details(rt, name)
+    details["uid"] = (obj.get("metadata") or {}).get("uid", "")
+    return {"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success",
+            "details": details}
+
+
+def cannot_decode(rt: ResourceType, problem: str) -> StatusError:
+    """400 for a body the typed decoder rejects (a field of the wrong JSON type)."""
+    return bad_request(f'{rt.kind} in version "{rt.version}" cannot be handled as a '
+                       f"{rt.kind}: {problem}")
+
+
+def version_mismatch(rt: ResourceType, api_version: str) -> StatusError:
+    return bad_request(f"the API version in the data ({api_version}) does not match the "
+                       f"expected API version ({rt.api_version})")

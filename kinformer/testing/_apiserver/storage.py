@@ -18,7 +18,7 @@ import time
 from collections.abc import Callable, Iterable
 from typing import Any
 
-from kinformer.testing._apiserver import paging, resources, status, strategy, watch_cache
+from kinformer.testing._apiserver import defaults, paging, resources, status, strategy, watch_cache
 from kinformer.testing._apiserver.records import (
     ADDED,
     DELETED,
@@ -58,11 +58,14 @@ class Storage:
         self._crd_types: dict[str, list[ResourceType]] = {}
         self._snapshots: collections.OrderedDict[int, paging.Snapshot] = collections.OrderedDict()
         self._snapshot_ids = itertools.count(1)
+        self._allocate = defaults.Allocator()
         for rt in resources.BUILTIN_TYPES:
             self._types[(rt.group, rt.version, rt.resource)] = rt
         ns_type = self.resolve("", "v1", "namespaces")
-        assert ns_type is not None
+        sa_type = self.resolve("", "v1", "serviceaccounts")
+        assert ns_type is not None and sa_type is not None
         self._ns_type = ns_type
+        self._sa_type = sa_type
         for name in resources.DEFAULT_NAMESPACES:
             self.create(ns_type, "", {"metadata": {"name": name}, "spec": {"finalizers": ["kubernetes"]},
                                       "status": {"phase": "Active"}})
@@ -263,7 +266,7 @@ class Storage:
         key = (namespace, name)
         if type_ == DELETED:
             assert prev is not None
-            final = with_resource_version(prev.obj, rv)
+            final = with_resource_version(obj if obj is not None else prev.obj, rv)
             entry = Entry(final, dumps(final), rv)
             del bucket[key]
             self._sorted.pop(gr, None)
@@ -319,12 +322,15 @@ class Storage:
             raise status.namespace_not_found(namespace)
         if (namespace, name) in self._buckets.get(rt.group_resource, {}):
             raise status.already_exists(rt, name)
-        strategy.stamp_create(rt, name, obj, meta)
+        strategy.stamp_create(rt, name, obj, meta, self._allocate)
         if dry_run:
             return Entry(obj, dumps(obj), self._rv)
         entry = self._commit(rt, ADDED, obj, None, namespace, name)
         if strategy.is_crd(rt):
             self._serve_crd(entry.obj)
+        elif rt is self._ns_type:
+            # the service account controller's part: every namespace has a "default" one
+            self._create_locked(self._sa_type, name, {"metadata": {"name": "default"}})
         return entry
 
     def update(
@@ -371,6 +377,10 @@ class Storage:
         old = current.obj
         if new == old or dry_run:
             return current if new == old else Entry(new, dumps(new), current.rv)
+        new_meta = new["metadata"]
+        if new_meta.get("deletionTimestamp") and not new_meta.get("finalizers"):
+            # the last finalizer is gone from an object being deleted: now it goes
+            return self._finish_delete(rt, current, namespace, name, new)
         entry = self._commit(rt, MODIFIED, new, current, namespace, name)
         if strategy.is_crd(rt):
             self._serve_crd(entry.obj)
@@ -379,10 +389,12 @@ class Storage:
     def delete(
         self, rt: ResourceType, namespace: str, name: str,
         preconditions: dict[str, Any] | None = None, dry_run: bool = False,
-    ) -> Entry:
-        """Delete an object; returns its final state (a Namespace: its Terminating state).
+    ) -> tuple[Entry, bool]:
+        """Delete an object: ``(its final state, whether it is gone)``.
 
-        Deleting a Namespace deletes everything in it (DELETED events) and then itself;
+        An object with finalizers is only marked (``deletionTimestamp``, a MODIFIED event) and
+        stays until an update removes its last finalizer. Deleting a Namespace deletes
+        everything in it (DELETED events) and then itself, answering its Terminating state;
         deleting a CRD deletes its objects, ends its watches cleanly and stops serving it.
         """
         with self._lock:
@@ -391,13 +403,26 @@ class Storage:
             if current is None:
                 raise status.not_found(rt, name)
             strategy.check_preconditions(rt, name, current, preconditions)
-            if dry_run:
-                return current
+            meta = current.obj["metadata"]
+            held = bool(meta.get("finalizers")) and gr != "namespaces"
+            if dry_run or (held and meta.get("deletionTimestamp")):
+                return current, not held
             if gr == "namespaces":
-                return self._delete_namespace(current, name)
-            if strategy.is_crd(rt):
-                self._unserve_crd(current.obj)
-            return self._commit(rt, DELETED, None, current, namespace, name)
+                return self._delete_namespace(current, name), True
+            if held:
+                marked = loads(current.data)
+                marked["metadata"]["deletionTimestamp"] = now_timestamp()
+                marked["metadata"]["deletionGracePeriodSeconds"] = 0
+                return self._commit(rt, MODIFIED, marked, current, namespace, name), False
+            return self._finish_delete(rt, current, namespace, name), True
+
+    def _finish_delete(
+        self, rt: ResourceType, current: Entry, namespace: str, name: str,
+        final: dict[str, Any] | None = None,
+    ) -> Entry:
+        if strategy.is_crd(rt):
+            self._unserve_crd(current.obj)
+        return self._commit(rt, DELETED, final, current, namespace, name)
 
     def _delete_namespace(self, current: Entry, name: str) -> Entry:
         terminating = loads(current.data)

@@ -13,7 +13,7 @@ from __future__ import annotations
 import random
 from typing import Any
 
-from kinformer.testing._apiserver import resources, status, validation
+from kinformer.testing._apiserver import defaults, resources, status, validation
 from kinformer.testing._apiserver.records import Entry, loads, new_uid, now_timestamp
 from kinformer.testing._apiserver.resources import ResourceType
 
@@ -46,16 +46,23 @@ def settle_create(rt: ResourceType, namespace: str, obj: Any) -> tuple[dict[str,
         namespace = ""
         meta.pop("namespace", None)
     validation.validate_name(rt, name)
+    validation.check_custom_kind(rt, name, obj)
     return meta, namespace, name
 
 
-def stamp_create(rt: ResourceType, name: str, obj: dict[str, Any], meta: dict[str, Any]) -> None:
-    """Stamp what the server owns on a new object; admit it if it is a CRD (422 if invalid)."""
+def stamp_create(
+    rt: ResourceType, name: str, obj: dict[str, Any], meta: dict[str, Any],
+    allocate: defaults.Allocator,
+) -> None:
+    """Stamp what the server owns on a new object and fill its type's defaults and status;
+    admit it if it is a CRD (422 if invalid)."""
+    defaults.on_create(rt, obj, allocate)
     obj["apiVersion"] = rt.api_version
     obj["kind"] = rt.kind
     meta["uid"] = new_uid()
     meta["creationTimestamp"] = now_timestamp()
     meta.pop("deletionTimestamp", None)
+    meta.pop("deletionGracePeriodSeconds", None)
     if rt.generation:
         meta["generation"] = 1
     else:
@@ -75,6 +82,7 @@ def prepare_update(
     invalid CRD.
     """
     meta = validation.check_body(rt, obj)
+    validation.check_custom_kind(rt, name, obj)
     if meta.get("name") not in (None, "", name):
         raise status.bad_request(f"the name of the object ({meta.get('name')}) does not "
                                  f"match the name on the URL ({name})")
@@ -107,11 +115,13 @@ def prepare_update(
             new_meta["namespace"] = namespace
         else:
             new_meta.pop("namespace", None)
-        for kept in ("uid", "creationTimestamp", "deletionTimestamp", "generation"):
+        for kept in ("uid", "creationTimestamp", "deletionTimestamp",
+                     "deletionGracePeriodSeconds", "generation"):
             if kept in old_meta:
                 new_meta[kept] = old_meta[kept]
             else:
                 new_meta.pop(kept, None)
+        defaults.keep_allocated(rt, old, new)
     new["apiVersion"] = old.get("apiVersion", rt.api_version)
     new["kind"] = rt.kind
     if is_crd(rt):

@@ -22,27 +22,149 @@ _LABEL_MSG = (
 )
 
 
+# The fields a typed decoder checks, per kind: (JSON path, the Go struct holding the last
+# field, its Go type). A value of another JSON type is refused with 400, naming the struct and
+# the path as Go's JSON decoder does; parents come before their fields.
+_META_FIELDS = tuple((f"metadata.{field}", "ObjectMeta", go_type) for field, go_type in (
+    ("name", "string"), ("generateName", "string"), ("namespace", "string"),
+    ("uid", "types.UID"), ("resourceVersion", "string"), ("generation", "int64"),
+    ("labels", "map[string]string"), ("annotations", "map[string]string"),
+    ("finalizers", "[]string"), ("ownerReferences", "[]v1.OwnerReference"),
+))
+_POD_SPEC = (("containers", "[]v1.Container"), ("initContainers", "[]v1.Container"),
+             ("nodeSelector", "map[string]string"), ("restartPolicy", "v1.RestartPolicy"),
+             ("serviceAccountName", "string"), ("nodeName", "string"))
+
+
+def _spec(kind: str, struct: str, fields: tuple[tuple[str, str], ...],
+          prefix: str = "spec") -> tuple[tuple[str, str, str], ...]:
+    return ((prefix, kind, f"v1.{struct}"),
+            *((f"{prefix}.{field}", struct, go_type) for field, go_type in fields))
+
+
+def _template(struct: str) -> tuple[tuple[str, str, str], ...]:
+    """A pod template at ``spec.template`` of a workload whose spec is Go struct ``struct``."""
+    return (("spec.template", struct, "v1.PodTemplateSpec"),
+            *_spec("PodTemplateSpec", "PodSpec", _POD_SPEC, "spec.template.spec"))
+
+
+_KIND_FIELDS: dict[str, tuple[tuple[str, str, str], ...]] = {
+    "ConfigMap": (("data", "ConfigMap", "map[string]string"),
+                  ("binaryData", "ConfigMap", "map[string][]uint8"),
+                  ("immutable", "ConfigMap", "bool")),
+    "Secret": (("data", "Secret", "map[string][]uint8"),
+               ("stringData", "Secret", "map[string]string"),
+               ("type", "Secret", "v1.SecretType"), ("immutable", "Secret", "bool")),
+    "Namespace": _spec("Namespace", "NamespaceSpec", (("finalizers", "[]v1.FinalizerName"),)),
+    "Service": _spec("Service", "ServiceSpec", (
+        ("ports", "[]v1.ServicePort"), ("selector", "map[string]string"),
+        ("clusterIP", "string"), ("type", "v1.ServiceType"))),
+    "Pod": _spec("Pod", "PodSpec", _POD_SPEC),
+    "Deployment": (*_spec("Deployment", "DeploymentSpec", (
+        ("replicas", "int32"), ("selector", "v1.LabelSelector"))),
+                   *_template("DeploymentSpec")),
+    "ReplicationController": (*_spec("ReplicationController", "ReplicationControllerSpec", (
+        ("replicas", "int32"), ("selector", "map[string]string"))),
+                              *_template("ReplicationControllerSpec")),
+}
+_STRINGS = ("string", "types.UID", "v1.SecretType", "[]uint8", "v1.FinalizerName",
+            "v1.ServiceType", "v1.RestartPolicy")
+_INTEGERS = ("int32", "int64")
+
+
+def json_type(value: Any) -> str:
+    """How Go's JSON decoder names the kind of ``value`` in its type errors."""
+    if isinstance(value, bool):
+        return "bool"
+    if isinstance(value, float):
+        return f"number {value}"  # a fraction where an integer belongs: Go names the number
+    if isinstance(value, (int, float)):
+        return "number"
+    if isinstance(value, str):
+        return "string"
+    return "array" if isinstance(value, list) else "object"
+
+
+def _mismatch(value: Any, go_type: str) -> str | None:
+    """The Go type a decoder fails to put ``value`` into, or None when it fits."""
+    if value is None:
+        return None
+    if go_type.startswith("map[string]"):
+        if not isinstance(value, dict):
+            return go_type
+        inner = go_type[len("map[string]"):]
+        return next((t for t in (_mismatch(v, inner) for v in value.values()) if t), None)
+    if go_type.startswith("[]") and go_type != "[]uint8":
+        if not isinstance(value, list):
+            return go_type
+        return next((t for t in (_mismatch(v, go_type[2:]) for v in value) if t), None)
+    if go_type in _STRINGS:
+        return None if isinstance(value, str) else go_type
+    if go_type == "bool":
+        return None if isinstance(value, bool) else go_type
+    if go_type in _INTEGERS:
+        return None if isinstance(value, int) and not isinstance(value, bool) else go_type
+    return None if isinstance(value, dict) else go_type  # a struct
+
+
+def _offending(value: Any, go_type: str) -> Any:
+    """The innermost value that does not fit (what the decoder names in its message)."""
+    if isinstance(value, dict) and go_type.startswith("map[string]"):
+        inner = go_type[len("map[string]"):]
+        return next((v for v in value.values() if _mismatch(v, inner)), value)
+    if isinstance(value, list) and go_type.startswith("[]") and go_type != "[]uint8":
+        return next((v for v in value if _mismatch(v, go_type[2:])), value)
+    return value
+
+
+def _lookup(obj: dict[str, Any], path: str) -> Any:
+    value: Any = obj
+    for part in path.split("."):
+        if not isinstance(value, dict):
+            return None  # a parent of the wrong type, reported by its own entry
+        value = value.get(part)
+    return value
+
+
+def _check_fields(rt: ResourceType, obj: dict[str, Any],
+                  fields: tuple[tuple[str, str, str], ...]) -> None:
+    for path, struct, go_type in fields:
+        value = _lookup(obj, path)
+        wrong = _mismatch(value, go_type)
+        if wrong is not None:
+            raise status.cannot_decode(
+                rt, f"json: cannot unmarshal {json_type(_offending(value, go_type))} into Go "
+                    f"struct field {struct}.{path} of type {wrong}")
+
+
 def check_body(rt: ResourceType, obj: Any) -> dict[str, Any]:
-    """The metadata of a request body, after checking the shapes a decoder would reject (400)."""
+    """The metadata of a request body, after the checks a typed decoder makes (400).
+
+    Built-in types are decoded strictly: a field of the wrong JSON type (a ConfigMap ``data``
+    value that is a number, ``metadata.labels`` that is a list, a Deployment's ``replicas``
+    given as text) is refused, naming the field.
+    """
     if not isinstance(obj, dict):
         raise status.bad_request(f"the body of the request could not be decoded into a {rt.kind}")
     meta = obj.get("metadata")
     if meta is None:
         meta = obj["metadata"] = {}
     if not isinstance(meta, dict):
-        raise status.bad_request("metadata: expected a JSON object")
-    for field in ("name", "namespace", "generateName", "resourceVersion", "uid"):
-        if meta.get(field) is not None and not isinstance(meta[field], str):
-            raise status.bad_request(f"metadata.{field}: expected a string")
-    for field in ("labels", "annotations"):
-        value = meta.get(field)
-        if value is None:
-            continue
-        if not isinstance(value, dict) or not all(
-            isinstance(k, str) and isinstance(v, str) for k, v in value.items()
-        ):
-            raise status.bad_request(f"metadata.{field}: expected a map of strings to strings")
+        raise status.cannot_decode(
+            rt, f"json: cannot unmarshal {json_type(meta)} into Go struct field "
+                f"{rt.kind}.metadata of type v1.ObjectMeta")
+    _check_fields(rt, obj, _META_FIELDS)
+    if not rt.custom:
+        _check_fields(rt, obj, _KIND_FIELDS.get(rt.kind, ()))
     return meta
+
+
+def check_custom_kind(rt: ResourceType, name: str, obj: dict[str, Any]) -> None:
+    """422 when a custom object's body names a kind other than its definition's."""
+    kind = obj.get("kind")
+    if rt.custom and kind not in (None, "", rt.kind):
+        raise status.invalid(rt, name, [("FieldValueInvalid", "kind",
+                                         f'Invalid value: "{kind}": must be {rt.kind}')])
 
 
 def validate_name(rt: ResourceType, name: str) -> None:
