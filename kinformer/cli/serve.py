@@ -10,6 +10,7 @@ import argparse
 import logging
 import os
 import signal
+import sys
 import tempfile
 import threading
 from types import FrameType
@@ -38,11 +39,31 @@ def add_parser(subparsers: Any) -> None:
                         help="watch events kept for resuming (default 10000)")
     parser.add_argument("--bookmark-interval", type=float, default=60.0,
                         help="seconds between watch bookmarks (default 60)")
+    parser.add_argument("--feature-gates", default="", metavar="NAME=BOOL,...",
+                        help="turn on gated features, as kube-apiserver's flag does, e.g. "
+                        "ShardedListAndWatch=true (all off by default)")
     parser.set_defaults(func=run)
+
+
+def parse_feature_gates(text: str) -> dict[str, bool]:
+    """``Name=true,Other=false`` as a dict; raises ValueError for anything else."""
+    gates: dict[str, bool] = {}
+    for item in filter(None, (part.strip() for part in text.split(","))):
+        name, equals, value = item.partition("=")
+        if not equals or value.lower() not in ("true", "false"):
+            raise ValueError(f"{item!r} is not NAME=true or NAME=false")
+        gates[name.strip()] = value.lower() == "true"
+    return gates
 
 
 def run(args: argparse.Namespace) -> int:
     """Serve until SIGINT or SIGTERM; returns 0 after a clean stop, 1 when it cannot listen."""
+    try:
+        gates = parse_feature_gates(args.feature_gates)
+        FakeAPIServer(feature_gates=gates)  # refuses an unknown gate before anything starts
+    except ValueError as err:
+        print(f"error: --feature-gates: {err}", file=sys.stderr)
+        return 2
     stop = threading.Event()
 
     def on_signal(signum: int, frame: FrameType | None) -> None:
@@ -53,7 +74,7 @@ def run(args: argparse.Namespace) -> int:
         tempfile.mkdtemp(prefix="kinformer-serve-"), "kubeconfig")
     server = FakeAPIServer(host=args.host, port=args.port, token=args.token,
                            history_size=args.history_size,
-                           bookmark_interval=args.bookmark_interval)
+                           bookmark_interval=args.bookmark_interval, feature_gates=gates)
     try:
         try:
             server.start()

@@ -30,6 +30,7 @@ from kinformer.cache import labels
 from kinformer.client import discovery, listwatch
 from kinformer.gvr import GroupVersionResource, split_group_version
 from kinformer.informer import SharedIndexInformer
+from kinformer.sharding import ShardSelector
 from kinformer.testing import apiserver
 
 EXIT_OK = 0
@@ -59,6 +60,20 @@ EMBEDDED_SEED = {  # namespace -> ConfigMap names seeded in an --embedded server
     "default": ("app-config", "feature-flags", "routing"),
     "kube-system": ("coredns", "kube-proxy"),
 }
+
+
+def parse_shard(text: str | None) -> ShardSelector | None:
+    """``I/N`` as shard I of N equal shards; None for None. A bad value is a usage error."""
+    if text is None:
+        return None
+    index, slash, count = text.partition("/")
+    try:
+        if not slash:
+            raise ValueError(text)
+        return ShardSelector.for_shard(int(index), int(count))
+    except (ValueError, errors.ShardSelectorError):
+        raise CommandError(
+            EXIT_USAGE, f"--shard must be I/N with 0 <= I < N, e.g. 0/3 (got {text!r})") from None
 
 
 class CommandError(Exception):
@@ -95,6 +110,9 @@ def add_parser(subparsers: Any) -> None:
                        help="namespace to watch (default: the kubeconfig context's, else default)")
     scope.add_argument("-A", "--all-namespaces", action="store_true", help="watch every namespace")
     parser.add_argument("-l", "--selector", default="", help="label selector, e.g. app=web,tier!=db")
+    parser.add_argument("--shard", default=None, metavar="I/N",
+                        help="only shard I of N equal shards of the objects' uids, e.g. 0/3 "
+                        "(the server filters when it shards lists, else kinformer does)")
     parser.add_argument("--kubeconfig", default=None,
                         help="kubeconfig file (default: $KUBECONFIG or ~/.kube/config; "
                              "in a pod without either, its service account)")
@@ -149,6 +167,7 @@ def _run(args: argparse.Namespace, stop: threading.Event, out: TextIO,
         raise CommandError(EXIT_USAGE, str(err)) from None
     if args.timeout <= 0:
         raise CommandError(EXIT_USAGE, "--timeout must be positive")
+    shard = parse_shard(args.shard)
     with _client(args) as (api, default_namespace, where):
         target = resolve_resource(api, args.resource, where)
         if not target.namespaced or args.all_namespaces:
@@ -156,7 +175,8 @@ def _run(args: argparse.Namespace, stop: threading.Event, out: TextIO,
         else:
             namespace = args.namespace or default_namespace or "default"
         lw = listwatch.ListWatch.for_resource(
-            api, target.gvr, namespace, label_selector=str(selector) or None)
+            api, target.gvr, namespace, label_selector=str(selector) or None,
+            shard_selector=shard)
         informer = SharedIndexInformer(lw, name=f"watch-{target.gvr.group_resource}")
         printer = EventPrinter(out, on_broken_pipe)
         if not args.once:

@@ -268,3 +268,30 @@ def test_in_a_pod_without_its_token_file_watch_exits_7(
     monkeypatch.setenv("KUBERNETES_SERVICE_PORT", "6443")
     assert cli.main(["watch", "cm", "--once"]) == 7
     assert "service account" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("gate", [True, False], ids=["server-side", "client-side"])
+def test_watch_once_with_a_shard_prints_only_that_shards_objects(tmp_path: Path, gate: bool) -> None:
+    from kinformer import ShardSelector
+
+    with FakeAPIServer(feature_gates={"ShardedListAndWatch": gate}) as server:
+        made = [server.create(CONFIGMAPS, cm(f"cm-{i}", None, "default")) for i in range(8)]
+        path = server.write_kubeconfig(tmp_path / "kubeconfig")
+        result = kinformer("watch", "cm", "--shard", "1/2", "--once", "--kubeconfig", path)
+    assert result.returncode == 0, result.stderr
+    printed = {line.split()[0] for line in result.stdout.splitlines()[1:] if line.strip()}
+    second = ShardSelector.for_shard(1, 2)
+    assert printed == {o["metadata"]["name"] for o in made if second.matches(o)}
+
+
+@pytest.mark.parametrize("shard", ["2/2", "1", "a/3", "-1/4"])
+def test_a_bad_shard_exits_2(shard: str) -> None:
+    assert cli.main(["watch", "cm", "--embedded", "--once", f"--shard={shard}"]) == 2
+
+
+def test_serve_refuses_an_unknown_feature_gate_with_exit_2() -> None:
+    result = kinformer("serve", "--feature-gates", "NoSuchGate=true")
+    assert result.returncode == 2
+    assert "unrecognized feature gate: NoSuchGate" in result.stderr
+    result = kinformer("serve", "--feature-gates", "ShardedListAndWatch=yes")
+    assert result.returncode == 2
