@@ -13,7 +13,7 @@ from __future__ import annotations
 import builtins
 import threading
 import types
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
 from kinformer import errors, meta
@@ -25,7 +25,10 @@ Indexers = Mapping[str, IndexFunc]
 """Index name -> index function."""
 
 _Index = dict[str, dict[str, Any]]  # index value -> {key: object}
-_KeyValues = dict[str, Sequence[str]]  # key -> the values the key is indexed under
+# key -> the values the key is indexed under: the one value itself (the usual case), or a tuple of
+# them. Neither is a container the cyclic collector has to keep tracking, unlike the lists index
+# functions return; that keeps a large cache cheap for the collector to walk.
+_KeyValues = dict[str, Any]
 
 
 def _unknown_index(name: str) -> errors.IndexerError:
@@ -124,20 +127,31 @@ class IndexedMap:
         """Point every index at ``obj`` under ``key``, ``values`` being its values per index."""
         for index, key_values, i in self._slots:  # no zip(): it costs more than the work
             vals = values[i]
+            if len(vals) == 1:  # the usual case, unrolled: one value, kept as itself
+                v = vals[0]
+                old = key_values.get(key)
+                key_values[key] = v
+                if old is not None:
+                    if old == v:  # the same value: only the object reference changes
+                        index[v][key] = obj
+                        continue
+                    _unindex(index, key, old)
+                bucket = index.get(v)
+                if bucket is None:
+                    index[v] = {key: obj}
+                else:
+                    bucket[key] = obj
+                continue
+            new = tuple(vals)
             old = key_values.get(key)
-            key_values[key] = vals
+            key_values[key] = new
             if old is not None:
-                if old == vals:  # same values: only the object reference changes
-                    for v in vals:
+                if old == new:
+                    for v in new:
                         index[v][key] = obj
                     continue
-                for v in old:
-                    bucket = index.get(v)
-                    if bucket is not None:
-                        bucket.pop(key, None)
-                        if not bucket:  # an index value with no key left is dropped
-                            del index[v]
-            for v in vals:
+                _unindex(index, key, old)
+            for v in new:
                 bucket = index.get(v)
                 if bucket is None:
                     index[v] = {key: obj}
@@ -169,14 +183,7 @@ class IndexedMap:
             stored.update(items)
             self._rv_obj = objs[-1]
             for index, key_values, i in self._slots:
-                for (key, obj), vals in zip(items.items(), columns[i], strict=True):
-                    key_values[key] = vals
-                    for v in vals:
-                        bucket = index.get(v)
-                        if bucket is None:
-                            index[v] = {key: obj}
-                        else:
-                            bucket[key] = obj
+                _index_into(index, key_values, zip(items.items(), columns[i], strict=True))
             return True
         finally:
             lock.release()
@@ -202,12 +209,9 @@ class IndexedMap:
         if old is _MISSING:
             return old
         for index, key_values, _ in self._slots:
-            for v in key_values.pop(key, ()):
-                bucket = index.get(v)
-                if bucket is not None:
-                    bucket.pop(key, None)
-                    if not bucket:
-                        del index[v]
+            values = key_values.pop(key, None)
+            if values is not None:
+                _unindex(index, key, values)
         return old
 
     def apply_batch(self, changes: Sequence[tuple[str, Any, bool]]) -> builtins.list[Any]:
@@ -462,14 +466,39 @@ def _index_all(fn: IndexFunc, items: Mapping[str, Any]) -> tuple[_Index, _KeyVal
     """Index every item with one function."""
     index: _Index = {}
     key_values: _KeyValues = {}
-    for key, obj in items.items():
-        vals = fn(obj)
-        key_values[key] = vals
+    _index_into(index, key_values, ((item, fn(item[1])) for item in items.items()))
+    return index, key_values
+
+
+def _index_into(
+    index: _Index, key_values: _KeyValues, entries: Iterable[tuple[tuple[str, Any], Sequence[str]]]
+) -> None:
+    """Add ``((key, obj), values)`` entries for keys not indexed yet to one index."""
+    for (key, obj), vals in entries:
+        if len(vals) == 1:
+            v = vals[0]
+            key_values[key] = v
+            bucket = index.get(v)
+            if bucket is None:
+                index[v] = {key: obj}
+            else:
+                bucket[key] = obj
+            continue
+        key_values[key] = tuple(vals)
         for v in vals:
             bucket = index.get(v)
             if bucket is None:
                 index[v] = {key: obj}
             else:
                 bucket[key] = obj
-    return index, key_values
+
+
+def _unindex(index: _Index, key: str, values: Any) -> None:
+    """Take ``key`` out of one index under ``values`` (as :data:`_KeyValues` keeps them)."""
+    for v in values if type(values) is tuple else (values,):
+        bucket = index.get(v)
+        if bucket is not None:
+            bucket.pop(key, None)
+            if not bucket:  # an index value with no key left is dropped
+                del index[v]
 
