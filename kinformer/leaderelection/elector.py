@@ -30,6 +30,7 @@ from kinformer.leaderelection.record import LeaderElectionRecord, lease_seconds
 log = logging.getLogger(__name__)
 
 JOIN_WARN_INTERVAL = 10.0  # seconds between warnings while run() waits for a callback to return
+RELEASE_ATTEMPTS = 3  # writes of the released record, each after reading the Lease again on a 409
 _ATTEMPT_ERRORS = (errors.KinformerError, OSError)  # a failed attempt, retried; not raised
 
 
@@ -248,6 +249,9 @@ class LeaderElector:
         if current is None:
             try:
                 lock.create(desired, ctx=requests, timeout=timeout)
+            except errors.ConflictError as err:
+                log.info("leader election %s: lost a race creating the lease: %s", self.name, err)
+                return False
             except _ATTEMPT_ERRORS as err:
                 log.warning("leader election %s: error creating lease: %s", self.name, err)
                 return False
@@ -302,22 +306,38 @@ class LeaderElector:
                 self._notices.put(holder)
 
     def _release(self) -> None:
-        """Give the lock up: an empty holder, so a successor need not wait for expiry."""
+        """Give the lock up: an empty holder, so a successor need not wait for expiry.
+
+        A conflict means the Lease changed since this elector last saw it (a renewal broken off
+        by the stop may still have been written): it is read again and released if still ours.
+        """
+        lock = self.config.lock
+        timeout = self.config.renew_deadline
         with self._lock:
             observed = self._observed
-        if observed is None or observed.holder_identity != self._identity:
+        for _ in range(RELEASE_ATTEMPTS):
+            if observed is None or observed.holder_identity != self._identity:
+                return
+            wall = datetime.datetime.now(datetime.timezone.utc)
+            released = LeaderElectionRecord("", 1, wall, wall, observed.leader_transitions)
+            try:
+                lock.update(released, timeout=timeout)
+            except errors.ConflictError:
+                try:
+                    observed = lock.get(timeout=timeout)
+                except _ATTEMPT_ERRORS as err:
+                    log.warning("leader election %s: failed to release lease: %s", self.name, err)
+                    return
+                continue
+            except _ATTEMPT_ERRORS as err:
+                log.warning("leader election %s: failed to release lease: %s", self.name, err)
+                return
+            with self._lock:
+                self._observed = released
+                self._observed_time = self._clock.now()
+            log.info("leader election %s: released lease", self.name)
             return
-        wall = datetime.datetime.now(datetime.timezone.utc)
-        released = LeaderElectionRecord("", 1, wall, wall, observed.leader_transitions)
-        try:
-            self.config.lock.update(released, timeout=self.config.renew_deadline)
-        except _ATTEMPT_ERRORS as err:
-            log.warning("leader election %s: failed to release lease: %s", self.name, err)
-            return
-        with self._lock:
-            self._observed = released
-            self._observed_time = self._clock.now()
-        log.info("leader election %s: released lease", self.name)
+        log.warning("leader election %s: lease kept changing, not released", self.name)
 
     def __repr__(self) -> str:
         state = "leading" if self.is_leader() else "candidate"

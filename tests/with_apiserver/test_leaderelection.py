@@ -324,6 +324,21 @@ def test_release_on_cancel_empties_the_holder_after_the_work_returned(
     assert elector.get_leader() == ""
 
 
+def test_release_still_happens_when_stop_broke_off_a_renewal_the_server_wrote(
+    lock: LeaseLock, clock: FakeClock, apiserver: FakeAPIServer,
+) -> None:
+    callbacks = Callbacks()
+    elector = elector_for(lock, clock, callbacks, release_on_cancel=True)
+    with running(elector.run):
+        assert callbacks.started.wait(TIMEOUT)
+        apiserver.set_delay(0.3, verb="update")  # the server writes the renewal after a pause
+        step_when_waiting(clock)
+        assert wait_for(lambda: not clock.has_waiters(), TIMEOUT)  # the renewal is in flight
+    assert callbacks.stopped.is_set()
+    assert ("PUT", LEASE_PATH, {}, 409) in apiserver.requests  # the first release was stale
+    assert lease_spec(apiserver)["holderIdentity"] == ""
+
+
 def test_a_stop_before_leading_calls_neither_start_nor_stop(
     apiserver: FakeAPIServer, lock: LeaseLock, clock: FakeClock,
 ) -> None:
