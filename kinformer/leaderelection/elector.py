@@ -109,7 +109,11 @@ class LeaderElector:
     # -- the run loop --
 
     def run(self, stop: _context.StopSignal) -> None:
-        """Acquire, lead and renew until ``stop`` is set or leadership is lost; see the class."""
+        """Acquire, lead and renew until ``stop`` is set or leadership is lost; see the class.
+
+        Cancelling a ``Context`` breaks off a request in flight at once; with a plain
+        ``threading.Event`` that request ends within its timeout first.
+        """
         with self._lock:
             if self._started:
                 raise errors.AlreadyStartedError(f"leader elector {self.name} already ran")
