@@ -26,6 +26,7 @@ from kinformer import clock as clock_module
 from kinformer import context as _context
 from kinformer.leaderelection.config import JITTER_FACTOR, LeaderElectionConfig
 from kinformer.leaderelection.record import LeaderElectionRecord, lease_seconds
+from kinformer.metrics import provider as metrics_provider
 
 log = logging.getLogger(__name__)
 
@@ -48,7 +49,9 @@ class LeaderElector:
     returned too by then. An elector runs once (:class:`~kinformer.AlreadyStartedError`).
 
     :meth:`is_leader`, :meth:`get_leader` and :meth:`check` are thread-safe and cheap enough
-    for a metrics gauge or a health probe.
+    for a metrics gauge or a health probe. The metrics provider current when the elector is
+    made hears ``on(name)`` when it starts leading and ``off(name)`` when it steps down
+    (``kinformer_leader_election_is_leader`` under Prometheus).
 
         elector = LeaderElector(LeaderElectionConfig(
             LeaseLock(api_client, "default", "my-controller", identity=hostname),
@@ -65,6 +68,7 @@ class LeaderElector:
         self._clock: clock_module.Clock = clock if clock is not None else clock_module.REAL_CLOCK
         self._identity = config.lock.identity
         self._lease_seconds = lease_seconds(config.lease_duration)
+        self._is_leader_metric = metrics_provider.leader_metric()  # on while leading, by name
         # guards every attribute below. _leading is True from acquiring until stepping down;
         # while it is, _renewed_at is the clock time at which the last successful write began
         self._lock = threading.Lock()
@@ -152,6 +156,7 @@ class LeaderElector:
     def _lead(self, stop: threading.Event, requests: _context.Context) -> None:
         leader_ctx = _context.Context(f"leader-{self.name}")
         log.info("leader election %s: %s became leader", self.name, self._identity)
+        self._is_leader_metric.on(self.name)
         worker = None
         if self.config.on_started_leading is not None:
             worker = _threads.spawn(self.config.on_started_leading,
@@ -162,6 +167,7 @@ class LeaderElector:
         finally:
             with self._lock:
                 self._leading = False
+            self._is_leader_metric.off(self.name)
             leader_ctx.cancel()
             if worker is not None:
                 _join(worker)

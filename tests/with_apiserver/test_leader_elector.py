@@ -15,7 +15,7 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from helpers import TIMEOUT, client_threads, running, step_when_waiting
+from helpers import TIMEOUT, client_threads, metric_value, running, step_when_waiting
 
 from kinformer import (
     AlreadyStartedError,
@@ -449,3 +449,15 @@ def test_the_record_written_reads_back_equal(lock: LeaseLock) -> None:
     renewed = LeaderElectionRecord("me", 15, now, now + datetime.timedelta(microseconds=1), 2)
     lock.update(renewed)
     assert lock.get() == renewed
+
+
+def test_the_is_leader_metric_follows_leadership(
+    prometheus: Any, lock: LeaseLock, clock: FakeClock,
+) -> None:
+    callbacks = Callbacks()
+    elector = elector_for(lock, clock, callbacks, name="ha")
+    assert metric_value(prometheus, "kinformer_leader_election_is_leader", name="ha") is None
+    with running(elector.run):
+        assert callbacks.started.wait(TIMEOUT)
+        assert metric_value(prometheus, "kinformer_leader_election_is_leader", name="ha") == 1
+    assert metric_value(prometheus, "kinformer_leader_election_is_leader", name="ha") == 0
