@@ -23,7 +23,8 @@ from pathlib import Path
 from typing import Any
 
 HERE = Path(__file__).resolve().parent
-BENCHMARKS = ("indexer", "fifo", "workqueue", "apiserver", "informer", "watch", "memory")
+BENCHMARKS = ("indexer", "fifo", "workqueue", "apiserver", "informer", "watch", "memory",
+              "leaderelection")
 TIMEOUT = 3600.0  # seconds per benchmark
 
 
@@ -125,6 +126,15 @@ def summary(name: str, result: dict[str, Any]) -> list[str]:
         for r in result["results"]:
             lines.append(f"  {r['name']:<24} objects {r['object_bytes']:>8,.0f} B, cache overhead "
                          f"{r['overhead_bytes']:>6,.0f} B ({r['overhead_share']:.1%})")
+    elif name == "leaderelection":
+        traffic = result["traffic"]
+        lines.append(f"  Lease writes/min: leader {traffic['leader_writes_per_min']:.1f}, per replica "
+                     f"{traffic['writes_per_min_per_replica']:.1f}; reads/min per candidate "
+                     f"{traffic['candidate_reads_per_min']:.1f}")
+        for kind in ("released", "expired"):
+            h = result[f"handover_{kind}"]
+            lines.append(f"  hand-over ({kind}): median {h['median_s']:.2f} s, "
+                         f"{h['min_s']:.2f}-{h['max_s']:.2f} s over {h['count']}")
     return lines
 
 

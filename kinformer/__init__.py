@@ -6,8 +6,8 @@ InformerManager and ControllerManager build controllers on top. See README.md an
 
 Everything a user needs imports from here, grouped as the API reference is. Inside, the package
 is layered: the base modules (errors, context, clock, gvr, meta), then ``cache/``, ``client/``,
-``reflector/``, the informers and factories, and ``managers/``; ``cli/`` and ``testing/`` are
-side wings that ``import kinformer`` never loads.
+``reflector/``, the informers and factories, and ``managers/`` beside ``leaderelection/``;
+``cli/`` and ``testing/`` are side wings that ``import kinformer`` never loads.
 """
 
 import logging
@@ -62,6 +62,7 @@ from kinformer.errors import (
     KeyFuncError,
     KinformerError,
     LabelSelectorError,
+    LeaderElectionError,
     NotFoundError,
     ServerError,
     ShardSelectorError,
@@ -85,6 +86,13 @@ from kinformer.handlers import (
     wait_for_cache_sync,
 )
 from kinformer.informer import ResourceEventHandlerRegistration, SharedIndexInformer
+from kinformer.leaderelection import (
+    LeaderElectionConfig,
+    LeaderElectionRecord,
+    LeaderElector,
+    LeaseLock,
+    ResourceLock,
+)
 from kinformer.managers.controller import Controller, EnqueueRequestForObject, Reconciler, Result
 from kinformer.managers.controller_manager import CONTROLLER_NAME_PREFIX, ControllerManager, ManagedController
 from kinformer.managers.discovering_factory import (
@@ -213,6 +221,12 @@ __all__ = [  # noqa: RUF022 (grouped by area, as the API reference is)
     "Reconciler",
     "Result",
     "strip_managed_fields",
+    # leader election
+    "LeaderElectionConfig",
+    "LeaderElectionRecord",
+    "LeaderElector",
+    "LeaseLock",
+    "ResourceLock",
     # sharding across replicas
     "ShardSelector",
     "fnv1a_64",
@@ -238,6 +252,7 @@ __all__ = [  # noqa: RUF022 (grouped by area, as the API reference is)
     "KeyFuncError",
     "KinformerError",
     "LabelSelectorError",
+    "LeaderElectionError",
     "NotFoundError",
     "ServerError",
     "ShardSelectorError",

@@ -21,6 +21,7 @@
       TransportError(ConnectionError)       the connection failed or went silent (read timeout)
         ConnectionRefusedAPIError(ConnectionRefusedError)   nothing listens: back off, retry
       TerminalError                         raised by a reconciler: log it, do not retry
+      LeaderElectionError                   a leader's lease is overdue (a failing health check)
       APIError(status, reason, body)        an API server answered with an error Status
         BadRequestError                       400
         UnauthorizedError                     401
@@ -136,6 +137,14 @@ class ConnectionRefusedAPIError(TransportError, ConnectionRefusedError):
 
 class TerminalError(KinformerError):
     """Raised by a reconciler for a failure that retrying cannot fix: log it, do not requeue."""
+
+
+class LeaderElectionError(KinformerError):
+    """A leader elector that believes it leads has not renewed its lease for too long.
+
+    Raised by ``LeaderElector.check``, for use as a health check: the process should have
+    stepped down, so something is stuck.
+    """
 
 
 class APIError(KinformerError):

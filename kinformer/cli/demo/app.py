@@ -27,7 +27,7 @@ from types import FrameType
 from typing import Any, TextIO
 
 from kinformer import _threads, context, errors, meta
-from kinformer.cli.demo import controllers, display, queue_metrics, workload
+from kinformer.cli.demo import controllers, display, queue_metrics, replicas, workload
 from kinformer.client import rest
 from kinformer.client.discovery import CachedDiscoveryClient
 from kinformer.gvr import APIResourceMeta, GroupVersionResource
@@ -63,6 +63,11 @@ def add_parser(subparsers: Any) -> None:
     parser.add_argument("--no-faults", dest="faults", action="store_false",
                         help="do not drop watches nor compact the server's history")
     parser.add_argument("--seed", type=int, default=None, help="random seed of the churn")
+    parser.add_argument("--replicas", type=int, default=1,
+                        help="run one controller as this many replicas under leader election, "
+                        "stopping the leader now and then (default 1: the informer demo)")
+    parser.add_argument("--handover-every", type=float, default=8.0,
+                        help="with --replicas: seconds between stopping leaders (default 8)")
     parser.set_defaults(func=run, log_level=logging.WARNING)
 
 
@@ -276,6 +281,8 @@ def _rv(obj: Any) -> str:
 
 def run(args: argparse.Namespace) -> int:
     """Run the demo; returns 0 after a clean stop (end of ``--duration`` or Ctrl-C)."""
+    if args.replicas != 1:
+        return replicas.run(args)
     if args.duration < 0 or args.objects < 0 or args.rate < 0:
         print("error: --duration, --objects and --rate must not be negative", file=sys.stderr)
         return 2

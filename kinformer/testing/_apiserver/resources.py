@@ -156,7 +156,7 @@ BUILTIN_TYPES: tuple[ResourceType, ...] = (
              status=True),
     _builtin("apps", "deployments", "Deployment", True, ("deploy",), status=True,
              categories=("all",)),
-    _builtin("coordination.k8s.io", "leases", "Lease", True),
+    _builtin("coordination.k8s.io", "leases", "Lease", True, generation=False),
     _builtin(CRD_GROUP, CRD_RESOURCE, "CustomResourceDefinition", False, ("crd", "crds"),
              status=True, categories=("api-extensions",)),
     # workloads, access control and the other types kubectl creates

@@ -1,9 +1,10 @@
 """How the fake API server shapes an object on each write, as kube-apiserver's REST strategies do.
 
 Pure functions that :class:`~kinformer.testing._apiserver.storage.Storage` calls under its lock:
-check a body and settle its name and namespace, stamp what the server owns (uid, timestamps,
-generation, the served apiVersion and kind), carry status and server-owned metadata across an
-update, check delete preconditions, and admit a CustomResourceDefinition. Each rejects with the
+check a body and settle its name and namespace (a Lease's spec decoded by :mod:`.leases`), stamp
+what the server owns (uid, timestamps, generation, the served apiVersion and kind), carry status
+and server-owned metadata across an update, check delete preconditions, and admit a
+CustomResourceDefinition. Each rejects with the
 :class:`~kinformer.testing._apiserver.status.StatusError` the server answers with (400, 409,
 422); none looks at other stored objects.
 """
@@ -13,7 +14,7 @@ from __future__ import annotations
 import random
 from typing import Any
 
-from kinformer.testing._apiserver import defaults, resources, status, validation
+from kinformer.testing._apiserver import defaults, leases, resources, status, validation
 from kinformer.testing._apiserver.records import Entry, loads, new_uid, now_timestamp
 from kinformer.testing._apiserver.resources import ResourceType
 
@@ -28,6 +29,8 @@ def settle_create(rt: ResourceType, namespace: str, obj: Any) -> tuple[dict[str,
     loses any namespace. 400 for a malformed body, 422 for an invalid name.
     """
     meta = validation.check_body(rt, obj)
+    if leases.is_lease(rt):
+        leases.decode(rt, obj)
     name = meta.get("name") or ""
     if not name and meta.get("generateName"):
         name = str(meta["generateName"]) + "".join(
@@ -83,6 +86,8 @@ def prepare_update(
     """
     meta = validation.check_body(rt, obj)
     validation.check_custom_kind(rt, name, obj)
+    if leases.is_lease(rt):
+        leases.decode(rt, obj)
     if meta.get("name") not in (None, "", name):
         raise status.bad_request(f"the name of the object ({meta.get('name')}) does not "
                                  f"match the name on the URL ({name})")

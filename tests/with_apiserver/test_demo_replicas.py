@@ -1,0 +1,34 @@
+"""``kinformer demo --replicas 3`` in a subprocess: leaders hand over, released and expired, and
+no two replicas ever reconcile at the same moment."""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+
+
+def test_the_replicas_demo_hands_over_and_reconciles_one_replica_at_a_time() -> None:
+    result = subprocess.run(
+        [sys.executable, "-m", "kinformer", "demo", "--replicas", "3", "--duration", "7",
+         "--objects", "100", "--rate", "40", "--handover-every", "2"],
+        capture_output=True, text=True, timeout=60, stdin=subprocess.DEVNULL)
+    assert result.returncode == 0, result.stdout + result.stderr
+    out = result.stdout
+    assert "stopping replica-1 gracefully: it releases the lease" in out
+    assert "as a crash would: its lease must expire" in out
+    assert re.search(r"new leader replica-\d+, [\d.]+s after the last one stopped \(lease released\)", out)
+    assert re.search(r"new leader replica-\d+, [\d.]+s after the last one stopped \(lease expired\)", out)
+    summary = out[out.index("kinformer demo summary (replicas)"):]
+    assert "one at a time      yes (most replicas reconciling at once 1, most leaders at once 1)" in summary
+    assert "threads            all stopped" in summary
+    leaders = re.search(r"leaders in turn +(.*)", summary)
+    assert leaders is not None and len(leaders.group(1).split(" -> ")) >= 3
+
+
+def test_the_replicas_demo_refuses_a_bad_handover_interval() -> None:
+    result = subprocess.run(
+        [sys.executable, "-m", "kinformer", "demo", "--replicas", "3", "--handover-every", "0"],
+        capture_output=True, text=True, timeout=60, stdin=subprocess.DEVNULL)
+    assert result.returncode == 2
+    assert "--handover-every" in result.stderr
