@@ -92,6 +92,7 @@ from kinformer.leaderelection import (
     LeaderElector,
     LeaseLock,
     ResourceLock,
+    ShardCoordinator,
 )
 from kinformer.managers.controller import Controller, EnqueueRequestForObject, Reconciler, Result
 from kinformer.managers.controller_manager import CONTROLLER_NAME_PREFIX, ControllerManager, ManagedController
@@ -228,6 +229,7 @@ __all__ = [  # noqa: RUF022 (grouped by area, as the API reference is)
     "LeaseLock",
     "ResourceLock",
     # sharding across replicas
+    "ShardCoordinator",
     "ShardSelector",
     "fnv1a_64",
     # metrics and probes (set_provider and PrometheusMetricsProvider live in kinformer.metrics)

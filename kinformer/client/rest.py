@@ -349,8 +349,26 @@ class Client:
         what: str = "",
     ) -> Any:
         """GET ``path`` and decode its JSON body; :class:`~kinformer.DecodeError` if it is not JSON."""
-        where = what or f"GET {path}"
-        data = self.request("GET", path, query=query, timeout=timeout, ctx=ctx, what=where).read()
+        return self.request_json("GET", path, query=query, timeout=timeout, ctx=ctx, what=what)
+
+    def request_json(
+        self,
+        method: str,
+        path: str,
+        *,
+        query: Sequence[tuple[str, str]] = (),
+        body: Any = None,
+        timeout: tuple[float, float] = (DEFAULT_CONNECT_TIMEOUT, DEFAULT_READ_TIMEOUT),
+        ctx: _context.Context | None = None,
+        what: str = "",
+    ) -> Any:
+        """:meth:`request`, then the response body decoded from JSON.
+
+        :class:`~kinformer.DecodeError` when the body is not JSON.
+        """
+        where = what or f"{method} {path}"
+        data = self.request(
+            method, path, query=query, body=body, timeout=timeout, ctx=ctx, what=where).read()
         try:
             return _json.loads(data)
         except ValueError as exc:

@@ -5,14 +5,24 @@ the value read from and written to the Lease (:class:`LeaderElectionRecord`) and
 times; ``lease_lock`` the lock that talks to the server through the client layer's one request
 path (:class:`LeaseLock`, behind the :class:`ResourceLock` seam); ``config`` the checked
 settings (:class:`LeaderElectionConfig`); ``elector`` the loop that acquires, renews and steps
-down (:class:`LeaderElector`). Each imports only those listed before it. The package sits
-beside the managers, above the client layer: nothing below it imports it, and it imports no
-informer or manager, so it can run any of them.
+down (:class:`LeaderElector`). Each imports only those listed before it. ``shard_coordinator``
+shares its Leases among all members instead of electing one: :class:`ShardCoordinator` splits
+the hash space among the live members of a group, watching their Leases with an informer. The
+package sits beside the managers, above the informers: nothing below it imports it, and it
+imports no manager, so it can run any of them.
 """
 
 from kinformer.leaderelection.config import LeaderElectionConfig
 from kinformer.leaderelection.elector import LeaderElector
 from kinformer.leaderelection.lease_lock import LeaseLock, ResourceLock
 from kinformer.leaderelection.record import LeaderElectionRecord
+from kinformer.leaderelection.shard_coordinator import ShardCoordinator
 
-__all__ = ["LeaderElectionConfig", "LeaderElectionRecord", "LeaderElector", "LeaseLock", "ResourceLock"]
+__all__ = [
+    "LeaderElectionConfig",
+    "LeaderElectionRecord",
+    "LeaderElector",
+    "LeaseLock",
+    "ResourceLock",
+    "ShardCoordinator",
+]

@@ -51,7 +51,7 @@ class LeaderElector:
     :meth:`is_leader`, :meth:`get_leader` and :meth:`check` are thread-safe and cheap enough
     for a metrics gauge or a health probe. The metrics provider current when the elector is
     made hears ``on(name)`` when it starts leading and ``off(name)`` when it steps down
-    (``kinformer_leader_election_is_leader`` under Prometheus).
+    (``kinformer_leader_election_is_leader`` under Prometheus). ::
 
         elector = LeaderElector(LeaderElectionConfig(
             LeaseLock(api_client, "default", "my-controller", identity=hostname),

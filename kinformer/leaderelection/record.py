@@ -70,7 +70,7 @@ class LeaderElectionRecord:
     """The state of a leader election lock, as the Lease's spec holds it.
 
     ``holder_identity`` is empty when nobody holds the lock (it was released). Times are aware
-    ``datetime``s (the Lease's ``MicroTime``s), or None when the Lease has none. Hashable and
+    datetimes (the Lease's MicroTimes), or None when the Lease has none. Hashable and
     equal by value.
     """
 
@@ -102,7 +102,7 @@ class LeaderElectionRecord:
                    _time_field(spec, "renewTime"), transitions)
 
     def to_lease_spec(self) -> dict[str, Any]:
-        """The Lease ``spec`` fields of this record, times printed as ``MicroTime``s."""
+        """The Lease ``spec`` fields of this record, times printed as MicroTimes."""
         spec: dict[str, Any] = {
             "holderIdentity": self.holder_identity,
             "leaseDurationSeconds": self.lease_duration_seconds,

@@ -1,0 +1,157 @@
+"""ShardCoordinator over FakeAPIServer: members agree on disjoint shards through their Leases.
+
+Three coordinators converge to ranges that cover the hash space once; when one stops, its Lease
+goes and the others take its range at once; a member whose Lease stops changing is dropped
+after the lease duration; informers following the coordinators hold every object exactly once.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import itertools
+import threading
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+from helpers import create_cm, running
+
+from kinformer import (
+    GroupVersionResource,
+    ListWatch,
+    ShardCoordinator,
+    ShardSelector,
+    SharedIndexInformer,
+    errors,
+)
+from kinformer.sharding import HASH_SPACE
+from kinformer.testing import FakeAPIServer
+from kinformer.testing.waiting import wait_for
+
+LEASES = GroupVersionResource("coordination.k8s.io", "v1", "leases")
+CONFIGMAPS = GroupVersionResource("", "v1", "configmaps")
+TIMEOUT = 10.0
+LEASE, RENEW = 1.0, 0.2  # short, so expiry happens within a test
+
+
+def coordinator(api_client: Any, identity: str) -> ShardCoordinator:
+    return ShardCoordinator(api_client, "workers", identity, lease_duration=LEASE,
+                            renew_interval=RENEW)
+
+
+@contextlib.contextmanager
+def members(api_client: Any, *identities: str) -> Iterator[dict[str, tuple[ShardCoordinator, Any]]]:
+    """Run a coordinator per identity; yields identity -> (coordinator, its stop context)."""
+    with contextlib.ExitStack() as stack:
+        started = {}
+        for identity in identities:
+            member = coordinator(api_client, identity)
+            stop = stack.enter_context(running(member.run))
+            started[identity] = (member, stop)
+        yield started
+
+
+def converged(coordinators: list[ShardCoordinator], expected: list[str]) -> bool:
+    """Every coordinator sees ``expected`` as the members and owns its equal share of them."""
+    for member in coordinators:
+        if member.members() != expected:
+            return False
+        index = expected.index(member.identity)
+        if member.selector() != ShardSelector.for_shard(index, len(expected)):
+            return False
+    return True
+
+
+def covers_once(selectors: list[ShardSelector | None]) -> bool:
+    ranges = sorted(r for s in selectors if s is not None for r in s.ranges)
+    return bool(ranges) and ranges[0][0] == 0 and ranges[-1][1] == HASH_SPACE and all(
+        a[1] == b[0] for a, b in itertools.pairwise(ranges))
+
+
+def test_three_members_converge_to_disjoint_shards_that_cover_the_hash_space(api_client: Any) -> None:
+    with members(api_client, "c", "a", "b") as started:
+        coordinators = [m for m, _ in started.values()]
+        assert wait_for(lambda: converged(coordinators, ["a", "b", "c"]), TIMEOUT)
+        assert covers_once([m.selector() for m in coordinators])
+
+
+def test_a_member_that_stops_deletes_its_lease_and_the_others_take_its_range(
+    api_client: Any, apiserver: FakeAPIServer
+) -> None:
+    with members(api_client, "a", "b", "c") as started:
+        coordinators = [m for m, _ in started.values()]
+        assert wait_for(lambda: converged(coordinators, ["a", "b", "c"]), TIMEOUT)
+        member_b, stop_b = started["b"]
+        stop_b.cancel()
+        assert wait_for(lambda: member_b.selector() is None, TIMEOUT)
+        names = {o["metadata"]["name"] for o in apiserver.list_objects(LEASES, "default")}
+        assert names == {"workers-a", "workers-c"}  # its Lease is gone
+        remaining = [started["a"][0], started["c"][0]]
+        assert wait_for(lambda: converged(remaining, ["a", "c"]), TIMEOUT)
+        assert covers_once([m.selector() for m in remaining])
+
+
+def test_a_member_whose_lease_stops_changing_is_dropped_after_the_lease_duration(
+    api_client: Any, apiserver: FakeAPIServer
+) -> None:
+    apiserver.create(LEASES, {  # a member that died: its Lease is never renewed
+        "metadata": {"name": "workers-ghost", "namespace": "default",
+                     "labels": {"kinformer.io/shard-group": "workers"}},
+        "spec": {"holderIdentity": "ghost", "leaseDurationSeconds": 1}})
+    seen: list[ShardSelector | None] = []
+    with members(api_client, "a") as started:
+        member = started["a"][0]
+        member.add_listener(seen.append)
+        assert wait_for(lambda: member.members() == ["a", "ghost"], TIMEOUT)
+        assert member.selector() == ShardSelector.for_shard(0, 2)
+        assert wait_for(lambda: member.members() == ["a"], TIMEOUT)  # ghost expired
+        assert member.selector() == ShardSelector.for_shard(0, 1)
+    assert seen[-2:] == [ShardSelector.for_shard(0, 1), None]
+
+
+def test_informers_following_their_coordinators_hold_every_object_exactly_once(
+    api_client: Any,
+) -> None:
+    for i in range(20):
+        create_cm(api_client, f"cm-{i}")
+    informers = {identity: SharedIndexInformer(
+        ListWatch.for_resource(api_client, CONFIGMAPS, namespace="default"), name=identity)
+        for identity in ("a", "b", "c")}
+    with contextlib.ExitStack() as stack:
+        for identity, informer in informers.items():
+            member = coordinator(api_client, identity)
+            member.add_listener(informer.set_shard_selector)
+            stack.enter_context(running(member.run))
+            stack.enter_context(running(informer.run))
+
+        def held() -> list[set[str]]:
+            return [{o["metadata"]["name"] for o in inf.get_indexer().list()}
+                    for inf in informers.values()]
+
+        def exactly_once() -> bool:
+            caches = held()
+            everything = set().union(*caches)
+            return (everything == {f"cm-{i}" for i in range(20)}
+                    and sum(map(len, caches)) == 20
+                    and all(inf.shard_selector() is not None for inf in informers.values()))
+
+        assert wait_for(exactly_once, TIMEOUT)
+
+
+@pytest.mark.parametrize(
+    "kwargs",
+    [{"group": "bad group!"}, {"identity": ""}, {"lease_duration": 1.0, "renew_interval": 1.0},
+     {"field": "object.metadata.name"}],
+)
+def test_bad_settings_are_configuration_errors(api_client: Any, kwargs: dict[str, Any]) -> None:
+    arguments: dict[str, Any] = {"group": "workers", "identity": "a", **kwargs}
+    with pytest.raises(errors.ConfigurationError):
+        ShardCoordinator(api_client, **arguments)
+
+
+def test_a_coordinator_runs_once(api_client: Any) -> None:
+    member = coordinator(api_client, "a")
+    with running(member.run):
+        assert wait_for(lambda: member.selector() is not None, TIMEOUT)
+        with pytest.raises(errors.AlreadyStartedError):
+            member.run(threading.Event())
