@@ -68,27 +68,37 @@ def parse_args(description: str, default_n: int) -> argparse.Namespace:
 
 
 @contextmanager
-def gc_paused() -> Iterator[None]:
-    """Collect, then disable the cyclic GC for the block; restore it afterwards, even on error."""
+def gc_paused(collector: bool = False) -> Iterator[None]:
+    """Collect, then disable the cyclic GC for the block (leave it on with ``collector``);
+    restore it afterwards, even on error."""
     was_enabled = gc.isenabled()
     gc.collect()
-    gc.disable()
+    if collector:
+        gc.enable()
+    else:
+        gc.disable()
     try:
         yield
     finally:
         if was_enabled:
             gc.enable()
+        else:
+            gc.disable()
 
 
-def measure(setup: Callable[[], T], run: Callable[[T], object], ops: int, repeat: int) -> float:
+def measure(
+    setup: Callable[[], T], run: Callable[[T], object], ops: int, repeat: int,
+    collector: bool = False,
+) -> float:
     """Best nanoseconds per operation of ``run(setup())`` over ``repeat`` runs of ``ops`` ops.
 
-    ``setup`` is not timed; the cyclic GC is paused around each timed ``run``.
+    ``setup`` is not timed; the cyclic GC is paused around each timed ``run``, unless
+    ``collector`` (then it runs as it does for users, after a full collection).
     """
     best = float("inf")
     for _ in range(repeat):
         state = setup()
-        with gc_paused():
+        with gc_paused(collector):
             start = time.perf_counter_ns()
             run(state)
             elapsed = time.perf_counter_ns() - start
@@ -102,16 +112,17 @@ def measure_pair(
     floor: tuple[Callable[[], Any], Callable[[Any], object]],
     ops: int,
     repeat: int,
+    collector: bool = False,
 ) -> tuple[float, float]:
-    """Best ns/op of a subject and its floor, measured in alternation.
+    """Best ns/op of a subject and its floor, measured in alternation (``collector``: GC on).
 
     Alternating runs share whatever else the machine is doing, so their ratio stays meaningful
     on a busy host.
     """
     best_subject = best_floor = float("inf")
     for _ in range(repeat):
-        best_floor = min(best_floor, measure(floor[0], floor[1], ops, 1))
-        best_subject = min(best_subject, measure(subject[0], subject[1], ops, 1))
+        best_floor = min(best_floor, measure(floor[0], floor[1], ops, 1, collector))
+        best_subject = min(best_subject, measure(subject[0], subject[1], ops, 1, collector))
     return best_subject, best_floor
 
 

@@ -230,6 +230,19 @@ def main() -> None:
             )
             del ix, floor
 
+    # the collector on, as users run it, for the shape client-go benchmarks
+    fields = SHAPES["2 indexes (namespace+app)"]
+    add, floor_add = measure_pair(
+        (functools.partial(empty, fields), run_add),
+        (functools.partial(Floor, fields), lambda fl: fl.add_all(objs)),
+        n, repeat, collector=True)
+    results.append(Result("add, 2 indexes, collector on", add, floor_add, GO_ADD_NS))
+    upd, floor_upd = measure_pair(
+        (functools.partial(filled, fields), run_update),
+        (functools.partial(filled_floor, fields), lambda fl: fl.add_all(updated)),
+        n, repeat, collector=True)
+    results.append(Result("update, 2 indexes, collector on", upd, floor_upd, GO_UPDATE_NS))
+
     items, lists = floor_by_key_lists(objs)
 
     def run_key_lists(_: object) -> None:

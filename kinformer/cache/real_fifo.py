@@ -329,25 +329,37 @@ class RealFIFO:
             finally:
                 self._waiting -= 1
 
-    def _run_locked(self, taken: int, call: Callable[[], None]) -> None:
-        """Run ``call`` for ``taken`` popped deltas; the lock is held on entry and on return.
+    def _count_processed_locked(self, taken: int) -> None:
+        """``taken`` deltas of the first list were processed: shrink it; synced once it is empty."""
+        if self._initial_population_count > 0:
+            self._initial_population_count = max(0, self._initial_population_count - taken)
+        if not self._synced and self._populated and self._initial_population_count == 0:
+            self._synced = True
 
-        The lock is let go meanwhile when unlocking is on and the queue is not backed up.
-        Afterwards the initial population shrinks by ``taken`` and ``has_synced`` is updated,
-        also when ``call`` raised.
+    def _run(self, synced: bool, taken: int, call: Callable[[], None]) -> None:
+        """Run ``call`` for ``taken`` popped deltas; the lock is held on entry, released on return.
+
+        The lock is let go while ``call`` runs when unlocking is on and the queue is not backed
+        up. Until the FIFO is synced the processed deltas are counted off the first list
+        afterwards, also when ``call`` raised; once it is, there is nothing to count and an
+        unlocked call never takes the lock again.
         """
-        unlock = self._unlock and len(self._items) < self._backlog
-        if unlock:
-            self._lock.release()
+        lock = self._lock
+        if self._unlock and len(self._items) < self._backlog:
+            lock.release()
+            try:
+                call()
+            finally:
+                if not synced:
+                    with lock:
+                        self._count_processed_locked(taken)
+            return
         try:
             call()
         finally:
-            if unlock:
-                self._lock.acquire()
-            if self._initial_population_count > 0:
-                self._initial_population_count = max(0, self._initial_population_count - taken)
-            if not self._synced and self._populated and self._initial_population_count == 0:
-                self._synced = True
+            if not synced:
+                self._count_processed_locked(taken)
+            lock.release()
 
     def pop(self, process: ProcessFunc | None, timeout: float | None = None) -> Deltas:
         """Take the oldest delta and run ``process([delta], is_in_initial_list)``; return ``[delta]``.
@@ -358,28 +370,33 @@ class RealFIFO:
         """
         lock = self._lock
         lock.acquire()
+        items = self._items
         try:
-            items = self._items
             if not items:
                 self._wait_for_queued_locked(timeout)
             deltas = [items.popleft()[1]]
-            is_in_initial_list = not self._synced
-            unlock = self._unlock and len(items) < self._backlog  # _run_locked, inlined
-            if unlock:
-                lock.release()
+        except BaseException:
+            lock.release()
+            raise
+        synced = self._synced
+        if self._unlock and len(items) < self._backlog:  # _run, inlined: once per event
+            lock.release()
             try:
                 if process is not None:
-                    process(deltas, is_in_initial_list)
+                    process(deltas, not synced)
             finally:
-                if unlock:
-                    lock.acquire()
-                if self._initial_population_count > 0:
-                    self._initial_population_count -= 1
-                if not self._synced and self._populated and self._initial_population_count == 0:
-                    self._synced = True
+                if not synced:
+                    with lock:
+                        self._count_processed_locked(1)
             return deltas
+        try:
+            if process is not None:
+                process(deltas, not synced)
         finally:
+            if not synced:
+                self._count_processed_locked(1)
             lock.release()
+        return deltas
 
     def pop_batch(
         self,
@@ -395,13 +412,14 @@ class RealFIFO:
         ``process_batch([[delta], ...], is_in_initial_list)``. Blocks like :meth:`pop`.
         Returns how many deltas were popped.
         """
-        with self._lock:
-            items = self._items
+        self._lock.acquire()
+        items = self._items
+        try:
             if not items:
                 self._wait_for_queued_locked(timeout)
-            is_in_initial_list = not self._synced
+            synced = self._synced
             limit = self._batch_size
-            if is_in_initial_list and self._initial_population_count > 0:
+            if not synced and self._initial_population_count > 0:
                 limit = min(limit, self._initial_population_count)
             key, first = items.popleft()
             batch: builtins.list[Deltas] = [[first]]
@@ -414,12 +432,15 @@ class RealFIFO:
                     items.popleft()
                     seen.add(key)
                     batch.append([delta])
-            if len(batch) == 1:
-                single = batch[0]
-                self._run_locked(1, lambda: process_single(single, is_in_initial_list))
-            else:
-                self._run_locked(len(batch), lambda: process_batch(batch, is_in_initial_list))
-            return len(batch)
+        except BaseException:
+            self._lock.release()
+            raise
+        if len(batch) == 1:
+            single = batch[0]
+            self._run(synced, 1, lambda: process_single(single, not synced))
+        else:
+            self._run(synced, len(batch), lambda: process_batch(batch, not synced))
+        return len(batch)
 
     # -- state and reads ---------------------------------------------------------------------
 
