@@ -29,6 +29,7 @@ import json
 import logging
 import platform
 import sys
+import os
 import threading
 import time
 from collections.abc import Callable
@@ -95,11 +96,15 @@ def run_floor(server: ServerProcess, kind: str, namespace: str, n: int) -> float
     return elapsed
 
 
+PROFILE = os.environ.get("KINFORMER_BENCH_PROFILE", "modern")  # "classic" to compare the profiles
+
+
 def run_kinformer(server: ServerProcess, kind: str, namespace: str, n: int) -> float:
     api = _api_client(server.url)
     informer = SharedIndexInformer(
         ListWatch.for_resource(api, GVRS[kind], namespace=namespace),
         indexers={NAMESPACE_INDEX: meta_namespace_index_func},
+        profile=PROFILE,
     )
     informer.add_event_handler(ResourceEventHandlerFuncs(add_func=lambda obj: None))
     stop = threading.Event()

@@ -414,8 +414,7 @@ class SharedIndexInformer:
                 return ResourceEventHandlerRegistration(self, listener)
             with self._block_deltas:
                 self._processor.add_listener(listener)
-                for obj in self._indexer.list():
-                    listener.add(processor.Notification(processor.ADD, obj, True))
+                listener.add_initial(self._indexer.list())
             return ResourceEventHandlerRegistration(self, listener)
 
     def remove_event_handler(self, registration: ResourceEventHandlerRegistration) -> None:
@@ -491,9 +490,7 @@ class SharedIndexInformer:
         except Exception:
             return False
         if self._processor.listeners():
-            self._processor.distribute_initial(
-                [_new_notification(_Notification, (_ADD, obj, True)) for obj in items.values()]
-            )
+            self._processor.distribute_initial(list(items.values()))
         return True
 
     def _apply_all(self, batch: list[list[delta_fifo.Delta]], is_in_initial_list: bool) -> None:
@@ -612,8 +609,11 @@ class SharedIndexInformer:
         out: list[processor.Notification] = []
         sync_at: list[int] = []
         if not current and self._add_new_quietly(items):  # a first list: one columnar pass
-            out = [_new_notification(_Notification, (_ADD, obj, is_in_initial_list))
-                   for obj in items.values()]
+            indexer.bookmark(info.resource_version)
+            if is_in_initial_list:  # the handlers get one item for the whole list
+                self._processor.distribute_initial(list(items.values()))
+                return
+            out = [_new_notification(_Notification, (_ADD, obj, False)) for obj in items.values()]
         else:
             gone = [key for key in current if key not in items]
             changes: list[tuple[str, Any, bool]] = [(key, None, True) for key in gone]

@@ -28,12 +28,14 @@ log = logging.getLogger(__name__)
 ADD = "add"
 UPDATE = "update"
 DELETE = "delete"
+INITIAL = "initial"  # a whole initial list at once: ``first`` is its objects, each an on_add(obj, True)
 
 LISTENER_JOIN_TIMEOUT = 5.0  # a handler stuck this long after stop is named in a warning, not waited for
 
 
 class Notification(NamedTuple):
-    """One callback to make: ``kind`` is ADD (obj, is_in_initial_list), UPDATE (old, new) or DELETE (obj)."""
+    """One callback to make: ``kind`` is ADD (obj, is_in_initial_list), UPDATE (old, new) or DELETE
+    (obj); or INITIAL, ``first`` being a list of objects, each to get ``on_add(obj, True)``."""
 
     kind: str
     first: Any
@@ -85,13 +87,15 @@ class Listener:
         finally:
             lock.release()
 
-    def add_initial(self, notifications: list[Notification]) -> None:
-        """Buffer many ``ADD`` notifications of the initial list (``second`` True) at once."""
+    def add_initial(self, objs: list[Any]) -> None:
+        """Buffer ``on_add(obj, True)`` for each of ``objs`` (read, never changed), as one item."""
+        if not objs:
+            return
         with self._lock:
             if self._closed:
                 return
-            self._pending_initial += len(notifications)
-            self._buffer.extend(notifications)
+            self._pending_initial += len(objs)
+            self._buffer.append(Notification(INITIAL, objs))
             if self._waiting:
                 self._cond.notify()
 
@@ -160,6 +164,10 @@ class Listener:
                 continue
             if self._closed:
                 return
+            if item.kind == INITIAL:
+                if not self._deliver_initial(item.first):
+                    return
+                continue
             try:
                 self._deliver(item)
             except Exception:
@@ -168,6 +176,22 @@ class Listener:
                 if item.kind == ADD and item.second:
                     with lock:
                         self._pending_initial -= 1
+
+    def _deliver_initial(self, objs: list[Any]) -> bool:
+        """``on_add(obj, True)`` for each of ``objs``, counted off once all returned; False once closed."""
+        on_add = self.handler.on_add
+        try:
+            for obj in objs:
+                if self._closed:
+                    return False
+                try:
+                    on_add(obj, True)
+                except Exception:
+                    log.exception("event handler %r failed on add; notification skipped", self.handler)
+        finally:
+            with self._lock:
+                self._pending_initial -= len(objs)
+        return True
 
     def _deliver(self, item: Notification) -> None:
         if item.kind == ADD:
@@ -219,11 +243,11 @@ class SharedProcessor:
             listener.close()
         return found
 
-    def distribute_initial(self, notifications: list[Notification]) -> None:
-        """Buffer many initial-list ``ADD`` notifications for every listener, in order."""
+    def distribute_initial(self, objs: list[Any]) -> None:
+        """Buffer ``on_add(obj, True)`` for each of ``objs`` (an initial list) for every listener."""
         with self._lock:
             for listener in self._listeners:
-                listener.add_initial(notifications)
+                listener.add_initial(objs)
 
     def distribute_batch(
         self, notifications: list[Notification], sync_at: list[int], initial: int

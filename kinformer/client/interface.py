@@ -69,13 +69,16 @@ class ListResult(NamedTuple):
     """One list answer (or one page of it): the objects, the list's RV and the continue token.
 
     ``shard_info`` is the selector a server that shards lists echoed (``metadata.shardInfo``),
-    None when it did not shard the list.
+    None when it did not shard the list. ``checked`` says the ListerWatcher already made sure
+    every item is fit for a cache (:func:`kinformer.meta.is_well_formed`), so the reflector need
+    not look again.
     """
 
     items: list[Any]
     resource_version: str
     continue_token: str = ""
     shard_info: str | None = None
+    checked: bool = False
 
 
 class WatchEvent(NamedTuple):

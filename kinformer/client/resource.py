@@ -123,7 +123,7 @@ class HTTPResource:
             info = metadata.get("shardInfo")
             if isinstance(info, dict) and isinstance(info.get("selector"), str):
                 shard_info = info["selector"]
-        return interface.ListResult(items, rv, token, shard_info)
+        return interface.ListResult(items, rv, token, shard_info, checked=True)
 
     @interface.takes_context
     def watch(

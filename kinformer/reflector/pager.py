@@ -71,6 +71,7 @@ def list_all(
         return Pages(first, False)
     items = list(first.items)
     token = first.continue_token
+    checked = first.checked
     while token:
         if ctx.cancelled():
             return None
@@ -89,4 +90,6 @@ def list_all(
             return Pages(full, True)
         items.extend(page.items)
         token = page.continue_token
-    return Pages(interface.ListResult(items, first.resource_version, "", first.shard_info), True)
+        checked = checked and page.checked
+    return Pages(
+        interface.ListResult(items, first.resource_version, "", first.shard_info, checked), True)

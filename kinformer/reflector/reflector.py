@@ -462,8 +462,10 @@ class Reflector:
             "reflector %s: listed %d items at rv=%s", self.name, len(result.items), result.resource_version
         )
         items = self._in_shard(result)
+        if not result.checked:  # the HTTP lister checked every item already
+            items = _named_items(items, self.name)
         try:
-            self._store.replace(_named_items(items, self.name), result.resource_version)
+            self._store.replace(items, result.resource_version)
         except Exception as exc:
             log.warning("reflector %s: unable to sync list result: %s", self.name, exc)
             raise errors.KinformerError(
