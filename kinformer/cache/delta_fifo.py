@@ -91,6 +91,35 @@ _SYNC = DeltaType.SYNC
 _new_delta = tuple.__new__  # builds a Delta without NamedTuple.__new__'s Python frame
 
 
+def _appender(action: DeltaType, doc: str) -> Callable[[DeltaFIFO, Any], None]:
+    """A producer method queueing one ``action`` delta under its key: the add/update path."""
+
+    def append(self: DeltaFIFO, obj: Any) -> None:
+        key = self._key_func(obj) if type(obj) is dict else self.key_of(obj)
+        if self._transformer is not None:
+            obj = self._transform(obj)
+        delta = _new_delta(Delta, (action, obj))
+        lock = self._lock
+        lock.acquire()
+        try:
+            self._populated = True
+            if not self._synced and self._initial_population_count == 0:
+                self._synced = True
+            deltas = self._items.get(key)
+            if deltas is None:
+                self._items[key] = [delta]
+                self._queue.append(key)
+                if self._waiting:
+                    self._cond.notify()
+            else:
+                deltas.append(delta)
+        finally:
+            lock.release()
+
+    append.__doc__ = doc
+    return append
+
+
 class DeltaFIFO:
     """A FIFO of keys, each holding every change not yet processed for that object.
 
@@ -177,36 +206,9 @@ class DeltaFIFO:
             return obj
         return transformer(obj)
 
-    def add(self, obj: Any) -> None:
-        """Queue an ``Added`` delta (transformed first; a transform error queues nothing)."""
-        self._append(_ADDED, obj)
-
-    def update(self, obj: Any) -> None:
-        """Queue an ``Updated`` delta (transformed first)."""
-        self._append(_UPDATED, obj)
-
-    def _append(self, action: DeltaType, obj: Any) -> None:
-        """The add/update path, inlined: it runs once per watch event."""
-        key = self._key_func(obj) if type(obj) is dict else self.key_of(obj)
-        if self._transformer is not None:
-            obj = self._transform(obj)
-        delta = _new_delta(Delta, (action, obj))
-        lock = self._lock
-        lock.acquire()
-        try:
-            self._populated = True
-            if not self._synced and self._initial_population_count == 0:
-                self._synced = True
-            deltas = self._items.get(key)
-            if deltas is None:
-                self._items[key] = [delta]
-                self._queue.append(key)
-                if self._waiting:
-                    self._cond.notify()
-            else:
-                deltas.append(delta)
-        finally:
-            lock.release()
+    # add and update, made by _appender: each watch event costs one call, not two
+    add = _appender(_ADDED, "Queue an ``Added`` delta (transformed first; a transform error queues nothing).")
+    update = _appender(_UPDATED, "Queue an ``Updated`` delta (transformed first).")
 
     def delete(self, obj: Any) -> None:
         """Queue a ``Deleted`` delta, unless the key is neither queued nor known.

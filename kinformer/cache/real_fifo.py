@@ -93,6 +93,30 @@ ProcessFunc = Callable[[Deltas, bool], None]
 """``process(deltas, is_in_initial_list)``: ``deltas`` holds exactly one delta."""
 
 
+def _appender(action: DeltaType, doc: str) -> Callable[[RealFIFO, Any], None]:
+    """A producer method queueing one ``action`` delta: key, transform, append, wake the popper."""
+
+    def append(self: RealFIFO, obj: Any) -> None:
+        key = self._key_func(obj) if type(obj) is dict else self.key_of(obj)
+        if self._transformer is not None:
+            obj = self._transform(obj)
+        entry = (key, _new_delta(Delta, (action, obj)))
+        lock = self._lock
+        lock.acquire()
+        try:
+            self._populated = True
+            if not self._synced and self._initial_population_count == 0:
+                self._synced = True
+            self._items.append(entry)
+            if self._waiting:
+                self._cond.notify()
+        finally:
+            lock.release()
+
+    append.__doc__ = doc
+    return append
+
+
 class RealFIFO:
     """A log of deltas, popped in arrival order; safe for many producers and one consumer.
 
@@ -190,35 +214,10 @@ class RealFIFO:
 
     # -- producers ---------------------------------------------------------------------------
 
-    def add(self, obj: Any) -> None:
-        """Queue an ``Added`` delta."""
-        self._append(_ADDED, obj)
-
-    def update(self, obj: Any) -> None:
-        """Queue an ``Updated`` delta."""
-        self._append(_UPDATED, obj)
-
-    def delete(self, obj: Any) -> None:
-        """Queue a ``Deleted`` delta, whether or not the key was ever seen."""
-        self._append(_DELETED, obj)
-
-    def _append(self, action: DeltaType, obj: Any) -> None:
-        """The path of every watch event: key, transform, append one delta, wake the popper."""
-        key = self._key_func(obj) if type(obj) is dict else self.key_of(obj)
-        if self._transformer is not None:
-            obj = self._transform(obj)
-        entry = (key, _new_delta(Delta, (action, obj)))
-        lock = self._lock
-        lock.acquire()
-        try:
-            self._populated = True
-            if not self._synced and self._initial_population_count == 0:
-                self._synced = True
-            self._items.append(entry)
-            if self._waiting:
-                self._cond.notify()
-        finally:
-            lock.release()
+    # add, update and delete, made by _appender: each watch event costs one call, not two
+    add = _appender(_ADDED, "Queue an ``Added`` delta.")
+    update = _appender(_UPDATED, "Queue an ``Updated`` delta.")
+    delete = _appender(_DELETED, "Queue a ``Deleted`` delta, whether or not the key was ever seen.")
 
     def replace(self, objs: Iterable[Any], resource_version: str = "") -> None:
         """Queue a whole (re)list: one ``ReplacedAll`` (atomic), or deletions then ``Replaced``.
