@@ -6,8 +6,9 @@ for informers (:class:`ScriptedSource`), a runner for anything with ``run(stop)`
 (:func:`running`), fake-clock steps (:func:`step_when_waiting`, :func:`clock_waits`) and, for the
 tests in ``with_apiserver/``, requests through the official client's ``ApiClient``
 (:func:`request`, :func:`create_cm`, :func:`api_error`), plain HTTP exchanges
-(:func:`http_exchange`), clients (:func:`client_for`,
-:func:`client_with_token`) and the live client threads (:func:`client_threads`).
+(:func:`http_exchange`), clients (:func:`client_for`, :func:`client_with_token`), the live
+client threads (:func:`client_threads`) and a server that accepts connections and never answers
+(:class:`SilentServer`).
 
 Test files in ``tests/`` and ``tests/with_apiserver/`` import it as ``helpers``: pytest's default
 ("prepend") import mode puts ``tests/`` on ``sys.path`` when it loads ``tests/conftest.py``, which
@@ -17,9 +18,11 @@ also has pytest rewrite the asserts in here. kinformer names come from ``kinform
 
 from __future__ import annotations
 
+import contextlib
 import importlib.util
 import json
 import queue
+import socket
 import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -405,3 +408,43 @@ def metric_value(registry: Any, metric: str, /, **labels: str) -> float | None:
     """The value of ``metric`` with ``labels`` in a Prometheus ``registry``; None if there is none."""
     value: float | None = registry.get_sample_value(metric, labels)
     return value
+
+
+# -- a server that never answers ----------------------------------------------------------------
+
+
+class SilentServer:
+    """A loopback server that accepts every connection and never answers: a hung API server.
+
+    ``accepted`` is set once a client connected (and so waits for an answer). :meth:`close`
+    ends the accepting thread and drops every connection.
+    """
+
+    def __init__(self) -> None:
+        self.sock = socket.create_server(("127.0.0.1", 0))
+        self.accepted = threading.Event()
+        self._conns: list[socket.socket] = []
+        self._thread = threading.Thread(target=self._accept, name="test-silent-server", daemon=True)
+        self._thread.start()
+
+    @property
+    def port(self) -> int:
+        port: int = self.sock.getsockname()[1]
+        return port
+
+    def _accept(self) -> None:
+        while True:
+            try:
+                conn, _ = self.sock.accept()
+            except OSError:  # closed
+                return
+            self._conns.append(conn)
+            self.accepted.set()
+
+    def close(self) -> None:
+        with contextlib.suppress(OSError):
+            self.sock.shutdown(socket.SHUT_RDWR)  # wakes the blocked accept
+        self.sock.close()
+        self._thread.join(TIMEOUT)
+        for conn in self._conns:
+            conn.close()

@@ -1,7 +1,8 @@
 """``kinformer serve``: run a FakeAPIServer in the foreground until Ctrl-C or SIGTERM.
 
 Writes a kubeconfig for it (kubectl, client-go and the Python client work unchanged), logs the
-URL, and exits 0 after a clean stop.
+URL, and exits 0 after a clean stop. A start that fails prints one ``error:`` line and exits 1
+(cannot listen, cannot write the kubeconfig) or 2 (bad arguments), leaving nothing behind.
 """
 
 from __future__ import annotations
@@ -21,6 +22,33 @@ from kinformer.testing.apiserver import FakeAPIServer
 log = logging.getLogger("kinformer.serve")
 
 TOKEN_ENV = "KINFORMER_SERVE_TOKEN"
+EXIT_OK = 0
+EXIT_ERROR = 1  # cannot listen, or cannot write the kubeconfig
+EXIT_USAGE = 2
+
+
+def _port(text: str) -> int:
+    """An argparse type: a TCP port, 0 for any free one."""
+    try:
+        port = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"invalid port {text!r}: not a number") from None
+    if not 0 <= port <= 65535:
+        raise argparse.ArgumentTypeError(f"invalid port {port}: must be 0 to 65535")
+    return port
+
+
+def _positive(kind: type[int] | type[float]) -> Any:
+    """An argparse type: a positive ``kind``."""
+    def parse(text: str) -> int | float:
+        try:
+            value = kind(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"invalid value {text!r}: not a number") from None
+        if value <= 0:
+            raise argparse.ArgumentTypeError(f"invalid value {text!r}: must be positive")
+        return value
+    return parse
 
 
 def add_parser(subparsers: Any) -> None:
@@ -29,15 +57,15 @@ def add_parser(subparsers: Any) -> None:
         "serve", help="run a fake Kubernetes API server in the foreground",
         description="Run a Kubernetes-compatible API server on loopback until Ctrl-C or SIGTERM.")
     parser.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1)")
-    parser.add_argument("--port", type=int, default=0, help="port (default: any free port)")
+    parser.add_argument("--port", type=_port, default=0, help="port (default: any free port)")
     parser.add_argument("--kubeconfig", default="",
                         help="where to write the kubeconfig (default: a file in a temp dir)")
     parser.add_argument("--token", default=os.environ.get(TOKEN_ENV),
                         help="require this bearer token; serves HTTPS with a throwaway CA "
                         f"(default: ${TOKEN_ENV}, which keeps it out of process listings)")
-    parser.add_argument("--history-size", type=int, default=10_000,
+    parser.add_argument("--history-size", type=_positive(int), default=10_000,
                         help="watch events kept for resuming (default 10000)")
-    parser.add_argument("--bookmark-interval", type=float, default=60.0,
+    parser.add_argument("--bookmark-interval", type=_positive(float), default=60.0,
                         help="seconds between watch bookmarks (default 60)")
     parser.add_argument("--feature-gates", default="", metavar="NAME=BOOL,...",
                         help="turn on gated features, as kube-apiserver's flag does, e.g. "
@@ -57,38 +85,51 @@ def parse_feature_gates(text: str) -> dict[str, bool]:
 
 
 def run(args: argparse.Namespace) -> int:
-    """Serve until SIGINT or SIGTERM; returns 0 after a clean stop, 1 when it cannot listen."""
+    """Serve until SIGINT or SIGTERM; returns 0 after a clean stop, 1 when it cannot start."""
     try:
         gates = parse_feature_gates(args.feature_gates)
         FakeAPIServer(feature_gates=gates)  # refuses an unknown gate before anything starts
     except ValueError as err:
         print(f"error: --feature-gates: {err}", file=sys.stderr)
-        return 2
+        return EXIT_USAGE
+    if args.kubeconfig:
+        folder = os.path.dirname(os.path.abspath(args.kubeconfig))
+        if not os.path.isdir(folder):
+            return _error(f"cannot write the kubeconfig {args.kubeconfig}: "
+                          f"the directory {folder} does not exist")
     stop = threading.Event()
 
     def on_signal(signum: int, frame: FrameType | None) -> None:
         stop.set()
 
     previous = {sig: signal.signal(sig, on_signal) for sig in (signal.SIGINT, signal.SIGTERM)}
-    path = args.kubeconfig or os.path.join(
-        tempfile.mkdtemp(prefix="kinformer-serve-"), "kubeconfig")
     server = FakeAPIServer(host=args.host, port=args.port, token=args.token,
                            history_size=args.history_size,
                            bookmark_interval=args.bookmark_interval, feature_gates=gates)
     try:
         try:
             server.start()
-        except OSError as err:
-            log.error("cannot listen on %s:%s: %s", args.host, args.port, err)
-            return 1
-        server.write_kubeconfig(path)
-        log.info("serving on %s; kubeconfig written to %s", server.url, path)
-        print(f"kinformer serve: {server.url} kubeconfig={path}", flush=True)
-        while not stop.wait(1.0):
-            pass
-        log.info("stopping")
+        except (OSError, OverflowError) as err:  # in use, no such address, not allowed
+            reason = getattr(err, "strerror", None) or err
+            return _error(f"cannot listen on {args.host}:{args.port}: {reason}")
+        with tempfile.TemporaryDirectory(prefix="kinformer-serve-") as tmp:
+            path = args.kubeconfig or os.path.join(tmp, "kubeconfig")
+            try:
+                server.write_kubeconfig(path)
+            except OSError as err:
+                return _error(f"cannot write the kubeconfig {path}: {err.strerror or err}")
+            log.info("serving on %s; kubeconfig written to %s", server.url, path)
+            print(f"kinformer serve: {server.url} kubeconfig={path}", flush=True)
+            while not stop.wait(1.0):
+                pass
+            log.info("stopping")
     finally:
         server.stop()
         for sig, handler in previous.items():
             signal.signal(sig, handler)
-    return 0
+    return EXIT_OK
+
+
+def _error(message: str) -> int:
+    print(f"error: {message}", file=sys.stderr, flush=True)
+    return EXIT_ERROR

@@ -47,7 +47,8 @@ EXIT_CODES: tuple[tuple[int, str], ...] = (
     (EXIT_ERROR, "any other error (the first list did not complete within --timeout)"),
     (EXIT_USAGE, "bad arguments"),
     (EXIT_UNKNOWN_RESOURCE, "the server has no such resource type, or it cannot be listed and watched"),
-    (EXIT_UNREACHABLE, "the server cannot be reached (refused, timed out, TLS failure)"),
+    (EXIT_UNREACHABLE, "the server cannot be reached (refused, no answer within --timeout, TLS "
+                       "failure), or it is not a Kubernetes API server"),
     (EXIT_UNAUTHORIZED, "the server answered 401 Unauthorized"),
     (EXIT_FORBIDDEN, "the server answered 403 Forbidden"),
     (EXIT_CONFIG, "the kubeconfig (or, in a pod, the service account) cannot be read, or no such context"),
@@ -56,6 +57,7 @@ EXIT_CODES: tuple[tuple[int, str], ...] = (
 SERVICE_ACCOUNT_DIR = "/var/run/secrets/kubernetes.io/serviceaccount"  # a pod's token, CA, namespace
 REQUEST_TIMEOUT = (5.0, 30.0)  # (connect, read) seconds for one discovery GET
 SYNC_POLL = 0.2  # seconds between looks at the informer's last error while waiting for the list
+STOP_POLL = 0.1  # seconds between looks at Ctrl-C while discovery is in flight
 EMBEDDED_SEED = {  # namespace -> ConfigMap names seeded in an --embedded server
     "default": ("app-config", "feature-flags", "routing"),
     "kube-system": ("coredns", "kube-proxy"),
@@ -121,7 +123,7 @@ def add_parser(subparsers: Any) -> None:
     parser.add_argument("--embedded", action="store_true",
                         help="start a fresh embedded API server with a few ConfigMaps instead")
     parser.add_argument("--timeout", type=float, default=30.0,
-                        help="seconds to wait for the first list (default 30)")
+                        help="seconds to wait for discovery and the first list (default 30)")
     parser.set_defaults(func=run, log_level=logging.WARNING)
 
 
@@ -168,8 +170,26 @@ def _run(args: argparse.Namespace, stop: threading.Event, out: TextIO,
     if args.timeout <= 0:
         raise CommandError(EXIT_USAGE, "--timeout must be positive")
     shard = parse_shard(args.shard)
+    startup = _Deadline(stop, args.timeout)
+    try:
+        return _watch(args, selector, shard, stop, out, on_broken_pipe, startup)
+    finally:
+        startup.close()
+
+
+def _watch(args: argparse.Namespace, selector: labels.Selector, shard: ShardSelector | None,
+           stop: threading.Event, out: TextIO, on_broken_pipe: Callable[[], None],
+           startup: _Deadline) -> int:
     with _client(args) as (api, default_namespace, where):
-        target = resolve_resource(api, args.resource, where)
+        try:
+            target = resolve_resource(api, args.resource, where, ctx=startup.ctx)
+        except CommandError:
+            if stop.is_set():
+                return EXIT_OK  # interrupted while discovery was in flight
+            if startup.timed_out:
+                raise CommandError(EXIT_UNREACHABLE, f"the server at {where} did not answer discovery "
+                                                     f"within {args.timeout:g}s") from None
+            raise
         if not target.namespaced or args.all_namespaces:
             namespace = ""
         else:
@@ -184,7 +204,7 @@ def _run(args: argparse.Namespace, stop: threading.Event, out: TextIO,
         ctx = context.Context("watch")
         thread = _threads.spawn(informer.run, _threads.thread_name("watch", target.gvr.group_resource), ctx)
         try:
-            if not _wait_for_sync(informer, stop, args.timeout, where, target):
+            if not _wait_for_sync(informer, stop, startup, where, target):
                 return EXIT_OK  # interrupted before the first list completed
             if args.once:
                 cached = informer.get_indexer().list()
@@ -204,22 +224,56 @@ def _run(args: argparse.Namespace, stop: threading.Event, out: TextIO,
             _threads.join_all([thread], 10.0)
 
 
-def _wait_for_sync(informer: SharedIndexInformer, stop: threading.Event, timeout: float, where: str,
+def _wait_for_sync(informer: SharedIndexInformer, stop: threading.Event, startup: _Deadline, where: str,
                    target: Resolved) -> bool:
     """Wait for the first list; True once synced, False on stop; a fatal list error raises."""
-    deadline = time.monotonic() + timeout
     while not informer.wait_for_sync(timeout=SYNC_POLL, stop=stop):
         if stop.is_set():
             return False
         error = informer.last_error()
         if isinstance(error, (errors.UnauthorizedError, errors.ForbiddenError, errors.NotFoundError)):
             raise _command_error(error, where, f"list {target.gvr.group_resource}")
-        if time.monotonic() >= deadline:
+        if startup.expired():
             if error is None:
                 raise CommandError(EXIT_ERROR, f"the first list of {target.gvr.group_resource} did not "
-                                               f"complete within {timeout:g}s")
+                                               f"complete within {startup.timeout:g}s")
             raise _command_error(error, where, f"list {target.gvr.group_resource}")
     return True
+
+
+class _Deadline:
+    """The ``--timeout`` of discovery and the first list, and Ctrl-C while they are in flight.
+
+    ``ctx`` is cancelled when ``stop`` is set, when ``timeout`` seconds have passed (then
+    ``timed_out`` is True) or at :meth:`close`, whichever comes first; a request sent with it is
+    broken off at once. The watching thread, ``kinformer-watch-deadline``, looks at ``stop``
+    every :data:`STOP_POLL` seconds: a signal handler may only set an Event, never cancel a
+    context itself (it runs on the main thread, which may hold the context's lock).
+    """
+
+    def __init__(self, stop: threading.Event, timeout: float) -> None:
+        self.ctx = context.Context("watch-startup")
+        self.timeout = timeout
+        self.timed_out = False
+        self._deadline = time.monotonic() + timeout
+        self._closed = threading.Event()
+        self._thread = _threads.spawn(self._watch, _threads.thread_name("watch", "deadline"), stop)
+
+    def expired(self) -> bool:
+        return time.monotonic() >= self._deadline
+
+    def _watch(self, stop: threading.Event) -> None:
+        while not self._closed.wait(STOP_POLL):
+            if stop.is_set():
+                break
+            if self.expired():
+                self.timed_out = True
+                break
+        self.ctx.cancel()
+
+    def close(self) -> None:
+        self._closed.set()
+        _threads.join_all([self._thread], 5.0)
 
 
 def _command_error(error: BaseException, where: str, what: str) -> CommandError:
@@ -278,11 +332,24 @@ def _load_kubeconfig(path: str | None, context_name: str | None, configuration: 
     if config_file is not None and not os.path.exists(config_file):
         raise CommandError(EXIT_CONFIG, f"kubeconfig {shown} does not exist")
     try:
+        contexts, active = config.list_kube_config_contexts(config_file=config_file)
+    except (ConfigException, OSError) as err:
+        raise CommandError(EXIT_CONFIG, f"cannot use kubeconfig {shown}: {_one_line(err)}") from None
+    except Exception as err:  # not YAML, or YAML of another shape: the loader raises anything
+        raise CommandError(EXIT_CONFIG, f"kubeconfig {shown} is not a valid kubeconfig: "
+                                        f"{_one_line(err)}") from None
+    names = [str(c.get("name")) for c in contexts or () if isinstance(c, dict)]
+    if context_name and context_name not in names:
+        raise CommandError(EXIT_CONFIG, f'kubeconfig {shown} has no context "{context_name}"; '
+                                        f"it has: {', '.join(names) or 'none'}")
+    try:
         config.load_kube_config(config_file=config_file, context=context_name,
                                 client_configuration=configuration)
-        contexts, active = config.list_kube_config_contexts(config_file=config_file)
-    except (ConfigException, OSError, ValueError, TypeError) as err:
-        raise CommandError(EXIT_CONFIG, f"cannot use kubeconfig {shown}: {_first_line(err)}") from None
+    except (ConfigException, OSError) as err:
+        raise CommandError(EXIT_CONFIG, f"cannot use kubeconfig {shown}: {_one_line(err)}") from None
+    except Exception as err:
+        raise CommandError(EXIT_CONFIG, f"kubeconfig {shown} is not a valid kubeconfig: "
+                                        f"{_one_line(err)}") from None
     chosen = active
     if context_name:
         chosen = next((c for c in contexts if c.get("name") == context_name), active)
@@ -321,7 +388,7 @@ def _load_in_cluster(configuration: Any) -> str:
         loader.load_and_set(configuration)
     except (ConfigException, OSError) as err:
         raise CommandError(
-            EXIT_CONFIG, f"cannot use the pod's service account: {_first_line(err)}"
+            EXIT_CONFIG, f"cannot use the pod's service account: {_one_line(err)}"
         ) from None
     try:
         with open(os.path.join(SERVICE_ACCOUNT_DIR, "namespace"), encoding="utf-8") as f:
@@ -346,9 +413,10 @@ def _embedded_server() -> Iterator[Any]:
         yield server
 
 
-def _first_line(err: BaseException) -> str:
+def _one_line(err: BaseException) -> str:
+    """The whole message of ``err`` on one line (a YAML error spans several)."""
     text = str(err).strip() or type(err).__name__
-    return text.splitlines()[0]
+    return " ".join(line.strip() for line in text.splitlines() if line.strip())
 
 
 # ---- resolving RESOURCE -----------------------------------------------------------------------
@@ -363,18 +431,19 @@ class Resolved:
     namespaced: bool
 
 
-def resolve_resource(api: Any, name: str, where: str = "") -> Resolved:
+def resolve_resource(api: Any, name: str, where: str = "", ctx: context.Context | None = None) -> Resolved:
     """Resolve ``name`` as kubectl does, reading discovery through ``api`` (an ApiClient).
 
     Accepts a plural, singular, short name or kind (any case), alone or as ``resource.group`` or
     ``resource.version.group``. The core group wins over the others, then groups in the server's
     order, each at its preferred version first. Raises :class:`CommandError` (unknown resource,
-    unreachable server, 401, 403).
+    unreachable server or not an API server, 401, 403). Cancelling ``ctx`` breaks off the
+    discovery request in flight.
     """
     wanted = name.strip().lower()
     if not wanted:
         raise CommandError(EXIT_USAGE, "RESOURCE must not be empty")
-    entries = _discover(api, where or "the server")
+    entries = _discover(api, where or "the server", ctx)
     for candidate_name, group, version in _interpretations(wanted):
         for entry in entries:
             gvr = entry.group_version_resource
@@ -404,17 +473,22 @@ def _interpretations(wanted: str) -> list[tuple[str, str | None, str | None]]:
     return readings
 
 
-def _discover(api: Any, where: str) -> list[discovery.APIResource]:
+def _discover(api: Any, where: str, ctx: context.Context | None = None) -> list[discovery.APIResource]:
     """Every resource type the server serves, core first, each group's preferred version first.
 
     A group version whose document fails is left out, as kubectl leaves it, unless the failure
-    is one every document would share (401, an unreachable server).
+    is one every document would share (401, an unreachable server). A server whose group lists
+    are missing (404) or not discovery documents is not a Kubernetes API server.
     """
-    reader = discovery.CachedDiscoveryClient(api, request_timeout=REQUEST_TIMEOUT)
+    reader = discovery.CachedDiscoveryClient(api, request_timeout=REQUEST_TIMEOUT, ctx=ctx)
     try:
         group_versions, preferred = reader.server_group_versions()
-    except (errors.APIError, errors.TransportError, errors.DecodeError) as err:
+    except (errors.NotFoundError, errors.MethodNotAllowedError, errors.DecodeError) as err:
+        raise _not_an_api_server(where, err) from None
+    except (errors.APIError, errors.TransportError) as err:
         raise _command_error(err, where, "discovery") from None
+    if not group_versions:
+        raise _not_an_api_server(where, "GET /api and /apis list no API versions")
     groups: dict[str, int] = {}  # group -> its place in the server's order
     for gv in group_versions:
         groups.setdefault(split_group_version(gv)[0], len(groups))
@@ -428,6 +502,12 @@ def _discover(api: Any, where: str) -> list[discovery.APIResource]:
         except (errors.APIError, errors.DecodeError):
             continue
     return entries
+
+
+def _not_an_api_server(where: str, why: object) -> CommandError:
+    if isinstance(why, errors.APIError):
+        why = f"GET /api answered {why.status}"
+    return CommandError(EXIT_UNREACHABLE, f"{where} is not a Kubernetes API server ({why})")
 
 
 # ---- output -----------------------------------------------------------------------------------

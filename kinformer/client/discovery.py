@@ -21,6 +21,7 @@ from typing import Any
 import cachetools
 
 from kinformer import clock as _clock
+from kinformer import context as _context
 from kinformer import errors
 from kinformer import gvr as _gvr
 from kinformer.client import rest
@@ -88,7 +89,8 @@ class CachedDiscoveryClient:
     Thread-safe. The group lists (``/api``, ``/apis``) are read on every :meth:`server_resources`
     call, so a group that appears or disappears is seen at once; the resource list of each group
     version is cached for ``ttl`` seconds (of ``clock``) or until :meth:`invalidate`. Blocks the
-    calling thread for the HTTP round trips. ``client`` is what ``ListWatch.for_resource``
+    calling thread for the HTTP round trips; cancelling ``ctx`` breaks a round trip off at
+    once (it raises ``TransportError``). ``client`` is what ``ListWatch.for_resource``
     accepts: an ``ApiClient``, a ``DynamicClient`` or an API object holding one.
     """
 
@@ -99,8 +101,10 @@ class CachedDiscoveryClient:
         *,
         clock: _clock.Clock = _clock.REAL_CLOCK,
         request_timeout: tuple[float, float] = REQUEST_TIMEOUT,
+        ctx: _context.Context | None = None,
     ) -> None:
         self._rest = rest.Client(client)
+        self._ctx = ctx  # cancels every request in flight
         self._timeout = request_timeout  # (connect, read) seconds for one GET
         self._lock = threading.Lock()  # guards _cache: cachetools caches are not thread-safe
         self._cache: cachetools.TTLCache[str, list[APIResource]] = cachetools.TTLCache(
@@ -176,7 +180,7 @@ class CachedDiscoveryClient:
         return DiscoveryResult(resources, failed, preferred)
 
     def _get(self, path: str) -> dict[str, Any]:
-        doc = self._rest.get_json(path, timeout=self._timeout, what=f"discovery {path}")
+        doc = self._rest.get_json(path, timeout=self._timeout, ctx=self._ctx, what=f"discovery {path}")
         if not isinstance(doc, dict):
             raise errors.DecodeError(f"discovery {path}: response is not an object")
         return doc

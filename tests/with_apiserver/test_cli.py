@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import queue
 import re
@@ -15,12 +16,12 @@ from pathlib import Path
 from typing import IO, Any
 
 import pytest
-from helpers import cm
+from helpers import SilentServer, cm
 
 from kinformer import cli
 from kinformer.cli import watch as _watch
 from kinformer.gvr import GroupVersionResource
-from kinformer.testing import FakeAPIServer
+from kinformer.testing import FakeAPIServer, wait_for
 
 CONFIGMAPS = GroupVersionResource("", "v1", "configmaps")
 TIMEOUT = 30.0  # seconds any one command may take before the test fails
@@ -34,6 +35,16 @@ def kinformer(*args: str, timeout: float = TIMEOUT) -> subprocess.CompletedProce
 @pytest.fixture
 def kubeconfig(apiserver: FakeAPIServer, tmp_path: Path) -> str:
     return apiserver.write_kubeconfig(tmp_path / "kubeconfig")
+
+
+@pytest.fixture
+def silent(tmp_path: Path) -> Iterator[tuple[SilentServer, str]]:
+    """A server that accepts and never answers, and a kubeconfig pointing at it."""
+    server = SilentServer()
+    try:
+        yield server, FakeAPIServer(port=server.port).write_kubeconfig(tmp_path / "silent-kubeconfig")
+    finally:
+        server.close()
 
 
 class Lines:
@@ -225,8 +236,84 @@ def test_a_missing_kubeconfig_or_context_exits_7(
     kubeconfig: str, tmp_path: Path, capsys: pytest.CaptureFixture[str],
 ) -> None:
     assert cli.main(["watch", "cm", "--kubeconfig", os.fspath(tmp_path / "none")]) == 7
+    capsys.readouterr()
     assert cli.main(["watch", "cm", "--kubeconfig", kubeconfig, "--context", "nope"]) == 7
-    assert "nope" in capsys.readouterr().err
+    assert capsys.readouterr().err == (
+        f'error: kubeconfig {kubeconfig} has no context "nope"; it has: kinformer\n')
+
+
+@pytest.mark.parametrize("text", ["clusters: [unclosed\n", "- a list\n- not a mapping\n"],
+                         ids=["not-yaml", "not-a-kubeconfig"])
+def test_a_kubeconfig_that_is_not_one_exits_7_with_one_error_line(tmp_path: Path, text: str) -> None:
+    path = tmp_path / "kubeconfig"
+    path.write_text(text)
+    result = kinformer("watch", "cm", "--kubeconfig", os.fspath(path))
+    assert result.returncode == 7
+    assert result.stderr.startswith(f"error: kubeconfig {path} is not a valid kubeconfig: ")
+    assert len(result.stderr.splitlines()) == 1, result.stderr
+
+
+def test_a_url_that_is_not_an_api_server_says_so(apiserver: FakeAPIServer, tmp_path: Path) -> None:
+    # the server's OpenAPI path answers, but it is no API server's root: /api is not found there
+    kubeconfig = FakeAPIServer(port=apiserver.port).kubeconfig()
+    kubeconfig["clusters"][0]["cluster"]["server"] = f"{apiserver.url}/openapi/v2"
+    path = tmp_path / "kubeconfig"
+    path.write_text(json.dumps(kubeconfig))
+    result = kinformer("watch", "cm", "--kubeconfig", os.fspath(path), "--once")
+    assert result.returncode == 4
+    assert result.stderr == (f"error: {apiserver.url}/openapi/v2 is not a Kubernetes API server "
+                             "(GET /api answered 404)\n")
+
+
+def serve(tmp_path: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    """``kinformer serve`` with its temporary directories under ``tmp_path``."""
+    return subprocess.run([sys.executable, "-m", "kinformer", "serve", *args], capture_output=True,
+                          text=True, timeout=TIMEOUT, stdin=subprocess.DEVNULL,
+                          env={**os.environ, "TMPDIR": os.fspath(tmp_path)})
+
+
+@pytest.mark.parametrize(("args", "code", "message"), [
+    (["--port", "99999"], 2, "argument --port: invalid port 99999: must be 0 to 65535"),
+    (["--history-size", "0"], 2, "argument --history-size: invalid value '0': must be positive"),
+    (["--kubeconfig", "/nonexistent/dir/kc"], 1,
+     "cannot write the kubeconfig /nonexistent/dir/kc: the directory /nonexistent/dir does not exist"),
+], ids=["port", "history-size", "kubeconfig-dir"])
+def test_a_failed_serve_start_prints_one_error_line_and_leaves_nothing_behind(
+    tmp_path: Path, args: list[str], code: int, message: str,
+) -> None:
+    result = serve(tmp_path, *args)
+    assert result.returncode == code
+    assert result.stderr.splitlines()[-1].endswith(f"error: {message}")
+    assert "Traceback" not in result.stderr
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_serve_on_a_port_in_use_exits_1_and_leaves_nothing_behind(
+    apiserver: FakeAPIServer, tmp_path: Path,
+) -> None:
+    result = serve(tmp_path, "--port", str(apiserver.port))
+    assert result.returncode == 1
+    assert result.stderr == f"error: cannot listen on 127.0.0.1:{apiserver.port}: Address already in use\n"
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_serve_removes_its_temporary_kubeconfig_when_stopped(tmp_path: Path) -> None:
+    process = subprocess.Popen([sys.executable, "-m", "kinformer", "serve"], stdout=subprocess.PIPE,
+                               stderr=subprocess.DEVNULL, text=True, stdin=subprocess.DEVNULL,
+                               env={**os.environ, "TMPDIR": os.fspath(tmp_path)})
+    assert process.stdout is not None
+    lines = Lines(process.stdout)
+    try:
+        kubeconfig = Path(lines.next_matching("kubeconfig=", timeout=TIMEOUT).split("kubeconfig=")[1])
+        assert kubeconfig.parent.parent == tmp_path and kubeconfig.exists()
+        process.send_signal(signal.SIGTERM)
+        assert process.wait(TIMEOUT) == 0
+        assert list(tmp_path.iterdir()) == []
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait(10)
+        lines.join()
 
 
 @pytest.fixture
@@ -295,3 +382,53 @@ def test_serve_refuses_an_unknown_feature_gate_with_exit_2() -> None:
     assert "unrecognized feature gate: NoSuchGate" in result.stderr
     result = kinformer("serve", "--feature-gates", "ShardedListAndWatch=yes")
     assert result.returncode == 2
+
+
+def test_watch_gives_up_at_its_timeout_on_a_server_that_never_answers(
+    silent: tuple[SilentServer, str],
+) -> None:
+    _server, path = silent
+    result = kinformer("watch", "cm", "--once", "--timeout", "1", "--kubeconfig", path)
+    assert result.returncode == 4
+    assert result.stderr.strip() == (
+        f"error: the server at http://127.0.0.1:{_server.port} did not answer discovery within 1s")
+
+
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM], ids=["ctrl-c", "sigterm"])
+def test_ctrl_c_or_sigterm_ends_a_watch_waiting_on_a_server_that_never_answers(
+    silent: tuple[SilentServer, str], sig: signal.Signals,
+) -> None:
+    server, path = silent
+    process = subprocess.Popen(
+        [sys.executable, "-m", "kinformer", "watch", "cm", "--timeout", "600", "--kubeconfig", path],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, stdin=subprocess.DEVNULL)
+    try:
+        assert server.accepted.wait(TIMEOUT)  # discovery is waiting for its answer
+        process.send_signal(sig)
+        _out, err = process.communicate(timeout=10)
+        assert process.returncode == 0, err
+        assert err == ""
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.communicate()
+
+
+def test_ctrl_c_ends_a_watch_waiting_for_its_first_list(
+    apiserver: FakeAPIServer, kubeconfig: str,
+) -> None:
+    apiserver.set_delay(600, verb="list")
+    process = subprocess.Popen(
+        [sys.executable, "-m", "kinformer", "watch", "cm", "--timeout", "600", "--kubeconfig", kubeconfig],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, stdin=subprocess.DEVNULL)
+    try:
+        # discovery read the core group's document: the (delayed) first list comes next
+        assert wait_for(lambda: any(path == "/api/v1" for _, path, _, _ in apiserver.requests), TIMEOUT)
+        process.send_signal(signal.SIGINT)
+        _out, err = process.communicate(timeout=10)
+        assert process.returncode == 0, err
+    finally:
+        apiserver.set_delay(0)
+        if process.poll() is None:
+            process.kill()
+            process.communicate()
