@@ -41,6 +41,7 @@ from kinformer import _gc, _threads, context, errors, meta, processor, sharding
 from kinformer.cache import delta_fifo, real_fifo, store
 from kinformer.cache.thread_safe_store import NOT_APPLIED
 from kinformer.clock import REAL_CLOCK, Clock
+from kinformer.gvr import GroupVersionResource
 from kinformer.handlers import ResourceEventHandler, wait_for_cache_sync
 from kinformer.metrics import provider as metrics_provider
 from kinformer.reflector import reflector
@@ -142,6 +143,14 @@ class _ReflectorStore:
             pause.end(freeze_first=fifo.has_synced())
 
 
+def _default_name(lister_watcher: Any) -> str:
+    """``v1/configmaps`` for a lister-watcher that says what it lists, else ``#<n>``."""
+    resource = getattr(lister_watcher, "resource", None)
+    if isinstance(resource, GroupVersionResource):
+        return "/".join(part for part in (resource.group, resource.version, resource.resource) if part)
+    return f"#{next(_ids)}"
+
+
 class SharedIndexInformer:
     """An indexed local cache of one resource type, kept in sync with the server.
 
@@ -160,9 +169,22 @@ class SharedIndexInformer:
     atomically: a handler reading the cache while a relist's notifications arrive never sees
     part of the old list and part of the new one.
 
+    ``name`` names its threads and log lines; by default the resource the lister-watcher of
+    :meth:`ListWatch.for_resource <kinformer.ListWatch.for_resource>` lists (``v1/configmaps``),
+    else ``#<n>``. Example::
+
         informer = SharedIndexInformer(ListWatch.for_resource(client, gvr))
         informer.add_event_handler(ResourceEventHandlerFuncs(add_func=print))
-        threading.Thread(target=informer.run, args=(stop,)).start()
+        stop = threading.Event()
+        thread = threading.Thread(target=informer.run, args=(stop,))
+        thread.start()
+        try:
+            if not informer.wait_for_sync(timeout=30):
+                raise SystemExit(f"cache did not sync: {informer.last_error()}")
+            ...  # read the cache through informer.get_indexer() or a GenericLister
+        finally:
+            stop.set()  # run() returns once every thread it started is joined
+            thread.join()
     """
 
     def __init__(
@@ -180,7 +202,7 @@ class SharedIndexInformer:
         self._profile = profile
         self._lister_watcher = lister_watcher
         self.example_object = example_object
-        self._name = name or f"informer{next(_ids)}"
+        self._name = name or _default_name(lister_watcher)
         self._clock = clock
         self._indexer = store.Indexer(
             store.deletion_handling_meta_namespace_key_func, dict(indexers or {})

@@ -138,7 +138,7 @@ def is_well_formed(obj: Any) -> bool:
 
 def check(obj: Any, what: str) -> dict[str, Any]:
     """Return ``obj`` when :func:`is_well_formed`; else raise :class:`~kinformer.DecodeError`
-    saying what is wrong, prefixed by ``what`` (``"list apps/v1, Resource=deployments"``)."""
+    saying what is wrong, prefixed by ``what`` (``"list deployments.apps"``)."""
     if not isinstance(obj, dict):
         raise errors.DecodeError(f"{what}: expected an object, got {type(obj).__name__}")
     meta = obj.get("metadata")

@@ -67,6 +67,7 @@ class ListWatch:
         self.watch_func = watch_func
         # the shard every request carries (for_resource); an informer over this starts with it
         self.shard_selector: sharding.ShardSelector | None = None
+        self.resource: _gvr.GroupVersionResource | None = None  # what it lists, when known
 
     @interface.takes_context
     def list(
@@ -131,4 +132,5 @@ class ListWatch:
         )
         lw = cls(http.list, http.watch)
         lw.shard_selector = selector
+        lw.resource = gvr
         return lw

@@ -82,7 +82,7 @@ class HTTPResource:
     ) -> interface.ListResult:
         """One list request; cancelling ``ctx`` breaks it off (it raises TransportError)."""
         options = self._options(options)
-        what = f"list {self._gvr}"  # formatted once: the request, the error messages, every item check
+        what = f"list {self._gvr.group_resource}"  # once: the request, the error messages, item checks
         data = self._client.request(
             "GET", self._path, query=options.query(), timeout=self._timeout, ctx=ctx, what=what
         ).read()
@@ -136,10 +136,10 @@ class HTTPResource:
         options = self._options(options)
         response = self._client.request(
             "GET", self._path, query=[("watch", "true"), *options.query()], timeout=self._timeout,
-            ctx=ctx, what=f"watch {self._gvr}",
+            ctx=ctx, what=f"watch {self._gvr.group_resource}",
         )
         response.keep_open()
-        return HTTPWatch(response, str(self._gvr))
+        return HTTPWatch(response, self._gvr.group_resource)
 
 
 class HTTPWatch:

@@ -6,9 +6,11 @@ dropped watches and compacted history, and every object that vanished must reach
 
 from __future__ import annotations
 
+import logging
 import threading
 from typing import Any
 
+import pytest
 from helpers import create_cm, names, running
 from kubernetes import client as k8s
 
@@ -164,3 +166,17 @@ def test_a_resource_the_server_does_not_serve_shows_not_found(apiserver: Any, ap
         assert wait_for(lambda: informer.last_error() is not None, TIMEOUT)
         assert isinstance(informer.last_error(), errors.NotFoundError)
         assert not wait_for_cache_sync(stop, informer.has_synced, timeout=0.1)
+
+
+def test_an_unnamed_informer_is_named_after_its_resource_in_logs_and_threads(
+    apiserver: Any, api_client: Any, caplog: pytest.LogCaptureFixture
+) -> None:
+    deployments = GroupVersionResource("apps", "v1", "deployments")
+    informer = SharedIndexInformer(ListWatch.for_resource(api_client, deployments))
+    assert informer.name == "apps/v1/deployments"
+    with caplog.at_level(logging.INFO, logger="kinformer.informer"), running(informer.run) as stop:
+        assert wait_for_cache_sync(stop, informer.has_synced, timeout=TIMEOUT)
+        assert "kinformer-reflector-apps/v1/deployments" in [t.name for t in threading.enumerate()]
+    assert "informer apps/v1/deployments starting" in caplog.messages
+    anonymous = SharedIndexInformer(ListWatch(lambda options: None, lambda options: iter(())))
+    assert anonymous.name.startswith("#")
