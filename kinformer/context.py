@@ -6,11 +6,16 @@ its own subtree. Components accept either a ``Context`` or a plain :class:`threa
 :func:`as_context` turns the latter into the former, and :func:`context_for_channel` is fleet's
 ``ContextForChannel``.
 
-    root = Context()
-    child = root.child()             # one per GVR in an InformerManager
-    child.cancel()                   # stops that subtree only
-    if ctx.wait(delay): return       # interruptible sleep; True once cancelled
-    ctx.on_cancel(stream.close)      # wakes a blocking socket read
+>>> root = Context("root")
+>>> child = root.child()  # one per GVR in an InformerManager
+>>> child.cancel()  # stops that subtree only
+>>> child.cancelled(), root.cancelled()
+(True, False)
+>>> _ = root.on_cancel(lambda: print("closing the stream"))  # wakes a blocking socket read
+>>> root.cancel()
+closing the stream
+>>> root.wait(30)  # an interruptible sleep: True at once, as the context is cancelled
+True
 """
 
 from __future__ import annotations

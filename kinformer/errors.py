@@ -37,6 +37,10 @@
 
 :func:`api_error_from_status` maps an HTTP status and a ``Status`` body onto this tree
 through one table. Errors carry what a log line needs, never credentials.
+
+>>> err = api_error_from_status(410, {"kind": "Status", "reason": "Expired", "message": "too old"})
+>>> type(err).__name__, err.status, err.reason, is_expired(err)
+('GoneError', 410, 'Expired', True)
 """
 
 from __future__ import annotations

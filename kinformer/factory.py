@@ -191,11 +191,14 @@ class DynamicSharedInformerFactory:
     shard of its resource. Its informers follow ``profile`` (``"modern"`` or ``"classic"``, see
     :class:`~kinformer.SharedIndexInformer`).
 
+    Example, with ``api_client`` an ``ApiClient`` and ``stop`` a ``threading.Event``::
+
         factory = DynamicSharedInformerFactory(api_client)
-        cms = factory.for_resource(GroupVersionResource("", "v1", "configmaps"))
+        configmaps = factory.for_resource(GroupVersionResource("", "v1", "configmaps"))
         factory.start(stop)
         factory.wait_for_cache_sync(stop, timeout=10)
-        cms.lister().by_namespace("default").list("app=web")
+        web = configmaps.lister().by_namespace("default").list("app=web")
+        factory.shutdown()  # stops every informer and waits for its threads
     """
 
     def __init__(

@@ -31,6 +31,12 @@ class GroupVersionResource:
     """A resource type on the server, e.g. ``GroupVersionResource("apps", "v1", "deployments")``.
 
     The core group is ``""``. ``str()`` gives client-go's form, ``"apps/v1, Resource=deployments"``.
+
+    >>> deployments = GroupVersionResource("apps", "v1", "deployments")
+    >>> deployments.group_version, deployments.group_resource
+    ('apps/v1', 'deployments.apps')
+    >>> str(GroupVersionResource("", "v1", "configmaps"))
+    '/v1, Resource=configmaps'
     """
 
     group: str

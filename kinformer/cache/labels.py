@@ -230,6 +230,12 @@ def parse_selector(text: str) -> Selector:
 
     Raises :class:`~kinformer.errors.LabelSelectorError` naming the position of the first problem. Results are
     cached by text (the selectors are immutable).
+
+    >>> selector = parse_selector("app=web,tier in (api,db),!canary")
+    >>> selector.matches({"app": "web", "tier": "db"})
+    True
+    >>> selector.matches({"app": "web", "tier": "db", "canary": "true"})
+    False
     """
     if not text or text.isspace():
         return _EVERYTHING

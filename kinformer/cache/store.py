@@ -189,6 +189,14 @@ class Indexer(IndexedMap):
     :meth:`list_index_func_values`, which returns []. Index functions run outside the lock
     (``add_indexers`` excepted); the read methods are shared with
     :class:`~kinformer.ThreadSafeStore`.
+
+    >>> indexer = Indexer(indexers={NAMESPACE_INDEX: meta_namespace_index_func})
+    >>> indexer.add({"metadata": {"namespace": "default", "name": "web"}})
+    >>> indexer.add({"metadata": {"namespace": "kube-system", "name": "dns"}})
+    >>> indexer.list_keys()
+    ['default/web', 'kube-system/dns']
+    >>> [obj["metadata"]["name"] for obj in indexer.by_index(NAMESPACE_INDEX, "kube-system")]
+    ['dns']
     """
 
     __slots__ = ()

@@ -54,9 +54,12 @@ class Controller:
     A controller runs once: a second ``run`` raises
     :class:`~kinformer.AlreadyStartedError`.
 
-        controller = Controller("mirror", MirrorReconciler(lister), workers=2)
-        informer.add_event_handler(controller.event_handler())
-        controller.run(ctx)
+    Example, with ``informer`` a :class:`~kinformer.SharedIndexInformer`, ``reconciler`` a
+    :class:`Reconciler` and ``ctx`` a :class:`~kinformer.Context`::
+
+        controller = Controller("mirror", reconciler, workers=2)
+        informer.add_event_handler(controller.event_handler())  # enqueues the key of each change
+        controller.run(ctx)  # blocks until ctx is cancelled
     """
 
     def __init__(

@@ -78,11 +78,14 @@ class ControllerManager:
     joined before ``start`` returns. ``running_controllers`` is thread-safe. A manager starts
     once (:class:`~kinformer.AlreadyStartedError`).
 
-    Example::
+    Example, with ``ddsif`` a :class:`~kinformer.DiscoveringDynamicSharedInformerFactory`,
+    ``new_widget_controller(ctx)`` returning the function that runs the controller, and ``ctx``
+    a :class:`~kinformer.Context`::
 
-        manager = ControllerManager("cluster-1", factory.informer_source(),
-                                    {"widgets": ManagedController({widgets_gvr}, new_widget_controller)})
-        manager.start(ctx)
+        widgets = GroupVersionResource("example.com", "v1", "widgets")
+        manager = ControllerManager("cluster-1", ddsif.informer_source(),
+                                    {"widgets": ManagedController({widgets}, new_widget_controller)})
+        manager.start(ctx)  # blocks until ctx is cancelled
     """
 
     def __init__(

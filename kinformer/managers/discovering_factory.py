@@ -127,9 +127,13 @@ class DiscoveringDynamicSharedInformerFactory:
     ``"classic"``). GVR handlers (:meth:`add_event_handler`) run on
     the informers' handler threads; all methods are thread-safe.
 
-        ddsif = DiscoveringDynamicSharedInformerFactory(api_client, lambda g: g.group == "example.com")
-        ddsif.start(ctx)
+    Example, with ``api_client`` an ``ApiClient``, ``ctx`` a :class:`~kinformer.Context` and
+    ``controllers`` a dict of :class:`~kinformer.ManagedController` by name::
+
+        ddsif = DiscoveringDynamicSharedInformerFactory(api_client, lambda gvr: gvr.group == "example.com")
+        ddsif.start(ctx)  # a thread of its own, until ctx is cancelled
         manager = ControllerManager("demo", ddsif.informer_source(), controllers)
+        manager.start(ctx)  # blocks until ctx is cancelled
     """
 
     def __init__(

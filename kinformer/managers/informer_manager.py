@@ -69,14 +69,18 @@ class InformerManager:
     ``default_resync`` is every informer's resync period in seconds (0: never); ``profile``
     (``"modern"`` or ``"classic"``) is handed to each informer.
 
-    Example::
+    Example, with ``api_client`` an ``ApiClient``, ``stop`` a ``threading.Event`` and
+    ``handler`` a :class:`~kinformer.ResourceEventHandler` (the ``0`` is the default resync
+    period: no resync)::
 
+        discovery = CachedDiscoveryClient(api_client)
+        configmaps = GroupVersionResource("", "v1", "configmaps")
         with InformerManager(api_client, 0, stop) as manager:
             manager.add_dynamic_resources(discovery.server_resources().preferred_resources(),
                                           handler, list_complete=True)
             manager.start()
             manager.wait_for_cache_sync(timeout=30)
-            manager.lister(cms).by_namespace("default").list("app=web")
+            web = manager.lister(configmaps).by_namespace("default").list("app=web")
     """
 
     def __init__(

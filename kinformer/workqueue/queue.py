@@ -41,15 +41,23 @@ class WorkQueue(Generic[T]):
     thread (``kinformer-workqueue-metrics-<name>``) updates unfinished work every half second.
     Unnamed queues, and every queue while no provider is set, keep no metrics.
 
-    Example::
+    A worker takes items until the queue is shut down and empty:
 
-        queue = WorkQueue(name="pods")
-        item, shutdown = queue.get()
-        if not shutdown:
-            try:
-                process(item)
-            finally:
-                queue.done(item)
+    >>> queue = WorkQueue(name="pods")
+    >>> queue.add("default/web")
+    >>> queue.add("default/web")  # already queued: still one item
+    >>> len(queue)
+    1
+    >>> queue.shut_down()  # no new adds; what is queued is still handed out
+    >>> while True:
+    ...     item, shutdown = queue.get()
+    ...     if shutdown:
+    ...         break
+    ...     try:
+    ...         print("processing", item)
+    ...     finally:
+    ...         queue.done(item)
+    processing default/web
     """
 
     def __init__(self, name: str = "", *, clock: clock_module.Clock = clock_module.REAL_CLOCK) -> None:

@@ -20,17 +20,25 @@ class RateLimitingQueue(DelayingQueue[T]):
     :func:`~kinformer.workqueue.rate_limiters.default_controller_rate_limiter` on the queue's
     clock. Give each queue its own limiter: a shared one mixes up ``forget`` between queues.
 
-    Example::
+    A worker retries a failed key after a growing delay and ends once the queue is shut down:
 
-        queue = RateLimitingQueue(name="pods")
-        key, shutdown = queue.get()
-        try:
-            reconcile(key)
-            queue.forget(key)
-        except Exception:
-            queue.add_rate_limited(key)
-        finally:
-            queue.done(key)
+    >>> def worker(queue, reconcile):
+    ...     while True:
+    ...         key, shutdown = queue.get()
+    ...         if shutdown:  # shut_down() was called and nothing is left
+    ...             return
+    ...         try:
+    ...             reconcile(key)
+    ...             queue.forget(key)  # done: the next failure starts from the base delay
+    ...         except Exception:
+    ...             queue.add_rate_limited(key)  # again later, after this key's backoff
+    ...         finally:
+    ...             queue.done(key)
+    >>> queue = RateLimitingQueue(name="pods")
+    >>> queue.add("default/web")
+    >>> queue.shut_down()
+    >>> worker(queue, lambda key: print("reconciled", key))
+    reconciled default/web
     """
 
     def __init__(
