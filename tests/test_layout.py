@@ -7,6 +7,7 @@ import-linter in ``tox -e lint`` from the contracts in setup.cfg.
 from __future__ import annotations
 
 import ast
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -14,6 +15,7 @@ from pathlib import Path
 import kinformer
 
 PACKAGE = Path(kinformer.__file__).parent
+CHECKOUT = Path(__file__).resolve().parents[1]
 
 
 def test_import_kinformer_loads_neither_side_wing() -> None:
@@ -47,3 +49,13 @@ def _modules_calling(attribute: str) -> list[str]:
 
 def test_one_module_sends_requests_through_the_official_client() -> None:
     assert _modules_calling("call_api") == ["client/rest.py"]
+
+
+def test_ci_runs_exactly_the_test_command_of_the_readme() -> None:
+    section = (CHECKOUT / "README.md").read_text(encoding="utf-8").split("## Run the tests", 1)[1]
+    match = re.search(r"```\n(.*?)```", section, re.DOTALL)
+    assert match is not None
+    commands = match.group(1).splitlines()
+    script = (CHECKOUT / ".ci" / "run").read_text(encoding="utf-8").splitlines()
+    steps = [line for line in script if line.strip() and not line.lstrip().startswith("#")]
+    assert steps == ["set -euo pipefail", 'cd "$(dirname "$0")/.."', *commands]
