@@ -13,6 +13,7 @@ import logging
 import sys
 from collections.abc import Sequence
 
+from kinformer import __version__
 from kinformer.cli import serve, watch
 from kinformer.cli.demo import app as demo
 
@@ -25,6 +26,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="kinformer", description="client-go's informer machinery for Python, on threads.")
     parser.add_argument("-v", "--verbose", action="store_true", help="log debug messages")
+    parser.add_argument("--version", action="version", version=f"kinformer {__version__}")
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND")
     for module in SUBCOMMANDS:
         module.add_parser(subparsers)

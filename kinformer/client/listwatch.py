@@ -103,6 +103,9 @@ class ListWatch:
 
         ``client`` is a ``kubernetes.client.ApiClient``, a ``kubernetes.dynamic.DynamicClient``
         or an API object holding an ``api_client``. ``namespace=""`` means all namespaces.
+        With ``label_selector`` (applied by the server), an object whose labels stop matching
+        leaves the watch as a DELETED event: an informer's handlers see it deleted, though it
+        still exists.
         ``read_timeout``: seconds without a byte after which a watch counts as dead (raises
         :class:`~kinformer.TransportError`, and the reflector re-establishes it); keep it
         above the server's bookmark interval. ``tweak_list_options`` may change the options of

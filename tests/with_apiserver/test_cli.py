@@ -18,6 +18,7 @@ from typing import IO, Any
 import pytest
 from helpers import SilentServer, cm
 
+import kinformer as kinformer_package
 from kinformer import cli
 from kinformer.cli import watch as _watch
 from kinformer.gvr import GroupVersionResource
@@ -432,3 +433,9 @@ def test_ctrl_c_ends_a_watch_waiting_for_its_first_list(
         if process.poll() is None:
             process.kill()
             process.communicate()
+
+
+def test_version_prints_the_package_version() -> None:
+    result = kinformer("--version")
+    assert result.returncode == 0
+    assert result.stdout == f"kinformer {kinformer_package.__version__}\n"

@@ -19,7 +19,7 @@ from kinformer.cache.lister import GenericLister
 from kinformer.cache.store import NAMESPACE_INDEX, DeletedFinalStateUnknown, meta_namespace_index_func
 from kinformer.client.listwatch import ListWatch
 from kinformer.gvr import GroupVersionResource
-from kinformer.handlers import wait_for_cache_sync
+from kinformer.handlers import ResourceEventHandlerFuncs, wait_for_cache_sync
 from kinformer.informer import SharedIndexInformer
 from kinformer.testing import FakeClock, wait_for
 
@@ -180,3 +180,23 @@ def test_an_unnamed_informer_is_named_after_its_resource_in_logs_and_threads(
     assert "informer apps/v1/deployments starting" in caplog.messages
     anonymous = SharedIndexInformer(ListWatch(lambda options: None, lambda options: iter(())))
     assert anonymous.name.startswith("#")
+
+
+def test_a_label_selected_informer_sees_an_object_losing_its_label_as_a_deletion(
+    apiserver: Any, api_client: Any
+) -> None:
+    apiserver.create(CONFIGMAPS, {"metadata": {"name": "a", "namespace": NS, "labels": {"export": "true"}}})
+    deleted: list[Any] = []
+    lw = ListWatch.for_resource(api_client, CONFIGMAPS, label_selector="export=true")
+    informer = SharedIndexInformer(lw)
+    informer.add_event_handler(ResourceEventHandlerFuncs(delete_func=deleted.append))
+    with running(informer.run) as stop:
+        assert wait_for_cache_sync(stop, informer.has_synced, timeout=TIMEOUT)
+        assert apiserver.wait_for_watchers(CONFIGMAPS, 1, timeout=TIMEOUT)
+        unlabelled = apiserver.get(CONFIGMAPS, NS, "a")
+        unlabelled["metadata"]["labels"] = {}
+        apiserver.update(CONFIGMAPS, unlabelled)
+        assert wait_for(lambda: len(deleted) == 1, TIMEOUT)
+    assert deleted[0]["metadata"]["labels"] == {"export": "true"}  # as it last matched
+    assert informer.get_indexer().list_keys() == []
+    assert apiserver.get(CONFIGMAPS, NS, "a")["metadata"]["name"] == "a"  # still on the server
