@@ -77,9 +77,10 @@ class BackoffManager:
         self._reset_after = reset_after
         self._clock = clock
         self._rand: RandomSource = random if random is not None else _random.random
-        self._lock = threading.Lock()  # guards _current, _last_request
+        self._lock = threading.Lock()  # guards _current, _last_request, _resume_at
         self._current = self._initial
         self._last_request: float | None = None
+        self._resume_at: float | None = None  # clock time a wait in progress ends
 
     def next_delay(self) -> float:
         """The next wait in seconds, advancing the sequence (after a reset if one is due)."""
@@ -106,7 +107,19 @@ class BackoffManager:
         if stop.cancelled():
             return True
         delay = self.next_delay()
-        return self._clock.wait(stop.done, delay) or stop.cancelled()
+        with self._lock:
+            self._resume_at = self._clock.now() + delay
+        try:
+            return self._clock.wait(stop.done, delay) or stop.cancelled()
+        finally:
+            with self._lock:
+                self._resume_at = None
+
+    def remaining(self) -> float | None:
+        """Seconds left of the :meth:`wait` in progress; None when nothing waits."""
+        with self._lock:
+            resume_at = self._resume_at
+        return None if resume_at is None else max(0.0, resume_at - self._clock.now())
 
     def __repr__(self) -> str:
         return f"BackoffManager(current={self._current.duration!r}s)"

@@ -318,6 +318,12 @@ class SharedIndexInformer:
         refl = self._reflector
         return None if refl is None else refl.last_error()
 
+    def backoff_remaining(self) -> float | None:
+        """Seconds until the reflector lists or watches again, while it backs off after an
+        error (a dropped connection, a refused list); None while it lists or watches."""
+        refl = self._reflector
+        return None if refl is None else refl.backoff_remaining()
+
     # -- configuration --------------------------------------------------------------------------
 
     def set_shard_selector(self, selector: sharding.ShardSelector | None) -> None:

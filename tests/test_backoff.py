@@ -93,3 +93,19 @@ def test_wait_returns_true_at_once_when_stopped() -> None:
     waiter.join(5)
     assert result == [True]
     assert manager.wait(ctx) is True
+
+
+def test_remaining_counts_down_the_wait_in_progress_and_is_none_otherwise() -> None:
+    clock = FakeClock()
+    manager = BackoffManager(clock=clock, random=no_jitter)
+    ctx = Context()
+    assert manager.remaining() is None
+    waiter = threading.Thread(target=manager.wait, args=(ctx,))
+    waiter.start()
+    assert clock.wait_for_waiters(1)
+    assert manager.remaining() == pytest.approx(0.8)
+    clock.step(0.5)
+    assert manager.remaining() == pytest.approx(0.3)
+    clock.step(0.3)
+    waiter.join(5)
+    assert manager.remaining() is None

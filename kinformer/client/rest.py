@@ -25,7 +25,9 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import re
 import socket
+import ssl
 import threading
 from collections.abc import Sequence
 from typing import Any
@@ -221,19 +223,55 @@ def _shutdown_socket(sock: Any) -> None:
 
 
 def transport_error(exc: BaseException, where: str) -> errors.TransportError:
-    """The typed error for a failed connection, with the whole reason; refusals get their own class."""
+    """The typed error for a failed connection, with the whole reason; refusals get their own class.
+
+    The reason is the innermost cause urllib3 wrapped (retries exhausted, a pool's name): a
+    TLS failure, a name that does not resolve, a read timeout or a broken connection, told in
+    full without the wrappers around it.
+    """
     seen: BaseException | None = exc
-    depth = 0
-    while seen is not None and depth < 8:
+    causes: list[BaseException] = []
+    while seen is not None and len(causes) < 8:
         if isinstance(seen, ConnectionRefusedError):
             return errors.ConnectionRefusedAPIError(f"{where}: connection refused")
+        causes.append(seen)
         reason = getattr(seen, "reason", None)
         seen = reason if isinstance(reason, BaseException) else (seen.__cause__ or seen.__context__)
-        depth += 1
-    text = str(exc)
-    if "refused" in text.lower():
+    if "refused" in str(exc).lower():
         return errors.ConnectionRefusedAPIError(f"{where}: connection refused")
-    return errors.TransportError(f"{where}: {type(exc).__name__}: {text}")
+    return errors.TransportError(f"{where}: {_reason(causes)}")
+
+
+_POOL_PREFIX = re.compile(r"^[\w.]*(?:Connection|ConnectionPool)\(host=[^)]*\): ")
+
+
+def _reason(causes: list[BaseException]) -> str:
+    """One line saying why a connection failed, from the chain ``causes`` (outermost first)."""
+    for cause in causes:
+        if isinstance(cause, (ssl.SSLError, urllib3.exceptions.SSLError)):
+            ssl_error: BaseException = next(
+                (c for c in reversed(causes) if isinstance(c, ssl.SSLError)), cause)
+            return f"TLS failure: {_text(ssl_error)}"
+    for cause in causes:
+        if isinstance(cause, urllib3.exceptions.NameResolutionError):
+            return f"DNS lookup failed: {_text(cause)}"
+        if isinstance(cause, urllib3.exceptions.ReadTimeoutError):
+            return f"no answer in time: {_text(cause)}"
+        if isinstance(cause, urllib3.exceptions.ConnectTimeoutError):
+            return f"connect timed out: {_text(cause)}"
+        if isinstance(cause, urllib3.exceptions.ProtocolError):
+            first = cause.args[0] if cause.args and isinstance(cause.args[0], str) else _text(cause)
+            return f"connection broken: {first.removeprefix('Connection broken: ')}"
+    innermost = causes[-1] if causes else None
+    if innermost is None:
+        return "connection failed"
+    return f"{type(innermost).__name__}: {_text(innermost)}"
+
+
+def _text(exc: BaseException) -> str:
+    """``exc``'s message on one line, without urllib3's ``HTTPConnection(host=...)`` prefix."""
+    text = " ".join(str(exc).split()) or type(exc).__name__
+    return _POOL_PREFIX.sub("", text)
 
 
 def _cancelled_error(where: str) -> errors.TransportError:
@@ -330,7 +368,7 @@ class Client:
         except ApiException as exc:  # the official client's wrapping of TLS failures (status 0)
             if exc.status:
                 raise errors.api_error_from_status(exc.status, exc.body) from exc
-            raise errors.TransportError(f"{where}: {exc.reason}") from exc
+            raise transport_error(exc, where) from exc
         except (urllib3.exceptions.HTTPError, OSError) as exc:
             if call is not None and call.cancelled:
                 raise _cancelled_error(where) from exc

@@ -92,7 +92,7 @@ class _FanOut:
             try:
                 call(handler)
             except Exception:
-                log.exception("GVR handler %r failed on %s", handler, self._gvr)
+                log.exception("GVR handler %r failed on %s", handler, self._gvr.group_resource)
 
     def on_add(self, obj: Any, is_in_initial_list: bool) -> None:
         self._each(lambda h: h.on_add(self._gvr, obj))
@@ -327,7 +327,7 @@ class DiscoveringDynamicSharedInformerFactory:
         try:
             return bool(self._filter(gvr))
         except Exception:
-            log.exception("ddsif filter failed on %s; leaving it out", gvr)
+            log.exception("ddsif filter failed on %s; leaving it out", gvr.group_resource)
             return False
 
     def _new_informer(self, gvr: GroupVersionResource) -> factory.GenericInformer:
@@ -337,7 +337,7 @@ class DiscoveringDynamicSharedInformerFactory:
             {},
             self._resync,
             self._indexers,
-            name=factory.gvr_subject(gvr),
+            name=f"ddsif-{factory.gvr_subject(gvr)}",  # apart from other informers of the type
             profile=self._profile,
         )
         shared.add_event_handler(_FanOut(self, gvr))

@@ -131,7 +131,7 @@ class InformerManager:
                         record.stopped = True
                         to_stop.append(record.meta.group_version_resource)
             for gvr in to_stop:
-                log.info("resource %s is gone; stopping its informer", gvr)
+                log.info("resource %s is gone; stopping its informer", gvr.group_resource)
                 self._factory.stop_informer(gvr)
 
     def add_static_resource(self, resource: APIResourceMeta, handler: handlers.ResourceEventHandler) -> None:
@@ -217,7 +217,8 @@ class InformerManager:
             try:
                 shared.set_transform(strip_managed_fields)
             except errors.AlreadyStartedError:
-                log.error("informer for %s already started; managedFields stay in its cache", gvr)
+                log.error("informer for %s already started; managedFields stay in its cache",
+                          gvr.group_resource)
         for handler in record.handlers:
             shared.add_event_handler(handler)
 

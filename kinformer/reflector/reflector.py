@@ -264,6 +264,10 @@ class Reflector:
         with self._lock:
             return self._last_error
 
+    def backoff_remaining(self) -> float | None:
+        """Seconds until the next list or watch attempt while backing off after an error; else None."""
+        return self._backoff.remaining()
+
     def has_synced_once(self) -> bool:
         """True once a list (or a WatchList's initial events) reached the store."""
         with self._lock:

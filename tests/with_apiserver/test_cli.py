@@ -215,6 +215,21 @@ def test_a_refused_connection_exits_4(tmp_path: Path) -> None:
     assert result.stderr.startswith(f"error: unable to connect to the server at http://127.0.0.1:{port}")
 
 
+def test_a_tls_failure_exits_4_with_the_whole_reason(tmp_path: Path) -> None:
+    with FakeAPIServer(token="right") as server:
+        kubeconfig = server.kubeconfig()
+        del kubeconfig["clusters"][0]["cluster"]["certificate-authority-data"]  # trust the system's CAs
+        path = tmp_path / "kubeconfig"
+        path.write_text(json.dumps(kubeconfig))
+        result = kinformer("watch", "cm", "--kubeconfig", os.fspath(path), "--once")
+    assert result.returncode == 4
+    assert result.stderr.startswith(
+        f"error: unable to connect to the server at {server.url}: discovery /api: TLS failure: "
+        "[SSL: CERTIFICATE_VERIFY_FAILED] certificate verify failed: unable to get local issuer "
+        "certificate")
+    assert len(result.stderr.splitlines()) == 1
+
+
 def test_a_wrong_token_exits_5(tmp_path: Path) -> None:
     with FakeAPIServer(token="right") as server:
         path = tmp_path / "kubeconfig"

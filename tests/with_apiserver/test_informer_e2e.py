@@ -11,7 +11,7 @@ import threading
 from typing import Any
 
 import pytest
-from helpers import create_cm, names, running
+from helpers import client_for, create_cm, names, running
 from kubernetes import client as k8s
 
 from kinformer import errors
@@ -21,7 +21,7 @@ from kinformer.client.listwatch import ListWatch
 from kinformer.gvr import GroupVersionResource
 from kinformer.handlers import ResourceEventHandlerFuncs, wait_for_cache_sync
 from kinformer.informer import SharedIndexInformer
-from kinformer.testing import FakeClock, wait_for
+from kinformer.testing import FakeAPIServer, FakeClock, wait_for
 
 CONFIGMAPS = GroupVersionResource("", "v1", "configmaps")
 TIMEOUT = 10.0
@@ -200,3 +200,21 @@ def test_a_label_selected_informer_sees_an_object_losing_its_label_as_a_deletion
     assert deleted[0]["metadata"]["labels"] == {"export": "true"}  # as it last matched
     assert informer.get_indexer().list_keys() == []
     assert apiserver.get(CONFIGMAPS, NS, "a")["metadata"]["name"] == "a"  # still on the server
+
+
+def test_a_tls_failure_keeps_its_whole_reason_in_last_error_and_the_log(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    reason = "certificate verify failed: unable to get local issuer certificate"
+    with FakeAPIServer(token="s3cret") as server:
+        api = client_for(server.url, "s3cret")  # https, but the server's CA is not trusted
+        informer = SharedIndexInformer(ListWatch.for_resource(api, CONFIGMAPS))
+        try:
+            with caplog.at_level(logging.WARNING, logger="kinformer.reflector"), running(informer.run):
+                assert wait_for(lambda: informer.last_error() is not None, TIMEOUT)
+        finally:
+            api.close()
+    error = informer.last_error()
+    assert isinstance(error, errors.TransportError)
+    assert str(error).startswith(f"list configmaps: TLS failure: [SSL: CERTIFICATE_VERIFY_FAILED] {reason}")
+    assert any(reason in message and "s3cret" not in message for message in caplog.messages)

@@ -138,7 +138,21 @@ def test_a_tls_failure_is_a_transport_error_with_the_whole_reason() -> None:
         finally:
             api.close()
     assert not isinstance(raised.value, errors.ConnectionRefusedAPIError)
-    assert "certificate verify failed" in str(raised.value).lower()
+    message = str(raised.value)
+    assert message.startswith("GET /api: TLS failure: [SSL: CERTIFICATE_VERIFY_FAILED] "
+                              "certificate verify failed: unable to get local issuer certificate")
+    assert "Max retries" not in message and "HTTPSConnectionPool" not in message
+
+
+def test_a_name_that_does_not_resolve_is_a_transport_error_naming_it() -> None:
+    api = client_for("http://kinformer-test.invalid:6443")
+    try:
+        with pytest.raises(errors.TransportError) as raised:
+            rest.Client(api).request("GET", "/api", what="discovery /api")
+    finally:
+        api.close()
+    assert str(raised.value).startswith(
+        "discovery /api: DNS lookup failed: Failed to resolve 'kinformer-test.invalid' (")
 
 
 def test_get_json_names_the_request_in_a_decode_error_and_types_error_statuses(

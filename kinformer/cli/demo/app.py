@@ -26,7 +26,7 @@ from collections.abc import Callable
 from types import FrameType
 from typing import Any, TextIO
 
-from kinformer import _threads, context, errors, meta
+from kinformer import _threads, context, errors, factory, meta
 from kinformer.cli.demo import controllers, display, queue_metrics, replicas, workload
 from kinformer.client import rest
 from kinformer.client.discovery import CachedDiscoveryClient
@@ -222,12 +222,15 @@ class Demo:
         """The run as it is now, for the display."""
         events, reconciles, changes, faults = self.stats.snapshot()
         reconnects, relists = self.watch_counts()
+        synced, _not_synced = self.ddsif.informers()
+        waits = [w for w in (i.backoff_remaining() for i in synced.values()) if w is not None]
         return display.Status(
             url=self.server.url, elapsed=time.monotonic() - self.started, options=self.options,
             loaded=self.loaded, crd_installed=self.crd_installed, events=events,
             reconciles=reconciles, changes=changes, faults=faults, cached=self.cached(),
             running=sorted(self.controllers.running_controllers()), reconnects=reconnects,
-            relists=relists, queues=self.queue_figures.snapshot())
+            relists=relists, queues=self.queue_figures.snapshot(),
+            backoff=max(waits) if waits else None)
 
     def watch_counts(self) -> tuple[int, int]:
         """(watch reconnects, relists) of the demo's informers, from the requests they sent.
@@ -271,6 +274,19 @@ class Demo:
         return _threads.join_all(started_here, STOP_TIMEOUT)
 
 
+def informer_names() -> dict[str, str]:
+    """What log lines call the demo's informers, and what the display calls them instead.
+
+    The InformerManager's and the controllers' informers of one type would otherwise read alike.
+    """
+    names = {"reflector ddsif-crds": "customresourcedefinitions (the controllers' informer)"}
+    for gvr in CACHED:
+        subject = factory.gvr_subject(gvr)
+        names[f"reflector ddsif-{subject}"] = f"{gvr.group_resource} (the controllers' informer)"
+        names[f"reflector {subject}"] = f"{gvr.group_resource} (the manager's informer)"
+    return names
+
+
 def _key(obj: Any) -> str:
     return f"{meta.namespace(obj)}/{meta.name(obj)}"
 
@@ -299,7 +315,7 @@ def run(args: argparse.Namespace) -> int:
     root = logging.getLogger()
     saved_handlers = root.handlers[:]
     if screen.tty:
-        root.handlers = [display.WarningCollector(screen)]
+        root.handlers = [display.WarningCollector(screen, informer_names())]
     try:
         return _run(options, stop, screen, out)
     finally:

@@ -13,13 +13,21 @@ import collections
 import dataclasses
 import logging
 import shutil
+import textwrap
 import time
+from collections.abc import Callable
 from typing import TextIO
 
 from kinformer.cli.demo import workload
 from kinformer.gvr import GroupVersionResource
 
 RATE_WINDOW = 0.5  # seconds: events/s is recomputed over at least this long
+
+
+LABEL_WIDTH = 16  # the column where a status line's text starts, after its label
+SUMMARY_LABEL_WIDTH = 17
+MAX_WARNING_LINES = 3  # screen lines one warning may take; a longer one loses its middle
+MIN_WIDTH = 40  # narrower terminals are drawn as if this wide
 
 
 @dataclasses.dataclass(frozen=True)
@@ -41,14 +49,50 @@ class Status:
     relists: int
     # work queue name -> (depth, retries), from the metrics the queues report
     queues: dict[str, tuple[int, int]] = dataclasses.field(default_factory=dict)
+    backoff: float | None = None  # seconds until informers backing off after a fault try again
+
+
+def resource_name(gvr: GroupVersionResource) -> str:
+    """How the demo names a resource type: ``configmaps``, ``widgets.example.com``."""
+    return gvr.group_resource
+
+
+def terminal_width() -> int:
+    return max(MIN_WIDTH, shutil.get_terminal_size().columns)
+
+
+def wrap(label: str, text: str, width: int, max_lines: int = 0, label_width: int = LABEL_WIDTH) -> list[str]:
+    """``label`` then ``text`` wrapped at word boundaries to ``width`` columns (less one, so a
+    full line never makes the terminal wrap), continuation lines indented under the text.
+
+    With ``max_lines``, a longer text keeps its beginning and its end and loses its middle, so
+    the part that says what happens next (``; relisting``) stays.
+    """
+    indent = " " * label_width
+    first = f"  {label:<{label_width - 3}} " if label else indent
+    lines = textwrap.wrap(text, width=width - 1, initial_indent=first, subsequent_indent=indent,
+                          break_on_hyphens=False) or [first.rstrip()]
+    if max_lines and len(lines) > max_lines:
+        room = (width - 1 - label_width) * max_lines - 2  # the text that fits, less " …"
+        head = room * 2 // 3
+        tail = room - head
+        shortened = text[:head].rsplit(" ", 1)[0] + " … " + text[-tail:].split(" ", 1)[-1]
+        lines = textwrap.wrap(shortened, width=width - 1, initial_indent=first,
+                              subsequent_indent=indent, break_on_hyphens=False)[:max_lines]
+    return lines
 
 
 class Display:
-    """Draws the status: redrawn in place on a terminal, one plain line per frame otherwise."""
+    """Draws the status: redrawn in place on a terminal, one plain line per frame otherwise.
 
-    def __init__(self, out: TextIO, tty: bool) -> None:
+    On a terminal every line fits its width (long ones wrap at word boundaries), so the cursor
+    moves back over exactly the lines drawn.
+    """
+
+    def __init__(self, out: TextIO, tty: bool, width: Callable[[], int] = terminal_width) -> None:
         self._out = out
         self.tty = tty
+        self._width = width
         self._drawn = 0
         self._last_events = 0
         self._last_time = time.monotonic()
@@ -62,45 +106,57 @@ class Display:
         if now - self._last_time >= RATE_WINDOW:  # a shorter span would make a jumpy rate
             self.rate = (total - self._last_events) / (now - self._last_time)
             self._last_events, self._last_time = total, now
-        options = status.options
         if not self.tty:
-            parts = [f"t={status.elapsed:.1f}s", f"phase={phase}",
-                     f"loaded={status.loaded}/{options.objects}", f"events/s={self.rate:.0f}"]
-            parts += [f"{gvr.resource}={'listing' if n is None else n}" for gvr, n in status.cached.items()]
-            parts += [f"controllers={','.join(status.running) or '-'}",
-                      f"reconnects={status.reconnects}", f"relists={status.relists}"]
-            parts += [f"queue:{name}={depth}/{retries}"
-                      for name, (depth, retries) in status.queues.items()]
-            self._write([" ".join(parts)])
+            self._write([self.plain_line(status, phase)])
             return
+        self._write(self.lines(status, phase, self._width()))
+
+    def plain_line(self, status: Status, phase: str) -> str:
+        """The frame as one line of ``key=value`` fields, for a log or a pipe."""
+        parts = [f"t={status.elapsed:.1f}s", f"phase={phase}",
+                 f"loaded={status.loaded}/{status.options.objects}", f"events/s={self.rate:.0f}"]
+        parts += [f"{resource_name(gvr)}={'listing' if n is None else n}" for gvr, n in status.cached.items()]
+        parts += [f"controllers={','.join(status.running) or '-'}",
+                  f"reconnects={status.reconnects}", f"relists={status.relists}"]
+        parts += [f"queue:{name}={depth}/{retries}" for name, (depth, retries) in status.queues.items()]
+        if status.backoff is not None:
+            parts.append(f"reconnecting_in={status.backoff:.1f}s")
+        return " ".join(parts)
+
+    def lines(self, status: Status, phase: str, width: int) -> list[str]:
+        """The frame as it is drawn on a terminal ``width`` columns wide."""
+        options = status.options
+        events = status.events
+        total = sum(events.values())
         until = f" / {options.duration:g}s" if options.duration else " (Ctrl-C stops)"
-        lines = [
-            f"kinformer demo  {status.url}  {status.elapsed:5.1f}s{until}  churn {options.rate:g}/s",
-            f"  phase         {phase}",
-            f"  loaded        {status.loaded}/{options.objects} ConfigMaps in "
-            f"{len(workload.DEMO_NAMESPACES)} namespaces"
-            + ("  + Widget CRD" if status.crd_installed else ""),
-            f"  events/s      {self.rate:8.0f}   total {total}  ("
-            + ", ".join(f"{k} {events.get(k, 0)}" for k in ("initial", "added", "updated", "deleted")) + ")",
-            "  cached        " + "   ".join(
-                f"{gvr.resource} {'listing…' if n is None else n}" for gvr, n in status.cached.items()),
-            "  controllers   " + (", ".join(f"{name} ({status.reconciles.get(name, 0)} reconciles)"
-                                            for name in status.running) or "none yet"),
-            f"  watches       {status.reconnects} reconnects, {status.relists} relists  "
-            f"({_plural(status.faults, 'fault')} injected, {status.changes} changes made)",
-        ]
+        rate = f"{self.rate:.0f}"
+        if status.backoff is not None:
+            rate += f" (reconnecting in {status.backoff:.1f}s)"
+        by_kind = ", ".join(f"{k} {events.get(k, 0)}" for k in ("initial", "added", "updated", "deleted"))
+        lines = textwrap.wrap(f"kinformer demo  {status.url}  {status.elapsed:.1f}s{until}  "
+                              f"churn {options.rate:g}/s", width=width - 1, subsequent_indent="  ")
+        lines += wrap("phase", phase, width)
+        lines += wrap("loaded", f"{status.loaded}/{options.objects} ConfigMaps in "
+                                f"{len(workload.DEMO_NAMESPACES)} namespaces"
+                                + (" + Widget CRD" if status.crd_installed else ""), width)
+        lines += wrap("events/s", f"{rate}  total {total} ({by_kind})", width)
+        lines += wrap("cached", ",  ".join(f"{resource_name(gvr)} {'listing…' if n is None else n}"
+                                           for gvr, n in status.cached.items()) or "-", width)
+        lines += wrap("controllers", ", ".join(f"{name} ({status.reconciles.get(name, 0)} reconciles)"
+                                               for name in status.running) or "none yet", width)
+        faults = _plural(status.faults, "fault")
+        lines += wrap("watches", f"{status.reconnects} reconnects, {status.relists} relists "
+                                 f"({faults} injected, {status.changes} changes made)", width)
         if status.queues:
-            lines.append("  work queues   " + ", ".join(
-                f"{name} depth {depth} retries {retries}"
-                for name, (depth, retries) in status.queues.items()))
-        lines += [f"  {'last warnings' if i == 0 else '':<13} {w}" for i, w in enumerate(self.warnings)]
-        self._write(lines)
+            lines += wrap("work queues", ", ".join(f"{name} depth {depth} retries {retries}"
+                                                   for name, (depth, retries) in status.queues.items()),
+                          width)
+        for i, warning in enumerate(self.warnings):
+            lines += wrap("last warnings" if i == 0 else "", warning, width, MAX_WARNING_LINES)
+        return lines
 
     def _write(self, lines: list[str]) -> None:
         if self.tty:
-            # a wrapped line would throw off the cursor-up count of the next frame
-            width = max(20, shutil.get_terminal_size().columns - 1)
-            lines = [line[:width] for line in lines]
             up = f"\x1b[{self._drawn}F" if self._drawn else "\x1b[?25l"
             self._out.write(up + "".join(line + "\x1b[K\n" for line in lines) + "\x1b[J")
             self._drawn = len(lines)
@@ -115,52 +171,59 @@ class Display:
 
 
 class WarningCollector(logging.Handler):
-    """Keeps the last warnings for the display instead of printing them over it."""
+    """Keeps the last warnings for the display instead of printing them over it.
 
-    def __init__(self, display: Display) -> None:
+    ``names`` rewrites what the messages call things (an informer's name, say) into what the
+    display calls them; a message is kept whole, the display shortens it when it must.
+    """
+
+    def __init__(self, display: Display, names: dict[str, str] | None = None) -> None:
         super().__init__(logging.WARNING)
         self._display = display
+        self._names = sorted((names or {}).items(), key=lambda item: -len(item[0]))  # longest first
 
     def emit(self, record: logging.LogRecord) -> None:
-        self._display.warnings.append(f"{record.name}: {record.getMessage()}"[:120])
+        message = " ".join(record.getMessage().split())
+        for old, new in self._names:
+            message = message.replace(old, new)
+        self._display.warnings.append(message)
 
 
 def summary(out: TextIO, final: Status, synced_after: float | None, interrupted: bool,
-            mismatched: list[str], alive: list[str]) -> None:
+            mismatched: list[str], alive: list[str], width: int | None = None) -> None:
     """Print what the run did and whether the caches ended equal to the server.
 
     ``final`` is the run once stopped, ``synced_after`` the seconds its first lists took (None:
-    they never completed).
+    they never completed). Lines wrap at word boundaries to ``width`` (default: the terminal's).
     """
+    width = width or terminal_width()
     events = final.events
     elapsed = final.elapsed
     total = sum(events.values())
     cached = {gvr: n for gvr, n in final.cached.items() if n is not None}
-    lines = [
-        "",
-        f"kinformer demo summary ({'interrupted' if interrupted else 'finished'} after {elapsed:.1f}s)",
-        f"  workload       {final.loaded} ConfigMaps in {len(workload.DEMO_NAMESPACES)} namespaces"
-        + (", Widget CRD installed" if final.crd_installed else "") + f"; {final.changes} changes made",
-        "  initial sync   " + (f"{synced_after:.2f}s" if synced_after is not None else "not reached"),
-        f"  events         {total} handled ({total / elapsed if elapsed else 0:.0f}/s): "
-        + ", ".join(f"{k} {events.get(k, 0)}" for k in ("initial", "added", "updated", "deleted")),
-        "  cached         " + ("   ".join(f"{gvr.resource} {n}" for gvr, n in cached.items()) or "nothing"),
-        "  controllers    " + (", ".join(f"{name} {n} reconciles"
-                                          for name, n in sorted(final.reconciles.items())) or "none ran"),
-        f"  watches        {final.reconnects} reconnects, {final.relists} relists "
-        f"({_plural(final.faults, 'fault')} injected)",
+    fields = [
+        ("workload", f"{final.loaded} ConfigMaps in {len(workload.DEMO_NAMESPACES)} namespaces"
+         + (", Widget CRD installed" if final.crd_installed else "") + f"; {final.changes} changes made"),
+        ("initial sync", f"{synced_after:.2f}s" if synced_after is not None else "not reached"),
+        ("events", f"{total} handled ({total / elapsed if elapsed else 0:.0f}/s): "
+         + ", ".join(f"{k} {events.get(k, 0)}" for k in ("initial", "added", "updated", "deleted"))),
+        ("cached", ",  ".join(f"{resource_name(gvr)} {n}" for gvr, n in cached.items()) or "nothing"),
+        ("controllers", ", ".join(f"{name} {n} reconciles" for name, n in sorted(final.reconciles.items()))
+         or "none ran"),
+        ("watches", f"{final.reconnects} reconnects, {final.relists} relists "
+         f"({_plural(final.faults, 'fault')} injected)"),
     ]
     if final.queues:
-        lines.append("  work queues    " + ", ".join(
-            f"{name} {retries} {'retry' if retries == 1 else 'retries'}"
-            for name, (_, retries) in final.queues.items()))
+        fields.append(("work queues", ", ".join(f"{name} {retries} {'retry' if retries == 1 else 'retries'}"
+                                                for name, (_, retries) in final.queues.items())))
     if synced_after is not None:
-        lines.append("  consistency    " + (f"caches differ from the server: {', '.join(mismatched)}"
-                                          if mismatched else "every cache matches the server"))
-    if alive:
-        lines.append(f"  threads        still alive after stop: {', '.join(alive)}")
-    else:
-        lines.append("  threads        all stopped")
+        fields.append(("consistency", f"caches differ from the server: {', '.join(mismatched)}"
+                       if mismatched else "every cache matches the server"))
+    fields.append(("threads", f"still alive after stop: {', '.join(alive)}" if alive else "all stopped"))
+    how = "interrupted" if interrupted else "finished"
+    lines = ["", f"kinformer demo summary ({how} after {elapsed:.1f}s)"]
+    for label, text in fields:
+        lines += wrap(label, text, width, label_width=SUMMARY_LABEL_WIDTH)
     out.write("\n".join(lines) + "\n")
     out.flush()
 
