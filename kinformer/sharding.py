@@ -1,7 +1,7 @@
 """Shard selectors: Kubernetes' ``shardSelector`` for sharded list and watch, and its hash.
 
 Kubernetes 1.36 added server-side sharded list and watch (KEP-5866, feature gate
-``ShardedListAndWatch``, alpha): a ``shardSelector`` query parameter such as
+``ShardedListAndWatch``, alpha): a ``shardSelector`` query parameter such as::
 
     shardRange(object.metadata.uid, '0x0000000000000000', '0x8000000000000000')
 

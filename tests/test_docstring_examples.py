@@ -54,24 +54,27 @@ def test_the_entry_points_have_runnable_examples() -> None:
 
 
 def test_no_docstring_example_renders_as_prose() -> None:
-    """An indented block after a sentence is a block quote in the reference, with curly quotes;
-    an example must follow ``::`` (or a directive) or be a ``>>>`` doctest."""
+    """An indented block set off by a blank line is a block quote in the reference, with curly
+    quotes; an example must follow ``::`` (or a directive) or be a ``>>>`` doctest. (A definition
+    list's definition follows its term without a blank line.)"""
     prose = []
     for path in SOURCES:
         for where, doc in docstrings(path):
-            previous = ""
+            previous = ""  # the last unindented line
+            blank_before = False
             in_block = False
             for line in doc.splitlines():
                 if not line.strip():
+                    blank_before = True
                     continue
                 indented = line.startswith("    ")
                 if indented and not in_block:
                     in_block = True
                     introduced = previous.endswith("::") or previous.lstrip().startswith(".. ")
-                    sentence = previous.endswith((".", ":", ","))
-                    if sentence and not introduced and not line.lstrip().startswith(">>>"):
+                    if blank_before and not introduced and not line.lstrip().startswith(">>>"):
                         prose.append(f"{where}: {line.strip()}")
                 elif not indented:
                     in_block = False
                     previous = line.rstrip()
+                blank_before = False
     assert prose == []

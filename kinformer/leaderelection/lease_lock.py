@@ -67,6 +67,8 @@ class LeaseLock:
     stale update or a create that lost a race), :class:`~kinformer.TransportError`, and other
     :class:`~kinformer.APIError` subclasses.
 
+    Example::
+
         lock = LeaseLock(api_client, "default", "my-controller", identity=socket.gethostname())
     """
 

@@ -58,6 +58,9 @@ class ShardCoordinator:
     one renew interval); once it is stable every hash belongs to exactly one live member.
     Bad settings raise :class:`~kinformer.ConfigurationError`. Thread-safe; runs once.
 
+    Example, with ``informer`` a :class:`~kinformer.SharedIndexInformer` and ``stop`` a
+    ``threading.Event``::
+
         coordinator = ShardCoordinator(api_client, "my-controller", socket.gethostname())
         coordinator.add_listener(informer.set_shard_selector)
         threading.Thread(target=coordinator.run, args=(stop,)).start()
