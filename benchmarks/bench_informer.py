@@ -27,9 +27,9 @@ import argparse
 import gc
 import json
 import logging
+import os
 import platform
 import sys
-import os
 import threading
 import time
 from collections.abc import Callable
