@@ -19,13 +19,11 @@ from __future__ import annotations
 import builtins
 import enum
 import logging
-import threading
-import time
 from collections import deque
 from collections.abc import Callable, Iterable
 from typing import Any, NamedTuple
 
-from kinformer import errors
+from kinformer.cache.fifo_base import FIFOBase, TransformFunc
 from kinformer.cache.store import (
     DeletedFinalStateUnknown,
     KeyFunc,
@@ -76,8 +74,6 @@ Deltas = list[Delta]
 ProcessFunc = Callable[[Deltas, bool], None]
 """``process(deltas, is_in_initial_list)``, called by :meth:`DeltaFIFO.pop`."""
 
-TransformFunc = Callable[[Any], Any]
-"""Applied once to every incoming object before it is queued."""
 
 TakeFirstListFunc = Callable[[dict[str, Any]], bool]
 """``take_first_list(items)``: takes a whole first list (key -> transformed object, in list order)
@@ -120,7 +116,7 @@ def _appender(action: DeltaType, doc: str) -> Callable[[DeltaFIFO, Any], None]:
     return append
 
 
-class DeltaFIFO:
+class DeltaFIFO(FIFOBase):
     """A FIFO of keys, each holding every change not yet processed for that object.
 
     A key keeps its place in line while more changes for it arrive; ``pop`` hands all of them
@@ -151,35 +147,14 @@ class DeltaFIFO:
         *,
         take_first_list: TakeFirstListFunc | None = None,
     ) -> None:
-        self._key_func = key_func
+        super().__init__(key_func, transformer)
         self._known_objects = known_objects
         self._emit_delta_type_replaced = emit_delta_type_replaced
-        self._transformer = transformer
         self._take_first_list = take_first_list
-        # guards everything below; a key is in _queue iff it is in _items, and _items values
-        # are never empty; _initial_population_count counts the pops left of the first list,
-        # and _synced never turns True before _populated
-        self._lock = threading.Lock()  # hot paths take it directly: Condition.__enter__ is slower
-        self._cond = threading.Condition(self._lock)
+        # guarded by the lock: a key is in _queue iff it is in _items, and _items values are
+        # never empty; the rest of the state is FIFOBase's
         self._items: dict[str, Deltas] = {}
         self._queue: deque[str] = deque()
-        self._populated = False
-        self._initial_population_count = 0
-        self._closed = False
-        self._waiting = 0  # poppers inside wait(): notify only when someone listens
-        self._synced = False  # written under the lock, read without it
-
-    # -- keys --------------------------------------------------------------------------------
-
-    def key_of(self, obj: Any) -> str:
-        """The key for an object, a DeletedFinalStateUnknown (its key) or Deltas (the newest's)."""
-        if type(obj) is list:
-            if not obj:
-                raise errors.KeyFuncError("0 length Deltas object; can't get key")
-            obj = obj[-1][1]
-        if type(obj) is DeletedFinalStateUnknown:
-            return obj.key
-        return self._key_func(obj)
 
     # -- producers ---------------------------------------------------------------------------
 
@@ -199,12 +174,6 @@ class DeltaFIFO:
             # keep a real deletion over a relist's DeletedFinalStateUnknown, else the older one
             keep = delta if type(older[1]) is DeletedFinalStateUnknown else older
             deltas[-2:] = [keep]
-
-    def _transform(self, obj: Any) -> Any:
-        transformer = self._transformer
-        if transformer is None or type(obj) is DeletedFinalStateUnknown:
-            return obj
-        return transformer(obj)
 
     # add and update, made by _appender: each watch event costs one call, not two
     add = _appender(_ADDED, "Queue an ``Added`` delta (transformed first; a transform error queues nothing).")
@@ -352,29 +321,6 @@ class DeltaFIFO:
 
     # -- consumer ----------------------------------------------------------------------------
 
-    def _wait_for_queued_locked(self, timeout: float | None) -> None:
-        """With the lock held and the queue empty: wait until a key is queued.
-
-        Raises :class:`~kinformer.FIFOClosedError` once closed and still empty,
-        ``TimeoutError`` after ``timeout`` seconds. Counts itself in ``_waiting`` so producers
-        notify only while someone waits.
-        """
-        queue = self._queue
-        deadline = None if timeout is None else time.monotonic() + timeout
-        while not queue:
-            if self._closed:
-                raise errors.FIFOClosedError()
-            remaining = None
-            if deadline is not None:
-                remaining = deadline - time.monotonic()
-                if remaining <= 0:
-                    raise TimeoutError(f"DeltaFIFO.pop: nothing queued after {timeout}s")
-            self._waiting += 1
-            try:
-                self._cond.wait(remaining)
-            finally:
-                self._waiting -= 1
-
     def pop(self, process: ProcessFunc | None, timeout: float | None = None) -> Deltas:
         """Take the oldest key's deltas, run ``process(deltas, is_in_initial_list)``, return them.
 
@@ -389,7 +335,7 @@ class DeltaFIFO:
         try:
             queue = self._queue
             if not queue:
-                self._wait_for_queued_locked(timeout)
+                self._wait_for_locked(self._queue, timeout)
             key = queue.popleft()
             deltas = self._items.pop(key)
             is_in_initial_list = not self._synced
@@ -428,7 +374,7 @@ class DeltaFIFO:
         try:
             queue = self._queue
             if not queue:
-                self._wait_for_queued_locked(timeout)
+                self._wait_for_locked(self._queue, timeout)
             items = self._items
             popleft = queue.popleft
             if self._synced:
@@ -450,20 +396,6 @@ class DeltaFIFO:
             lock.release()
 
     # -- state and reads ---------------------------------------------------------------------
-
-    def has_synced(self) -> bool:
-        """True once the first list (or earlier direct changes) has been fully processed."""
-        return self._synced
-
-    def close(self) -> None:
-        """Close the queue and wake every ``pop``; producers may still add (and pops drain)."""
-        with self._cond:
-            self._closed = True
-            self._cond.notify_all()
-
-    def is_closed(self) -> bool:
-        """Whether :meth:`close` was called."""
-        return self._closed
 
     def list(self) -> builtins.list[Any]:
         """The newest queued object of every key."""

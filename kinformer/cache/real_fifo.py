@@ -18,14 +18,13 @@ from __future__ import annotations
 import builtins
 import dataclasses
 import logging
-import threading
-import time
 from collections import deque
 from collections.abc import Callable, Iterable
 from typing import Any, NamedTuple
 
 from kinformer import errors
-from kinformer.cache.delta_fifo import Delta, Deltas, DeltaType, TransformFunc
+from kinformer.cache.delta_fifo import Delta, Deltas, DeltaType
+from kinformer.cache.fifo_base import FIFOBase, TransformFunc
 from kinformer.cache.store import (
     DeletedFinalStateUnknown,
     KeyFunc,
@@ -117,7 +116,7 @@ def _appender(action: DeltaType, doc: str) -> Callable[[RealFIFO, Any], None]:
     return append
 
 
-class RealFIFO:
+class RealFIFO(FIFOBase):
     """A log of deltas, popped in arrival order; safe for many producers and one consumer.
 
     ``add``, ``update`` and ``delete`` append exactly one delta each (a delete is queued even
@@ -166,51 +165,21 @@ class RealFIFO:
                 raise errors.ConfigurationError("only an atomic RealFIFO can queue bookmarks")
         if batch_size < 1:
             raise errors.ConfigurationError("batch_size must be >= 1")
-        self._key_func = key_func
+        super().__init__(key_func, transformer)
         self._known_objects = known_objects
-        self._transformer = transformer
         self._atomic = atomic
         self._unlock = unlock_while_processing
         self._emit_bookmarks = emit_bookmarks
         self._batch_size = batch_size
         self._backlog = 2 * batch_size  # this many waiting deltas or more: keep the lock (backpressure)
-        # guards everything below; _items holds (key, delta) in arrival order, key "" for the
-        # deltas of no one object (ReplacedAll, SyncAll, Bookmark)
-        self._lock = threading.Lock()
-        self._cond = threading.Condition(self._lock)
+        # guarded by the lock: (key, delta) in arrival order, key "" for the deltas of no one
+        # object (ReplacedAll, SyncAll, Bookmark); the rest of the state is FIFOBase's, the
+        # initial population counting the deltas of the first replace not processed yet
         self._items: deque[tuple[str, Delta]] = deque()
-        self._populated = False
-        self._initial_population_count = 0  # deltas of the first replace not processed yet
-        self._closed = False
-        self._waiting = 0  # poppers inside wait(): notify only when someone listens
-        self._synced = False  # written under the lock, read without it
 
     @property
     def atomic(self) -> bool:
         return self._atomic
-
-    # -- keys --------------------------------------------------------------------------------
-
-    def key_of(self, obj: Any) -> str:
-        """The key for an object, a DeletedFinalStateUnknown (its key) or Deltas (the newest's)."""
-        if type(obj) is list:
-            if not obj:
-                raise errors.KeyFuncError("0 length Deltas object; can't get key")
-            obj = obj[-1][1]
-        if type(obj) is DeletedFinalStateUnknown:
-            return obj.key
-        try:
-            return self._key_func(obj)
-        except errors.KeyFuncError:
-            raise
-        except Exception as exc:
-            raise errors.KeyFuncError(f"couldn't create key for object {obj!r:.200}: {exc}") from exc
-
-    def _transform(self, obj: Any) -> Any:
-        transformer = self._transformer
-        if transformer is None or type(obj) is DeletedFinalStateUnknown:
-            return obj
-        return transformer(obj)
 
     # -- producers ---------------------------------------------------------------------------
 
@@ -319,24 +288,6 @@ class RealFIFO:
 
     # -- consumer ----------------------------------------------------------------------------
 
-    def _wait_for_queued_locked(self, timeout: float | None) -> None:
-        """With the lock held: wait until something is queued (FIFOClosedError, TimeoutError)."""
-        items = self._items
-        deadline = None if timeout is None else time.monotonic() + timeout
-        while not items:
-            if self._closed:
-                raise errors.FIFOClosedError()
-            remaining = None
-            if deadline is not None:
-                remaining = deadline - time.monotonic()
-                if remaining <= 0:
-                    raise TimeoutError(f"RealFIFO.pop: nothing queued after {timeout}s")
-            self._waiting += 1
-            try:
-                self._cond.wait(remaining)
-            finally:
-                self._waiting -= 1
-
     def _count_processed_locked(self, taken: int) -> None:
         """``taken`` deltas of the first list were processed: shrink it; synced once it is empty."""
         if self._initial_population_count > 0:
@@ -381,7 +332,7 @@ class RealFIFO:
         items = self._items
         try:
             if not items:
-                self._wait_for_queued_locked(timeout)
+                self._wait_for_locked(self._items, timeout)
             deltas = [items.popleft()[1]]
         except BaseException:
             lock.release()
@@ -424,7 +375,7 @@ class RealFIFO:
         items = self._items
         try:
             if not items:
-                self._wait_for_queued_locked(timeout)
+                self._wait_for_locked(self._items, timeout)
             synced = self._synced
             limit = self._batch_size
             if not synced and self._initial_population_count > 0:
@@ -451,19 +402,6 @@ class RealFIFO:
         return len(batch)
 
     # -- state and reads ---------------------------------------------------------------------
-
-    def has_synced(self) -> bool:
-        """True once the first list (or earlier direct changes) has been fully processed."""
-        return self._synced
-
-    def close(self) -> None:
-        """Close the queue and wake every pop; producers may still add (and pops drain)."""
-        with self._cond:
-            self._closed = True
-            self._cond.notify_all()
-
-    def is_closed(self) -> bool:
-        return self._closed
 
     def list(self) -> builtins.list[Any]:
         """The newest queued object of every key (deltas of no one object left out)."""
