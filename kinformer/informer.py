@@ -607,22 +607,40 @@ class SharedIndexInformer:
             olds = indexer.apply_batch(changes)
             out: list[processor.Notification] = []
             sync_at: list[int] = []
-            initial = 0
-            for (key, obj, delete), old in zip(changes, olds, strict=True):
-                if old is NOT_APPLIED:
-                    log.error("informer %s: index function failed for %s; object dropped",
-                              self._name, key)
-                elif delete:
-                    out.append(_new_notification(_Notification, (_DELETE, obj, None)))
-                elif old is None:
-                    out.append(_new_notification(_Notification, (_ADD, obj, is_in_initial_list)))
-                    initial += is_in_initial_list
-                else:
-                    if meta.resource_version(old) == meta.resource_version(obj):
-                        sync_at.append(len(out))
-                    out.append(_new_notification(_Notification, (_UPDATE, old, obj)))
+            initial = self._notify_applied(changes, olds, is_in_initial_list, out, sync_at)
             if out:
                 self._processor.distribute_batch(out, sync_at, initial)
+
+    def _notify_applied(
+        self,
+        changes: list[tuple[str, Any, bool]],
+        olds: list[Any],
+        is_in_initial_list: bool,
+        out: list[processor.Notification],
+        sync_at: list[int],
+    ) -> int:
+        """Append the notifications of ``changes`` as ``Indexer.apply_batch`` applied them.
+
+        ``olds`` is what apply_batch returned: a deletion notifies ``on_delete``, a write to a
+        key not cached before ``on_add``, any other ``on_update`` (its position goes to
+        ``sync_at`` when the resourceVersion did not change); a change that was not applied is
+        logged. Returns how many of the notifications are initial-list adds.
+        """
+        initial = 0
+        for (key, obj, delete), old in zip(changes, olds, strict=True):
+            if old is NOT_APPLIED:
+                log.error("informer %s: index function failed for %s; object dropped",
+                          self._name, key)
+            elif delete:
+                out.append(_new_notification(_Notification, (_DELETE, obj, None)))
+            elif old is None:
+                out.append(_new_notification(_Notification, (_ADD, obj, is_in_initial_list)))
+                initial += is_in_initial_list
+            else:
+                if meta.resource_version(old) == meta.resource_version(obj):
+                    sync_at.append(len(out))
+                out.append(_new_notification(_Notification, (_UPDATE, old, obj)))
+        return initial
 
     def _replace_all_locked(self, info: real_fifo.ReplacedAllInfo, is_in_initial_list: bool) -> None:
         """Make a whole list the cache's content in one step, then notify: deletions first.
@@ -634,35 +652,28 @@ class SharedIndexInformer:
         """
         indexer, items = self._indexer, info.items
         current = indexer.snapshot() if len(indexer) else {}
-        out: list[processor.Notification] = []
-        sync_at: list[int] = []
-        if not current and self._add_new_quietly(items):  # a first list: one columnar pass
-            indexer.bookmark(info.resource_version)
-            if is_in_initial_list:  # the handlers get one item for the whole list
-                self._processor.distribute_initial(list(items.values()))
-                return
-            out = [_new_notification(_Notification, (_ADD, obj, False)) for obj in items.values()]
-        else:
+        first = not current and self._add_new_quietly(items)  # into an empty cache: one pass
+        if not first:
             gone = [key for key in current if key not in items]
             changes: list[tuple[str, Any, bool]] = [(key, None, True) for key in gone]
             changes += [(key, obj, False) for key, obj in items.items()]
             olds = indexer.apply_batch(changes)
+        indexer.bookmark(info.resource_version)
+        if first and is_in_initial_list:  # the handlers get one item for the whole list
+            self._processor.distribute_initial(list(items.values()))
+            return
+        out: list[processor.Notification] = []
+        sync_at: list[int] = []
+        initial = 0
+        if first:
+            out = [_new_notification(_Notification, (_ADD, obj, False)) for obj in items.values()]
+        else:
             for key in gone:
                 dfsu = store.DeletedFinalStateUnknown(key, current[key])
                 out.append(_new_notification(_Notification, (_DELETE, dfsu, None)))
-            for (key, obj, _), old in zip(changes[len(gone):], olds[len(gone):], strict=True):
-                if old is NOT_APPLIED:
-                    log.error("informer %s: index function failed for %s; object dropped",
-                              self._name, key)
-                elif old is None:
-                    out.append(_new_notification(_Notification, (_ADD, obj, is_in_initial_list)))
-                else:
-                    if meta.resource_version(old) == meta.resource_version(obj):
-                        sync_at.append(len(out))
-                    out.append(_new_notification(_Notification, (_UPDATE, old, obj)))
-        indexer.bookmark(info.resource_version)
+            initial = self._notify_applied(
+                changes[len(gone):], olds[len(gone):], is_in_initial_list, out, sync_at)
         if out:
-            initial = sum(1 for n in out if n[0] == _ADD) if is_in_initial_list else 0
             self._processor.distribute_batch(out, sync_at, initial)
 
     def _add_new_quietly(self, items: dict[str, Any]) -> bool:
