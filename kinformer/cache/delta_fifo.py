@@ -279,13 +279,7 @@ class DeltaFIFO(FIFOBase):
             for key in known.list_keys():
                 if key in new_keys or key in self._items:
                     continue
-                try:
-                    last = known.get_by_key(key)
-                except Exception:
-                    log.warning("known-object lookup failed key=%s", key, exc_info=True)
-                    last = None
-                if last is None:
-                    log.warning("key=%s vanished from known objects during replace", key)
+                last = self._known_object(known, key, "replace")
                 self._queue_locked(_DELETED, DeletedFinalStateUnknown(key, last), key)
                 deletions += 1
         if not self._populated:
@@ -309,15 +303,9 @@ class DeltaFIFO(FIFOBase):
             for key in known.list_keys():
                 if key in self._items:
                     continue
-                try:
-                    obj = known.get_by_key(key)
-                except Exception:
-                    log.warning("known-object lookup failed key=%s", key, exc_info=True)
-                    continue
-                if obj is None:
-                    log.warning("key=%s vanished from known objects during resync", key)
-                    continue
-                self._queue_locked(_SYNC, obj, key)
+                obj = self._known_object(known, key, "resync")
+                if obj is not None:
+                    self._queue_locked(_SYNC, obj, key)
 
     # -- consumer ----------------------------------------------------------------------------
 

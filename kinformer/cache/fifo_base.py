@@ -7,6 +7,7 @@ pop; both keep the same state under one lock and follow the same rules for it, k
 
 from __future__ import annotations
 
+import logging
 import threading
 import time
 from collections import deque
@@ -14,7 +15,7 @@ from collections.abc import Callable
 from typing import Any
 
 from kinformer import errors
-from kinformer.cache.store import DeletedFinalStateUnknown, KeyFunc
+from kinformer.cache.store import DeletedFinalStateUnknown, KeyFunc, KeyListerGetter
 
 TransformFunc = Callable[[Any], Any]
 """Applied once to every incoming object before it is queued."""
@@ -51,6 +52,19 @@ class FIFOBase:
         if type(obj) is DeletedFinalStateUnknown:
             return obj.key
         return self._key_func(obj)
+
+    def _known_object(self, known: KeyListerGetter, key: str, during: str) -> Any | None:
+        """The known object under ``key``; None, with a warning, when the lookup failed or the
+        object vanished from ``known`` since its key was listed (``during`` names the step)."""
+        log = logging.getLogger(type(self).__module__)
+        try:
+            obj = known.get_by_key(key)
+        except Exception:
+            log.warning("known-object lookup failed key=%s", key, exc_info=True)
+            return None
+        if obj is None:
+            log.warning("key=%s vanished from known objects during %s", key, during)
+        return obj
 
     def _transform(self, obj: Any) -> Any:
         """``obj`` through the transformer; a DeletedFinalStateUnknown went through it already."""

@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import builtins
 import dataclasses
-import logging
 from collections import deque
 from collections.abc import Callable, Iterable
 from typing import Any, NamedTuple
@@ -31,8 +30,6 @@ from kinformer.cache.store import (
     KeyListerGetter,
     meta_namespace_key_func,
 )
-
-log = logging.getLogger(__name__)
 
 __all__ = [
     "SYNC_ALL_INFO",
@@ -242,13 +239,7 @@ class RealFIFO(FIFOBase):
         for key in known.list_keys():
             if key in new_keys or key in last_queued:
                 continue
-            try:
-                last = known.get_by_key(key)
-            except Exception:
-                log.warning("known-object lookup failed key=%s", key, exc_info=True)
-                last = None
-            if last is None:
-                log.warning("key=%s vanished from known objects during replace", key)
+            last = self._known_object(known, key, "replace")
             items.append((key, _new_delta(Delta, (_DELETED, DeletedFinalStateUnknown(key, last)))))
         for key, obj in pairs:
             items.append((key, _new_delta(Delta, (_REPLACED, obj))))
@@ -265,15 +256,9 @@ class RealFIFO(FIFOBase):
                 for key in known.list_keys():
                     if key in queued:
                         continue
-                    try:
-                        obj = known.get_by_key(key)
-                    except Exception:
-                        log.warning("known-object lookup failed key=%s", key, exc_info=True)
-                        continue
-                    if obj is None:
-                        log.warning("key=%s vanished from known objects during resync", key)
-                        continue
-                    self._items.append((key, _new_delta(Delta, (_SYNC, obj))))
+                    obj = self._known_object(known, key, "resync")
+                    if obj is not None:
+                        self._items.append((key, _new_delta(Delta, (_SYNC, obj))))
             if self._waiting:
                 self._cond.notify()
 
