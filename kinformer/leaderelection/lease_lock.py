@@ -16,8 +16,8 @@ import logging
 import threading
 from typing import Any, Protocol
 
-from kinformer import _json, errors
 from kinformer import context as _context
+from kinformer import errors
 from kinformer.client import rest
 from kinformer.gvr import GroupVersionResource
 from kinformer.leaderelection.record import LeaderElectionRecord
@@ -148,12 +148,8 @@ class LeaseLock:
     ) -> dict[str, Any]:
         seconds = DEFAULT_TIMEOUT if timeout is None else max(timeout, 0.001)
         where = f"{method} lease {self.describe()}"
-        data = self._client.request(method, path, body=body, timeout=(seconds, seconds), ctx=ctx,
-                                    what=where).read()
-        try:
-            lease = _json.loads(data)
-        except ValueError as exc:
-            raise errors.DecodeError(f"{where}: response is not JSON") from exc
+        lease = self._client.request_json(
+            method, path, body=body, timeout=(seconds, seconds), ctx=ctx, what=where)
         if not isinstance(lease, dict):
             raise errors.DecodeError(f"{where}: response is not a Lease object")
         return lease
