@@ -87,8 +87,7 @@ def parse_feature_gates(text: str) -> dict[str, bool]:
 def run(args: argparse.Namespace) -> int:
     """Serve until SIGINT or SIGTERM; returns 0 after a clean stop, 1 when it cannot start."""
     try:
-        gates = parse_feature_gates(args.feature_gates)
-        FakeAPIServer(feature_gates=gates)  # refuses an unknown gate before anything starts
+        gates = FakeAPIServer.check_feature_gates(parse_feature_gates(args.feature_gates))
     except ValueError as err:
         print(f"error: --feature-gates: {err}", file=sys.stderr)
         return EXIT_USAGE

@@ -142,7 +142,7 @@ class FakeAPIServer:
         self._storage = store.Storage(history_size=history_size, max_backlog=max_backlog,
                                       future_rv_wait=future_rv_wait)
         self._state = server_state.ServerState(
-            self._storage, token, bookmark_interval, shards.check_gates(feature_gates or {}))
+            self._storage, token, bookmark_interval, self.check_feature_gates(feature_gates or {}))
         self._lifecycle = threading.Lock()  # guards _server, _thread, _port
         self._server: _HTTPServer | None = None
         self._thread: threading.Thread | None = None
@@ -154,6 +154,11 @@ class FakeAPIServer:
             self._tls = tls.generate(self._tls_dir.name, host)
             self._context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
             self._context.load_cert_chain(self._tls.cert, self._tls.key)
+
+    @staticmethod
+    def check_feature_gates(gates: Mapping[str, bool]) -> dict[str, bool]:
+        """``gates`` as the server would take them; an unknown name raises ConfigurationError."""
+        return shards.check_gates(gates)
 
     def __repr__(self) -> str:
         state = "running" if self._server is not None else "stopped"
