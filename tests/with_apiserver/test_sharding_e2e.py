@@ -39,22 +39,11 @@ def gate(request: pytest.FixtureRequest) -> bool:
 
 
 @pytest.fixture
-def sharded(gate: bool) -> Iterator[FakeAPIServer]:
-    server = FakeAPIServer(bookmark_interval=0.2, feature_gates={"ShardedListAndWatch": gate})
-    server.start()
-    try:
+def apiserver(gate: bool) -> Iterator[FakeAPIServer]:
+    """The package's ``apiserver`` fixture with the sharding gate on or off (``api_client``,
+    from the package's conftest, talks to this one)."""
+    with FakeAPIServer(bookmark_interval=0.2, feature_gates={"ShardedListAndWatch": gate}) as server:
         yield server
-    finally:
-        server.stop()
-
-
-@pytest.fixture
-def client(sharded: FakeAPIServer) -> Iterator[Any]:
-    api_client = sharded.api_client()
-    try:
-        yield api_client
-    finally:
-        api_client.close()
 
 
 def names(informer: SharedIndexInformer) -> set[str]:
@@ -99,11 +88,11 @@ def test_a_sharded_list_holds_only_its_shard_and_every_page_echoes_the_selector(
 
 
 def test_a_bad_selector_is_a_500_with_the_parsers_reason_only_when_the_gate_is_on(
-    sharded: FakeAPIServer, client: Any, gate: bool
+    apiserver: FakeAPIServer, api_client: Any, gate: bool
 ) -> None:
-    create_cm(client, "a")
+    create_cm(api_client, "a")
     bad = "shardRange(object.metadata.uid, '0x0', '0x8000000000000000')"
-    status, body = request(client, "GET", PATH, query=[("shardSelector", bad)])
+    status, body = request(api_client, "GET", PATH, query=[("shardSelector", bad)])
     if gate:
         assert status == 500
         assert body["message"] == (
@@ -124,12 +113,12 @@ def test_an_unknown_feature_gate_is_refused() -> None:
 
 
 def test_two_informers_on_halves_hold_every_object_exactly_once(
-    sharded: FakeAPIServer, client: Any, gate: bool, caplog: pytest.LogCaptureFixture
+    apiserver: FakeAPIServer, api_client: Any, gate: bool, caplog: pytest.LogCaptureFixture
 ) -> None:
     for i in range(10):
-        create_cm(client, f"before-{i}")
+        create_cm(api_client, f"before-{i}")
     informers = [
-        SharedIndexInformer(ListWatch.for_resource(client, CONFIGMAPS, namespace="default",
+        SharedIndexInformer(ListWatch.for_resource(api_client, CONFIGMAPS, namespace="default",
                                                    shard_selector=half), name=f"half-{i}")
         for i, half in enumerate(HALVES)]
     caplog.set_level(logging.INFO, logger="kinformer.reflector")
@@ -137,15 +126,15 @@ def test_two_informers_on_halves_hold_every_object_exactly_once(
         assert all(inf.wait_for_sync(timeout=TIMEOUT) for inf in informers)
         assert [inf.server_side_sharding() for inf in informers] == [gate, gate]
         for i in range(10):
-            create_cm(client, f"after-{i}")
+            create_cm(api_client, f"after-{i}")
         for i in range(0, 10, 3):
-            delete_cm(client, f"before-{i}")
+            delete_cm(api_client, f"before-{i}")
 
         def settled() -> bool:
-            return all(names(inf) == expected(sharded, i) for i, inf in enumerate(informers))
+            return all(names(inf) == expected(apiserver, i) for i, inf in enumerate(informers))
 
         assert wait_for(settled, TIMEOUT)
-    everything = {o["metadata"]["name"] for o in sharded.list_objects(CONFIGMAPS, "default")}
+    everything = {o["metadata"]["name"] for o in apiserver.list_objects(CONFIGMAPS, "default")}
     assert names(informers[0]) | names(informers[1]) == everything
     assert not names(informers[0]) & names(informers[1])
     said = [r for r in caplog.records if "filtering" in r.getMessage()]
@@ -153,17 +142,17 @@ def test_two_informers_on_halves_hold_every_object_exactly_once(
 
 
 def test_moving_an_informer_to_another_shard_reports_who_left_and_who_joined(
-    sharded: FakeAPIServer, client: Any
+    apiserver: FakeAPIServer, api_client: Any
 ) -> None:
     for i in range(12):
-        create_cm(client, f"cm-{i}")
+        create_cm(api_client, f"cm-{i}")
     informer = SharedIndexInformer(
-        ListWatch.for_resource(client, CONFIGMAPS, namespace="default"), name="mover")
+        ListWatch.for_resource(api_client, CONFIGMAPS, namespace="default"), name="mover")
     informer.set_shard_selector(HALVES[0])
     recorder = Recorder(lambda o: str((o.obj if isinstance(o, DeletedFinalStateUnknown)
                                       else o)["metadata"]["name"]))
     informer.add_event_handler(recorder)
-    first, second = expected(sharded, 0), expected(sharded, 1)
+    first, second = expected(apiserver, 0), expected(apiserver, 1)
     with running(informer.run):
         assert informer.wait_for_sync(timeout=TIMEOUT)
         assert {e[1] for e in recorder.take(len(first))} == first
@@ -177,19 +166,19 @@ def test_moving_an_informer_to_another_shard_reports_who_left_and_who_joined(
 
 
 def test_a_factory_moves_all_its_informers_to_a_new_shard(
-    sharded: FakeAPIServer, client: Any
+    apiserver: FakeAPIServer, api_client: Any
 ) -> None:
     for i in range(8):
-        create_cm(client, f"cm-{i}")
-    factory = DynamicSharedInformerFactory(client, namespace="default", shard_selector=HALVES[0])
+        create_cm(api_client, f"cm-{i}")
+    factory = DynamicSharedInformerFactory(api_client, namespace="default", shard_selector=HALVES[0])
     informer = factory.for_resource(CONFIGMAPS).informer()
     factory_stop = threading.Event()
     try:
         factory.start(factory_stop)
         assert informer.wait_for_sync(timeout=TIMEOUT)
-        assert names(informer) == expected(sharded, 0)
+        assert names(informer) == expected(apiserver, 0)
         factory.set_shard_selector(HALVES[1])
-        assert wait_for(lambda: names(informer) == expected(sharded, 1), TIMEOUT)
+        assert wait_for(lambda: names(informer) == expected(apiserver, 1), TIMEOUT)
         factory.set_shard_selector(None)
         assert wait_for(lambda: names(informer) == {f"cm-{i}" for i in range(8)}, TIMEOUT)
         assert informer.server_side_sharding() is None
