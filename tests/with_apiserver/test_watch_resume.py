@@ -74,6 +74,21 @@ class Watching:
             names.append(event[1])
         return names
 
+    def delivered(self, api_client: Any, name: str) -> None:
+        """Write ConfigMap ``name`` and wait until the handler has it: the open watch delivered
+        an event, so ending it now is not a very short watch."""
+        assert self.server.wait_for_watchers(CONFIGMAPS, 1, TIMEOUT)
+        create_cm(api_client, name)
+        assert self.added(1) == [name]
+
+    def restart_server(self, *, forget_history: bool) -> None:
+        """Stop the server, write ``while-down`` meanwhile, and start it again on the same port."""
+        self.server.stop()
+        self.server.create(CONFIGMAPS, {"metadata": {"name": "while-down", "namespace": "default"}})
+        if forget_history:
+            self.server.compact()  # the watch's version is gone: 410 Gone
+        self.server.start()
+
     def step_through_backoff(self) -> bool:
         """Move the clock past any backoff wait; for use inside ``wait_for`` conditions."""
         if self.clock.has_waiters():
@@ -101,9 +116,7 @@ def test_watches_dropped_again_and_again_while_writing_cost_one_list(
 ) -> None:
     created = []
     for i in range(6):
-        assert apiserver.wait_for_watchers(CONFIGMAPS, 1, TIMEOUT)
-        create_cm(api_client, f"seen-{i}")
-        assert watching.added(1) == [f"seen-{i}"]  # the watch delivered an event: not very short
+        watching.delivered(api_client, f"seen-{i}")
         assert apiserver.drop_watches() == 1
         create_cm(api_client, f"gap-{i}")  # written while the watch may be down
         assert watching.added(1) == [f"gap-{i}"]
@@ -117,9 +130,7 @@ def test_watches_dropped_again_and_again_while_writing_cost_one_list(
 def test_a_stream_cut_off_mid_event_resumes_without_a_list(
     watching: Watching, apiserver: FakeAPIServer, api_client: Any
 ) -> None:
-    assert apiserver.wait_for_watchers(CONFIGMAPS, 1, TIMEOUT)
-    create_cm(api_client, "before")
-    assert watching.added(1) == ["before"]
+    watching.delivered(api_client, "before")
     assert apiserver.cut_watches_midline() == 1
     create_cm(api_client, "after")
     assert watching.added(1) == ["after"]
@@ -130,12 +141,8 @@ def test_a_stream_cut_off_mid_event_resumes_without_a_list(
 def test_a_server_restarting_with_its_state_resumes_the_watch_without_a_list(
     watching: Watching, apiserver: FakeAPIServer, api_client: Any
 ) -> None:
-    assert apiserver.wait_for_watchers(CONFIGMAPS, 1, TIMEOUT)
-    create_cm(api_client, "before")
-    assert watching.added(1) == ["before"]
-    apiserver.stop()
-    apiserver.create(CONFIGMAPS, {"metadata": {"name": "while-down", "namespace": "default"}})
-    apiserver.start()  # the same port, objects and history
+    watching.delivered(api_client, "before")
+    watching.restart_server(forget_history=False)  # the same port, objects and history
     # a watch refused meanwhile backs off, then watches again
     assert wait_for(lambda: watching.step_through_backoff() and watching.caught_up(), TIMEOUT)
     assert watching.added(1) == ["while-down"]
@@ -146,14 +153,8 @@ def test_a_server_restarting_with_its_state_resumes_the_watch_without_a_list(
 def test_a_server_restarting_without_its_history_answers_410_and_only_then_a_list(
     watching: Watching, apiserver: FakeAPIServer, api_client: Any
 ) -> None:
-    assert apiserver.wait_for_watchers(CONFIGMAPS, 1, TIMEOUT)
-    create_cm(api_client, "before")
-    assert watching.added(1) == ["before"]
-    apiserver.stop()
-    apiserver.create(CONFIGMAPS, {"metadata": {"name": "while-down", "namespace": "default"}})
-    apiserver.compact()  # the watch's version is gone: 410 Gone
-    apiserver.start()
-
+    watching.delivered(api_client, "before")
+    watching.restart_server(forget_history=True)
     # through the backoff of a refused watch and of the 410
     assert wait_for(lambda: watching.step_through_backoff() and watching.lists() == 2, TIMEOUT)
     assert watching.added(1, skip_resyncs=True) == ["while-down"]
