@@ -38,6 +38,33 @@ def describe(obj: Any) -> str:
     return helpers.describe(obj)
 
 
+class GatedIndex:
+    """An index by name that holds the delta loop while it indexes ``gate`` (``busy`` is set
+    then) until ``release`` is set, and fails on the names in ``bad``."""
+
+    def __init__(self, *bad: str) -> None:
+        self.busy, self.release = threading.Event(), threading.Event()
+        self.bad = set(bad)
+
+    def __call__(self, obj: Any) -> list[str]:
+        name: str = obj["metadata"]["name"]
+        if name == "gate":
+            self.busy.set()
+            assert self.release.wait(TIMEOUT)
+        if name in self.bad:
+            raise ValueError(f"cannot index {name}")
+        return [name]
+
+
+def gated_informer(index: GatedIndex) -> tuple[SharedIndexInformer, helpers.ScriptedSource,
+                                                helpers.Recorder]:
+    source = helpers.ScriptedSource()
+    informer = SharedIndexInformer(source.lister_watcher, indexers={"name": index})
+    handler = helpers.Recorder()
+    informer.add_event_handler(handler)
+    return informer, source, handler
+
+
 def test_an_unknown_profile_is_a_value_error_naming_both() -> None:
     source = helpers.ScriptedSource()
     with pytest.raises(ValueError, match="'modern' or 'classic'"):
@@ -75,27 +102,17 @@ def test_pops_follow_arrival_order_across_keys_only_in_the_modern_fifo(
 
 
 def test_modern_handlers_hear_changes_in_arrival_order_while_the_delta_loop_was_busy() -> None:
-    release, busy = threading.Event(), threading.Event()
-
-    def by_name(obj: Any) -> list[str]:
-        if obj["metadata"]["name"] == "gate":
-            busy.set()
-            assert release.wait(TIMEOUT)
-        return [obj["metadata"]["name"]]
-
-    source = helpers.ScriptedSource()
-    informer = SharedIndexInformer(source.lister_watcher, indexers={"name": by_name})
-    handler = helpers.Recorder()
-    informer.add_event_handler(handler)
+    index = GatedIndex()
+    informer, source, handler = gated_informer(index)
     with helpers.running(informer.run):
         assert informer.wait_for_sync(TIMEOUT)
         watch = source.next_watch()
         watch.add(cm("gate", 11))
-        assert busy.wait(TIMEOUT)  # the delta loop is applying the gate; the watch goes on
+        assert index.busy.wait(TIMEOUT)  # the delta loop is applying the gate; the watch goes on
         watch.add(cm("a", 12))
         watch.add(cm("b", 13))
         watch.modify(cm("a", 14))
-        release.set()
+        index.release.set()
         assert handler.take(4) == [
             ("add", "gate11", False), ("add", "a12", False), ("add", "b13", False),
             ("update", "a12", "a14")]
@@ -157,29 +174,16 @@ def test_modern_bookmarks_move_the_caches_resource_version() -> None:
 def test_a_modern_batch_with_an_object_that_fails_to_index_applies_and_notifies_the_rest(
     caplog: pytest.LogCaptureFixture,
 ) -> None:
-    release, busy = threading.Event(), threading.Event()
-
-    def by_name(obj: Any) -> list[str]:
-        name = obj["metadata"]["name"]
-        if name == "gate":
-            busy.set()
-            assert release.wait(TIMEOUT)
-        if name == "bad":
-            raise ValueError("cannot index bad")
-        return [name]
-
-    source = helpers.ScriptedSource()
-    informer = SharedIndexInformer(source.lister_watcher, indexers={"name": by_name})
-    handler = helpers.Recorder()
-    informer.add_event_handler(handler)
+    index = GatedIndex("bad")
+    informer, source, handler = gated_informer(index)
     with helpers.running(informer.run):
         assert informer.wait_for_sync(TIMEOUT)
         watch = source.next_watch()
         watch.add(cm("gate", 2))
-        assert busy.wait(TIMEOUT)
+        assert index.busy.wait(TIMEOUT)
         for name in ("x", "bad", "y"):  # queued meanwhile: popped as one batch
             watch.add(cm(name, 3))
-        release.set()
+        index.release.set()
         assert handler.take(3) == [("add", "gate2", False), ("add", "x3", False), ("add", "y3", False)]
     assert sorted(informer.get_indexer().list_keys()) == ["ns/gate", "ns/x", "ns/y"]
     assert "ns/bad" in caplog.text and "object dropped" in caplog.text
