@@ -228,12 +228,7 @@ class DeltaFIFO(FIFOBase):
                         self._replace_locked(keyed.items())
                 return
             objs = listed  # a key listed twice (or nothing listed): queue it, keyed once more
-        pairs = []
-        for obj in objs:
-            key = key_func(obj) if type(obj) is dict else key_of(obj)
-            if transformer is not None:
-                obj = self._transform(obj)
-            pairs.append((key, obj))
+        pairs = self._keyed(objs)
         with self._cond:
             self._replace_locked(pairs)
 

@@ -11,7 +11,7 @@ import logging
 import threading
 import time
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from typing import Any
 
 from kinformer import errors
@@ -52,6 +52,18 @@ class FIFOBase:
         if type(obj) is DeletedFinalStateUnknown:
             return obj.key
         return self._key_func(obj)
+
+    def _keyed(self, objs: Iterable[Any]) -> list[tuple[str, Any]]:
+        """Each of ``objs`` with its key, transformed, in order; a key or transform error
+        raises before anything is queued."""
+        key_func, key_of, transformer = self._key_func, self.key_of, self._transformer
+        pairs = []
+        for obj in objs:
+            key = key_func(obj) if type(obj) is dict else key_of(obj)
+            if transformer is not None:
+                obj = self._transform(obj)
+            pairs.append((key, obj))
+        return pairs
 
     def _known_object(self, known: KeyListerGetter, key: str, during: str) -> Any | None:
         """The known object under ``key``; None, with a warning, when the lookup failed or the

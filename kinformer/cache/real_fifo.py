@@ -190,22 +190,16 @@ class RealFIFO(FIFOBase):
 
         Every object is keyed and transformed first: an error leaves the FIFO unchanged.
         """
-        key_func, key_of, transformer = self._key_func, self.key_of, self._transformer
+        key_func = self._key_func
         keyed: dict[str, Any] | None = None
-        if self._atomic and transformer is None and isinstance(objs, list):
+        if self._atomic and self._transformer is None and isinstance(objs, list):
             try:  # the usual first list and relist: decoded objects, keyed in one comprehension
                 keyed = {key_func(obj): obj for obj in objs if type(obj) is dict}
             except Exception:
                 keyed = None  # the loop below raises the key error as it should
             if keyed is not None and len(keyed) != len(objs):
                 keyed = None  # an object that is not decoded JSON, or a key listed twice
-        pairs = []
-        if keyed is None:
-            for obj in objs:
-                key = key_func(obj) if type(obj) is dict else key_of(obj)
-                if transformer is not None:
-                    obj = self._transform(obj)
-                pairs.append((key, obj))
+        pairs = self._keyed(objs) if keyed is None else []
         with self._cond:
             if self._atomic:
                 info = ReplacedAllInfo(resource_version, keyed if keyed is not None else dict(pairs))
