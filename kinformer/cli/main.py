@@ -14,8 +14,9 @@ import sys
 from collections.abc import Sequence
 
 from kinformer import __version__
-from kinformer.cli import serve, watch
+from kinformer.cli import serve
 from kinformer.cli.demo import app as demo
+from kinformer.cli.watch import app as watch
 
 # Modules contributing a subcommand, in help order.
 SUBCOMMANDS = (serve, demo, watch)

@@ -20,7 +20,8 @@ from helpers import SilentServer, cm
 
 import kinformer as kinformer_package
 from kinformer import cli
-from kinformer.cli import watch as _watch
+from kinformer.cli.watch import exits, resolve
+from kinformer.cli.watch import kubeconfig as watch_kubeconfig
 from kinformer.gvr import GroupVersionResource
 from kinformer.testing import FakeAPIServer, wait_for
 
@@ -196,12 +197,12 @@ def test_resources_resolve_like_kubectl_by_plural_singular_short_name_kind_and_g
     deployments = GroupVersionResource("apps", "v1", "deployments")
     for name in ("deployments", "deployment", "deploy", "Deployment", "deployments.apps",
                  "deploy.v1.apps"):
-        assert _watch.resolve_resource(api_client, name).gvr == deployments, name
-    namespaces = _watch.resolve_resource(api_client, "ns")
+        assert resolve.resolve_resource(api_client, name).gvr == deployments, name
+    namespaces = resolve.resolve_resource(api_client, "ns")
     assert namespaces.gvr.resource == "namespaces" and not namespaces.namespaced
-    with pytest.raises(_watch.CommandError) as failed:
-        _watch.resolve_resource(api_client, "deployments.example.com")
-    assert failed.value.code == _watch.EXIT_UNKNOWN_RESOURCE
+    with pytest.raises(exits.CommandError) as failed:
+        resolve.resolve_resource(api_client, "deployments.example.com")
+    assert failed.value.code == exits.EXIT_UNKNOWN_RESOURCE
 
 
 def test_a_refused_connection_exits_4(tmp_path: Path) -> None:
@@ -340,7 +341,7 @@ def in_a_pod(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     """
     account = tmp_path / "serviceaccount"
     account.mkdir()
-    monkeypatch.setattr(_watch, "SERVICE_ACCOUNT_DIR", os.fspath(account))
+    monkeypatch.setattr(watch_kubeconfig, "SERVICE_ACCOUNT_DIR", os.fspath(account))
     monkeypatch.setenv("HOME", os.fspath(tmp_path / "home"))
     monkeypatch.delenv("KUBECONFIG", raising=False)
     return account
