@@ -37,7 +37,7 @@ import urllib3.connection
 import urllib3.exceptions
 import urllib3.poolmanager
 
-from kinformer import _json, errors
+from kinformer import _checks, _json, errors
 from kinformer import context as _context
 from kinformer import gvr as _gvr
 
@@ -66,6 +66,15 @@ def api_client_of(client: Any) -> Any:
     raise errors.ConfigurationError(
         f"expected a kubernetes ApiClient or DynamicClient, got {type(client).__name__}"
     )
+
+
+def check_timeout(name: str, timeout: tuple[float, float]) -> tuple[float, float]:
+    """``timeout`` if it is a ``(connect, read)`` pair of positive, finite seconds; else
+    :class:`~kinformer.ConfigurationError` naming ``name``."""
+    if not isinstance(timeout, tuple) or len(timeout) != 2:
+        raise errors.ConfigurationError(f"{name} must be a (connect, read) pair of seconds, got {timeout!r}")
+    return (_checks.seconds(f"{name} (connect)", timeout[0], positive=True),
+            _checks.seconds(f"{name} (read)", timeout[1], positive=True))
 
 
 def resource_path(gvr: _gvr.GroupVersionResource, namespace: str = "") -> str:
@@ -308,7 +317,8 @@ class Client:
     ) -> Response:
         """Send one request and wait for the response headers; the body is left unread.
 
-        Blocks for at most the ``(connect, read)`` timeout per step. ``body`` (JSON-encodable)
+        Blocks for at most the ``(connect, read)`` timeout per step (each positive and finite,
+        else :class:`~kinformer.ConfigurationError`). ``body`` (JSON-encodable)
         is sent as ``content_type``. An error status raises its typed
         :class:`~kinformer.APIError` (the Status body read), a failed connection
         :class:`~kinformer.TransportError`. Cancelling ``ctx`` breaks the request off, until
@@ -317,6 +327,7 @@ class Client:
         request in error messages (default: method and path).
         """
         where = what or f"{method} {path}"
+        timeout = check_timeout("timeout", timeout)
         headers = {"Accept": ACCEPT_JSON}
         if body is not None:
             headers["Content-Type"] = content_type

@@ -291,7 +291,7 @@ def serve(tmp_path: Path, *args: str) -> subprocess.CompletedProcess[str]:
 
 @pytest.mark.parametrize(("args", "code", "message"), [
     (["--port", "99999"], 2, "argument --port: invalid port 99999: must be 0 to 65535"),
-    (["--history-size", "0"], 2, "argument --history-size: invalid value '0': must be positive"),
+    (["--history-size", "0"], 2, "argument --history-size: invalid value '0': must be at least 1"),
     (["--kubeconfig", "/nonexistent/dir/kc"], 1,
      "cannot write the kubeconfig /nonexistent/dir/kc: the directory /nonexistent/dir does not exist"),
 ], ids=["port", "history-size", "kubeconfig-dir"])
@@ -455,3 +455,40 @@ def test_version_prints_the_package_version() -> None:
     result = kinformer("--version")
     assert result.returncode == 0
     assert result.stdout == f"kinformer {kinformer_package.__version__}\n"
+
+
+NUMERIC_OPTIONS = [  # (subcommand and its arguments, option, a bad value, what the message says)
+    (["serve"], "--history-size", "0", "must be at least 1"),
+    (["serve"], "--history-size", "1.5", "not a whole number"),
+    (["serve"], "--bookmark-interval", "nan", "must be a finite number"),
+    (["serve"], "--bookmark-interval", "inf", "must be a finite number"),
+    (["serve"], "--bookmark-interval", "0", "must be positive"),
+    (["serve"], "--bookmark-interval", "1e300", "must be at most"),
+    (["demo"], "--duration", "nan", "must be a finite number"),
+    (["demo"], "--duration", "-inf", "must be a finite number"),
+    (["demo"], "--duration", "-1", "must not be negative"),
+    (["demo"], "--objects", "-1", "must not be negative"),
+    (["demo"], "--rate", "nan", "must be a finite number"),
+    (["demo"], "--rate", "1e12", "must be at most 1e+06"),
+    (["demo"], "--replicas", "1", "must be at least 2"),
+    (["demo"], "--replicas", "0", "must be at least 2"),
+    (["demo"], "--handover-every", "inf", "must be a finite number"),
+    (["demo"], "--handover-every", "0", "must be positive"),
+    (["watch", "cm", "--embedded"], "--timeout", "nan", "must be a finite number"),
+    (["watch", "cm", "--embedded"], "--timeout", "inf", "must be a finite number"),
+    (["watch", "cm", "--embedded"], "--timeout", "0", "must be positive"),
+    (["watch", "cm", "--embedded"], "--timeout", "x", "not a number"),
+]
+
+
+@pytest.mark.parametrize(("command", "option", "value", "message"), NUMERIC_OPTIONS,
+                         ids=[f"{c[0]}{o}={v}" for c, o, v, _ in NUMERIC_OPTIONS])
+def test_every_numeric_option_must_be_finite_and_in_range_else_exit_2(
+    command: list[str], option: str, value: str, message: str, capsys: pytest.CaptureFixture[str],
+) -> None:
+    with pytest.raises(SystemExit) as exited:
+        cli.main([*command, f"{option}={value}"])
+    assert exited.value.code == 2
+    error = capsys.readouterr().err.splitlines()[-1]
+    assert error.startswith(f"kinformer {command[0]}: error: argument {option}: invalid value {value!r}: ")
+    assert message in error

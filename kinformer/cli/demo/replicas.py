@@ -143,10 +143,11 @@ def _churn(server: FakeAPIServer, rate: float, seed: int | None, ctx: context.Co
 
 
 def run(args: argparse.Namespace) -> int:
-    """Run the replicas demo; 0 when no two replicas ever reconciled at once and all stopped."""
-    if args.replicas < 2 or args.handover_every <= 0:
-        print("error: --replicas must be at least 2 and --handover-every positive", file=sys.stderr)
-        return 2
+    """Run the replicas demo; 0 when no two replicas ever reconciled at once and all stopped.
+
+    The options were checked when parsed (``--replicas`` at least 2, ``--handover-every``
+    positive).
+    """
     stop = threading.Event()
 
     def on_signal(signum: int, frame: FrameType | None) -> None:

@@ -24,6 +24,7 @@ from typing import Any, TextIO
 
 from kinformer import _threads, context, errors
 from kinformer.cache import labels
+from kinformer.cli import options
 from kinformer.cli.watch import kubeconfig, resolve, table
 from kinformer.cli.watch.exits import (
     EXIT_ERROR,
@@ -84,7 +85,7 @@ def add_parser(subparsers: Any) -> None:
     parser.add_argument("--once", action="store_true", help="print a table after the first list and exit")
     parser.add_argument("--embedded", action="store_true",
                         help="start a fresh embedded API server with a few ConfigMaps instead")
-    parser.add_argument("--timeout", type=float, default=30.0,
+    parser.add_argument("--timeout", type=options.seconds(positive=True), default=30.0,
                         help="seconds to wait for discovery and the first list (default 30)")
     parser.set_defaults(func=run, log_level=logging.WARNING)
 
@@ -129,8 +130,6 @@ def _run(args: argparse.Namespace, stop: threading.Event, out: TextIO,
         selector = labels.parse_selector(args.selector)
     except errors.LabelSelectorError as err:
         raise CommandError(EXIT_USAGE, str(err)) from None
-    if args.timeout <= 0:
-        raise CommandError(EXIT_USAGE, "--timeout must be positive")
     shard = parse_shard(args.shard)
     startup = _Deadline(stop, args.timeout)
     try:
