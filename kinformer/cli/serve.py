@@ -105,8 +105,7 @@ def run(args: argparse.Namespace) -> int:
                 server.write_kubeconfig(path)
             except OSError as err:
                 return _error(f"cannot write the kubeconfig {path}: {err.strerror or err}")
-            log.info("serving on %s; kubeconfig written to %s", server.url, path)
-            print(f"kinformer serve: {server.url} kubeconfig={path}", flush=True)
+            print(f"kinformer serve: {server.url} kubeconfig={path}", flush=True)  # said once
             while not stop.wait(1.0):
                 pass
             log.info("stopping")

@@ -389,8 +389,42 @@ def test_watch_once_with_a_shard_prints_only_that_shards_objects(tmp_path: Path,
 
 
 @pytest.mark.parametrize("shard", ["2/2", "1", "a/3", "-1/4"])
-def test_a_bad_shard_exits_2(shard: str) -> None:
-    assert cli.main(["watch", "cm", "--embedded", "--once", f"--shard={shard}"]) == 2
+def test_a_bad_shard_exits_2_saying_what_a_shard_is(shard: str, capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as exited:
+        cli.main(["watch", "cm", "--embedded", "--once", "--shard", shard])  # "-1/4" too
+    assert exited.value.code == 2
+    assert capsys.readouterr().err.splitlines()[-1] == (
+        f"kinformer watch: error: argument --shard: invalid value {shard!r}: "
+        "must be I/N with 0 <= I < N, e.g. 0/3")
+
+
+def test_an_unknown_option_of_a_subcommand_prints_that_subcommands_usage(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    with pytest.raises(SystemExit) as exited:
+        cli.main(["watch", "cm", "--bogus"])
+    assert exited.value.code == 2
+    err = capsys.readouterr().err
+    assert err.startswith("usage: kinformer watch ")
+    assert err.splitlines()[-1] == "kinformer watch: error: unrecognized arguments: --bogus"
+
+
+def test_serve_says_its_url_once(tmp_path: Path) -> None:
+    process = subprocess.Popen([sys.executable, "-m", "kinformer", "serve"], stdout=subprocess.PIPE,
+                               stderr=subprocess.PIPE, text=True, stdin=subprocess.DEVNULL,
+                               env={**os.environ, "TMPDIR": os.fspath(tmp_path)})
+    assert process.stdout is not None
+    try:
+        first = process.stdout.readline()  # "kinformer serve: <url> kubeconfig=<path>"
+        url = first.split()[2]
+        process.send_signal(signal.SIGTERM)
+        out, err = process.communicate(timeout=TIMEOUT)
+        assert process.returncode == 0
+        assert (first + out + err).count(url) == 1, first + out + err
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.communicate()
 
 
 def test_serve_refuses_an_unknown_feature_gate_with_exit_2() -> None:

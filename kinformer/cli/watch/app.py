@@ -43,18 +43,16 @@ SYNC_POLL = 0.2  # seconds between looks at the informer's last error while wait
 STOP_POLL = 0.1  # seconds between looks at Ctrl-C while discovery is in flight
 
 
-def parse_shard(text: str | None) -> ShardSelector | None:
-    """``I/N`` as shard I of N equal shards; None for None. A bad value is a usage error."""
-    if text is None:
-        return None
+def parse_shard(text: str) -> ShardSelector:
+    """An argparse type: ``I/N`` as shard I of N equal shards."""
     index, slash, count = text.partition("/")
     try:
         if not slash:
             raise ValueError(text)
         return ShardSelector.for_shard(int(index), int(count))
     except (ValueError, errors.ShardSelectorError):
-        raise CommandError(
-            EXIT_USAGE, f"--shard must be I/N with 0 <= I < N, e.g. 0/3 (got {text!r})") from None
+        raise argparse.ArgumentTypeError(
+            f"invalid value {text!r}: must be I/N with 0 <= I < N, e.g. 0/3") from None
 
 
 def add_parser(subparsers: Any) -> None:
@@ -75,7 +73,7 @@ def add_parser(subparsers: Any) -> None:
                        help="namespace to watch (default: the kubeconfig context's, else default)")
     scope.add_argument("-A", "--all-namespaces", action="store_true", help="watch every namespace")
     parser.add_argument("-l", "--selector", default="", help="label selector, e.g. app=web,tier!=db")
-    parser.add_argument("--shard", default=None, metavar="I/N",
+    parser.add_argument("--shard", type=parse_shard, default=None, metavar="I/N",
                         help="only shard I of N equal shards of the objects' uids, e.g. 0/3 "
                         "(the server filters when it shards lists, else kinformer does)")
     parser.add_argument("--kubeconfig", default=None,
@@ -130,10 +128,9 @@ def _run(args: argparse.Namespace, stop: threading.Event, out: TextIO,
         selector = labels.parse_selector(args.selector)
     except errors.LabelSelectorError as err:
         raise CommandError(EXIT_USAGE, str(err)) from None
-    shard = parse_shard(args.shard)
     startup = _Deadline(stop, args.timeout)
     try:
-        return _watch(args, selector, shard, stop, out, on_broken_pipe, startup)
+        return _watch(args, selector, args.shard, stop, out, on_broken_pipe, startup)
     finally:
         startup.close()
 
