@@ -27,6 +27,7 @@ from kinformer.testing import FakeAPIServer, wait_for
 
 CONFIGMAPS = GroupVersionResource("", "v1", "configmaps")
 TIMEOUT = 30.0  # seconds any one command may take before the test fails
+INTERRUPT_BOUND = 15.0  # seconds a Ctrl-C may take to end a command on a loaded machine
 
 
 def kinformer(*args: str, timeout: float = TIMEOUT) -> subprocess.CompletedProcess[str]:
@@ -113,6 +114,27 @@ def test_demo_stops_cleanly_on_ctrl_c_with_its_summary() -> None:
         lines.next_matching("phase=running", timeout=TIMEOUT)
         process.send_signal(signal.SIGINT)
         assert process.wait(TIMEOUT) == 0
+        assert "interrupted after" in lines.next_matching("kinformer demo summary")
+        assert lines.next_matching("threads").split() == ["threads", "all", "stopped"]
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait(10)
+        lines.join()
+
+
+def test_demo_stops_on_ctrl_c_while_it_loads_its_workload() -> None:
+    # two million ConfigMaps take minutes to load; Ctrl-C must not wait for them
+    process = subprocess.Popen([sys.executable, "-m", "kinformer", "demo", "--duration", "0",
+                                "--objects", "2000000"],
+                               stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
+                               stdin=subprocess.DEVNULL)
+    assert process.stdout is not None
+    lines = Lines(process.stdout)
+    try:
+        lines.next_matching("phase=loading the workload", timeout=TIMEOUT)
+        process.send_signal(signal.SIGINT)
+        assert process.wait(INTERRUPT_BOUND) == 0
         assert "interrupted after" in lines.next_matching("kinformer demo summary")
         assert lines.next_matching("threads").split() == ["threads", "all", "stopped"]
     finally:

@@ -144,13 +144,16 @@ class Demo:
 
     # -- phases --
 
-    def load(self, on_progress: Callable[[], None]) -> None:
-        """Create the namespaces and ``objects`` ConfigMaps through the server-side bulk helper."""
+    def load(self, on_progress: Callable[[], None], stop: threading.Event) -> None:
+        """Create the namespaces and ``objects`` ConfigMaps through the server-side bulk helper.
+
+        Returns early once ``stop`` is set (Ctrl-C): within one chunk of :data:`LOAD_CHUNK`.
+        """
         for namespace in workload.DEMO_NAMESPACES:
             self.server.create(workload.NAMESPACES,
                                {"metadata": {"name": namespace, "labels": {"demo": "true"}}})
         total = self.options.objects
-        while self.loaded < total and not self.ctx.cancelled():
+        while self.loaded < total and not stop.is_set() and not self.ctx.cancelled():
             end = min(total, self.loaded + LOAD_CHUNK)
             self.server.bulk_create(workload.CONFIGMAPS,
                                     (workload.new_configmap(i) for i in range(self.loaded, end)))
@@ -347,18 +350,19 @@ def _run(options: workload.Options, stop: threading.Event, screen: display.Displ
                 screen.frame(demo.status(), "loading the workload")
                 last_load_frame[0] = time.monotonic()
 
-        demo.load(loading)
-        demo.start()
-        phase = "listing: initial lists loading"
-        next_frame = time.monotonic()
-        while not demo.synced():
-            if time.monotonic() >= next_frame:
-                if not tick(phase):
-                    break
-                next_frame = time.monotonic() + frame_interval
-            stop.wait(0.05)
-        else:
-            demo.synced_after = time.monotonic() - demo.started
+        demo.load(loading, stop)
+        if not stop.is_set():  # Ctrl-C while loading: nothing to start
+            demo.start()
+            phase = "listing: initial lists loading"
+            next_frame = time.monotonic()
+            while not demo.synced():
+                if time.monotonic() >= next_frame:
+                    if not tick(phase):
+                        break
+                    next_frame = time.monotonic() + frame_interval
+                stop.wait(0.05)
+            else:
+                demo.synced_after = time.monotonic() - demo.started
         if demo.synced_after is not None and not stop.is_set() and time.monotonic() < deadline:
             widgets = demo.install_crd()
             demo.start_churn(widgets)
