@@ -17,6 +17,19 @@ made): their connections report to the :class:`Call` running on their thread, an
 call shuts the socket of its connection down, which wakes the blocked read at once. That
 connection is then closed, never handed back to the pool open.
 
+The same pools change two more things, for kinformer's own requests only (those sent through
+:class:`Client`; the ApiClient's other requests behave as urllib3 and the official client make
+them): urllib3 never retries them (its default retries a refused connection three times, each
+with a multi-line WARNING, and a 429 as long as its ``Retry-After`` says, uncancellably), since
+the callers retry with their own backoff, logging one line each time; and a connection handed
+back to a pool already holding ``Configuration.connection_pool_maxsize`` idle ones is closed
+quietly (urllib3 warns "Connection pool is full"), as client-go's transport closes surplus idle
+connections: every open watch holds a connection of its own, so an informer process often has
+more open at once than the pool keeps. Raise ``connection_pool_maxsize`` above the number of
+informers plus workers to keep them all for reuse. ``Configuration.client_go_retries`` (off by
+default) adds the official client's own retry loop above urllib3, which waits out a 429's
+``Retry-After`` before kinformer can stop it: leave it off on an ApiClient given to kinformer.
+
 Users: list and watch (:mod:`kinformer.client.resource`), discovery
 (:mod:`kinformer.client.discovery`), and the ``kinformer`` command with its demo.
 """
@@ -25,6 +38,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import queue
 import re
 import socket
 import ssl
@@ -142,7 +156,9 @@ class Call:
             return not self._cancelled
 
 
-_running = threading.local()  # .call: the Call whose request call_api is sending on this thread
+# on the thread sending a request through Client: .call, the Call call_api is sending (None
+# without a context); .sending, True while any Client request is being sent
+_running = threading.local()
 
 
 class _CallAwareConnection(urllib3.connection.HTTPConnection):
@@ -152,7 +168,11 @@ class _CallAwareConnection(urllib3.connection.HTTPConnection):
     running there (any request sent without a context) both behave exactly as urllib3's own.
     """
 
+    kinformer_request = False  # set once a Client request used this connection
+
     def request(self, *args: Any, **kwargs: Any) -> None:
+        if getattr(_running, "sending", False):
+            self.kinformer_request = True
         call: Call | None = getattr(_running, "call", None)
         if call is None:
             super().request(*args, **kwargs)
@@ -180,11 +200,35 @@ class _CallAwareHTTPSConnection(_CallAwareConnection, urllib3.connection.HTTPSCo
     """The TLS form of :class:`_CallAwareConnection`."""
 
 
-class _HTTPConnectionPool(urllib3.HTTPConnectionPool):
+class _KinformerPool(urllib3.HTTPConnectionPool):
+    """A pool that sends kinformer's requests without urllib3's retries and takes back their
+    connections without warning when it is full (see the module docstring)."""
+
+    def urlopen(  # type: ignore[override]
+        self, method: str, url: str, body: Any = None, headers: Any = None, retries: Any = None,
+        *args: Any, **kwargs: Any,
+    ) -> Any:
+        if getattr(_running, "sending", False):
+            retries = False  # no retry, no redirect-following limit: the caller retries
+        return super().urlopen(method, url, body, headers, retries, *args, **kwargs)
+
+    def _put_conn(self, conn: Any) -> None:
+        if getattr(conn, "kinformer_request", False) and self.pool is not None:
+            try:
+                self.pool.put(conn, block=False)
+            except queue.Full:  # more were open at once than the pool keeps: one per open watch
+                conn.close()
+                log.debug("pool of %s full (connection_pool_maxsize %d): closed a surplus connection",
+                          self.host, self.pool.maxsize)
+            return
+        super()._put_conn(conn)
+
+
+class _HTTPConnectionPool(_KinformerPool):
     ConnectionCls = _CallAwareConnection
 
 
-class _HTTPSConnectionPool(urllib3.HTTPSConnectionPool):
+class _HTTPSConnectionPool(_KinformerPool, urllib3.HTTPSConnectionPool):
     ConnectionCls = _CallAwareHTTPSConnection
 
 
@@ -372,6 +416,7 @@ class Client:
             if call.cancelled:  # even a pool that was not adopted sends nothing then
                 raise _cancelled_error(where)
             _running.call = call
+        _running.sending = True
         try:
             return self.api_client.call_api(*serialized, _request_timeout=timeout).response
         except _Cancelled as exc:
@@ -385,6 +430,7 @@ class Client:
                 raise _cancelled_error(where) from exc
             raise transport_error(exc, where) from exc
         finally:
+            _running.sending = False
             if call is not None:
                 _running.call = None
 

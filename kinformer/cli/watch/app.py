@@ -100,7 +100,6 @@ def run(args: argparse.Namespace) -> int:
         signal.signal(signum, previous[signum])  # a second Ctrl-C interrupts at once
 
     previous: dict[int, Any] = {sig: signal.signal(sig, on_signal) for sig in (signal.SIGINT, signal.SIGTERM)}
-    logging.getLogger("urllib3").setLevel(logging.ERROR)  # its retry warnings repeat our one line
     broken = threading.Event()  # stdout's reader went away (| head): stop quietly
 
     def on_broken_pipe() -> None:
