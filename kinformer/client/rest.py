@@ -21,7 +21,9 @@ The same pools change two more things, for kinformer's own requests only (those 
 :class:`Client`; the ApiClient's other requests behave as urllib3 and the official client make
 them): urllib3 never retries them (its default retries a refused connection three times, each
 with a multi-line WARNING, and a 429 as long as its ``Retry-After`` says, uncancellably), since
-the callers retry with their own backoff, logging one line each time; and a connection handed
+the callers retry with their own backoff, logging one line each time, except that an
+idempotent request whose kept-alive connection the server had closed meanwhile goes again,
+once, on a new connection, as Go's transport sends it; and a connection handed
 back to a pool already holding ``Configuration.connection_pool_maxsize`` idle ones is closed
 quietly (urllib3 warns "Connection pool is full"), as client-go's transport closes surplus idle
 connections: every open watch holds a connection of its own, so an informer process often has
@@ -157,8 +159,10 @@ class Call:
 
 
 # on the thread sending a request through Client: .call, the Call call_api is sending (None
-# without a context); .sending, True while any Client request is being sent
+# without a context); .sending, True while any Client request is being sent; .reused, True when
+# the request went out on a kept-alive socket that had answered before
 _running = threading.local()
+_IDEMPOTENT = frozenset({"GET", "HEAD", "PUT", "DELETE", "OPTIONS"})  # safe to send twice
 
 
 class _CallAwareConnection(urllib3.connection.HTTPConnection):
@@ -169,10 +173,12 @@ class _CallAwareConnection(urllib3.connection.HTTPConnection):
     """
 
     kinformer_request = False  # set once a Client request used this connection
+    answered_on: Any = None  # the socket the last response arrived on: sending on it again reuses it
 
     def request(self, *args: Any, **kwargs: Any) -> None:
         if getattr(_running, "sending", False):
             self.kinformer_request = True
+            _running.reused = self.sock is not None and self.sock is self.answered_on
         call: Call | None = getattr(_running, "call", None)
         if call is None:
             super().request(*args, **kwargs)
@@ -189,11 +195,13 @@ class _CallAwareConnection(urllib3.connection.HTTPConnection):
     def getresponse(self) -> Any:
         call: Call | None = getattr(_running, "call", None)
         try:
-            return super().getresponse()
+            response = super().getresponse()
         except Exception as exc:
             if call is not None and call.cancelled:
                 raise _Cancelled() from exc
             raise
+        self.answered_on = self.sock
+        return response
 
 
 class _CallAwareHTTPSConnection(_CallAwareConnection, urllib3.connection.HTTPSConnection):
@@ -208,9 +216,20 @@ class _KinformerPool(urllib3.HTTPConnectionPool):
         self, method: str, url: str, body: Any = None, headers: Any = None, retries: Any = None,
         *args: Any, **kwargs: Any,
     ) -> Any:
-        if getattr(_running, "sending", False):
-            retries = False  # no retry, no redirect-following limit: the caller retries
-        return super().urlopen(method, url, body, headers, retries, *args, **kwargs)
+        if not getattr(_running, "sending", False):
+            return super().urlopen(method, url, body, headers, retries, *args, **kwargs)
+        # no retries (the caller retries with its backoff), with one exception, as Go's
+        # transport makes it: a kept-alive connection the server closed meanwhile (it
+        # restarted, or dropped idle connections) fails an idempotent request before any
+        # answer; that request goes again, once, on a new connection
+        _running.reused = False
+        try:
+            return super().urlopen(method, url, body, headers, False, *args, **kwargs)
+        except urllib3.exceptions.ProtocolError:
+            if not (getattr(_running, "reused", False) and method.upper() in _IDEMPOTENT):
+                raise
+        log.debug("%s %s: the kept-alive connection was closed under it; sending it again", method, url)
+        return super().urlopen(method, url, body, headers, False, *args, **kwargs)
 
     def _put_conn(self, conn: Any) -> None:
         if getattr(conn, "kinformer_request", False) and self.pool is not None:

@@ -76,9 +76,15 @@ def _backs_off(error: BaseException) -> bool:
     """Whether a watch that failed to start with ``error`` is retried after a backoff step.
 
     A refused connection or a 429 means the server is there but busy or restarting: the
-    reflector backs off and watches again instead of relisting (client-go's rule).
+    reflector backs off and watches again instead of relisting (client-go's rule). So does a
+    request that got no answer at all (a :class:`~kinformer.TransportError`: a server going
+    down resets the connections it had accepted): its version is as good as before, and a list
+    would meet the same connection. client-go sees such a reset less often, as Go's transport
+    sends a request again when a kept-alive connection breaks under it; kinformer's requests
+    do the same, but a reset on a new connection surfaces here.
     """
-    return _is_connection_refused(error) or isinstance(error, errors.TooManyRequestsError)
+    return (_is_connection_refused(error)
+            or isinstance(error, (errors.TransportError, errors.TooManyRequestsError)))
 
 
 def _version_unavailable(error: BaseException) -> bool:
@@ -184,7 +190,8 @@ class Reflector:
     that ended with an error) goes to the watch error handler, ``handler(reflector, error)``
     (a raising handler is logged), and :meth:`last_error` reports it until the next successful
     list. A failed list or watch start ends the round and the next starts after one backoff
-    step; a 429 or refused connection on a watch backs off and watches again; a watch that
+    step; a 429, a refused connection or one broken before any answer on a watch start backs
+    off and watches again; a watch that
     expired, sent an ERROR event or a line that does not decode relists after one backoff step;
     a clean close, and a connection that broke (reset, cut mid-event, read timeout, a server
     restarting), re-watch at once from the last version, with no relist. An

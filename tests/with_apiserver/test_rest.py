@@ -186,20 +186,16 @@ class ThrottlingServer:
     RETRY_AFTER = 600  # seconds: urllib3, were it retrying, would sleep this long
 
     def __init__(self) -> None:
-        self.asked = threading.Event()
-        outer = self
-
         class Handler(http.server.BaseHTTPRequestHandler):
             def do_GET(self) -> None:
                 body = json.dumps({"kind": "Status", "apiVersion": "v1", "status": "Failure",
                                    "reason": "TooManyRequests", "code": 429}).encode()
                 self.send_response(429)
-                self.send_header("Retry-After", str(outer.RETRY_AFTER))
+                self.send_header("Retry-After", str(ThrottlingServer.RETRY_AFTER))
                 self.send_header("Content-Type", "application/json")
                 self.send_header("Content-Length", str(len(body)))
                 self.end_headers()
                 self.wfile.write(body)
-                outer.asked.set()
 
             def log_message(self, *args: Any) -> None:
                 pass
@@ -224,11 +220,11 @@ def test_a_stop_during_a_429_with_a_long_retry_after_takes_effect_at_once() -> N
         stop = threading.Event()
         thread = threading.Thread(target=informer.run, args=(stop,), name="test-informer")
         thread.start()
-        assert server.asked.wait(DEADLINE)
-        stop.set()
+        # the 429 reaches the reflector (urllib3 would sleep out Retry-After before that)...
+        assert wait_for(lambda: isinstance(informer.last_error(), errors.TooManyRequestsError), DEADLINE)
+        stop.set()  # ...which is waiting to list again when the stop comes
         thread.join(DEADLINE)
-        assert not thread.is_alive(), "the informer waited out Retry-After inside urllib3"
-        assert isinstance(informer.last_error(), errors.TooManyRequestsError)
+        assert not thread.is_alive(), "the stop did not end the informer's wait"
     finally:
         api.close()
         server.close()
@@ -273,3 +269,70 @@ def test_more_connections_than_the_pool_keeps_are_closed_without_a_warning(
     finally:
         api.close()
     assert [r.getMessage() for r in caplog.records if r.name.startswith("urllib3")] == []
+
+
+class ClosingKeptAliveServer:
+    """Answers the first request of each connection (keeping it alive) and closes the connection,
+    unanswered, when a second request comes on it: a server dropping an idle connection just as
+    the client reuses it."""
+
+    BODY = b'{"kind": "NamespaceList", "items": []}'
+
+    def __init__(self) -> None:
+        self.sock = socket.create_server(("127.0.0.1", 0))
+        self.requests: list[bytes] = []  # the request lines, answered or not
+        self._thread = threading.Thread(target=self._serve, name="test-closing", daemon=True)
+        self._thread.start()
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.sock.getsockname()[1]}"
+
+    def _serve(self) -> None:
+        while True:
+            try:
+                conn, _ = self.sock.accept()
+            except OSError:
+                return
+            threading.Thread(target=self._answer, args=(conn,), daemon=True).start()
+
+    def _read_request(self, conn: socket.socket) -> bool:
+        data = b""
+        while b"\r\n\r\n" not in data:
+            chunk = conn.recv(4096)
+            if not chunk:
+                return False
+            data += chunk
+        head, _, rest = data.partition(b"\r\n\r\n")
+        length = next((int(line.split(b":")[1]) for line in head.split(b"\r\n")
+                       if line.lower().startswith(b"content-length:")), 0)
+        while len(rest) < length:
+            rest += conn.recv(4096)
+        self.requests.append(head.split(b"\r\n")[0])
+        return True
+
+    def _answer(self, conn: socket.socket) -> None:
+        with conn:
+            if not self._read_request(conn):
+                return
+            conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n"
+                         b"Content-Length: %d\r\n\r\n%s" % (len(self.BODY), self.BODY))
+            self._read_request(conn)  # the reuse: closed without an answer
+
+    def close(self) -> None:
+        self.sock.close()
+
+
+def test_a_kept_alive_connection_closed_under_a_get_sends_it_again_once_on_a_new_one() -> None:
+    server = ClosingKeptAliveServer()
+    api = client_for(server.url)
+    try:
+        client = rest.Client(api)
+        assert client.get_json("/api/v1/namespaces")["kind"] == "NamespaceList"
+        assert client.get_json("/api/v1/namespaces")["kind"] == "NamespaceList"  # reused, closed, sent again
+        assert server.requests.count(b"GET /api/v1/namespaces HTTP/1.1") == 3
+        with pytest.raises(errors.TransportError, match="connection broken"):  # a POST is not sent twice
+            client.request("POST", "/api/v1/namespaces", body={"metadata": {"name": "x"}})
+    finally:
+        api.close()
+        server.close()
