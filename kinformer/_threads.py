@@ -12,6 +12,8 @@ import threading
 from collections.abc import Callable, Iterable
 from typing import Any
 
+from kinformer import _checks
+
 log = logging.getLogger(__name__)
 
 PREFIX = "kinformer-"
@@ -45,10 +47,12 @@ def spawn(target: Callable[..., Any], name: str, *args: Any, **kwargs: Any) -> t
 def join_all(threads: Iterable[threading.Thread], timeout: float = 5.0) -> list[str]:
     """Join ``threads`` within ``timeout`` seconds overall; log and return the names still alive.
 
-    Never joins the calling thread itself.
+    Never joins the calling thread itself. ``timeout`` is finite seconds, else
+    :class:`~kinformer.ConfigurationError`.
     """
     import time
 
+    timeout = _checks.seconds("timeout", timeout)
     deadline = time.monotonic() + timeout
     current = threading.current_thread()
     stuck: list[str] = []

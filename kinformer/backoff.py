@@ -15,6 +15,7 @@ import random as _random
 import threading
 from collections.abc import Callable
 
+from kinformer import _checks
 from kinformer import clock as _clock
 from kinformer import context as _context
 
@@ -34,7 +35,9 @@ class Backoff:
 
     Immutable and thread-safe. ``next()`` doubles (by ``factor``) up to ``cap``; ``delay``
     applies the jitter: ``duration * (1 + jitter * rand())``, so with jitter 1.0 the wait is
-    uniform in ``[duration, 2 * duration)``.
+    uniform in ``[duration, 2 * duration)``. ``cap`` 0 means no cap (the waits still stop
+    growing at :data:`~kinformer._checks.MAX_SECONDS`). Each field must be a finite number
+    ``>= 0``, else :class:`~kinformer.ConfigurationError`.
     """
 
     duration: float = BACKOFF_INITIAL
@@ -42,17 +45,24 @@ class Backoff:
     jitter: float = BACKOFF_JITTER
     cap: float = BACKOFF_MAX
 
+    def __post_init__(self) -> None:
+        _checks.seconds("duration", self.duration)
+        _checks.number("factor", self.factor, minimum=0.0)
+        _checks.number("jitter", self.jitter, minimum=0.0)
+        _checks.seconds("cap", self.cap)
+
     def next(self) -> Backoff:
         """The following step: ``duration * factor``, never above ``cap``."""
         grown = self.duration * self.factor if self.factor else self.duration
-        if self.cap > 0 and grown > self.cap:
-            grown = self.cap
+        limit = self.cap if self.cap > 0 else _checks.MAX_SECONDS
+        if grown > limit:
+            grown = limit
         return dataclasses.replace(self, duration=grown)
 
     def delay(self, rand: RandomSource = _random.random) -> float:
         """The jittered wait for this step."""
         if self.jitter > 0:
-            return self.duration + self.duration * self.jitter * rand()
+            return min(self.duration + self.duration * self.jitter * rand(), _checks.MAX_SECONDS)
         return self.duration
 
 
@@ -62,7 +72,8 @@ class BackoffManager:
     Thread-safe: every :meth:`next_delay` advances the one sequence, whichever thread asks.
     When more than ``reset_after`` seconds (of ``clock``) passed since the previous request, the
     sequence starts over at ``initial`` first, so a component that stayed healthy for a while
-    retries quickly again, while one failing continuously stays at the cap.
+    retries quickly again, while one failing continuously stays at the cap. ``reset_after``
+    must be a finite number of seconds, else :class:`~kinformer.ConfigurationError`.
     """
 
     def __init__(
@@ -74,7 +85,7 @@ class BackoffManager:
         random: RandomSource | None = None,
     ) -> None:
         self._initial = initial if initial is not None else Backoff()
-        self._reset_after = reset_after
+        self._reset_after = _checks.seconds("reset_after", reset_after)
         self._clock = clock
         self._rand: RandomSource = random if random is not None else _random.random
         self._lock = threading.Lock()  # guards _current, _last_request, _resume_at

@@ -26,6 +26,8 @@ import logging
 import threading
 from collections.abc import Callable
 
+from kinformer import _checks
+
 log = logging.getLogger(__name__)
 
 _POLL_INTERVAL = 0.05  # how often a bridge thread looks at a plain Event it cannot subscribe to
@@ -75,8 +77,12 @@ class Context:
         return self._done.is_set()
 
     def wait(self, timeout: float | None = None) -> bool:
-        """Block until cancelled or ``timeout`` seconds passed; True once cancelled."""
-        return self._done.wait(timeout)
+        """Block until cancelled or ``timeout`` seconds passed; True once cancelled.
+
+        ``timeout`` is None (no limit) or finite seconds, else
+        :class:`~kinformer.ConfigurationError`.
+        """
+        return self._done.wait(_checks.timeout("timeout", timeout))
 
     def cancel(self) -> None:
         """Cancel this context and, through their callbacks, all its children."""

@@ -20,7 +20,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from kinformer import _threads, context, handlers, informer, sharding
+from kinformer import _checks, _threads, context, handlers, informer, sharding
 from kinformer.cache import store
 from kinformer.cache.lister import GenericLister
 from kinformer.client import interface, listwatch
@@ -189,7 +189,8 @@ class DynamicSharedInformerFactory:
     or individually through :meth:`stop_informer`. After ``shutdown`` the factory starts nothing.
     With ``shard_selector`` (or :meth:`set_shard_selector`) every informer caches only that
     shard of its resource. Its informers follow ``profile`` (``"modern"`` or ``"classic"``, see
-    :class:`~kinformer.SharedIndexInformer`).
+    :class:`~kinformer.SharedIndexInformer`) and resync every ``default_resync`` seconds (0:
+    never; finite, else :class:`~kinformer.ConfigurationError`).
 
     Example, with ``api_client`` an ``ApiClient`` and ``stop`` a ``threading.Event``::
 
@@ -215,7 +216,7 @@ class DynamicSharedInformerFactory:
         self._profile = profile
         self._shard_selector = shard_selector
         self._client = client
-        self._default_resync = default_resync
+        self._default_resync = _checks.seconds("default_resync", default_resync)
         self._namespace = namespace
         self._tweak_list_options = tweak_list_options
         self._informers = InformerRegistry(self._new_informer, "informer")
@@ -255,8 +256,10 @@ class DynamicSharedInformerFactory:
         """Wait for every started informer to sync; map each GVR to whether it did.
 
         Returns when all synced, ``stop`` fired or ``timeout`` (real seconds, over all
-        informers) passed. Informers not started yet are left out.
+        informers) passed. Informers not started yet are left out. ``timeout`` is None or
+        finite seconds, else :class:`~kinformer.ConfigurationError`.
         """
+        timeout = _checks.timeout("timeout", timeout)
         started = self._informers.started()
         deadline = None if timeout is None else time.monotonic() + timeout
         result: dict[GroupVersionResource, bool] = {}

@@ -16,7 +16,7 @@ import time
 from collections.abc import Callable
 from typing import Any, Protocol, runtime_checkable
 
-from kinformer import context
+from kinformer import _checks, context
 from kinformer.cache import store
 
 log = logging.getLogger(__name__)
@@ -160,8 +160,10 @@ def wait_for_cache_sync(
 
     Checks at once, so an already synced cache gives True even with a set ``stop``; then checks
     every 100 ms, waiting on ``stop`` in between. ``timeout`` is in real seconds; None waits for
-    as long as ``stop`` allows. Blocks the calling thread only.
+    as long as ``stop`` allows (anything but None or finite seconds raises
+    :class:`~kinformer.ConfigurationError`). Blocks the calling thread only.
     """
+    timeout = _checks.timeout("timeout", timeout)
     deadline = None if timeout is None else time.monotonic() + timeout
     pause = stop if stop is not None else threading.Event()
     while True:

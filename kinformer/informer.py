@@ -37,7 +37,7 @@ import threading
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from kinformer import _gc, _threads, context, errors, meta, processor, sharding
+from kinformer import _checks, _gc, _threads, context, errors, meta, processor, sharding
 from kinformer.cache import delta_fifo, real_fifo, store
 from kinformer.cache.thread_safe_store import NOT_APPLIED
 from kinformer.clock import REAL_CLOCK, Clock
@@ -207,7 +207,8 @@ class SharedIndexInformer:
         self._indexer = store.Indexer(
             store.deletion_handling_meta_namespace_key_func, dict(indexers or {})
         )
-        self._default_resync = float(default_event_handler_resync_period)
+        self._default_resync = _checks.seconds(
+            "default_event_handler_resync_period", default_event_handler_resync_period)
         self._resync_check_period = self._default_resync
         self._processor = processor.SharedProcessor(clock, self._name)
         self._start_lock = threading.Lock()  # guards _started, _stopped, _fifo, _reflector, setters
@@ -401,9 +402,10 @@ class SharedIndexInformer:
         lowers the check period before run, and is raised to it after. An informer created
         with no resync never resyncs. Added after run, the handler first gets
         ``on_add(obj, True)`` for every cached object, before any later event. Raises
-        StoppedError once the informer stopped.
+        StoppedError once the informer stopped, ConfigurationError for a period that is not
+        finite seconds.
         """
-        period = float(resync_period)
+        period = _checks.seconds("resync_period", resync_period)
         with self._start_lock:
             if self._stopped:
                 raise errors.StoppedError(

@@ -7,6 +7,8 @@ import-linter in ``tox -e lint`` from the contracts in setup.cfg.
 from __future__ import annotations
 
 import ast
+import configparser
+import importlib.metadata
 import re
 import subprocess
 import sys
@@ -59,3 +61,83 @@ def test_ci_runs_exactly_the_test_command_of_the_readme() -> None:
     script = (CHECKOUT / ".ci" / "run").read_text(encoding="utf-8").splitlines()
     steps = [line for line in script if line.strip() and not line.lstrip().startswith("#")]
     assert steps == ["set -euo pipefail", 'cd "$(dirname "$0")/.."', *commands]
+
+
+# -- the docs build ------------------------------------------------------------------------------
+
+
+def _requirement_names(lines: str | list[str]) -> list[str]:
+    """The distribution names of requirement lines (``pytest>=7`` -> ``pytest``), markers ignored."""
+    if isinstance(lines, str):
+        lines = lines.splitlines()
+    found = (re.match(r"[A-Za-z0-9][A-Za-z0-9._-]*", line.strip()) for line in lines)
+    return [m.group(0).lower().replace("_", "-") for m in found if m]
+
+
+def _with_dependencies(names: list[str]) -> set[str]:
+    """``names`` and every distribution they require, as far as the installed metadata tells."""
+    found: set[str] = set()
+    pending = list(names)
+    while pending:
+        name = pending.pop()
+        if name in found:
+            continue
+        found.add(name)
+        try:
+            requires = importlib.metadata.requires(name) or []
+        except importlib.metadata.PackageNotFoundError:
+            continue
+        pending += _requirement_names([r for r in requires if "extra ==" not in r])
+    return found
+
+
+def _module_level_imports(module: str, seen: set[str]) -> set[str]:
+    """Top-level names of the packages ``module`` imports when it loads, following kinformer's own
+    modules: what importing it needs installed. Imports inside functions are not followed."""
+    if module in seen:
+        return set()
+    seen.add(module)
+    base = CHECKOUT.joinpath(*module.split("."))
+    path = base / "__init__.py" if base.is_dir() else base.with_suffix(".py")
+    if not path.exists():
+        return set()
+    found: set[str] = set()
+    for node in ast.parse(path.read_text(encoding="utf-8")).body:
+        imported: list[str] = []
+        if isinstance(node, ast.Import):
+            imported = [alias.name for alias in node.names]
+        elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+            imported = [node.module, *(f"{node.module}.{alias.name}" for alias in node.names)]
+        for name in imported:
+            parts = name.split(".")
+            if parts[0] != "kinformer":
+                found.add(parts[0])
+                continue
+            for end in range(1, len(parts) + 1):  # a package's __init__ loads first
+                found |= _module_level_imports(".".join(parts[:end]), seen)
+    return found
+
+
+def test_the_docs_environment_installs_what_autodoc_imports_and_ci_builds_the_docs() -> None:
+    tox = configparser.ConfigParser(interpolation=None)
+    tox.read(CHECKOUT / "tox.ini", encoding="utf-8")
+    assert "docs" in [env.strip() for env in tox["tox"]["envlist"].split(",")]  # `tox` builds them
+    setup = configparser.ConfigParser(interpolation=None)
+    setup.read(CHECKOUT / "setup.cfg", encoding="utf-8")
+    docs = tox["testenv:docs"]
+    wanted = _requirement_names(setup["options"]["install_requires"])
+    wanted += _requirement_names(docs.get("deps", ""))
+    for extra in docs.get("extras", "").split():
+        wanted += _requirement_names(setup["options.extras_require"][extra])
+    installed = _with_dependencies(wanted)
+    provided_by = importlib.metadata.packages_distributions()
+    documented = set()
+    for page in (CHECKOUT / "docs" / "api").glob("*.rst"):
+        documented |= set(re.findall(r"^\.\. automodule:: (\S+)", page.read_text(encoding="utf-8"), re.M))
+    seen: set[str] = set()
+    needed = set().union(*(_module_level_imports(module, seen) for module in documented))
+    missing = sorted(
+        name for name in needed - set(sys.stdlib_module_names) - {"__future__"}
+        if not {d.lower().replace("_", "-") for d in provided_by.get(name, [name])} & installed
+    )
+    assert missing == [], f"tox -e docs would not install what autodoc imports: {missing}"

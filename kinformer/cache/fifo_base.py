@@ -14,7 +14,7 @@ from collections import deque
 from collections.abc import Callable, Iterable
 from typing import Any
 
-from kinformer import errors
+from kinformer import _checks, errors
 from kinformer.cache.store import DeletedFinalStateUnknown, KeyFunc, KeyListerGetter
 
 TransformFunc = Callable[[Any], Any]
@@ -91,8 +91,10 @@ class FIFOBase:
         """With the lock held and ``line`` (the queue) empty: wait until something is queued.
 
         Raises :class:`~kinformer.FIFOClosedError` once closed and still empty,
-        ``TimeoutError`` after ``timeout`` seconds.
+        ``TimeoutError`` after ``timeout`` seconds, :class:`~kinformer.ConfigurationError` for a
+        ``timeout`` that is neither None nor finite seconds.
         """
+        timeout = _checks.timeout("timeout", timeout)
         deadline = None if timeout is None else time.monotonic() + timeout
         while not line:
             if self._closed:

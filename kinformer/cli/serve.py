@@ -17,6 +17,7 @@ import threading
 from types import FrameType
 from typing import Any
 
+from kinformer.cli import options
 from kinformer.testing.apiserver import FakeAPIServer
 
 log = logging.getLogger("kinformer.serve")
@@ -38,19 +39,6 @@ def _port(text: str) -> int:
     return port
 
 
-def _positive(kind: type[int] | type[float]) -> Any:
-    """An argparse type: a positive ``kind``."""
-    def parse(text: str) -> int | float:
-        try:
-            value = kind(text)
-        except ValueError:
-            raise argparse.ArgumentTypeError(f"invalid value {text!r}: not a number") from None
-        if value <= 0:
-            raise argparse.ArgumentTypeError(f"invalid value {text!r}: must be positive")
-        return value
-    return parse
-
-
 def add_parser(subparsers: Any) -> None:
     """Register ``serve`` and its options."""
     parser: argparse.ArgumentParser = subparsers.add_parser(
@@ -63,9 +51,9 @@ def add_parser(subparsers: Any) -> None:
     parser.add_argument("--token", default=os.environ.get(TOKEN_ENV),
                         help="require this bearer token; serves HTTPS with a throwaway CA "
                         f"(default: ${TOKEN_ENV}, which keeps it out of process listings)")
-    parser.add_argument("--history-size", type=_positive(int), default=10_000,
+    parser.add_argument("--history-size", type=options.integer(minimum=1), default=10_000,
                         help="watch events kept for resuming (default 10000)")
-    parser.add_argument("--bookmark-interval", type=_positive(float), default=60.0,
+    parser.add_argument("--bookmark-interval", type=options.seconds(positive=True), default=60.0,
                         help="seconds between watch bookmarks (default 60)")
     parser.add_argument("--feature-gates", default="", metavar="NAME=BOOL,...",
                         help="turn on gated features, as kube-apiserver's flag does, e.g. "
@@ -117,8 +105,7 @@ def run(args: argparse.Namespace) -> int:
                 server.write_kubeconfig(path)
             except OSError as err:
                 return _error(f"cannot write the kubeconfig {path}: {err.strerror or err}")
-            log.info("serving on %s; kubeconfig written to %s", server.url, path)
-            print(f"kinformer serve: {server.url} kubeconfig={path}", flush=True)
+            print(f"kinformer serve: {server.url} kubeconfig={path}", flush=True)  # said once
             while not stop.wait(1.0):
                 pass
             log.info("stopping")

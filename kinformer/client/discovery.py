@@ -20,9 +20,9 @@ from typing import Any
 
 import cachetools
 
+from kinformer import _checks, errors
 from kinformer import clock as _clock
 from kinformer import context as _context
-from kinformer import errors
 from kinformer import gvr as _gvr
 from kinformer.client import rest
 
@@ -91,7 +91,8 @@ class CachedDiscoveryClient:
     version is cached for ``ttl`` seconds (of ``clock``) or until :meth:`invalidate`. Blocks the
     calling thread for the HTTP round trips; cancelling ``ctx`` breaks a round trip off at
     once (it raises ``TransportError``). ``client`` is what ``ListWatch.for_resource``
-    accepts: an ``ApiClient``, a ``DynamicClient`` or an API object holding one.
+    accepts: an ``ApiClient``, a ``DynamicClient`` or an API object holding one. ``ttl`` and
+    ``request_timeout`` must be finite seconds, else :class:`~kinformer.ConfigurationError`.
     """
 
     def __init__(
@@ -105,10 +106,10 @@ class CachedDiscoveryClient:
     ) -> None:
         self._rest = rest.Client(client)
         self._ctx = ctx  # cancels every request in flight
-        self._timeout = request_timeout  # (connect, read) seconds for one GET
+        self._timeout = rest.check_timeout("request_timeout", request_timeout)  # for one GET
         self._lock = threading.Lock()  # guards _cache: cachetools caches are not thread-safe
         self._cache: cachetools.TTLCache[str, list[APIResource]] = cachetools.TTLCache(
-            maxsize=512, ttl=ttl, timer=clock.now
+            maxsize=512, ttl=_checks.seconds("ttl", ttl), timer=clock.now
         )
 
     def invalidate(self) -> None:

@@ -108,7 +108,9 @@ class ListWatch:
         still exists.
         ``read_timeout``: seconds without a byte after which a watch counts as dead (raises
         :class:`~kinformer.TransportError`, and the reflector re-establishes it); keep it
-        above the server's bookmark interval. ``tweak_list_options`` may change the options of
+        above the server's bookmark interval. ``read_timeout`` and ``connect_timeout`` must be
+        positive, finite seconds, else :class:`~kinformer.ConfigurationError`.
+        ``tweak_list_options`` may change the options of
         every request in place (or return new ones), like client-go's factory option.
         ``shard_selector`` (a :class:`~kinformer.ShardSelector` or its text) goes with every
         request that names none itself; an informer over this ListWatch starts with it.

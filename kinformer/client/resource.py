@@ -16,7 +16,7 @@ import threading
 from collections.abc import Callable, Iterator
 from typing import Any
 
-from kinformer import _gc, _json, errors, meta
+from kinformer import _checks, _gc, _json, errors, meta
 from kinformer import context as _context
 from kinformer import gvr as _gvr
 from kinformer.client import interface, rest
@@ -57,7 +57,8 @@ class HTTPResource:
         self._path = rest.resource_path(gvr, namespace)
         self._label_selector = label_selector
         self._field_selector = field_selector
-        self._timeout = (connect_timeout, read_timeout)
+        self._timeout = (_checks.seconds("connect_timeout", connect_timeout, positive=True),
+                         _checks.seconds("read_timeout", read_timeout, positive=True))
         self._tweak = tweak
         self._shard_selector = shard_selector
         self._api_version = gvr.version if gvr.group == "" else f"{gvr.group}/{gvr.version}"

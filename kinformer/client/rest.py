@@ -17,6 +17,21 @@ made): their connections report to the :class:`Call` running on their thread, an
 call shuts the socket of its connection down, which wakes the blocked read at once. That
 connection is then closed, never handed back to the pool open.
 
+The same pools change two more things, for kinformer's own requests only (those sent through
+:class:`Client`; the ApiClient's other requests behave as urllib3 and the official client make
+them): urllib3 never retries them (its default retries a refused connection three times, each
+with a multi-line WARNING, and a 429 as long as its ``Retry-After`` says, uncancellably), since
+the callers retry with their own backoff, logging one line each time, except that an
+idempotent request whose kept-alive connection the server had closed meanwhile goes again,
+once, on a new connection, as Go's transport sends it; and a connection handed
+back to a pool already holding ``Configuration.connection_pool_maxsize`` idle ones is closed
+quietly (urllib3 warns "Connection pool is full"), as client-go's transport closes surplus idle
+connections: every open watch holds a connection of its own, so an informer process often has
+more open at once than the pool keeps. Raise ``connection_pool_maxsize`` above the number of
+informers plus workers to keep them all for reuse. ``Configuration.client_go_retries`` (off by
+default) adds the official client's own retry loop above urllib3, which waits out a 429's
+``Retry-After`` before kinformer can stop it: leave it off on an ApiClient given to kinformer.
+
 Users: list and watch (:mod:`kinformer.client.resource`), discovery
 (:mod:`kinformer.client.discovery`), and the ``kinformer`` command with its demo.
 """
@@ -25,6 +40,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import queue
 import re
 import socket
 import ssl
@@ -37,7 +53,7 @@ import urllib3.connection
 import urllib3.exceptions
 import urllib3.poolmanager
 
-from kinformer import _json, errors
+from kinformer import _checks, _json, errors
 from kinformer import context as _context
 from kinformer import gvr as _gvr
 
@@ -66,6 +82,15 @@ def api_client_of(client: Any) -> Any:
     raise errors.ConfigurationError(
         f"expected a kubernetes ApiClient or DynamicClient, got {type(client).__name__}"
     )
+
+
+def check_timeout(name: str, timeout: tuple[float, float]) -> tuple[float, float]:
+    """``timeout`` if it is a ``(connect, read)`` pair of positive, finite seconds; else
+    :class:`~kinformer.ConfigurationError` naming ``name``."""
+    if not isinstance(timeout, tuple) or len(timeout) != 2:
+        raise errors.ConfigurationError(f"{name} must be a (connect, read) pair of seconds, got {timeout!r}")
+    return (_checks.seconds(f"{name} (connect)", timeout[0], positive=True),
+            _checks.seconds(f"{name} (read)", timeout[1], positive=True))
 
 
 def resource_path(gvr: _gvr.GroupVersionResource, namespace: str = "") -> str:
@@ -133,7 +158,11 @@ class Call:
             return not self._cancelled
 
 
-_running = threading.local()  # .call: the Call whose request call_api is sending on this thread
+# on the thread sending a request through Client: .call, the Call call_api is sending (None
+# without a context); .sending, True while any Client request is being sent; .reused, True when
+# the request went out on a kept-alive socket that had answered before
+_running = threading.local()
+_IDEMPOTENT = frozenset({"GET", "HEAD", "PUT", "DELETE", "OPTIONS"})  # safe to send twice
 
 
 class _CallAwareConnection(urllib3.connection.HTTPConnection):
@@ -143,7 +172,13 @@ class _CallAwareConnection(urllib3.connection.HTTPConnection):
     running there (any request sent without a context) both behave exactly as urllib3's own.
     """
 
+    kinformer_request = False  # set once a Client request used this connection
+    answered_on: Any = None  # the socket the last response arrived on: sending on it again reuses it
+
     def request(self, *args: Any, **kwargs: Any) -> None:
+        if getattr(_running, "sending", False):
+            self.kinformer_request = True
+            _running.reused = self.sock is not None and self.sock is self.answered_on
         call: Call | None = getattr(_running, "call", None)
         if call is None:
             super().request(*args, **kwargs)
@@ -160,22 +195,59 @@ class _CallAwareConnection(urllib3.connection.HTTPConnection):
     def getresponse(self) -> Any:
         call: Call | None = getattr(_running, "call", None)
         try:
-            return super().getresponse()
+            response = super().getresponse()
         except Exception as exc:
             if call is not None and call.cancelled:
                 raise _Cancelled() from exc
             raise
+        self.answered_on = self.sock
+        return response
 
 
 class _CallAwareHTTPSConnection(_CallAwareConnection, urllib3.connection.HTTPSConnection):
     """The TLS form of :class:`_CallAwareConnection`."""
 
 
-class _HTTPConnectionPool(urllib3.HTTPConnectionPool):
+class _KinformerPool(urllib3.HTTPConnectionPool):
+    """A pool that sends kinformer's requests without urllib3's retries and takes back their
+    connections without warning when it is full (see the module docstring)."""
+
+    def urlopen(  # type: ignore[override]
+        self, method: str, url: str, body: Any = None, headers: Any = None, retries: Any = None,
+        *args: Any, **kwargs: Any,
+    ) -> Any:
+        if not getattr(_running, "sending", False):
+            return super().urlopen(method, url, body, headers, retries, *args, **kwargs)
+        # no retries (the caller retries with its backoff), with one exception, as Go's
+        # transport makes it: a kept-alive connection the server closed meanwhile (it
+        # restarted, or dropped idle connections) fails an idempotent request before any
+        # answer; that request goes again, once, on a new connection
+        _running.reused = False
+        try:
+            return super().urlopen(method, url, body, headers, False, *args, **kwargs)
+        except urllib3.exceptions.ProtocolError:
+            if not (getattr(_running, "reused", False) and method.upper() in _IDEMPOTENT):
+                raise
+        log.debug("%s %s: the kept-alive connection was closed under it; sending it again", method, url)
+        return super().urlopen(method, url, body, headers, False, *args, **kwargs)
+
+    def _put_conn(self, conn: Any) -> None:
+        if getattr(conn, "kinformer_request", False) and self.pool is not None:
+            try:
+                self.pool.put(conn, block=False)
+            except queue.Full:  # more were open at once than the pool keeps: one per open watch
+                conn.close()
+                log.debug("pool of %s full (connection_pool_maxsize %d): closed a surplus connection",
+                          self.host, self.pool.maxsize)
+            return
+        super()._put_conn(conn)
+
+
+class _HTTPConnectionPool(_KinformerPool):
     ConnectionCls = _CallAwareConnection
 
 
-class _HTTPSConnectionPool(urllib3.HTTPSConnectionPool):
+class _HTTPSConnectionPool(_KinformerPool, urllib3.HTTPSConnectionPool):
     ConnectionCls = _CallAwareHTTPSConnection
 
 
@@ -308,7 +380,8 @@ class Client:
     ) -> Response:
         """Send one request and wait for the response headers; the body is left unread.
 
-        Blocks for at most the ``(connect, read)`` timeout per step. ``body`` (JSON-encodable)
+        Blocks for at most the ``(connect, read)`` timeout per step (each positive and finite,
+        else :class:`~kinformer.ConfigurationError`). ``body`` (JSON-encodable)
         is sent as ``content_type``. An error status raises its typed
         :class:`~kinformer.APIError` (the Status body read), a failed connection
         :class:`~kinformer.TransportError`. Cancelling ``ctx`` breaks the request off, until
@@ -317,6 +390,7 @@ class Client:
         request in error messages (default: method and path).
         """
         where = what or f"{method} {path}"
+        timeout = check_timeout("timeout", timeout)
         headers = {"Accept": ACCEPT_JSON}
         if body is not None:
             headers["Content-Type"] = content_type
@@ -361,6 +435,7 @@ class Client:
             if call.cancelled:  # even a pool that was not adopted sends nothing then
                 raise _cancelled_error(where)
             _running.call = call
+        _running.sending = True
         try:
             return self.api_client.call_api(*serialized, _request_timeout=timeout).response
         except _Cancelled as exc:
@@ -374,6 +449,7 @@ class Client:
                 raise _cancelled_error(where) from exc
             raise transport_error(exc, where) from exc
         finally:
+            _running.sending = False
             if call is not None:
                 _running.call = None
 

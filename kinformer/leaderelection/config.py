@@ -7,11 +7,10 @@ Python client's port). The elector that runs it is :mod:`kinformer.leaderelectio
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from kinformer import context, errors
+from kinformer import _checks, context, errors
 from kinformer.leaderelection.lease_lock import ResourceLock
 
 JITTER_FACTOR = 1.2  # client-go's: a retry waits between 1x and 2.2x retry_period
@@ -59,10 +58,7 @@ class LeaderElectionConfig:
                      ("renew_deadline", self.renew_deadline),
                      ("retry_period", self.retry_period))
         for field, value in durations:
-            if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
-                raise errors.ConfigurationError(f"{field} must be a finite number of seconds, got {value!r}")
-        if self.retry_period <= 0:
-            raise errors.ConfigurationError(f"retry_period must be positive, got {self.retry_period}")
+            _checks.seconds(field, value, positive=True)
         if self.lease_duration <= self.renew_deadline:
             raise errors.ConfigurationError(
                 f"lease_duration ({self.lease_duration}) must be greater than renew_deadline "

@@ -19,7 +19,7 @@ import threading
 from collections.abc import Callable
 from typing import Any
 
-from kinformer import _threads, errors, sharding
+from kinformer import _checks, _threads, errors, sharding
 from kinformer import clock as _clock
 from kinformer import context as _context
 from kinformer.client import listwatch, rest
@@ -82,6 +82,8 @@ class ShardCoordinator:
                 f"shard group must be a valid label value (63 characters at most), got {group!r}")
         if not isinstance(identity, str) or not identity:
             raise errors.ConfigurationError("ShardCoordinator needs a non-empty identity")
+        _checks.seconds("lease_duration", lease_duration, positive=True)
+        _checks.seconds("renew_interval", renew_interval, positive=True)
         if not 0 < renew_interval < lease_duration:
             raise errors.ConfigurationError(
                 "need 0 < renew_interval < lease_duration, got "

@@ -19,7 +19,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from kinformer import _threads, context, errors
+from kinformer import _checks, _threads, context, errors
 from kinformer.cache import store
 from kinformer.workqueue import RateLimitingQueue
 
@@ -30,9 +30,15 @@ JOIN_TIMEOUT = 30.0  # seconds run() waits for workers to finish their current r
 
 @dataclass(frozen=True, slots=True)
 class Result:
-    """What a reconcile asks for next: ``requeue_after`` seconds to look again, or nothing."""
+    """What a reconcile asks for next: ``requeue_after`` seconds to look again, or nothing.
+
+    ``requeue_after`` is None or finite seconds, else :class:`~kinformer.ConfigurationError`.
+    """
 
     requeue_after: float | None = None
+
+    def __post_init__(self) -> None:
+        _checks.timeout("requeue_after", self.requeue_after)
 
 
 class Reconciler(Protocol):
@@ -69,12 +75,10 @@ class Controller:
         queue: RateLimitingQueue[str] | None = None,
         workers: int = 1,
     ) -> None:
-        if workers < 1:
-            raise errors.ConfigurationError(f"controller {name} needs at least one worker, got {workers}")
         self.name = name
         self.reconciler = reconciler
         self.queue: RateLimitingQueue[str] = queue if queue is not None else RateLimitingQueue(name=name)
-        self.workers = workers
+        self.workers = _checks.integer(f"controller {name}: workers", workers, minimum=1)
         self._lock = threading.Lock()  # guards _started
         self._started = False
 

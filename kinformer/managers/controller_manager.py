@@ -24,7 +24,7 @@ from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from kinformer import _threads, context, errors
+from kinformer import _checks, _threads, context, errors
 from kinformer import clock as clock_module
 from kinformer.gvr import GroupVersionResource
 from kinformer.managers import source
@@ -76,7 +76,8 @@ class ControllerManager:
     its thread joined, and a fresh instance is created when they return. A failed reconcile or
     ``create`` is logged and retried with backoff. On cancel every controller is stopped and
     joined before ``start`` returns. ``running_controllers`` is thread-safe. A manager starts
-    once (:class:`~kinformer.AlreadyStartedError`).
+    once (:class:`~kinformer.AlreadyStartedError`). ``stop_timeout`` and ``resync_interval``
+    are finite seconds, else :class:`~kinformer.ConfigurationError`.
 
     Example, with ``ddsif`` a :class:`~kinformer.DiscoveringDynamicSharedInformerFactory`,
     ``new_widget_controller(ctx)`` returning the function that runs the controller, and ``ctx``
@@ -100,8 +101,8 @@ class ControllerManager:
         self.name = CONTROLLER_NAME_PREFIX + suffix
         self._source = informer_source
         self._controllers = dict(controllers)
-        self._stop_timeout = stop_timeout
-        self._resync_interval = resync_interval
+        self._stop_timeout = _checks.seconds("stop_timeout", stop_timeout)
+        self._resync_interval = _checks.seconds("resync_interval", resync_interval, positive=True)
         self._queue: RateLimitingQueue[str] = RateLimitingQueue(clock=clock, name=self.name)
         self._lock = threading.Lock()  # guards _started, _running; _running changes only on start's thread
         self._started = False

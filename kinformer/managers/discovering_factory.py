@@ -23,7 +23,7 @@ import threading
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any, Protocol, runtime_checkable
 
-from kinformer import _threads, context, errors, factory, informer, meta
+from kinformer import _checks, _threads, context, errors, factory, informer, meta
 from kinformer.cache import store
 from kinformer.client import discovery as client_discovery
 from kinformer.client import listwatch
@@ -125,7 +125,8 @@ class DiscoveringDynamicSharedInformerFactory:
     objects, it filters resource types. Every informer uses ``resync`` and ``indexers`` plus the
     namespace index (which cannot be overridden), and ``profile`` (``"modern"`` or
     ``"classic"``). GVR handlers (:meth:`add_event_handler`) run on
-    the informers' handler threads; all methods are thread-safe.
+    the informers' handler threads; all methods are thread-safe. ``resync`` (0: never) and
+    ``poll_interval`` are finite seconds, else :class:`~kinformer.ConfigurationError`.
 
     Example, with ``api_client`` an ``ApiClient``, ``ctx`` a :class:`~kinformer.Context` and
     ``controllers`` a dict of :class:`~kinformer.ManagedController` by name::
@@ -153,8 +154,8 @@ class DiscoveringDynamicSharedInformerFactory:
         self._profile = profile
         self._client = client
         self._filter = filter_func or (lambda gvr: True)
-        self._resync = resync
-        self._poll_interval = poll_interval
+        self._resync = _checks.seconds("resync", resync)
+        self._poll_interval = _checks.seconds("poll_interval", poll_interval, positive=True)
         self._clock = clock
         self._indexers = {k: v for k, v in (indexers or {}).items() if k != store.NAMESPACE_INDEX}
         self._indexers[store.NAMESPACE_INDEX] = store.meta_namespace_index_func
@@ -190,6 +191,7 @@ class DiscoveringDynamicSharedInformerFactory:
 
     def stop(self, timeout: float = JOIN_TIMEOUT) -> None:
         """Cancel the worker and wait until it and every informer thread ended; a no-op before start."""
+        timeout = _checks.seconds("timeout", timeout)
         own = self._ctx
         if own is None:
             return
@@ -210,7 +212,7 @@ class DiscoveringDynamicSharedInformerFactory:
 
     def wait_ready(self, timeout: float | None = None) -> bool:
         """Block until :meth:`ready` (True) or ``timeout`` real seconds passed (False)."""
-        return self._ready.wait(timeout)
+        return self._ready.wait(_checks.timeout("timeout", timeout))
 
     def _claim(self, stop: context.StopSignal) -> context.Context:
         """Mark the factory started; return its own context, cancelled with ``stop`` or by stop()."""

@@ -21,7 +21,7 @@ import urllib.parse
 from collections.abc import Callable, Iterable
 from typing import Any, Protocol
 
-from kinformer import _threads, errors
+from kinformer import _checks, _threads, errors
 from kinformer import context as context_module
 from kinformer.metrics import provider as provider_module
 
@@ -63,7 +63,9 @@ def leader_election_check(elector: _Elector, max_tolerable_expired_lease: float 
     A leader elector's check raises while this process leads on a lease it failed to renew for
     longer than the lease duration plus ``max_tolerable_expired_lease`` seconds: a liveness
     check, so a stuck leader is restarted and another candidate can take over.
+    ``max_tolerable_expired_lease`` is finite seconds, else :class:`~kinformer.ConfigurationError`.
     """
+    _checks.seconds("max_tolerable_expired_lease", max_tolerable_expired_lease)
 
     def check() -> None:
         elector.check(max_tolerable_expired_lease)
@@ -100,7 +102,9 @@ class ProbeServer:
     other methods get 405. Each request runs its checks at once, each on its own thread
     (``kinformer-probes-check-<name>``); a check fails when it raises or returns False, and a
     check still running after ``check_timeout`` seconds fails without holding up the answer
-    (it is not started again while that run goes on). ``registry`` is the Prometheus registry
+    (it is not started again while that run goes on); a ``port`` outside 0-65535 or a
+    ``check_timeout`` that is not positive, finite seconds raises
+    :class:`~kinformer.ConfigurationError`. ``registry`` is the Prometheus registry
     served on ``/metrics``; by default the current provider's, else ``prometheus_client``'s
     global one; without the ``prometheus`` extra ``/metrics`` answers 404.
 
@@ -124,12 +128,10 @@ class ProbeServer:
         registry: Any = None,
         check_timeout: float = CHECK_TIMEOUT,
     ) -> None:
-        if check_timeout <= 0:
-            raise errors.ConfigurationError(f"check_timeout must be > 0, got {check_timeout}")
         self.host = host
-        self._requested_port = port
+        self._requested_port = _checks.integer("port", port, minimum=0, maximum=65535)
         self.registry = registry
-        self.check_timeout = float(check_timeout)
+        self.check_timeout = _checks.seconds("check_timeout", check_timeout, positive=True)
         self._lock = threading.Lock()  # guards the check lists, _threads_alive, _server, _state
         self._checks: dict[str, list[_CheckEntry]] = {"healthz": [], "readyz": []}
         self._threads_alive: set[threading.Thread] = set()  # request and check threads

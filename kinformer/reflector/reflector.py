@@ -28,7 +28,7 @@ import threading
 from collections.abc import Callable
 from typing import Any
 
-from kinformer import _gc, _threads, errors, meta, sharding
+from kinformer import _checks, _gc, _threads, errors, meta, sharding
 from kinformer import backoff as _backoff
 from kinformer import clock as _clock
 from kinformer import context as _context
@@ -76,9 +76,15 @@ def _backs_off(error: BaseException) -> bool:
     """Whether a watch that failed to start with ``error`` is retried after a backoff step.
 
     A refused connection or a 429 means the server is there but busy or restarting: the
-    reflector backs off and watches again instead of relisting (client-go's rule).
+    reflector backs off and watches again instead of relisting (client-go's rule). So does a
+    request that got no answer at all (a :class:`~kinformer.TransportError`: a server going
+    down resets the connections it had accepted): its version is as good as before, and a list
+    would meet the same connection. client-go sees such a reset less often, as Go's transport
+    sends a request again when a kept-alive connection breaks under it; kinformer's requests
+    do the same, but a reset on a new connection surfaces here.
     """
-    return _is_connection_refused(error) or isinstance(error, errors.TooManyRequestsError)
+    return (_is_connection_refused(error)
+            or isinstance(error, (errors.TransportError, errors.TooManyRequestsError)))
 
 
 def _version_unavailable(error: BaseException) -> bool:
@@ -184,7 +190,8 @@ class Reflector:
     that ended with an error) goes to the watch error handler, ``handler(reflector, error)``
     (a raising handler is logged), and :meth:`last_error` reports it until the next successful
     list. A failed list or watch start ends the round and the next starts after one backoff
-    step; a 429 or refused connection on a watch backs off and watches again; a watch that
+    step; a 429, a refused connection or one broken before any answer on a watch start backs
+    off and watches again; a watch that
     expired, sent an ERROR event or a line that does not decode relists after one backoff step;
     a clean close, and a connection that broke (reset, cut mid-event, read timeout, a server
     restarting), re-watch at once from the last version, with no relist. An
@@ -194,6 +201,10 @@ class Reflector:
     take a context (:func:`~kinformer.client.interface.takes_context`, as the HTTP one does) has a list
     or watch start still waiting for the server broken off by the stop; with any other, that
     request runs to its end before ``run`` returns.
+
+    Durations (``resync_period``, ``min_watch_timeout``, ``initial_events_timeout``,
+    ``max_internal_error_retry_duration``) are finite seconds and ``page_size`` a count ``>= 0``,
+    else :class:`~kinformer.ConfigurationError`.
     """
 
     def __init__(
@@ -215,24 +226,23 @@ class Reflector:
         max_internal_error_retry_duration: float = 0.0,
         shard_selector: sharding.ShardSelector | None = None,
     ) -> None:
-        if resync_period < 0:
-            raise errors.ConfigurationError("resync_period must be >= 0")
-        if page_size < 0:
-            raise errors.ConfigurationError("page_size must be >= 0")
         self._lw = lister_watcher
         self._store = store
-        self._resync_period = float(resync_period)
+        self._resync_period = _checks.seconds("resync_period", resync_period)
         self.name = name or _caller_name()
         self._should_resync = should_resync
         self._clock = clock
         self._rand: Callable[[], float] = random if random is not None else _random.random
         self._backoff = backoff or _backoff.BackoffManager(clock=clock, random=self._rand)
         self._error_handler: WatchErrorHandler = watch_error_handler or default_watch_error_handler
-        self._page_size = page_size
+        self._page_size = _checks.integer("page_size", page_size, minimum=0)
         self._use_watch_list = use_watch_list
-        self._min_watch_timeout = max(MIN_WATCH_TIMEOUT, float(min_watch_timeout))
-        self._initial_events_timeout = initial_events_timeout
-        self._max_internal_retry = max_internal_error_retry_duration
+        self._min_watch_timeout = max(
+            MIN_WATCH_TIMEOUT, _checks.seconds("min_watch_timeout", min_watch_timeout))
+        self._initial_events_timeout = _checks.seconds(
+            "initial_events_timeout", initial_events_timeout, positive=True)
+        self._max_internal_retry = _checks.seconds(
+            "max_internal_error_retry_duration", max_internal_error_retry_duration)
         self._metrics = _metrics.ReflectorMetrics(self.name)  # lists, watches, errors counters
 
         self._last_version = watch.LastVersion()  # written by the run thread only; read without a lock

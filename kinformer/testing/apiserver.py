@@ -31,7 +31,7 @@ from collections.abc import Iterable, Mapping
 from types import TracebackType
 from typing import Any
 
-from kinformer import _threads, errors
+from kinformer import _checks, _threads, errors
 from kinformer.gvr import GroupVersionResource, KubeObject
 from kinformer.testing._apiserver import handler as handling
 from kinformer.testing._apiserver import records, server_state, shards, status, tls, watchers
@@ -122,7 +122,8 @@ class FakeAPIServer:
     ``feature_gates`` turns on what a real server keeps behind a gate, off by default:
     ``{"ShardedListAndWatch": True}`` serves the ``shardSelector`` of lists and watches
     (:mod:`kinformer.sharding`). An unknown gate name raises
-    :class:`~kinformer.ConfigurationError`.
+    :class:`~kinformer.ConfigurationError`, as does a number out of range: a ``port`` outside
+    0-65535, a size below 1, an interval or wait that is not finite, positive seconds.
     """
 
     def __init__(
@@ -138,7 +139,11 @@ class FakeAPIServer:
         feature_gates: Mapping[str, bool] | None = None,
     ) -> None:
         self._host = host
-        self._port = port
+        self._port = _checks.integer("port", port, minimum=0, maximum=65535)
+        _checks.integer("history_size", history_size, minimum=1)
+        _checks.integer("max_backlog", max_backlog, minimum=1)
+        _checks.seconds("bookmark_interval", bookmark_interval, positive=True)
+        _checks.seconds("future_rv_wait", future_rv_wait)
         self._storage = store.Storage(history_size=history_size, max_backlog=max_backlog,
                                       future_rv_wait=future_rv_wait)
         self._state = server_state.ServerState(
@@ -304,6 +309,7 @@ class FakeAPIServer:
 
     def set_delay(self, seconds: float, verb: str | None = None) -> None:
         """Delay every request (of ``verb`` if given) by ``seconds``; 0 removes the delay."""
+        seconds = _checks.seconds("seconds", seconds)
         with self._state.lock:
             if seconds > 0:
                 self._state.delays[verb] = seconds

@@ -6,9 +6,16 @@ import threading
 import time
 from collections.abc import Callable
 
+from kinformer import _checks
+
 
 def wait_for(predicate: Callable[[], object], timeout: float = 5.0, interval: float = 0.01) -> bool:
-    """Call ``predicate`` until it returns something true (True) or ``timeout`` passes (False)."""
+    """Call ``predicate`` until it returns something true (True) or ``timeout`` passes (False).
+
+    ``timeout`` and ``interval`` are finite seconds, else :class:`~kinformer.ConfigurationError`.
+    """
+    timeout = _checks.seconds("timeout", timeout)
+    interval = _checks.seconds("interval", interval, positive=True)
     pause = threading.Event()
     end = time.monotonic() + timeout
     while True:

@@ -13,7 +13,7 @@ import logging
 import threading
 from typing import Generic
 
-from kinformer import _threads
+from kinformer import _checks, _threads
 from kinformer import clock as clock_module
 from kinformer.metrics import provider as metrics_provider
 from kinformer.workqueue.queue import T, WorkQueue
@@ -63,8 +63,10 @@ class DelayingQueue(WorkQueue[T]):
     def add_after(self, item: T, seconds: float) -> None:
         """Add ``item`` once ``seconds`` of the queue's clock passed; at once if ``seconds`` <= 0.
 
-        Ignored after shutdown. Never blocks (beyond a lock).
+        Ignored after shutdown. Never blocks (beyond a lock). ``seconds`` must be a finite
+        number, else :class:`~kinformer.ConfigurationError`.
         """
+        seconds = _checks.number("seconds", seconds)
         if self.shutting_down():
             return
         if self._retries is not None:
@@ -121,7 +123,8 @@ class DelayingQueue(WorkQueue[T]):
                     if self._waiting.get(entry.item) is entry:
                         del self._waiting[entry.item]
                         ready.append(entry.item)
-                timeout = self._heap[0].ready - now if self._heap else HEARTBEAT
+                # a delay beyond what threading can wait (a rate limiter near qps 0) waits that long
+                timeout = min(self._heap[0].ready - now, _checks.MAX_SECONDS) if self._heap else HEARTBEAT
             for item in ready:
                 self.add(item)
             self._clock.wait(self._wake, timeout)

@@ -16,7 +16,7 @@ import threading
 from collections.abc import Hashable
 from typing import Generic, TypeVar
 
-from kinformer import _threads
+from kinformer import _checks, _threads
 from kinformer import clock as clock_module
 from kinformer.metrics import provider as metrics_provider
 from kinformer.workqueue import metrics as queue_metrics
@@ -103,7 +103,10 @@ class WorkQueue(Generic[T]):
 
         Blocks while the queue is empty and not shut down; with ``timeout`` (seconds) it gives
         up and returns ``(None, False)``. The caller must call :meth:`done` with the item.
+        A ``timeout`` that is not None or finite seconds raises :class:`~kinformer.ConfigurationError`.
         """
+        if timeout is not None:
+            timeout = _checks.timeout("timeout", timeout)
         with self._lock:
             if not self._queue and not self._shutting_down:
                 self._getters += 1
@@ -173,7 +176,9 @@ class WorkQueue(Generic[T]):
         Waits only for items handed out by ``get`` (as client-go does), so workers must keep
         calling ``get``/``done`` until ``get`` reports shutdown. Returns False if ``timeout``
         passed first, True otherwise (also when a concurrent ``shut_down`` cut the wait short).
+        ``timeout`` is None or finite seconds, else :class:`~kinformer.ConfigurationError`.
         """
+        timeout = _checks.timeout("timeout", timeout)
         with self._lock:
             self._shutting_down = True
             self._drain = True

@@ -13,8 +13,8 @@ import threading
 from collections.abc import Hashable
 from typing import Protocol
 
+from kinformer import _checks, errors
 from kinformer import clock as clock_module
-from kinformer import errors
 
 
 class RateLimiter(Protocol):
@@ -65,14 +65,13 @@ class ItemExponentialFailureRateLimiter:
     """``base * 2**failures`` per item, capped at ``max_delay`` (also on overflow).
 
     Thread-safe. Remembers each item until :meth:`forget`; forgetting nothing leaks a counter
-    per item and keeps it at the cap.
+    per item and keeps it at the cap. ``base`` and ``max`` are finite seconds ``>= 0``, else
+    :class:`~kinformer.ConfigurationError`.
     """
 
     def __init__(self, base: float, max: float) -> None:
-        if base < 0 or max < 0:
-            raise errors.ConfigurationError(f"delays must not be negative: base={base} max={max}")
-        self.base = base
-        self.max_delay = max
+        self.base = _checks.seconds("base", base)
+        self.max_delay = _checks.seconds("max", max)
         self._failures = _FailureCounts()
 
     def when(self, item: Hashable) -> float:
@@ -96,13 +95,14 @@ class ItemExponentialFailureRateLimiter:
 class ItemFastSlowRateLimiter:
     """``fast_delay`` for an item's first ``max_fast_attempts`` failures, ``slow_delay`` after.
 
-    Thread-safe; per-item counters until :meth:`forget`.
+    Thread-safe; per-item counters until :meth:`forget`. The delays are finite seconds and
+    ``max_fast_attempts`` a count ``>= 0``, else :class:`~kinformer.ConfigurationError`.
     """
 
     def __init__(self, fast_delay: float, slow_delay: float, max_fast_attempts: int) -> None:
-        self.fast_delay = fast_delay
-        self.slow_delay = slow_delay
-        self.max_fast_attempts = max_fast_attempts
+        self.fast_delay = _checks.seconds("fast_delay", fast_delay)
+        self.slow_delay = _checks.seconds("slow_delay", slow_delay)
+        self.max_fast_attempts = _checks.integer("max_fast_attempts", max_fast_attempts, minimum=0)
         self._failures = _FailureCounts()
 
     def when(self, item: Hashable) -> float:
@@ -127,14 +127,13 @@ class BucketRateLimiter:
 
     Thread-safe. Each ``when`` reserves a token and returns how long until it is available,
     even when a :class:`MaxOfRateLimiter` ends up using a longer delay. ``forget`` does nothing
-    and ``num_requeues`` is always 0.
+    and ``num_requeues`` is always 0. ``qps`` must be a finite number above 0 and ``burst`` an
+    integer ``>= 1``, else :class:`~kinformer.ConfigurationError`.
     """
 
     def __init__(self, qps: float, burst: int, clock: clock_module.Clock = clock_module.REAL_CLOCK) -> None:
-        if qps <= 0 or burst < 1:
-            raise errors.ConfigurationError(f"need qps > 0 and burst >= 1, got qps={qps} burst={burst}")
-        self.qps = qps
-        self.burst = burst
+        self.qps = _checks.number("qps", qps, above=0.0)
+        self.burst = _checks.integer("burst", burst, minimum=1)
         self._clock = clock
         self._lock = threading.Lock()  # guards _tokens, _last; _tokens <= burst, negative = owed
         self._tokens = float(burst)
@@ -184,11 +183,12 @@ class MaxOfRateLimiter:
 
 
 class WithMaxWaitRateLimiter:
-    """Another limiter's delay, but never more than ``max_delay`` seconds."""
+    """Another limiter's delay, but never more than ``max_delay`` seconds (finite, ``>= 0``,
+    else :class:`~kinformer.ConfigurationError`)."""
 
     def __init__(self, limiter: RateLimiter, max_delay: float) -> None:
         self.limiter = limiter
-        self.max_delay = max_delay
+        self.max_delay = _checks.seconds("max_delay", max_delay)
 
     def when(self, item: Hashable) -> float:
         return min(self.limiter.when(item), self.max_delay)

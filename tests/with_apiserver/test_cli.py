@@ -20,12 +20,14 @@ from helpers import SilentServer, cm
 
 import kinformer as kinformer_package
 from kinformer import cli
-from kinformer.cli import watch as _watch
+from kinformer.cli.watch import exits, resolve
+from kinformer.cli.watch import kubeconfig as watch_kubeconfig
 from kinformer.gvr import GroupVersionResource
 from kinformer.testing import FakeAPIServer, wait_for
 
 CONFIGMAPS = GroupVersionResource("", "v1", "configmaps")
 TIMEOUT = 30.0  # seconds any one command may take before the test fails
+INTERRUPT_BOUND = 15.0  # seconds a Ctrl-C may take to end a command on a loaded machine
 
 
 def kinformer(*args: str, timeout: float = TIMEOUT) -> subprocess.CompletedProcess[str]:
@@ -121,6 +123,27 @@ def test_demo_stops_cleanly_on_ctrl_c_with_its_summary() -> None:
         lines.join()
 
 
+def test_demo_stops_on_ctrl_c_while_it_loads_its_workload() -> None:
+    # two million ConfigMaps take minutes to load; Ctrl-C must not wait for them
+    process = subprocess.Popen([sys.executable, "-m", "kinformer", "demo", "--duration", "0",
+                                "--objects", "2000000"],
+                               stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
+                               stdin=subprocess.DEVNULL)
+    assert process.stdout is not None
+    lines = Lines(process.stdout)
+    try:
+        lines.next_matching("phase=loading the workload", timeout=TIMEOUT)
+        process.send_signal(signal.SIGINT)
+        assert process.wait(INTERRUPT_BOUND) == 0
+        assert "interrupted after" in lines.next_matching("kinformer demo summary")
+        assert lines.next_matching("threads").split() == ["threads", "all", "stopped"]
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait(10)
+        lines.join()
+
+
 def test_watch_once_on_the_embedded_server_prints_the_seeded_table() -> None:
     result = kinformer("watch", "cm", "--embedded", "--once")
     assert result.returncode == 0, result.stderr
@@ -196,12 +219,12 @@ def test_resources_resolve_like_kubectl_by_plural_singular_short_name_kind_and_g
     deployments = GroupVersionResource("apps", "v1", "deployments")
     for name in ("deployments", "deployment", "deploy", "Deployment", "deployments.apps",
                  "deploy.v1.apps"):
-        assert _watch.resolve_resource(api_client, name).gvr == deployments, name
-    namespaces = _watch.resolve_resource(api_client, "ns")
+        assert resolve.resolve_resource(api_client, name).gvr == deployments, name
+    namespaces = resolve.resolve_resource(api_client, "ns")
     assert namespaces.gvr.resource == "namespaces" and not namespaces.namespaced
-    with pytest.raises(_watch.CommandError) as failed:
-        _watch.resolve_resource(api_client, "deployments.example.com")
-    assert failed.value.code == _watch.EXIT_UNKNOWN_RESOURCE
+    with pytest.raises(exits.CommandError) as failed:
+        resolve.resolve_resource(api_client, "deployments.example.com")
+    assert failed.value.code == exits.EXIT_UNKNOWN_RESOURCE
 
 
 def test_a_refused_connection_exits_4(tmp_path: Path) -> None:
@@ -290,7 +313,7 @@ def serve(tmp_path: Path, *args: str) -> subprocess.CompletedProcess[str]:
 
 @pytest.mark.parametrize(("args", "code", "message"), [
     (["--port", "99999"], 2, "argument --port: invalid port 99999: must be 0 to 65535"),
-    (["--history-size", "0"], 2, "argument --history-size: invalid value '0': must be positive"),
+    (["--history-size", "0"], 2, "argument --history-size: invalid value '0': must be at least 1"),
     (["--kubeconfig", "/nonexistent/dir/kc"], 1,
      "cannot write the kubeconfig /nonexistent/dir/kc: the directory /nonexistent/dir does not exist"),
 ], ids=["port", "history-size", "kubeconfig-dir"])
@@ -340,7 +363,7 @@ def in_a_pod(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     """
     account = tmp_path / "serviceaccount"
     account.mkdir()
-    monkeypatch.setattr(_watch, "SERVICE_ACCOUNT_DIR", os.fspath(account))
+    monkeypatch.setattr(watch_kubeconfig, "SERVICE_ACCOUNT_DIR", os.fspath(account))
     monkeypatch.setenv("HOME", os.fspath(tmp_path / "home"))
     monkeypatch.delenv("KUBECONFIG", raising=False)
     return account
@@ -388,8 +411,42 @@ def test_watch_once_with_a_shard_prints_only_that_shards_objects(tmp_path: Path,
 
 
 @pytest.mark.parametrize("shard", ["2/2", "1", "a/3", "-1/4"])
-def test_a_bad_shard_exits_2(shard: str) -> None:
-    assert cli.main(["watch", "cm", "--embedded", "--once", f"--shard={shard}"]) == 2
+def test_a_bad_shard_exits_2_saying_what_a_shard_is(shard: str, capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as exited:
+        cli.main(["watch", "cm", "--embedded", "--once", "--shard", shard])  # "-1/4" too
+    assert exited.value.code == 2
+    assert capsys.readouterr().err.splitlines()[-1] == (
+        f"kinformer watch: error: argument --shard: invalid value {shard!r}: "
+        "must be I/N with 0 <= I < N, e.g. 0/3")
+
+
+def test_an_unknown_option_of_a_subcommand_prints_that_subcommands_usage(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    with pytest.raises(SystemExit) as exited:
+        cli.main(["watch", "cm", "--bogus"])
+    assert exited.value.code == 2
+    err = capsys.readouterr().err
+    assert err.startswith("usage: kinformer watch ")
+    assert err.splitlines()[-1] == "kinformer watch: error: unrecognized arguments: --bogus"
+
+
+def test_serve_says_its_url_once(tmp_path: Path) -> None:
+    process = subprocess.Popen([sys.executable, "-m", "kinformer", "serve"], stdout=subprocess.PIPE,
+                               stderr=subprocess.PIPE, text=True, stdin=subprocess.DEVNULL,
+                               env={**os.environ, "TMPDIR": os.fspath(tmp_path)})
+    assert process.stdout is not None
+    try:
+        first = process.stdout.readline()  # "kinformer serve: <url> kubeconfig=<path>"
+        url = first.split()[2]
+        process.send_signal(signal.SIGTERM)
+        out, err = process.communicate(timeout=TIMEOUT)
+        assert process.returncode == 0
+        assert (first + out + err).count(url) == 1, first + out + err
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.communicate()
 
 
 def test_serve_refuses_an_unknown_feature_gate_with_exit_2() -> None:
@@ -454,3 +511,40 @@ def test_version_prints_the_package_version() -> None:
     result = kinformer("--version")
     assert result.returncode == 0
     assert result.stdout == f"kinformer {kinformer_package.__version__}\n"
+
+
+NUMERIC_OPTIONS = [  # (subcommand and its arguments, option, a bad value, what the message says)
+    (["serve"], "--history-size", "0", "must be at least 1"),
+    (["serve"], "--history-size", "1.5", "not a whole number"),
+    (["serve"], "--bookmark-interval", "nan", "must be a finite number"),
+    (["serve"], "--bookmark-interval", "inf", "must be a finite number"),
+    (["serve"], "--bookmark-interval", "0", "must be positive"),
+    (["serve"], "--bookmark-interval", "1e300", "must be at most"),
+    (["demo"], "--duration", "nan", "must be a finite number"),
+    (["demo"], "--duration", "-inf", "must be a finite number"),
+    (["demo"], "--duration", "-1", "must not be negative"),
+    (["demo"], "--objects", "-1", "must not be negative"),
+    (["demo"], "--rate", "nan", "must be a finite number"),
+    (["demo"], "--rate", "1e12", "must be at most 1e+06"),
+    (["demo"], "--replicas", "1", "must be at least 2"),
+    (["demo"], "--replicas", "0", "must be at least 2"),
+    (["demo"], "--handover-every", "inf", "must be a finite number"),
+    (["demo"], "--handover-every", "0", "must be positive"),
+    (["watch", "cm", "--embedded"], "--timeout", "nan", "must be a finite number"),
+    (["watch", "cm", "--embedded"], "--timeout", "inf", "must be a finite number"),
+    (["watch", "cm", "--embedded"], "--timeout", "0", "must be positive"),
+    (["watch", "cm", "--embedded"], "--timeout", "x", "not a number"),
+]
+
+
+@pytest.mark.parametrize(("command", "option", "value", "message"), NUMERIC_OPTIONS,
+                         ids=[f"{c[0]}{o}={v}" for c, o, v, _ in NUMERIC_OPTIONS])
+def test_every_numeric_option_must_be_finite_and_in_range_else_exit_2(
+    command: list[str], option: str, value: str, message: str, capsys: pytest.CaptureFixture[str],
+) -> None:
+    with pytest.raises(SystemExit) as exited:
+        cli.main([*command, f"{option}={value}"])
+    assert exited.value.code == 2
+    error = capsys.readouterr().err.splitlines()[-1]
+    assert error.startswith(f"kinformer {command[0]}: error: argument {option}: invalid value {value!r}: ")
+    assert message in error

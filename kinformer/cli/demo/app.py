@@ -27,6 +27,7 @@ from types import FrameType
 from typing import Any, TextIO
 
 from kinformer import _threads, context, errors, factory, meta
+from kinformer.cli import options
 from kinformer.cli.demo import controllers, display, queue_metrics, replicas, workload
 from kinformer.client import rest
 from kinformer.client.discovery import CachedDiscoveryClient
@@ -46,6 +47,7 @@ LOAD_CHUNK = 1000  # ConfigMaps per bulk insert while loading
 DISCOVERY_INTERVAL = 1.0  # seconds between the InformerManager's discovery passes
 CONVERGE_TIMEOUT = 10.0  # seconds the caches get to match the server at the end
 STOP_TIMEOUT = 15.0  # seconds to join the demo's own threads
+MAX_RATE = 1_000_000.0  # changes a second: far above what the embedded server takes
 
 
 def add_parser(subparsers: Any) -> None:
@@ -54,19 +56,20 @@ def add_parser(subparsers: Any) -> None:
         "demo", help="watch informers, an InformerManager and controllers work on a live workload",
         description="Start an embedded Kubernetes API server, load namespaces, ConfigMaps and a "
         "CRD with its objects, churn them, and show the informers and controllers keeping up.")
-    parser.add_argument("--duration", type=float, default=30.0,
+    parser.add_argument("--duration", type=options.seconds(), default=30.0,
                         help="seconds to run (default 30; 0 runs until Ctrl-C)")
-    parser.add_argument("--objects", type=int, default=5000,
+    parser.add_argument("--objects", type=options.integer(minimum=0), default=5000,
                         help="ConfigMaps to load before the informers start (default 5000)")
-    parser.add_argument("--rate", type=float, default=100.0,
-                        help="changes per second once loaded (default 100; 0 for none)")
+    parser.add_argument("--rate", type=options.number(minimum=0.0, maximum=MAX_RATE), default=100.0,
+                        help=f"changes per second once loaded (default 100; 0 for none; at most "
+                        f"{MAX_RATE:g}, which the embedded server does not reach)")
     parser.add_argument("--no-faults", dest="faults", action="store_false",
                         help="do not drop watches nor compact the server's history")
-    parser.add_argument("--seed", type=int, default=None, help="random seed of the churn")
-    parser.add_argument("--replicas", type=int, default=1,
-                        help="run one controller as this many replicas under leader election, "
-                        "stopping the leader now and then (default 1: the informer demo)")
-    parser.add_argument("--handover-every", type=float, default=8.0,
+    parser.add_argument("--seed", type=options.integer(), default=None, help="random seed of the churn")
+    parser.add_argument("--replicas", type=options.integer(minimum=2), default=None, metavar="N",
+                        help="instead of the informer demo, run one controller as N (at least 2) "
+                        "replicas under leader election, stopping the leader now and then")
+    parser.add_argument("--handover-every", type=options.seconds(positive=True), default=8.0,
                         help="with --replicas: seconds between stopping leaders (default 8)")
     parser.set_defaults(func=run, log_level=logging.WARNING)
 
@@ -141,13 +144,16 @@ class Demo:
 
     # -- phases --
 
-    def load(self, on_progress: Callable[[], None]) -> None:
-        """Create the namespaces and ``objects`` ConfigMaps through the server-side bulk helper."""
+    def load(self, on_progress: Callable[[], None], stop: threading.Event) -> None:
+        """Create the namespaces and ``objects`` ConfigMaps through the server-side bulk helper.
+
+        Returns early once ``stop`` is set (Ctrl-C): within one chunk of :data:`LOAD_CHUNK`.
+        """
         for namespace in workload.DEMO_NAMESPACES:
             self.server.create(workload.NAMESPACES,
                                {"metadata": {"name": namespace, "labels": {"demo": "true"}}})
         total = self.options.objects
-        while self.loaded < total and not self.ctx.cancelled():
+        while self.loaded < total and not stop.is_set() and not self.ctx.cancelled():
             end = min(total, self.loaded + LOAD_CHUNK)
             self.server.bulk_create(workload.CONFIGMAPS,
                                     (workload.new_configmap(i) for i in range(self.loaded, end)))
@@ -297,11 +303,8 @@ def _rv(obj: Any) -> str:
 
 def run(args: argparse.Namespace) -> int:
     """Run the demo; returns 0 after a clean stop (end of ``--duration`` or Ctrl-C)."""
-    if args.replicas != 1:
+    if args.replicas is not None:
         return replicas.run(args)
-    if args.duration < 0 or args.objects < 0 or args.rate < 0:
-        print("error: --duration, --objects and --rate must not be negative", file=sys.stderr)
-        return 2
     options = workload.Options(args.duration, args.objects, args.rate, args.faults, args.seed)
     stop = threading.Event()
 
@@ -347,18 +350,19 @@ def _run(options: workload.Options, stop: threading.Event, screen: display.Displ
                 screen.frame(demo.status(), "loading the workload")
                 last_load_frame[0] = time.monotonic()
 
-        demo.load(loading)
-        demo.start()
-        phase = "listing: initial lists loading"
-        next_frame = time.monotonic()
-        while not demo.synced():
-            if time.monotonic() >= next_frame:
-                if not tick(phase):
-                    break
-                next_frame = time.monotonic() + frame_interval
-            stop.wait(0.05)
-        else:
-            demo.synced_after = time.monotonic() - demo.started
+        demo.load(loading, stop)
+        if not stop.is_set():  # Ctrl-C while loading: nothing to start
+            demo.start()
+            phase = "listing: initial lists loading"
+            next_frame = time.monotonic()
+            while not demo.synced():
+                if time.monotonic() >= next_frame:
+                    if not tick(phase):
+                        break
+                    next_frame = time.monotonic() + frame_interval
+                stop.wait(0.05)
+            else:
+                demo.synced_after = time.monotonic() - demo.started
         if demo.synced_after is not None and not stop.is_set() and time.monotonic() < deadline:
             widgets = demo.install_crd()
             demo.start_churn(widgets)

@@ -8,8 +8,9 @@ stopped, alternately gracefully (it releases the Lease, so the next replica take
 next attempt) and as a crash would (the Lease must expire first), and a fresh replica starts in
 its place under a new name, as a restarted pod would. One line a second says who leads and how
 many reconciles each replica did; hand-overs are timed; at the end a summary says whether two
-replicas ever reconciled at the same moment. :mod:`kinformer.cli.demo.app` hands over to
-:func:`run` when ``--replicas`` is above 1.
+replicas ever reconciled at the same moment. Every line wraps at word boundaries to the
+terminal's width (80 columns when it is not a terminal), as the informer demo's display does.
+:mod:`kinformer.cli.demo.app` hands over to :func:`run` when ``--replicas`` is given.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ import logging
 import random
 import signal
 import sys
+import textwrap
 import threading
 import time
 from types import FrameType
@@ -28,7 +30,7 @@ from typing import Any, TextIO
 
 from kinformer import _threads, context, errors
 from kinformer.cache.lister import GenericLister
-from kinformer.cli.demo import workload
+from kinformer.cli.demo import display, workload
 from kinformer.gvr import APIResourceMeta, GroupVersionKind
 from kinformer.leaderelection import LeaderElectionConfig, LeaderElector, LeaseLock
 from kinformer.managers.controller import Controller
@@ -45,6 +47,7 @@ TICK = 0.05  # seconds between looks at the replicas
 LINE_EVERY = 1.0  # seconds between status lines
 STOP_TIMEOUT = 15.0  # seconds to join a replica's threads
 SYNC_TIMEOUT = 30.0  # seconds a new leader waits for its first list
+SUMMARY_LABEL_WIDTH = 21  # the column where a summary line's text starts
 
 
 class Activity:
@@ -143,10 +146,11 @@ def _churn(server: FakeAPIServer, rate: float, seed: int | None, ctx: context.Co
 
 
 def run(args: argparse.Namespace) -> int:
-    """Run the replicas demo; 0 when no two replicas ever reconciled at once and all stopped."""
-    if args.replicas < 2 or args.handover_every <= 0:
-        print("error: --replicas must be at least 2 and --handover-every positive", file=sys.stderr)
-        return 2
+    """Run the replicas demo; 0 when no two replicas ever reconciled at once and all stopped.
+
+    The options were checked when parsed (``--replicas`` at least 2, ``--handover-every``
+    positive).
+    """
     stop = threading.Event()
 
     def on_signal(signum: int, frame: FrameType | None) -> None:
@@ -161,12 +165,22 @@ def run(args: argparse.Namespace) -> int:
             signal.signal(sig, handler)
 
 
-def _run(args: argparse.Namespace, stop: threading.Event, out: TextIO) -> int:
+def _wrapped(text: str, width: int, first: str = "", indent: str = "  ") -> str:
+    """``first`` then ``text``, wrapped at word boundaries to ``width`` columns (less one, so a
+    full line never makes the terminal wrap), continuation lines indented by ``indent``."""
+    lines = textwrap.wrap(text, width=width - 1, initial_indent=first, subsequent_indent=indent,
+                          break_on_hyphens=False, break_long_words=False)
+    return "".join(line + "\n" for line in lines)
+
+
+def _run(args: argparse.Namespace, stop: threading.Event, out: TextIO, width: int | None = None) -> int:
     started = time.monotonic()
     before = set(_threads.kinformer_threads())
+    width = width or display.terminal_width()
 
     def say(text: str) -> None:
-        out.write(f"t={time.monotonic() - started:6.1f}s {text}\n")
+        stamp = f"t={time.monotonic() - started:6.1f}s "
+        out.write(_wrapped(text, width, stamp, " " * len(stamp)))
         out.flush()
 
     activity = Activity()
@@ -182,10 +196,11 @@ def _run(args: argparse.Namespace, stop: threading.Event, out: TextIO) -> int:
         for namespace in workload.DEMO_NAMESPACES:
             server.create(workload.NAMESPACES, {"metadata": {"name": namespace}})
         server.bulk_create(workload.CONFIGMAPS, (workload.new_configmap(i) for i in range(args.objects)))
-        out.write(f"kinformer demo: {args.replicas} replicas of one controller, one Lease "
-                  f"{LOCK_NAMESPACE}/{LOCK_NAME} (lease {LEASE_DURATION:g}s, renew "
-                  f"{RENEW_DEADLINE:g}s, retry {RETRY_PERIOD:g}s), "
-                  f"{args.objects} ConfigMaps changing {args.rate:g}/s, server {server.url}\n")
+        out.write(_wrapped(f"kinformer demo: {args.replicas} replicas of one controller, one Lease "
+                           f"{LOCK_NAMESPACE}/{LOCK_NAME} (lease {LEASE_DURATION:g}s, renew "
+                           f"{RENEW_DEADLINE:g}s, retry {RETRY_PERIOD:g}s), "
+                           f"{args.objects} ConfigMaps changing {args.rate:g}/s, server {server.url}",
+                           width))
         incarnations = 0
         while incarnations < args.replicas:
             incarnations += 1
@@ -242,16 +257,19 @@ def _run(args: argparse.Namespace, stop: threading.Event, out: TextIO) -> int:
         started_here = [t for t in _threads.kinformer_threads() if t not in before]
         stuck += _threads.join_all(started_here, STOP_TIMEOUT)
     reconciles, most = activity.snapshot()
-    out.write("\nkinformer demo summary (replicas)\n")
-    out.write(f"  leaders in turn    {' -> '.join(leaders) or 'none'}\n")
     times = ", ".join(f"{s:.2f}s ({'released' if r else 'expired'})" for s, r in handovers)
-    out.write(f"  hand-overs         {len(handovers)}{': ' + times if times else ''}\n")
-    out.write("  reconciles         " + ", ".join(
-        f"{name} {count}" for name, count in sorted(reconciles.items())) + "\n")
     one_at_a_time = most <= 1 and most_leaders <= 1
-    out.write(f"  one at a time      {'yes' if one_at_a_time else 'NO'} (most replicas reconciling "
-              f"at once {most}, most leaders at once {most_leaders})\n")
-    threads = "all stopped" if not stuck else "still running: " + ", ".join(stuck)
-    out.write(f"  threads            {threads}\n")
+    fields = [
+        ("leaders in turn", " -> ".join(leaders) or "none"),
+        ("hand-overs", f"{len(handovers)}{': ' + times if times else ''}"),
+        ("reconciles", ", ".join(f"{name} {count}" for name, count in sorted(reconciles.items()))),
+        ("one at a time", f"{'yes' if one_at_a_time else 'NO'} (most replicas reconciling at once "
+                          f"{most}, most leaders at once {most_leaders})"),
+        ("threads", "all stopped" if not stuck else "still running: " + ", ".join(stuck)),
+    ]
+    lines = ["", "kinformer demo summary (replicas)"]
+    for label, text in fields:
+        lines += display.wrap(label, text, width, label_width=SUMMARY_LABEL_WIDTH)
+    out.write("\n".join(lines) + "\n")
     out.flush()
     return 0 if one_at_a_time and not stuck else 1

@@ -138,6 +138,8 @@ class Churn:
             now = time.monotonic()
             due = int((now - begun) * rate) - done
             for _ in range(max(0, due)):
+                if ctx.cancelled():  # a high --rate makes a long batch: stop within one change
+                    return
                 try:
                     self._change()
                 except errors.APIError as err:  # e.g. a conflict with a controller's write

@@ -1,0 +1,154 @@
+"""The client ``kinformer watch`` talks through: a kubeconfig, a pod's service account, or an
+embedded server.
+
+:func:`connect` yields an ``ApiClient``, the default namespace and the server's URL, and closes
+the client (and stops an embedded server) afterwards. A kubeconfig is chosen as kubectl chooses
+it (``--kubeconfig``, else ``$KUBECONFIG``, else ``~/.kube/config``), and in a pod without one
+the service account is used. What cannot be read raises
+:class:`~kinformer.cli.watch.exits.CommandError` with :data:`~kinformer.cli.watch.exits.EXIT_CONFIG`
+and one line saying why.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any
+
+from kinformer.cli.watch.exits import EXIT_CONFIG, EXIT_USAGE, CommandError
+from kinformer.gvr import GroupVersionResource
+from kinformer.testing import apiserver
+
+SERVICE_ACCOUNT_DIR = "/var/run/secrets/kubernetes.io/serviceaccount"  # a pod's token, CA, namespace
+EMBEDDED_SEED = {  # namespace -> ConfigMap names seeded in an --embedded server
+    "default": ("app-config", "feature-flags", "routing"),
+    "kube-system": ("coredns", "kube-proxy"),
+}
+
+
+@contextmanager
+def connect(kubeconfig: str | None, context_name: str | None,
+            embedded: bool) -> Iterator[tuple[Any, str, str]]:
+    """``(api_client, default namespace, server URL)`` for the kubeconfig or an embedded server."""
+    from kubernetes import client
+
+    if embedded:
+        if kubeconfig or context_name:
+            raise CommandError(EXIT_USAGE, "--embedded cannot be combined with --kubeconfig or --context")
+        with embedded_server() as server:
+            embedded_api = server.api_client()
+            try:
+                yield embedded_api, "default", server.url
+            finally:
+                embedded_api.close()
+        return
+    configuration = client.Configuration()
+    default_namespace = load_kubeconfig(kubeconfig, context_name, configuration)
+    api: Any = client.ApiClient(configuration)
+    try:
+        yield api, default_namespace, str(configuration.host)
+    finally:
+        api.close()
+
+
+def load_kubeconfig(path: str | None, context_name: str | None, configuration: Any) -> str:
+    """Load ``path`` (``context_name``) into ``configuration``; returns the context's namespace."""
+    from kubernetes import config as kube_config
+    from kubernetes.config.config_exception import ConfigException
+
+    config: Any = kube_config
+    config_file = path or None  # None: $KUBECONFIG (its files merged) or ~/.kube/config, as kubectl
+    shown = config_file or os.environ.get("KUBECONFIG") or "~/.kube/config"
+    if in_a_pod_without_kubeconfig(path, context_name):
+        return load_in_cluster(configuration)
+    if config_file is not None and not os.path.exists(config_file):
+        raise CommandError(EXIT_CONFIG, f"kubeconfig {shown} does not exist")
+    try:
+        contexts, active = config.list_kube_config_contexts(config_file=config_file)
+    except (ConfigException, OSError) as err:
+        raise CommandError(EXIT_CONFIG, f"cannot use kubeconfig {shown}: {one_line(err)}") from None
+    except Exception as err:  # not YAML, or YAML of another shape: the loader raises anything
+        raise CommandError(EXIT_CONFIG, f"kubeconfig {shown} is not a valid kubeconfig: "
+                                        f"{one_line(err)}") from None
+    names = [str(c.get("name")) for c in contexts or () if isinstance(c, dict)]
+    if context_name and context_name not in names:
+        raise CommandError(EXIT_CONFIG, f'kubeconfig {shown} has no context "{context_name}"; '
+                                        f"it has: {', '.join(names) or 'none'}")
+    try:
+        config.load_kube_config(config_file=config_file, context=context_name,
+                                client_configuration=configuration)
+    except (ConfigException, OSError) as err:
+        raise CommandError(EXIT_CONFIG, f"cannot use kubeconfig {shown}: {one_line(err)}") from None
+    except Exception as err:
+        raise CommandError(EXIT_CONFIG, f"kubeconfig {shown} is not a valid kubeconfig: "
+                                        f"{one_line(err)}") from None
+    chosen = active
+    if context_name:
+        chosen = next((c for c in contexts if c.get("name") == context_name), active)
+    return str(((chosen or {}).get("context") or {}).get("namespace") or "default")
+
+
+def in_a_pod_without_kubeconfig(path: str | None, context_name: str | None) -> bool:
+    """Whether to use the pod's service account: kubectl's rule when no kubeconfig is given.
+
+    That is: no ``--kubeconfig`` or ``--context``, no ``$KUBECONFIG``, no ``~/.kube/config``,
+    and ``$KUBERNETES_SERVICE_HOST`` set (the kubelet sets it in every pod).
+    """
+    return (
+        not path
+        and not context_name
+        and not os.environ.get("KUBECONFIG")
+        and not os.path.exists(os.path.expanduser("~/.kube/config"))
+        and bool(os.environ.get("KUBERNETES_SERVICE_HOST"))
+    )
+
+
+def load_in_cluster(configuration: Any) -> str:
+    """Load the pod's service account into ``configuration``; returns the pod's namespace.
+
+    The token file is read again every minute (the kubelet rotates it).
+    """
+    from kubernetes.config import incluster_config
+    from kubernetes.config.config_exception import ConfigException
+
+    in_cluster: Any = incluster_config  # untyped
+    loader = in_cluster.InClusterConfigLoader(
+        token_filename=os.path.join(SERVICE_ACCOUNT_DIR, "token"),
+        cert_filename=os.path.join(SERVICE_ACCOUNT_DIR, "ca.crt"),
+    )
+    try:
+        loader.load_and_set(configuration)
+    except (ConfigException, OSError) as err:
+        raise CommandError(
+            EXIT_CONFIG, f"cannot use the pod's service account: {one_line(err)}"
+        ) from None
+    try:
+        with open(os.path.join(SERVICE_ACCOUNT_DIR, "namespace"), encoding="utf-8") as f:
+            return f.read().strip() or "default"
+    except OSError:
+        return "default"
+
+
+@contextmanager
+def embedded_server() -> Iterator[Any]:
+    """A started FakeAPIServer seeded with :data:`EMBEDDED_SEED`; its kubeconfig path on stderr."""
+    configmaps = GroupVersionResource("", "v1", "configmaps")
+    with apiserver.FakeAPIServer() as server, tempfile.TemporaryDirectory(prefix="kinformer-watch-") as tmp:
+        for namespace, names in EMBEDDED_SEED.items():
+            server.bulk_create(configmaps, [
+                {"metadata": {"name": name, "namespace": namespace, "labels": {"seeded": "true"}},
+                 "data": {"key": name}}
+                for name in names
+            ])
+        path = server.write_kubeconfig(os.path.join(tmp, "kubeconfig"))
+        print(f"embedded API server at {server.url} (kubeconfig: {path})", file=sys.stderr, flush=True)
+        yield server
+
+
+def one_line(err: BaseException) -> str:
+    """The whole message of ``err`` on one line (a YAML error spans several)."""
+    text = str(err).strip() or type(err).__name__
+    return " ".join(line.strip() for line in text.splitlines() if line.strip())

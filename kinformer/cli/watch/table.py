@@ -1,0 +1,93 @@
+"""What ``kinformer watch`` prints: one line per event, or a kubectl-style table of the cache.
+
+:class:`EventPrinter` is the informer's event handler (``TYPE namespace/name resourceVersion``);
+:func:`print_table` prints ``--once``'s table with kubectl's short ages. Both write to a text
+stream given to them, never to ``sys.stdout`` directly.
+"""
+
+from __future__ import annotations
+
+import datetime
+from collections.abc import Callable, Sequence
+from typing import Any, TextIO
+
+from kinformer import handlers, meta
+
+
+class EventPrinter:
+    """An informer event handler printing ``TYPE namespace/name resourceVersion``, one line each.
+
+    Runs on the informer's handler thread (one at a time, in event order). Objects of the initial
+    list print as ADDED; a resync that changed nothing prints nothing. A write that fails because
+    the reader went away (``| head``) calls ``on_broken_pipe`` instead of raising.
+    """
+
+    def __init__(self, out: TextIO, on_broken_pipe: Callable[[], None] | None = None) -> None:
+        self._out = out
+        self._on_broken_pipe = on_broken_pipe
+
+    def on_add(self, obj: Any, is_in_initial_list: bool = False) -> None:
+        self._print("ADDED", obj)
+
+    def on_update(self, old: Any, new: Any) -> None:
+        if meta.resource_version(old) == meta.resource_version(new):
+            return
+        self._print("MODIFIED", new)
+
+    def on_delete(self, obj: Any) -> None:
+        self._print("DELETED", handlers.deleted_object(obj))
+
+    def _print(self, event: str, obj: Any) -> None:
+        line = f"{event:<9} {_key(obj):<48} {meta.resource_version(obj) or ''}\n"
+        try:
+            self._out.write(line)
+            self._out.flush()
+        except (BrokenPipeError, ValueError):
+            if self._on_broken_pipe is not None:
+                self._on_broken_pipe()
+
+
+def print_table(out: TextIO, objs: Sequence[Any], show_namespace: bool, now: datetime.datetime) -> None:
+    """Print ``objs`` sorted by namespace and name as a kubectl-style table; nothing for none."""
+    header = (["NAMESPACE"] if show_namespace else []) + ["NAME", "RESOURCEVERSION", "AGE"]
+    rows = [header]
+    for obj in sorted(objs, key=meta.namespace_and_name):
+        row = [meta.namespace(obj)] if show_namespace else []
+        row += [meta.name(obj), meta.resource_version(obj) or "", _age(_created(obj), now)]
+        rows.append(row)
+    if len(rows) == 1:
+        return
+    widths = [max(len(r[i]) for r in rows) for i in range(len(header))]
+    for row in rows:
+        out.write("   ".join(cell.ljust(w) for cell, w in zip(row, widths, strict=True)).rstrip() + "\n")
+    out.flush()
+
+
+def _key(obj: Any) -> str:
+    namespace, name = meta.namespace(obj), meta.name(obj)
+    return f"{namespace}/{name}" if namespace else name
+
+
+def _created(obj: Any) -> Any:
+    """``metadata.creationTimestamp`` of decoded JSON, or None."""
+    metadata = meta.metadata(obj)
+    return metadata.get("creationTimestamp") if isinstance(metadata, dict) else None
+
+
+def _age(timestamp: Any, now: datetime.datetime) -> str:
+    """kubectl's short age: ``42s``, ``5m``, ``3h``, ``2d``; ``<unknown>`` without a timestamp."""
+    if not isinstance(timestamp, str) or not timestamp:
+        return "<unknown>"
+    try:
+        created = datetime.datetime.strptime(timestamp, "%Y-%m-%dT%H:%M:%SZ").replace(
+            tzinfo=datetime.timezone.utc)
+    except ValueError:
+        return "<unknown>"
+    seconds = max(0, int((now - created).total_seconds()))
+    if seconds < 120:
+        return f"{seconds}s"
+    if seconds < 7200:
+        return f"{seconds // 60}m"
+    if seconds < 2 * 86400:
+        return f"{seconds // 3600}h"
+    return f"{seconds // 86400}d"

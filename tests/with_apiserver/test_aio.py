@@ -1,0 +1,136 @@
+"""kinformer.aio over FakeAPIServer: awaiting sync without blocking the loop, and an informer's
+notifications as an ordered, bounded async iterator whose back-pressure stalls only its own
+handler, ended by aclose. Each test runs its coroutine with asyncio.run (no plugin needed)."""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+from helpers import TIMEOUT, Recorder, cm
+
+from kinformer import ConfigurationError, Context, GroupVersionResource, ListWatch, SharedIndexInformer, aio
+from kinformer.testing import FakeAPIServer
+
+CONFIGMAPS = GroupVersionResource("", "v1", "configmaps")
+
+
+@pytest.fixture
+def informer(api_client: Any) -> Iterator[SharedIndexInformer]:
+    """A running informer of ConfigMaps in ``default``; stopped and joined after the test."""
+    informer = SharedIndexInformer(ListWatch.for_resource(api_client, CONFIGMAPS, "default"))
+    ctx = Context("test")
+    thread = threading.Thread(target=informer.run, args=(ctx,), name="test-informer")
+    thread.start()
+    yield informer
+    ctx.cancel()
+    thread.join(TIMEOUT)
+
+
+def name(event: aio.Event) -> tuple[str, str]:
+    return event.type, event.object["metadata"]["name"]
+
+
+async def next_events(stream: aio.EventStream, count: int) -> list[aio.Event]:
+    return [await asyncio.wait_for(stream.__anext__(), TIMEOUT) for _ in range(count)]
+
+
+def test_wait_for_sync_lets_the_loop_run_while_the_first_list_loads(
+    apiserver: FakeAPIServer, informer: SharedIndexInformer,
+) -> None:
+    apiserver.set_delay(0.5, verb="list")
+
+    async def main() -> tuple[bool, int]:
+        ticks = 0
+
+        async def tick() -> None:
+            nonlocal ticks
+            while True:
+                ticks += 1
+                await asyncio.sleep(0.01)
+
+        ticker = asyncio.create_task(tick())
+        synced = await aio.wait_for_sync(informer, timeout=TIMEOUT)
+        ticker.cancel()
+        return synced, ticks
+
+    synced, ticks = asyncio.run(main())
+    assert synced
+    assert ticks > 5  # the loop kept running other tasks during the half-second list
+
+
+def test_wait_for_sync_gives_up_at_its_timeout(
+    apiserver: FakeAPIServer, informer: SharedIndexInformer,
+) -> None:
+    apiserver.forbid("configmaps", "list")
+    assert asyncio.run(aio.wait_for_sync(informer, timeout=0.3)) is False
+    with pytest.raises(ConfigurationError):
+        asyncio.run(aio.wait_for_sync(informer, timeout=float("nan")))
+
+
+def test_events_arrive_in_order_with_their_type_and_object(
+    apiserver: FakeAPIServer, informer: SharedIndexInformer,
+) -> None:
+    apiserver.create(CONFIGMAPS, cm("before", None, "default"))
+
+    async def main() -> list[tuple[str, str]]:
+        assert await aio.wait_for_sync(informer, timeout=TIMEOUT)
+        async with aio.events(informer) as stream:
+            seen = await next_events(stream, 1)  # the cache, replayed to a late handler
+            apiserver.create(CONFIGMAPS, cm("a", None, "default"))
+            apiserver.update(CONFIGMAPS, cm("a", None, "default", data={"k": "v"}))
+            apiserver.create(CONFIGMAPS, cm("b", None, "default"))
+            apiserver.delete(CONFIGMAPS, "default", "a")
+            seen += await next_events(stream, 4)
+            assert seen[2].object["data"] == {"k": "v"}
+            return [name(e) for e in seen]
+
+    assert asyncio.run(main()) == [("ADDED", "before"), ("ADDED", "a"), ("MODIFIED", "a"),
+                                   ("ADDED", "b"), ("DELETED", "a")]
+
+
+def test_a_slow_consumer_holds_back_only_its_own_handler(
+    apiserver: FakeAPIServer, informer: SharedIndexInformer,
+) -> None:
+    other = Recorder()
+    informer.add_event_handler(other)
+
+    async def main() -> list[tuple[str, str]]:
+        assert await aio.wait_for_sync(informer, timeout=TIMEOUT)
+        async with aio.events(informer, maxsize=2) as stream:
+            for i in range(10):
+                apiserver.create(CONFIGMAPS, cm(f"cm-{i}", None, "default"))
+            # the other handler and the cache go on while nobody reads the stream
+            assert [event[0] for event in other.take(10)] == ["add"] * 10
+            assert len(informer.get_indexer().list()) == 10
+            assert stream._queue.qsize() <= 2  # bounded: the stream's handler waits for room
+            return [name(e) for e in await next_events(stream, 10)]
+
+    assert asyncio.run(main()) == [("ADDED", f"cm-{i}") for i in range(10)]
+
+
+def test_aclose_ends_the_iteration_and_unregisters_a_handler_waiting_for_room(
+    apiserver: FakeAPIServer, informer: SharedIndexInformer,
+) -> None:
+    async def main() -> list[aio.Event]:
+        assert await aio.wait_for_sync(informer, timeout=TIMEOUT)
+        before = {t.name for t in threading.enumerate()}
+        stream = aio.events(informer, maxsize=1)
+        for i in range(3):  # one waits in the stream, the handler's thread waits with the next
+            apiserver.create(CONFIGMAPS, cm(f"cm-{i}", None, "default"))
+        await next_events(stream, 1)
+        delivery = [t for t in threading.enumerate() if t.name not in before]
+        assert [t.name.split("-")[1] for t in delivery] == ["handler"]
+        consumer = asyncio.create_task(stream.__anext__())
+        await stream.aclose()
+        with pytest.raises(StopAsyncIteration):
+            await asyncio.wait_for(consumer, TIMEOUT)
+        delivery[0].join(TIMEOUT)
+        assert not delivery[0].is_alive()  # the handler's thread left with its registration
+        await stream.aclose()  # idempotent
+        return [event async for event in stream]
+
+    assert asyncio.run(main()) == []

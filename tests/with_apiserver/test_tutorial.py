@@ -1,0 +1,79 @@
+"""docs/tutorial.md's whole script, run as a user runs it: a process of its own against a
+FakeAPIServer, exporting labelled ConfigMaps to files and stopping cleanly on SIGINT and SIGTERM."""
+
+from __future__ import annotations
+
+import os
+import re
+import signal
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from helpers import TIMEOUT
+
+from kinformer.gvr import GroupVersionResource
+from kinformer.testing import FakeAPIServer, wait_for
+
+TUTORIAL = Path(__file__).resolve().parents[2] / "docs" / "tutorial.md"
+CONFIGMAPS = GroupVersionResource("", "v1", "configmaps")
+STOP_BOUND = 15.0  # seconds a signalled script may take to exit on a loaded machine
+
+
+def whole_script() -> str:
+    """The code of the tutorial's "The whole script" section."""
+    section = TUTORIAL.read_text(encoding="utf-8").split("## The whole script", 1)[1]
+    match = re.search(r"```python\n(.*?)```", section, re.DOTALL)
+    assert match is not None
+    return match.group(1)
+
+
+@pytest.fixture
+def exporter(apiserver: FakeAPIServer, tmp_path: Path) -> Iterator[tuple[subprocess.Popen[str], Path]]:
+    """The script running against ``apiserver``, exporting into ``tmp_path / "exported"``."""
+    script = tmp_path / "export_configmaps.py"
+    script.write_text(whole_script(), encoding="utf-8")
+    kubeconfig = apiserver.write_kubeconfig(tmp_path / "kubeconfig")
+    exported = tmp_path / "exported"
+    process = subprocess.Popen([sys.executable, os.fspath(script), os.fspath(exported)],
+                               stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+                               stdin=subprocess.DEVNULL, env={**os.environ, "KUBECONFIG": kubeconfig})
+    try:
+        yield process, exported
+    finally:
+        if process.poll() is None:
+            process.kill()
+        process.communicate(timeout=TIMEOUT)
+
+
+def configmap(name: str, export: str = "true") -> dict[str, object]:
+    return {"metadata": {"name": name, "namespace": "default", "labels": {"export": export}},
+            "data": {"greeting": name}}
+
+
+def test_the_whole_script_exports_labelled_configmaps_and_removes_deleted_ones(
+    apiserver: FakeAPIServer, exporter: tuple[subprocess.Popen[str], Path],
+) -> None:
+    process, exported = exporter
+    apiserver.create(CONFIGMAPS, configmap("a"))
+    apiserver.create(CONFIGMAPS, configmap("b", export="false"))
+    assert wait_for(lambda: (exported / "default" / "a.json").exists(), TIMEOUT)
+    apiserver.delete(CONFIGMAPS, "default", "a")
+    assert wait_for(lambda: not (exported / "default" / "a.json").exists(), TIMEOUT)
+    assert not (exported / "default" / "b.json").exists()
+    assert process.poll() is None
+
+
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM], ids=["ctrl-c", "sigterm"])
+def test_the_whole_script_stops_cleanly_on_ctrl_c_and_on_sigterm(
+    apiserver: FakeAPIServer, exporter: tuple[subprocess.Popen[str], Path], sig: signal.Signals,
+) -> None:
+    process, exported = exporter
+    apiserver.create(CONFIGMAPS, configmap("a"))
+    assert wait_for(lambda: (exported / "default" / "a.json").exists(), TIMEOUT)  # it runs
+    process.send_signal(sig)
+    _out, err = process.communicate(timeout=STOP_BOUND)
+    assert process.returncode == 0, err
+    assert "Traceback" not in err
