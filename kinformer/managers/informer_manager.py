@@ -94,6 +94,7 @@ class InformerManager:
         self._client = client
         self._factory = factory.DynamicSharedInformerFactory(client, default_resync, profile=profile)
         parent = parent_stop if parent_stop is not None else context.Context("informer-manager")
+        self._parent = parent
         self._ctx, self._cancel = context.context_for_channel(parent)
         # serialises add_*, stop: an informer being dropped cannot race the type's return
         self._update_lock = threading.Lock()
@@ -225,7 +226,13 @@ class InformerManager:
     # -- lifecycle --------------------------------------------------------------------------------
 
     def start(self) -> None:
-        """Start every informer not started yet; does not block; idempotent; a no-op after stop."""
+        """Start every informer not started yet; does not block; idempotent; a no-op after stop.
+
+        Also a no-op once ``parent_stop`` is set, even before the thread bridging a plain Event
+        to the manager's context has cancelled it.
+        """
+        if isinstance(self._parent, threading.Event) and self._parent.is_set():
+            self._cancel()
         if self._ctx.cancelled():
             return
         self._factory.start(self._ctx)

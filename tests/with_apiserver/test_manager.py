@@ -7,6 +7,7 @@ returns.
 
 from __future__ import annotations
 
+import sys
 import threading
 from typing import Any
 
@@ -210,3 +211,22 @@ def test_the_newer_api_registers_one_handler_per_type(apiserver: FakeAPIServer, 
     assert first.take(2) == [("add", "one", False), ("add", "two", False)]
     assert second.quiet()
     manager.stop()
+
+
+def test_start_right_after_the_parent_event_is_set_starts_nothing(api_client: Any) -> None:
+    # The bridge from a plain Event to the manager's context runs on a thread of its own; a
+    # start() before that thread ran must see the Event itself. A long switch interval keeps
+    # the bridge from running between set() and start().
+    stop = threading.Event()
+    manager = InformerManager(api_client, 0, stop)
+    manager.add_dynamic_resources([CM], Recorder(), True)
+    interval = sys.getswitchinterval()
+    sys.setswitchinterval(30.0)
+    try:
+        stop.set()
+        manager.start()
+        started = [t.name for t in _threads.kinformer_threads() if "configmaps" in t.name]
+    finally:
+        sys.setswitchinterval(interval)
+    manager.stop()
+    assert started == []
