@@ -97,15 +97,26 @@ def test_a_protobuf_deployment_is_created_as_its_json_form(
     code, made = post(apiserver, f"/apis/apps/v1/namespaces/{NS}/deployments",
                       deployment("web", 3))
     assert code == 201, made
+    # the decoded fields, then the defaults a real server fills in (the empty strategy too)
     assert made["spec"] == {
         "replicas": 3,
         "selector": {"matchLabels": {"app": "web"}},
         "template": {"metadata": {"labels": {"app": "web"}},
                      "spec": {"containers": [{"name": "web", "image": "nginx",
                                               "command": ["nginx", "-g"],
-                                              "ports": [{"containerPort": 80}],
-                                              "resources": {}}]}},
-        "strategy": {},
+                                              "ports": [{"containerPort": 80,
+                                                         "protocol": "TCP"}],
+                                              "resources": {},
+                                              "terminationMessagePath": "/dev/termination-log",
+                                              "terminationMessagePolicy": "File",
+                                              "imagePullPolicy": "Always"}],
+                              "restartPolicy": "Always", "terminationGracePeriodSeconds": 30,
+                              "dnsPolicy": "ClusterFirst", "securityContext": {},
+                              "schedulerName": "default-scheduler"}},
+        "strategy": {"type": "RollingUpdate",
+                     "rollingUpdate": {"maxUnavailable": "25%", "maxSurge": "25%"}},
+        "revisionHistoryLimit": 10,
+        "progressDeadlineSeconds": 600,
     }
     read = k8s.AppsV1Api(api_client).read_namespaced_deployment("web", NS)
     assert read.metadata.labels == {"app": "web"}
