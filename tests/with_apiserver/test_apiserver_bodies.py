@@ -157,11 +157,15 @@ def test_later_writes_update_their_managers_entry_and_others_get_their_own(
     # the changed field changed hands; the untouched one stayed
     assert owners == {"OpenAPI-Generator": {"f:data": {".": {}, "f:j": {}}},
                       "editor": {"f:data": {"f:k": {}}}}
-    api.replace_namespaced_config_map("m", NS, {"metadata": {"name": "m"}, "data": {"k": "x"}})
+    current = api.read_namespaced_config_map("m", NS)
+    current.data = {"k": "x"}  # sent back with its managedFields, their times as +00:00
+    api.replace_namespaced_config_map("m", NS, current)
     owners = {e.manager: e.fields_v1
               for e in api.read_namespaced_config_map("m", NS).metadata.managed_fields}
     # j is gone: its manager keeps only the map it made
     assert owners == {"OpenAPI-Generator": {"f:data": {}}, "editor": {"f:data": {"f:k": {}}}}
+    _, raw = send(apiserver, "GET", f"{CM_PATH}/m")
+    assert all(TIME.match(e["time"]) for e in json.loads(raw)["metadata"]["managedFields"])
 
 
 def test_server_side_apply_is_recorded_as_apply(apiserver: FakeAPIServer) -> None:

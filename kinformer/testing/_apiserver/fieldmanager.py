@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
+from datetime import datetime, timezone
 from typing import Any
 
 from kinformer.testing._apiserver import status
@@ -279,13 +280,27 @@ class _Entry:
         return out
 
 
+def _time(value: Any) -> str:
+    """A managedFields time as the server writes it (clients may send ``+00:00`` offsets)."""
+    text = str(value or "")
+    if text.endswith("Z"):
+        text = text[:19] + "+00:00"  # Python 3.10 reads neither Z nor every fraction
+    try:
+        moment = datetime.fromisoformat(text)
+    except ValueError:
+        return text
+    if moment.tzinfo is not None:
+        moment = moment.astimezone(timezone.utc)
+    return moment.strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
 def _decode(entries: Any) -> list[_Entry]:
     decoded = []
     for raw in entries if isinstance(entries, list) else ():
         if not isinstance(raw, dict):
             continue
         decoded.append(_Entry(str(raw.get("manager") or ""), str(raw.get("operation") or UPDATE),
-                              str(raw.get("apiVersion") or ""), str(raw.get("time") or ""),
+                              str(raw.get("apiVersion") or ""), _time(raw.get("time")),
                               str(raw.get("subresource") or ""),
                               from_fields_v1(raw.get("fieldsV1"))))
     return decoded
