@@ -145,6 +145,9 @@ def encode(rt: ResourceType, obj: dict[str, Any], rv: int) -> Entry:
     return Entry(obj, b"{", data[1:], rv)
 
 
+_LINE_STARTS: dict[tuple[str, bytes], bytes] = {}  # '{"type":"ADDED","object":' + a type's head
+
+
 class Event:
     """One write in the history: ``entry`` is the new state (the final state for DELETED)."""
 
@@ -170,8 +173,12 @@ class Event:
         line = self._line
         if line is None:
             entry = self.entry
-            line = self._line = (b'{"type":"' + self.type.encode() + b'","object":' + entry.head
-                                 + entry.tail + b"}\n")
+            start = _LINE_STARTS.get((self.type, entry.head))
+            if start is None:
+                start = _LINE_STARTS.setdefault(
+                    (self.type, entry.head),
+                    b'{"type":"' + self.type.encode() + b'","object":' + entry.head)
+            line = self._line = b"".join((start, entry.tail, b"}\n"))
         return line
 
     def left(self) -> Entry:

@@ -7,6 +7,7 @@ CustomResourceDefinitions add and remove types at run time (``storage.Storage`` 
 
 from __future__ import annotations
 
+import functools
 import hashlib
 from collections.abc import Iterable
 from dataclasses import dataclass, field
@@ -48,11 +49,11 @@ class ResourceType:
     returns_deleted: bool = False
     printer_columns: tuple[tuple[str, str, str, str, int, str], ...] = ()
 
-    @property
+    @functools.cached_property  # read on every request and every write: made once
     def api_version(self) -> str:
         return join_group_version(self.group, self.version)
 
-    @property
+    @functools.cached_property
     def group_resource(self) -> str:
         """``configmaps`` or ``deployments.apps``: the storage key and the name in messages."""
         return f"{self.resource}.{self.group}" if self.group else self.resource
