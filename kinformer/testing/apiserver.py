@@ -381,14 +381,14 @@ class FakeAPIServer:
     def create(self, gvr: GroupVersionResource, obj: KubeObject) -> KubeObject:
         """Create ``obj`` (namespace from its metadata) and return the stored copy."""
         rt = self._type(gvr)
-        body = records.loads(records.dumps(obj))
+        body = records.copy(obj)
         ns = str((body.get("metadata") or {}).get("namespace") or "") if rt.namespaced else ""
         return self._call(lambda: self._storage.create(rt, ns, body))
 
     def bulk_create(self, gvr: GroupVersionResource, objs: Iterable[KubeObject]) -> str:
         """Create many objects at once (one lock hold); returns the last resourceVersion."""
         rt = self._type(gvr)
-        bodies = [records.loads(records.dumps(o)) for o in objs]
+        bodies = [records.copy(o) for o in objs]
         try:
             return str(self._storage.bulk_create(rt, bodies))
         except StatusError as err:
@@ -397,7 +397,7 @@ class FakeAPIServer:
     def update(self, gvr: GroupVersionResource, obj: KubeObject) -> KubeObject:
         """Replace an object as PUT does (409 on a stale resourceVersion)."""
         rt = self._type(gvr)
-        body = records.loads(records.dumps(obj))
+        body = records.copy(obj)
         meta = body.get("metadata") or {}
         ns = str(meta.get("namespace") or "") if rt.namespaced else ""
         return self._call(lambda: self._storage.update(rt, ns, str(meta.get("name", "")), body))

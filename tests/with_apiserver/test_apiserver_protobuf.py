@@ -97,15 +97,26 @@ def test_a_protobuf_deployment_is_created_as_its_json_form(
     code, made = post(apiserver, f"/apis/apps/v1/namespaces/{NS}/deployments",
                       deployment("web", 3))
     assert code == 201, made
+    # the decoded fields, then the defaults a real server fills in (the empty strategy too)
     assert made["spec"] == {
         "replicas": 3,
         "selector": {"matchLabels": {"app": "web"}},
         "template": {"metadata": {"labels": {"app": "web"}},
                      "spec": {"containers": [{"name": "web", "image": "nginx",
                                               "command": ["nginx", "-g"],
-                                              "ports": [{"containerPort": 80}],
-                                              "resources": {}}]}},
-        "strategy": {},
+                                              "ports": [{"containerPort": 80,
+                                                         "protocol": "TCP"}],
+                                              "resources": {},
+                                              "terminationMessagePath": "/dev/termination-log",
+                                              "terminationMessagePolicy": "File",
+                                              "imagePullPolicy": "Always"}],
+                              "restartPolicy": "Always", "terminationGracePeriodSeconds": 30,
+                              "dnsPolicy": "ClusterFirst", "securityContext": {},
+                              "schedulerName": "default-scheduler"}},
+        "strategy": {"type": "RollingUpdate",
+                     "rollingUpdate": {"maxUnavailable": "25%", "maxSurge": "25%"}},
+        "revisionHistoryLimit": 10,
+        "progressDeadlineSeconds": 600,
     }
     read = k8s.AppsV1Api(api_client).read_namespaced_deployment("web", NS)
     assert read.metadata.labels == {"app": "web"}
@@ -188,6 +199,74 @@ def test_a_malformed_body_is_400_and_a_type_without_a_table_is_415(
     assert (code, answer["reason"]) == (415, "UnsupportedMediaType")
     gzipped = envelope("v1", "ConfigMap", m(f(1, meta("c"))), encoding="gzip")
     assert post(apiserver, f"/api/v1/namespaces/{NS}/configmaps", gzipped)[0] == 415
+
+
+# -- every verb that takes a body ---------------------------------------------------------------
+
+# client-go sends this with every Delete of a typed clientset: k8s\0 + runtime.Unknown naming v1
+# DeleteOptions around an empty message (and empty contentEncoding and contentType)
+DELETE_OPTIONS = envelope("v1", "DeleteOptions", b"")
+
+
+def exchange(server: FakeAPIServer, method: str, path: str, body: bytes) -> tuple[int, Any]:
+    code, _, data = http_exchange(server, method, path, body, PROTOBUF)
+    return code, json.loads(data)
+
+
+def test_client_gos_delete_options_body_is_accepted_on_every_delete(
+    apiserver: FakeAPIServer, api_client: Any,
+) -> None:
+    assert len(DELETE_OPTIONS) == 31
+    api = k8s.CoreV1Api(api_client)
+    api.create_namespaced_config_map(NS, {"metadata": {"name": "c"}})
+    code, answer = exchange(apiserver, "DELETE", f"/api/v1/namespaces/{NS}/configmaps/c",
+                            DELETE_OPTIONS)
+    assert (code, answer["kind"], answer["status"]) == (200, "Status", "Success")
+    assert answer["details"]["name"] == "c"
+    api.create_namespaced_pod(NS, {"metadata": {"name": "p"},
+                                   "spec": {"containers": [{"name": "c", "image": "i"}]}})
+    code, answer = exchange(apiserver, "DELETE", f"/api/v1/namespaces/{NS}/pods/p",
+                            DELETE_OPTIONS)
+    assert (code, answer["kind"]) == (200, "Pod")
+    api.create_namespaced_config_map(NS, {"metadata": {"name": "d"}})
+    code, answer = exchange(apiserver, "DELETE", f"/api/v1/namespaces/{NS}/configmaps",
+                            envelope("meta.k8s.io/v1", "DeleteOptions", b""))
+    assert (code, answer["kind"]) == (200, "ConfigMapList")
+    assert api.list_namespaced_config_map(NS).items == []
+
+
+def test_protobuf_delete_options_carry_preconditions_and_dry_run(
+    apiserver: FakeAPIServer, api_client: Any,
+) -> None:
+    api = k8s.CoreV1Api(api_client)
+    made = api.create_namespaced_config_map(NS, {"metadata": {"name": "c"}})
+    dry = envelope("v1", "DeleteOptions", m(f(5, "All")))
+    code, answer = exchange(apiserver, "DELETE", f"/api/v1/namespaces/{NS}/configmaps/c", dry)
+    assert code == 200
+    assert api.read_namespaced_config_map("c", NS).metadata.uid == made.metadata.uid
+    stale = envelope("v1", "DeleteOptions", m(f(2, m(f(1, "another-uid")))))
+    code, answer = exchange(apiserver, "DELETE", f"/api/v1/namespaces/{NS}/configmaps/c", stale)
+    assert (code, answer["reason"]) == (409, "Conflict")
+
+
+def lease(holder: str, renew_seconds: int, rv: str = "") -> bytes:
+    metadata = m(f(1, "leader"), f(6, rv)) if rv else m(f(1, "leader"))
+    renew = m(f(1, renew_seconds), f(2, 123_456_000))
+    return envelope("coordination.k8s.io/v1", "Lease", m(
+        f(1, metadata), f(2, m(f(1, holder), f(2, 15), f(4, renew), f(5, 0)))))
+
+
+def test_go_leader_election_writes_leases_as_protobuf(apiserver: FakeAPIServer) -> None:
+    path = f"/apis/coordination.k8s.io/v1/namespaces/{NS}/leases"
+    code, made = exchange(apiserver, "POST", path, lease("a", 1_767_323_045))
+    assert code == 201, made
+    assert made["spec"] == {"holderIdentity": "a", "leaseDurationSeconds": 15,
+                            "renewTime": "2026-01-02T03:04:05.123456Z", "leaseTransitions": 0}
+    rv = made["metadata"]["resourceVersion"]
+    code, updated = exchange(apiserver, "PUT", f"{path}/leader", lease("b", 1_767_323_050, rv))
+    assert code == 200 and updated["spec"]["holderIdentity"] == "b"
+    code, answer = exchange(apiserver, "PUT", f"{path}/leader", lease("c", 1_767_323_055, rv))
+    assert (code, answer["reason"]) == (409, "Conflict")
 
 
 # -- kubectl itself ----------------------------------------------------------------------------

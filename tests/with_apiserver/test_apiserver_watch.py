@@ -154,11 +154,26 @@ def test_send_initial_events_streams_the_state_then_an_annotated_bookmark(
         "annotations": {"k8s.io/initial-events-end": "true"}}
 
 
-def test_send_initial_events_without_not_older_than_is_422(api: k8s.CoreV1Api) -> None:
+def test_send_initial_events_without_not_older_than_is_422_in_the_real_wording(
+    api: k8s.CoreV1Api,
+) -> None:
     with pytest.raises(k8s.ApiException) as info:
         api.list_namespaced_config_map(NS, watch=True, send_initial_events=True,
                                        _preload_content=False)
     assert info.value.status == 422
+    assert info.value.body.encode() == (  # the client hands the bytes over decoded
+        b'{"kind":"Status","apiVersion":"v1","metadata":{},"status":"Failure","message":'
+        b'"ListOptions.meta.k8s.io \\"\\" is invalid: resourceVersionMatch: Forbidden: '
+        b'sendInitialEvents requires setting resourceVersionMatch to NotOlderThan",'
+        b'"reason":"Invalid","details":{"group":"meta.k8s.io","kind":"ListOptions","causes":['
+        b'{"reason":"FieldValueForbidden","message":"Forbidden: sendInitialEvents requires '
+        b'setting resourceVersionMatch to NotOlderThan","field":"resourceVersionMatch"}]},'
+        b'"code":422}\n')
+    with pytest.raises(k8s.ApiException) as info:  # a list may not ask for initial events
+        api.list_namespaced_config_map(NS, send_initial_events=False)
+    assert json.loads(info.value.body)["message"] == (
+        'ListOptions.meta.k8s.io "" is invalid: sendInitialEvents: Forbidden: '
+        "sendInitialEvents is forbidden for list")
 
 
 def test_leaving_a_selector_is_deleted_with_the_old_object_and_entering_is_added(

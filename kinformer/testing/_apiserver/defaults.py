@@ -1,18 +1,23 @@
-"""What the fake API server fills in when a built-in object is created, as kube-apiserver's
-defaulting and REST strategies do: a Service's cluster IP, type, session affinity, IP families
-and empty load-balancer status; a Pod's ``Pending`` phase, QoS class and the usual spec defaults;
-a Secret's ``Opaque`` type; a Namespace's ``Active`` phase, finalizer and name label.
+"""What the fake API server fills into a built-in object, as kube-apiserver's defaulting and
+REST strategies do.
 
-:func:`on_create` is called by :mod:`.strategy` under the storage lock, with the storage's
-:class:`Allocator`; :func:`keep_allocated` carries what was allocated across an update that
-leaves it out, as the real server does.
+:func:`apply` is the decoder's part, on every create and update: a Service's type, session
+affinity and port defaults, a Secret's ``Opaque`` type, and the Pod and workload defaults of
+:mod:`.workloads`. :func:`on_create` is the create strategies' part, after the uid is stamped: a
+Service's cluster IP, IP families and node ports, a Job's selector and controller labels, a
+Namespace's finalizer, phase and name label, and the status each type starts with (a Pod's
+``Pending`` phase and QoS class). Both are called by :mod:`.strategy` under the storage lock,
+``on_create`` with the storage's :class:`Allocator`; :func:`keep_allocated` carries what was
+allocated across an update that leaves it out, as the real server does.
 """
 
 from __future__ import annotations
 
+import copy
 import itertools
 from typing import Any
 
+from kinformer.testing._apiserver import workloads
 from kinformer.testing._apiserver.resources import ResourceType
 
 NODE_PORTS = (30000, 32768)  # the default NodePort range, upper bound excluded
@@ -35,18 +40,67 @@ class Allocator:
         return low + next(self._ports) % (high - low)
 
 
-def on_create(rt: ResourceType, obj: dict[str, Any], allocate: Allocator) -> None:
-    """Fill the defaults and status a new object of a built-in type gets."""
-    if rt.group or rt.custom:
+def apply(rt: ResourceType, obj: dict[str, Any]) -> None:
+    """Fill what the typed decoder defaults on every write of a built-in object (create and
+    update): a Service's type, session affinity, port protocols and target ports; a Secret's
+    type; Pods' and workloads' specs (:mod:`.workloads`)."""
+    if rt.custom:
         return
-    if rt.resource == "services":
-        _service(obj, allocate)
-    elif rt.resource == "pods":
-        _pod(obj)
-    elif rt.resource == "secrets" and not obj.get("type"):
+    if rt.group_resource == "services":
+        _service_spec(obj)
+    elif rt.group_resource == "secrets" and not obj.get("type"):
         obj["type"] = "Opaque"
-    elif rt.resource == "namespaces":
+    else:
+        workloads.apply(rt, obj)
+
+
+# the status a new object of these types starts with (its status subresource owns the rest)
+_EMPTY_STATUS: dict[str, dict[str, Any]] = {
+    "services": {"loadBalancer": {}},
+    "replicationcontrollers": {"replicas": 0},
+    "deployments.apps": {},
+    "daemonsets.apps": {"currentNumberScheduled": 0, "numberMisscheduled": 0,
+                        "desiredNumberScheduled": 0, "numberReady": 0},
+    "jobs.batch": {},
+    "cronjobs.batch": {},
+    "resourcequotas": {},
+    "ingresses.networking.k8s.io": {"loadBalancer": {}},
+    "poddisruptionbudgets.policy": {"disruptionsAllowed": 0, "currentHealthy": 0,
+                                    "desiredHealthy": 0, "expectedPods": 0},
+    "apiservices.apiregistration.k8s.io": {},
+}
+
+
+def on_create(
+    rt: ResourceType, obj: dict[str, Any], allocate: Allocator, keep_status: bool,
+) -> None:
+    """Set what a new object gets from its type's create strategy, after its uid is stamped:
+    a Service's addresses and ports, a Job's selector and labels, a Namespace's finalizer,
+    phase and name label, and the status each type starts with.
+
+    Over the API the status a client sent is dropped, as on a real server; ``keep_status``
+    (the server-side helpers) keeps a status given, as a kubelet or controller would report it.
+    """
+    kind = rt.group_resource
+    if kind == "services":
+        _service_allocation(obj, allocate)
+    elif kind == "pods":
+        _pod_status(obj, keep_status)
+        return
+    elif kind == "namespaces":
         _namespace(obj)
+        return
+    elif kind == "jobs.batch":
+        _job_selector(obj)
+    if rt.custom:
+        if rt.status and not keep_status:
+            obj.pop("status", None)
+        return
+    empty = _EMPTY_STATUS.get(kind)
+    if empty is None:
+        return
+    if not keep_status or not isinstance(obj.get("status"), dict):
+        obj["status"] = copy.deepcopy(empty)
 
 
 _SERVICE_ALLOCATED = ("clusterIP", "clusterIPs", "ipFamilies", "ipFamilyPolicy",
@@ -74,33 +128,67 @@ def keep_allocated(rt: ResourceType, old: dict[str, Any], new: dict[str, Any]) -
                 port["nodePort"] = before["nodePort"]
 
 
-def _service(obj: dict[str, Any], allocate: Allocator) -> None:
-    spec = obj.setdefault("spec", {})
+def _service_spec(obj: dict[str, Any]) -> None:
+    spec = obj.get("spec")
     if not isinstance(spec, dict):
         return
-    kind = spec.setdefault("type", "ClusterIP")
-    external = kind in ("NodePort", "LoadBalancer")
+    kind = spec.setdefault("type", "ClusterIP") or "ClusterIP"
+    spec["type"] = kind
     for port in spec.get("ports") or []:
         if not isinstance(port, dict):
             continue
-        port.setdefault("protocol", "TCP")
-        if "targetPort" not in port and "port" in port:
+        if not port.get("protocol"):
+            port["protocol"] = "TCP"
+        if port.get("targetPort") in (None, 0, "") and "port" in port:
             port["targetPort"] = port["port"]
-        if external and not port.get("nodePort"):
-            port["nodePort"] = allocate.node_port()
+    if not spec.get("sessionAffinity"):
+        spec["sessionAffinity"] = "None"
+    if kind in ("NodePort", "LoadBalancer") and not spec.get("externalTrafficPolicy"):
+        spec["externalTrafficPolicy"] = "Cluster"
+    if kind != "ExternalName" and spec.get("internalTrafficPolicy") is None:
+        spec["internalTrafficPolicy"] = "Cluster"
+    if kind == "LoadBalancer" and spec.get("allocateLoadBalancerNodePorts") is None:
+        spec["allocateLoadBalancerNodePorts"] = True
+
+
+def _service_allocation(obj: dict[str, Any], allocate: Allocator) -> None:
+    spec = obj.get("spec")
+    if not isinstance(spec, dict):
+        return
+    kind = spec.get("type", "ClusterIP")
+    if kind in ("NodePort", "LoadBalancer"):
+        for port in spec.get("ports") or []:
+            if isinstance(port, dict) and not port.get("nodePort"):
+                port["nodePort"] = allocate.node_port()
     if kind != "ExternalName":
         ip = spec.get("clusterIP") or allocate.cluster_ip()
         spec["clusterIP"] = ip
         spec.setdefault("clusterIPs", [ip])
         spec.setdefault("ipFamilies", ["IPv4"])
         spec.setdefault("ipFamilyPolicy", "SingleStack")
-        spec.setdefault("internalTrafficPolicy", "Cluster")
-    spec.setdefault("sessionAffinity", "None")
-    if external:
-        spec.setdefault("externalTrafficPolicy", "Cluster")
-    if kind == "LoadBalancer":
-        spec.setdefault("allocateLoadBalancerNodePorts", True)
-    obj["status"] = {"loadBalancer": {}}
+
+
+def _job_selector(obj: dict[str, Any]) -> None:
+    """A Job without ``manualSelector`` selects its pods by its uid, and labels its template so."""
+    spec = obj.get("spec")
+    if not isinstance(spec, dict) or spec.get("manualSelector") is True:
+        return
+    meta = obj["metadata"]
+    uid, name = meta.get("uid", ""), meta.get("name", "")
+    spec["selector"] = {"matchLabels": {"batch.kubernetes.io/controller-uid": uid}}
+    template = spec.get("template")
+    if not isinstance(template, dict):
+        template = spec["template"] = {}
+    template_meta = template.get("metadata")
+    if not isinstance(template_meta, dict):
+        template_meta = template["metadata"] = {}
+    labels = template_meta.get("labels")
+    if not isinstance(labels, dict):
+        labels = template_meta["labels"] = {}
+    labels.update({"batch.kubernetes.io/controller-uid": uid,
+                   "batch.kubernetes.io/job-name": name, "controller-uid": uid,
+                   "job-name": name})
+    workloads.copy_template_labels(obj, spec)
 
 
 def _namespace(obj: dict[str, Any]) -> None:
@@ -116,19 +204,14 @@ def _namespace(obj: dict[str, Any]) -> None:
     obj["status"] = {"phase": "Active"}
 
 
-def _pod(obj: dict[str, Any]) -> None:
+def _pod_status(obj: dict[str, Any], keep_status: bool) -> None:
     spec = obj.get("spec")
     containers: list[Any] = []
     if isinstance(spec, dict):
-        spec.setdefault("restartPolicy", "Always")
-        spec.setdefault("terminationGracePeriodSeconds", 30)
-        spec.setdefault("dnsPolicy", "ClusterFirst")
-        spec.setdefault("schedulerName", "default-scheduler")
         containers = [c for c in spec.get("containers") or [] if isinstance(c, dict)]
     pod_status = obj.get("status")
-    if not isinstance(pod_status, dict):
+    if not keep_status or not isinstance(pod_status, dict):
         pod_status = obj["status"] = {}
-    # a status given at create stays: tests seed what a kubelet would report
     pod_status.setdefault("phase", "Pending")
     pod_status.setdefault("qosClass", _qos_class(containers))
 

@@ -3,10 +3,14 @@
 One :class:`Handler` per connection (HTTP/1.1 keep-alive) on the server's connection thread.
 Paths route to discovery documents (:mod:`.discovery`) or to resource requests, parsed and
 checked by :mod:`.request`, which become calls on
-:class:`~kinformer.testing._apiserver.storage.Storage`; the fault switches of
+:class:`~kinformer.testing._apiserver.storage.Storage` on behalf of the request's field manager
+(:mod:`.fieldmanager`); the fault switches of
 :class:`~kinformer.testing._apiserver.server_state.ServerState` apply first, and errors become
-``Status`` bodies. Watch responses are chunked JSON lines, one event per line, fed from the
-watcher's own queue, so the connection thread is the only one that waits on a slow client.
+``Status`` bodies. Reads answer in the form ``Accept`` negotiates (:mod:`.mediatypes`: the
+object, a Table, PartialObjectMetadata), written by :mod:`.responses`. Watch responses are
+chunked JSON lines, one event per line, fed from the watcher's own queue, so the connection
+thread is the only one that waits on a slow client. A Pod's ``exec``, ``attach`` and
+``portforward`` are checked and refused as :mod:`.connect` says.
 """
 
 from __future__ import annotations
@@ -20,14 +24,19 @@ from urllib.parse import parse_qs, urlsplit
 from kinformer import errors
 from kinformer.cache import labels as labelsel
 from kinformer.testing._apiserver import (
+    connect,
     discovery,
+    fieldmanager,
+    mediatypes,
     openapi,
     records,
     resources,
+    responses,
     scale,
     server_state,
     shards,
     status,
+    tables,
     tokens,
     watchers,
     watchstream,
@@ -92,13 +101,13 @@ class Handler(http.server.BaseHTTPRequestHandler):
             self._route(url.path, query, body)
         except StatusError as err:
             if not self._streaming:
-                self._send_json(err.code, status.encode(err.body()), headers=err.headers())
+                self._send(err.code, status.encode(err.body()), headers=err.headers())
         except OSError:
             self.close_connection = True
         except Exception:
             log.exception("internal error serving %s %s", self.command, url.path)
             if not self._streaming:
-                self._send_json(500, status.encode(status.status_body(
+                self._send(500, status.encode(status.status_body(
                     500, "InternalError", "an internal error occurred", {})))
             self.close_connection = True
         finally:
@@ -113,30 +122,12 @@ class Handler(http.server.BaseHTTPRequestHandler):
             self.state.record(self.command, self._path, self._query, code)
 
     def _read_body(self) -> bytes:
-        length = self.headers.get("Content-Length")
-        if length:
-            try:
-                size = int(length)
-            except ValueError:
-                self.close_connection = True
-                raise status.bad_request("invalid Content-Length") from None
-            return self.rfile.read(size)
-        if "chunked" in self.headers.get("Transfer-Encoding", "").lower():
-            parts: list[bytes] = []
-            while True:
-                line = self.rfile.readline()
-                try:
-                    size = int(line.split(b";")[0].strip() or b"0", 16)
-                except ValueError:
-                    self.close_connection = True
-                    raise status.bad_request("invalid chunked request body") from None
-                if size == 0:
-                    while self.rfile.readline() not in (b"\r\n", b"\n", b""):
-                        pass
-                    return b"".join(parts)
-                parts.append(self.rfile.read(size))
-                self.rfile.readline()
-        return b""
+        try:
+            return parsing.read_body(self.rfile, self.headers.get("Content-Length"),
+                                     self.headers.get("Transfer-Encoding", ""))
+        except StatusError:
+            self.close_connection = True  # the stream is out of step with the framing
+            raise
 
     def _authenticate(self) -> None:
         token = self.state.token
@@ -147,30 +138,31 @@ class Handler(http.server.BaseHTTPRequestHandler):
         if scheme.lower() != "bearer" or not hmac.compare_digest(value.strip().encode(), token):
             raise status.unauthorized()
 
-    def _send_json(
-        self, code: int, data: bytes, content_type: str = "application/json",
+    def _send(
+        self, code: int, body: bytes, content_type: str = "application/json",
         headers: dict[str, str] | None = None,
     ) -> None:
+        """Write a whole answer; ``body`` as it is (JSON bodies end with their newline)."""
         self._record(code)
         self.send_response(code)
         for name, value in (headers or {}).items():
             self.send_header(name, value)
         self.send_header("Content-Type", content_type)
-        self.send_header("Content-Length", str(len(data)))
+        self.send_header("Content-Length", str(len(body)))
         self.send_header("Cache-Control", "no-cache, private")
         self.end_headers()
         if self.command != "HEAD":
-            self.wfile.write(data)
+            self.wfile.write(body)
 
     def _send_obj(self, code: int, obj: Any) -> None:
-        self._send_json(code, records.dumps(obj))
+        self._send(code, records.dumps(obj) + b"\n")
 
     # ---- routing -----------------------------------------------------------------------------
 
     def _route(self, path: str, query: dict[str, str], body: bytes) -> None:
         parts = [p for p in path.split("/") if p]
         if parts and parts[0] in ("healthz", "readyz", "livez"):
-            self._send_json(200, b"ok", "text/plain; charset=utf-8")
+            self._send(200, b"ok", "text/plain; charset=utf-8")
             return
         if parts == ["version"]:
             self._send_obj(200, resources.version_info())
@@ -233,6 +225,9 @@ class Handler(http.server.BaseHTTPRequestHandler):
             raise status.path_not_found()
         name = rest[1] if len(rest) > 1 else ""
         sub = rest[2] if len(rest) > 2 else ""
+        if rt.group_resource == "pods" and sub in connect.SUBRESOURCES and not watch_path:
+            self._connect(Request(rt, namespace, name, sub), query)
+            return
         if sub and not (sub == "status" and rt.status) and (rt.group_resource, sub) not in (
                 ("serviceaccounts", "token"), *((r, "scale") for r in resources.SCALABLE)):
             raise status.path_not_found()
@@ -248,14 +243,11 @@ class Handler(http.server.BaseHTTPRequestHandler):
             raise status.injected(code)
         raw = self.state.take_raw_answer(verb, rt.resource)
         if raw is not None:
-            self._send_json(200, raw)
+            self._send(200, raw)
             return
         getattr(self, "_" + verb)(req, query, body)
 
     # ---- verbs -------------------------------------------------------------------------------
-
-    def _data(self, rt: ResourceType, entry: records.Entry) -> bytes:
-        return records.data_for(rt, entry)
 
     def _content_type(self) -> str:
         return self.headers.get("Content-Type", "").split(";")[0].strip().lower()
@@ -263,12 +255,26 @@ class Handler(http.server.BaseHTTPRequestHandler):
     def _body(self, body: bytes, rt: ResourceType) -> Any:
         return parsing.decode_body(body, rt, self._content_type())
 
+    def _target(self, req: Request, query: dict[str, str]) -> tuple[mediatypes.Target, str]:
+        """The negotiated form of a read's answer and its ``includeObject`` (406 if none fits).
+
+        Subresources (``status``, ``scale``) answer as themselves."""
+        if req.subresource:
+            return mediatypes.PLAIN, ""
+        target = mediatypes.negotiate(self.headers.get("Accept", ""))
+        return target, tables.include_option(query) if target.kind == "Table" else ""
+
+    def _writer(self, query: dict[str, str]) -> fieldmanager.Writer:
+        return fieldmanager.Writer.of_request(query.get("fieldManager", ""),
+                                              self.headers.get("User-Agent", ""))
+
     def _get(self, req: Request, query: dict[str, str], body: bytes) -> None:
+        target, include = self._target(req, query)
         entry = self.state.storage.get(req.rt, req.namespace, req.name)
         if req.subresource == "scale":
             self._send_obj(200, scale.view(entry.obj))
             return
-        self._send_json(200, self._data(req.rt, entry))
+        self._send(200, responses.obj(req.rt, entry, target, include))
 
     def _create(self, req: Request, query: dict[str, str], body: bytes) -> None:
         obj = self._body(body, req.rt)
@@ -277,18 +283,20 @@ class Handler(http.server.BaseHTTPRequestHandler):
             self._send_obj(201, tokens.issue(account.obj, obj))
             return
         parsing.check_api_version(req.rt, obj)
-        entry = self.state.storage.create(req.rt, req.namespace, obj, parsing.dry_run(query))
-        self._send_json(201, self._data(req.rt, entry))
+        entry = self.state.storage.create(req.rt, req.namespace, obj, parsing.dry_run(query),
+                                          self._writer(query))
+        self._send(201, responses.obj(req.rt, entry, mediatypes.PLAIN))
 
     def _update(self, req: Request, query: dict[str, str], body: bytes) -> None:
         obj = self._body(body, req.rt)
+        writer = self._writer(query)
         if req.subresource == "scale":
-            self._scale(req, query, lambda current: scale.set_replicas(current, obj))
+            self._scale(req, query, lambda current: scale.set_replicas(current, obj), writer)
             return
         parsing.check_api_version(req.rt, obj)
         entry = self.state.storage.update(req.rt, req.namespace, req.name, obj, req.subresource,
-                                          parsing.dry_run(query))
-        self._send_json(200, self._data(req.rt, entry))
+                                          parsing.dry_run(query), writer)
+        self._send(200, responses.obj(req.rt, entry, mediatypes.PLAIN))
 
     def _patch(self, req: Request, query: dict[str, str], body: bytes) -> None:
         content_type = self._content_type()
@@ -322,63 +330,69 @@ class Handler(http.server.BaseHTTPRequestHandler):
             return
         else:
             raise status.unsupported_media_type(content_type)
+        writer = self._writer(query)
         if req.subresource == "scale":
             self._scale(req, query,
-                        lambda current: scale.set_replicas(current, apply(scale.view(current))))
+                        lambda current: scale.set_replicas(current, apply(scale.view(current))),
+                        writer)
             return
         entry = self.state.storage.patch(req.rt, req.namespace, req.name, apply, req.subresource,
-                                         parsing.dry_run(query))
-        self._send_json(200, self._data(req.rt, entry))
+                                         parsing.dry_run(query), writer)
+        self._send(200, responses.obj(req.rt, entry, mediatypes.PLAIN))
 
-    def _scale(self, req: Request, query: dict[str, str], change: Any) -> None:
+    def _scale(self, req: Request, query: dict[str, str], change: Any,
+               writer: fieldmanager.Writer) -> None:
         """Write through the scale subresource: ``change`` sets the object's replicas."""
         entry = self.state.storage.patch(req.rt, req.namespace, req.name, change, "",
-                                         parsing.dry_run(query))
+                                         parsing.dry_run(query), writer)
         self._send_obj(200, scale.view(entry.obj))
 
     def _server_side_apply(self, req: Request, query: dict[str, str], body: bytes) -> None:
         """Server-side apply, simplified: create when missing, else merge the applied fields in
-        (strategic merge for built-ins, merge patch for custom objects). Field ownership is not
-        tracked, so fields dropped from the applied configuration are not removed."""
+        (strategic merge for built-ins, merge patch for custom objects). The applier owns the
+        applied fields (an ``Apply`` managedFields entry), but fields dropped from its
+        configuration are not removed and conflicts with other managers are not reported."""
         try:
             applied = patches.load_apply_body(body)
         except ValueError as err:
             raise status.bad_request(f"error decoding YAML: {err}") from None
-        if not query.get("fieldManager"):
+        manager = query.get("fieldManager")
+        if not manager:
             raise status.invalid_options("PatchOptions", [(
                 "FieldValueRequired", "fieldManager",
                 "Required value: is required for apply patch")])
+        writer = fieldmanager.Writer(manager, fieldmanager.APPLY, applied)
         merge = patches.merge_patch if req.rt.custom else patches.strategic_merge_patch
         storage = self.state.storage
         try:
             entry = storage.patch(req.rt, req.namespace, req.name,
                                   lambda current: merge(current, applied), req.subresource,
-                                  parsing.dry_run(query))
+                                  parsing.dry_run(query), writer)
             code = 200
         except StatusError as err:
             if err.code != 404 or req.subresource:
                 raise
-            meta = applied.setdefault("metadata", {})
+            created = records.copy(applied)
+            meta = created.setdefault("metadata", {})
             if isinstance(meta, dict):
                 meta.setdefault("name", req.name)
-            entry = storage.create(req.rt, req.namespace, applied, parsing.dry_run(query))
+            entry = storage.create(req.rt, req.namespace, created, parsing.dry_run(query), writer)
             code = 201
-        self._send_json(code, self._data(req.rt, entry))
+        self._send(code, responses.obj(req.rt, entry, mediatypes.PLAIN))
 
     def _delete(self, req: Request, query: dict[str, str], body: bytes) -> None:
-        options = self._body(body, req.rt) if body else None
-        pre = options.get("preconditions") if isinstance(options, dict) else None
+        options = parsing.delete_options(self._body(body, req.rt) if body else None, query)
         entry, gone = self.state.storage.delete(req.rt, req.namespace, req.name,
-                                                pre if isinstance(pre, dict) else None,
-                                                parsing.dry_run(query))
+                                                options.preconditions, options.dry_run)
         if req.rt.returns_deleted or not gone:
             # the object itself: for these types always, for the others while finalizers
             # hold it (then it carries its deletionTimestamp)
-            self._send_json(200, self._data(req.rt, entry))
+            self._send(200, responses.obj(req.rt, entry, mediatypes.PLAIN))
             return
-        self._send_json(200, status.encode(status.deleted(req.rt, req.name, entry.obj)))
+        self._send(200, status.encode(status.deleted(req.rt, req.name, entry.obj)))
 
     def _deletecollection(self, req: Request, query: dict[str, str], body: bytes) -> None:
+        options = parsing.delete_options(self._body(body, req.rt) if body else None, query)
         match = parsing.matcher(req.rt, query)
         storage = self.state.storage
         deleted = []
@@ -387,14 +401,16 @@ class Handler(http.server.BaseHTTPRequestHandler):
                 meta = entry.obj["metadata"]
                 try:
                     final, _ = storage.delete(req.rt, meta.get("namespace", ""), meta["name"],
-                                              dry_run=parsing.dry_run(query))
+                                              dry_run=options.dry_run)
                 except StatusError:
                     continue
-                deleted.append(self._data(req.rt, final))
-        self._send_list(req.rt, deleted, storage.resource_version, "", None)
+                deleted.append(final)
+        meta = responses.list_meta(storage.resource_version)
+        self._send(200, responses.items(req.rt, deleted, meta, mediatypes.PLAIN))
 
     def _list(self, req: Request, query: dict[str, str], body: bytes) -> None:
         rt = req.rt
+        target, include = self._target(req, query)
         shard = shards.selector(query, self.state.feature_gates)
         match = shards.combine(parsing.matcher(rt, query), shard)
         rv, rv_match = parsing.list_options(query, watch=False)
@@ -404,30 +420,32 @@ class Handler(http.server.BaseHTTPRequestHandler):
         entries, list_rv, token, remaining = self.state.storage.list_page(
             rt, req.namespace, match, max(0, int(limit_text)), query.get("continue", ""),
             rv, rv_match)
-        data = [self._data(rt, e) for e in entries] if rt.custom else [e.data for e in entries]
-        self._send_list(rt, data, list_rv, token, remaining if match is None else None,
-                        None if shard is None else str(shard))
+        meta = responses.list_meta(list_rv, token, remaining if match is None else None,
+                                   None if shard is None else str(shard))
+        self._send(200, responses.items(rt, entries, meta, target, include))
 
-    def _send_list(
-        self, rt: ResourceType, items: list[bytes], rv: int, token: str, remaining: int | None,
-        shard_info: str | None = None,
-    ) -> None:
-        meta: dict[str, Any] = {"resourceVersion": str(rv)}
-        if token:
-            meta["continue"] = token
-            if remaining is not None:
-                meta["remainingItemCount"] = remaining
-        if shard_info is not None:
-            meta["shardInfo"] = {"selector": shard_info}
-        head = (b'{"kind":"' + rt.list_kind.encode() + b'","apiVersion":"'
-                + rt.api_version.encode() + b'","metadata":' + records.dumps(meta)
-                + b',"items":[')
-        self._send_json(200, head + b",".join(items) + b"]}")
+    def _connect(self, req: Request, query: dict[str, str]) -> None:
+        """``exec``, ``attach`` or ``portforward`` on a Pod: checked, then refused (no kubelet)."""
+        if self.command not in connect.METHODS or not req.name:
+            raise status.method_not_allowed()
+        pod = self.state.storage.get(req.rt, req.namespace, req.name).obj
+        node = str((pod.get("spec") or {}).get("nodeName") or "")
+        nodes = self.state.storage.resolve("", "v1", "nodes")
+        node_exists = False
+        if node and nodes is not None:
+            try:
+                self.state.storage.get(nodes, "", node)
+                node_exists = True
+            except StatusError:
+                pass
+        raise connect.refuse(pod, req.subresource, query, node_exists)
 
     # ---- watch -------------------------------------------------------------------------------
 
     def _watch(self, req: Request, query: dict[str, str], body: bytes) -> None:
         rt = req.rt
+        target, include = self._target(req, query)
+        render = responses.watch_renderer(rt, target, include)
         try:
             selector = labelsel.parse_selector(query.get("labelSelector", ""))
         except errors.LabelSelectorError as err:
@@ -460,8 +478,11 @@ class Handler(http.server.BaseHTTPRequestHandler):
         self.send_header("Transfer-Encoding", "chunked")
         self.send_header("Cache-Control", "no-cache, private")
         self.end_headers()
+        bookmark_type = ("PartialObjectMetadata", f"meta.k8s.io/{target.version}") \
+            if target.kind == "PartialObjectMetadata" else (rt.kind, rt.api_version)
         stream = watchstream.WatchStream(self.wfile, self.connection, self.state.storage,
-                                         watcher, self.state.bookmark_interval)
+                                         watcher, self.state.bookmark_interval, render,
+                                         bookmark_type)
         if expired is not None:
             stream.write_chunk(watchstream.error_line(expired))
             stream.end()

@@ -6,8 +6,10 @@ contentEncoding, contentType) whose ``raw`` is the object's own message. Decodin
 compact table gives, per message, each field number's JSON name and type (a scalar, a nested
 message, a list, a string-keyed map, or an inlined message), and one walker turns any listed
 message into JSON. Field numbers are those of the Kubernetes API's ``generated.proto``; the
-tables cover every type ``kubectl create`` makes, and within them the fields clients set (fields
-that are not listed are skipped, as protobuf skips unknown fields).
+tables cover every type ``kubectl create`` makes, the ``DeleteOptions`` client-go sends with every
+delete (whatever group version it names), and the Leases and Events of Go controllers; within
+them the fields clients set (fields that are not listed are skipped, as protobuf skips unknown
+fields).
 
 As the JSON encoding does, zero scalars are left out unless the Go field is a pointer (marked
 ``!``: ``replicas: 0`` is kept), while nested messages are kept even when empty (``strategy:
@@ -24,7 +26,8 @@ from typing import Any
 MAGIC = b"k8s\x00"
 
 # Field types: "s" string, "i" integer (int32/int64), "b" bool, "y" bytes (base64 in JSON),
-# "t" meta.v1.Time, "q" resource.Quantity, "x" intstr.IntOrString, or a message name.
+# "t" meta.v1.Time, "m" meta.v1.MicroTime, "q" resource.Quantity, "x" intstr.IntOrString, or a
+# message name.
 # "[]T" is a repeated field, "{}T" a map<string, T>, "^Name" a message whose fields JSON
 # inlines into the parent; a trailing "!" keeps a zero value (a pointer field in Go).
 Schema = dict[int, tuple[str, str]]
@@ -59,6 +62,12 @@ MESSAGES: dict[str, Schema] = {
         1: ("matchLabels", "{}s"), 2: ("matchExpressions", "[]LabelSelectorRequirement"),
     },
     "LabelSelectorRequirement": {1: ("key", "s"), 2: ("operator", "s"), 3: ("values", "[]s")},
+    "DeleteOptions": {
+        1: ("gracePeriodSeconds", "i!"), 2: ("preconditions", "Preconditions"),
+        3: ("orphanDependents", "b!"), 4: ("propagationPolicy", "s!"), 5: ("dryRun", "[]s"),
+        6: ("ignoreStoreReadErrorWithClusterBreakingPotential", "b!"),
+    },
+    "Preconditions": {1: ("uid", "s!"), 2: ("resourceVersion", "s!")},
     # core/v1
     "ConfigMap": {
         1: ("metadata", "ObjectMeta"), 4: ("immutable", "b!"), 2: ("data", "{}s"),
@@ -148,6 +157,23 @@ MESSAGES: dict[str, Schema] = {
     "Toleration": {
         1: ("key", "s"), 2: ("operator", "s"), 3: ("value", "s"), 4: ("effect", "s"),
         5: ("tolerationSeconds", "i!"),
+    },
+    "Event": {
+        1: ("metadata", "ObjectMeta"), 2: ("involvedObject", "ObjectReference"),
+        3: ("reason", "s"), 4: ("message", "s"), 5: ("source", "EventSource"),
+        6: ("firstTimestamp", "t"), 7: ("lastTimestamp", "t"), 8: ("count", "i"),
+        9: ("type", "s"), 10: ("eventTime", "m"), 11: ("series", "EventSeries"),
+        12: ("action", "s"), 13: ("related", "ObjectReference"),
+        14: ("reportingComponent", "s"), 15: ("reportingInstance", "s"),
+    },
+    "EventSource": {1: ("component", "s"), 2: ("host", "s")},
+    "EventSeries": {1: ("count", "i"), 2: ("lastObservedTime", "m")},
+    # coordination.k8s.io/v1 (leader election)
+    "Lease": _object("LeaseSpec"),
+    "LeaseSpec": {
+        1: ("holderIdentity", "s!"), 2: ("leaseDurationSeconds", "i!"), 3: ("acquireTime", "m"),
+        4: ("renewTime", "m"), 5: ("leaseTransitions", "i!"), 6: ("strategy", "s!"),
+        7: ("preferredHolder", "s!"),
     },
     # apps/v1
     "Deployment": _object("DeploymentSpec", "DeploymentStatus"),
@@ -244,6 +270,8 @@ KINDS: dict[tuple[str, str], str] = {
     ("v1", "Service"): "Service",
     ("v1", "ResourceQuota"): "ResourceQuota",
     ("v1", "Pod"): "Pod",
+    ("v1", "Event"): "Event",
+    ("coordination.k8s.io/v1", "Lease"): "Lease",
     ("apps/v1", "Deployment"): "Deployment",
     ("batch/v1", "Job"): "Job",
     ("batch/v1", "CronJob"): "CronJob",
@@ -326,7 +354,7 @@ def _need_int(value: int | bytes) -> int:
 # ---- values ----------------------------------------------------------------------------------
 
 
-def _time(data: bytes) -> str | None:
+def _time(data: bytes, micro: bool = False) -> str | None:
     seconds = nanos = 0
     for number, value in _fields(data):
         if number == 1:
@@ -335,7 +363,10 @@ def _time(data: bytes) -> str | None:
             nanos = _signed(_need_int(value))
     if seconds == 0 and nanos == 0:
         return None  # the zero time, which JSON writes as null
-    return datetime.fromtimestamp(seconds, timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+    moment = datetime.fromtimestamp(seconds, timezone.utc)
+    if micro:  # a MicroTime: always six fraction digits
+        return moment.strftime("%Y-%m-%dT%H:%M:%S") + f".{nanos // 1000:06d}Z"
+    return moment.strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 def _quantity(data: bytes) -> str:
@@ -366,6 +397,8 @@ def _value(kind: str, raw: int | bytes) -> Any:
         return base64.b64encode(_need_bytes(raw)).decode()
     if kind == "t":
         return _time(_need_bytes(raw))
+    if kind == "m":
+        return _time(_need_bytes(raw), micro=True)
     if kind == "q":
         return _quantity(_need_bytes(raw))
     if kind == "x":
@@ -447,7 +480,7 @@ def decode(body: bytes) -> dict[str, Any]:
             encoding = _need_bytes(value).decode()
     if encoding:
         raise UnsupportedKind(f"content encoding {encoding!r} is not supported")
-    message = KINDS.get((api_version, kind))
+    message = "DeleteOptions" if kind == "DeleteOptions" else KINDS.get((api_version, kind))
     if message is None:
         raise UnsupportedKind(f"protobuf bodies of {api_version}/{kind} are not supported")
     obj: dict[str, Any] = {"kind": kind, "apiVersion": api_version}

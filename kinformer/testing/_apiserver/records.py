@@ -15,26 +15,53 @@ from typing import Any
 
 from kinformer.testing._apiserver.resources import ResourceType
 
+# Go's encoder escapes these inside strings (HTML-safe JSON); kube-apiserver's bodies show them so
+_GO_ESCAPES = ((b"<", b"\\u003c"), (b">", b"\\u003e"), (b"&", b"\\u0026"),
+               ("\u2028".encode(), b"\\u2028"), ("\u2029".encode(), b"\\u2029"))
+
+
+def _go_escaped(data: bytes) -> bytes:
+    # four fast scans (a regex alternation is ten times slower) for the common case
+    if b"<" not in data and b">" not in data and b"&" not in data and b"\xe2\x80" not in data:
+        return data
+    for raw, escaped in _GO_ESCAPES:
+        data = data.replace(raw, escaped)
+    return data
+
+
 try:
     import orjson
 
-    def dumps(obj: Any) -> bytes:
-        """Compact JSON bytes of ``obj``."""
-        return orjson.dumps(obj)
+    def dumps(obj: Any, sort_keys: bool = False) -> bytes:
+        """Compact JSON bytes of ``obj`` as Go writes them (``<``, ``>``, ``&`` escaped);
+        ``sort_keys`` orders every object's keys, as Go does for a map."""
+        if sort_keys:
+            return _go_escaped(orjson.dumps(obj, option=orjson.OPT_SORT_KEYS))
+        return _go_escaped(orjson.dumps(obj))
 
     def loads(data: bytes | str) -> Any:
         """Decode JSON; raises ValueError on bad input."""
         return orjson.loads(data)
 
+    def copy(obj: Any) -> Any:
+        """A deep copy of a JSON document (through its encoding: fast for big ones)."""
+        return orjson.loads(orjson.dumps(obj))
+
 except ImportError:  # pragma: no cover - orjson is an optional speed-up
 
-    def dumps(obj: Any) -> bytes:
-        """Compact JSON bytes of ``obj``."""
-        return json.dumps(obj, separators=(",", ":")).encode()
+    def dumps(obj: Any, sort_keys: bool = False) -> bytes:
+        """Compact JSON bytes of ``obj`` as Go writes them (``<``, ``>``, ``&`` escaped);
+        ``sort_keys`` orders every object's keys, as Go does for a map."""
+        return _go_escaped(json.dumps(obj, separators=(",", ":"), ensure_ascii=False,
+                                      sort_keys=sort_keys).encode())
 
     def loads(data: bytes | str) -> Any:
         """Decode JSON; raises ValueError on bad input."""
         return json.loads(data)
+
+    def copy(obj: Any) -> Any:
+        """A deep copy of a JSON document (through its encoding: fast for big ones)."""
+        return json.loads(json.dumps(obj))
 
 
 ADDED = "ADDED"
@@ -67,39 +94,128 @@ def new_uid() -> str:
 
 
 class Entry:
-    """One stored version of an object: the decoded dict (never mutated) and its JSON bytes."""
+    """One stored version of an object: the decoded dict (never mutated) and its JSON bytes.
 
-    __slots__ = ("data", "obj", "rv")
+    The bytes are kept in two parts, split where a list item begins: ``head`` is
+    ``{"kind":"K","apiVersion":"V",`` for a built-in type (one bytes object shared by every
+    object of the type), or just ``{`` for a custom object, whose list items keep their kind as
+    on a real server; ``tail`` is the rest. A list joins tails, a watch event and a GET write
+    ``head + tail``: each version is encoded once, at write time.
+    """
 
-    def __init__(self, obj: dict[str, Any], data: bytes, rv: int) -> None:
+    __slots__ = ("head", "obj", "rv", "tail")
+
+    def __init__(self, obj: dict[str, Any], head: bytes, tail: bytes, rv: int) -> None:
         self.obj = obj
-        self.data = data
+        self.head = head
+        self.tail = tail
         self.rv = rv
+
+    @property
+    def data(self) -> bytes:
+        """The object's JSON (no trailing newline)."""
+        return self.head + self.tail
+
+
+_heads: dict[tuple[str, str], bytes] = {}
+
+
+def type_head(rt: ResourceType) -> bytes:
+    """``{"kind":"K","apiVersion":"V",``: how every stored object of built-in type ``rt`` begins."""
+    key = (rt.kind, rt.api_version)
+    head = _heads.get(key)
+    if head is None:
+        head = _heads.setdefault(key, dumps({"kind": rt.kind, "apiVersion": rt.api_version})[:-1]
+                                 + b",")
+    return head
+
+
+def encode(rt: ResourceType, obj: dict[str, Any], rv: int) -> Entry:
+    """The entry of ``obj`` (already in the server's key order, see :func:`ordered`) at ``rv``.
+
+    A custom object is written with sorted keys, as Go writes the maps an unstructured object
+    is made of; a built-in one in the order its dict has.
+    """
+    if rt.custom:
+        return Entry(obj, b"{", dumps(obj, sort_keys=True)[1:], rv)
+    data = dumps(obj)
+    head = type_head(rt)
+    if data.startswith(head):
+        return Entry(obj, head, data[len(head):], rv)
+    return Entry(obj, b"{", data[1:], rv)
+
+
+_LINE_STARTS: dict[tuple[str, bytes], bytes] = {}  # '{"type":"ADDED","object":' + a type's head
 
 
 class Event:
     """One write in the history: ``entry`` is the new state (the final state for DELETED)."""
 
-    __slots__ = ("_left", "entry", "gr", "name", "namespace", "prev", "rv", "type")
+    __slots__ = ("_left", "_line", "entry", "gr", "name", "namespace", "prev", "rt", "rv", "type")
 
     def __init__(
-        self, type_: str, gr: str, namespace: str, name: str, entry: Entry, prev: Entry | None
+        self, type_: str, rt: ResourceType, namespace: str, name: str, entry: Entry,
+        prev: Entry | None,
     ) -> None:
         self.type = type_
-        self.gr = gr
+        self.rt = rt
+        self.gr = rt.group_resource
         self.namespace = namespace
         self.name = name
         self.entry = entry
         self.prev = prev
         self.rv = entry.rv
-        self._left: bytes | None = None
+        self._left: Entry | None = None
+        self._line: bytes | None = None
 
-    def left_data(self) -> bytes:
+    def line(self) -> bytes:
+        """The watch event line every watcher without selectors sees (made once, shared)."""
+        line = self._line
+        if line is None:
+            entry = self.entry
+            start = _LINE_STARTS.get((self.type, entry.head))
+            if start is None:
+                start = _LINE_STARTS.setdefault(
+                    (self.type, entry.head),
+                    b'{"type":"' + self.type.encode() + b'","object":' + entry.head)
+            line = self._line = b"".join((start, entry.tail, b"}\n"))
+        return line
+
+    def left(self) -> Entry:
         """The previous object at this event's version: what a watch sees leaving its selector."""
         if self._left is None:
             assert self.prev is not None
-            self._left = dumps(with_resource_version(self.prev.obj, self.rv))
+            self._left = encode(self.rt, with_resource_version(self.prev.obj, self.rv), self.rv)
         return self._left
+
+
+# ObjectMeta's fields in the order of the Go struct, which is the order kube-apiserver writes them
+META_ORDER = ("name", "generateName", "namespace", "selfLink", "uid", "resourceVersion",
+              "generation", "creationTimestamp", "deletionTimestamp", "deletionGracePeriodSeconds",
+              "labels", "annotations", "ownerReferences", "finalizers", "managedFields")
+
+
+class _Rank(dict[str, int]):
+    def __missing__(self, key: str) -> int:
+        return len(META_ORDER)  # unknown fields go last, in the order given
+
+
+_META_RANK = _Rank((key, i) for i, key in enumerate(META_ORDER))
+_TOP = frozenset({"kind", "apiVersion", "metadata", "status"})
+
+
+def ordered(obj: dict[str, Any]) -> dict[str, Any]:
+    """``obj`` with its keys in the order kube-apiserver writes a built-in object: ``kind``,
+    ``apiVersion``, ``metadata`` (fields in Go's order, unknown ones last), the other fields as
+    given, ``status`` last (it follows the spec in every Go type)."""
+    meta = obj.get("metadata")
+    if isinstance(meta, dict):
+        meta = {k: meta[k] for k in sorted(meta, key=_META_RANK.__getitem__)}
+    out = {"kind": obj.get("kind"), "apiVersion": obj.get("apiVersion"), "metadata": meta}
+    out.update({k: v for k, v in obj.items() if k not in _TOP})
+    if "status" in obj:
+        out["status"] = obj["status"]
+    return out
 
 
 def with_resource_version(obj: dict[str, Any], rv: int) -> dict[str, Any]:
@@ -109,8 +225,8 @@ def with_resource_version(obj: dict[str, Any], rv: int) -> dict[str, Any]:
     return copy
 
 
-def data_for(rt: ResourceType, entry: Entry) -> bytes:
-    """The entry's bytes, re-encoded only when served under another version of a CRD."""
+def served(rt: ResourceType, entry: Entry) -> Entry:
+    """``entry`` as ``rt`` serves it: re-encoded only under another version of a CRD."""
     if rt.custom and entry.obj.get("apiVersion") != rt.api_version:
-        return dumps(dict(entry.obj, apiVersion=rt.api_version))
-    return entry.data
+        return encode(rt, dict(entry.obj, apiVersion=rt.api_version), entry.rv)
+    return entry

@@ -7,6 +7,7 @@ kube-apiserver answers with (400, 405, 415 or 422), before storage is touched.
 
 from __future__ import annotations
 
+import io
 from typing import Any
 
 from kinformer import errors
@@ -25,6 +26,31 @@ class Request:
         self.namespace = namespace
         self.name = name
         self.subresource = subresource
+
+
+def read_body(rfile: io.BufferedIOBase, length: str | None, transfer_encoding: str) -> bytes:
+    """A request's body, framed by ``Content-Length`` or chunked; 400 when the framing is bad."""
+    if length:
+        try:
+            size = int(length)
+        except ValueError:
+            raise status.bad_request("invalid Content-Length") from None
+        return rfile.read(size)
+    if "chunked" not in transfer_encoding.lower():
+        return b""
+    parts: list[bytes] = []
+    while True:
+        line = rfile.readline()
+        try:
+            size = int(line.split(b";")[0].strip() or b"0", 16)
+        except ValueError:
+            raise status.bad_request("invalid chunked request body") from None
+        if size == 0:
+            while rfile.readline() not in (b"\r\n", b"\n", b""):
+                pass
+            return b"".join(parts)
+        parts.append(rfile.read(size))
+        rfile.readline()
 
 
 def dry_run(query: dict[str, str]) -> bool:
@@ -99,36 +125,101 @@ def matcher(rt: ResourceType, query: dict[str, str]) -> Any:
     return match
 
 
+def _bool_option(query: dict[str, str], name: str) -> bool | None:
+    """A boolean query option: None when absent (Go's nil pointer); 400 when not a bool."""
+    if name not in query:
+        return None
+    value = query[name]
+    if value in ("true", "1", "True", "TRUE", "t", "T"):
+        return True
+    if value in ("false", "0", "False", "FALSE", "f", "F"):
+        return False
+    raise status.bad_request(f'invalid value for {name}: strconv.ParseBool: parsing "{value}": '
+                             f"invalid syntax")
+
+
+def _forbidden(field: str, detail: str) -> tuple[str, str, str]:
+    return ("FieldValueForbidden", field, f"Forbidden: {detail}")
+
+
+def _not_supported(field: str, value: str, supported: tuple[str, ...]) -> tuple[str, str, str]:
+    choices = ", ".join(f'"{v}"' for v in supported)
+    return ("FieldValueNotSupported", field,
+            f'Unsupported value: "{value}": supported values: {choices}')
+
+
+def _check_list_options(query: dict[str, str], rv: str, rv_match: str, watch: bool) -> None:
+    """422 with every problem the real server's ListOptions validation finds, in its order."""
+    send_initial = _bool_option(query, "sendInitialEvents")
+    continued = bool(query.get("continue"))
+    problems = []
+    if watch:
+        if send_initial is not None and rv_match != "NotOlderThan":
+            problems.append(_forbidden("resourceVersionMatch",
+                                       "sendInitialEvents requires setting resourceVersionMatch "
+                                       "to NotOlderThan"))
+        if rv_match:
+            if send_initial is None:
+                problems.append(_forbidden("resourceVersionMatch",
+                                           "resourceVersionMatch is forbidden for watch unless "
+                                           "sendInitialEvents is provided"))
+            if rv_match != "NotOlderThan":
+                problems.append(_not_supported("resourceVersionMatch", rv_match,
+                                               ("NotOlderThan",)))
+            if continued:
+                problems.append(_forbidden("resourceVersionMatch",
+                                           "resourceVersionMatch is forbidden when continue is "
+                                           "provided"))
+    else:
+        if rv_match:
+            if not rv:
+                problems.append(_forbidden("resourceVersionMatch",
+                                           "resourceVersionMatch is forbidden unless "
+                                           "resourceVersion is provided"))
+            if continued:
+                problems.append(_forbidden("resourceVersionMatch",
+                                           "resourceVersionMatch is forbidden when continue is "
+                                           "provided"))
+            if rv_match not in _RV_MATCHES:
+                problems.append(_not_supported("resourceVersionMatch", rv_match,
+                                               ("Exact", "NotOlderThan", "")))
+            if rv_match == "Exact" and rv == "0":
+                problems.append(_forbidden("resourceVersionMatch",
+                                           'resourceVersionMatch "exact" is forbidden for '
+                                           'resourceVersion "0"'))
+        if send_initial is not None:
+            problems.append(_forbidden("sendInitialEvents", "sendInitialEvents is forbidden for "
+                                                            "list"))
+    if problems:
+        raise status.invalid_options("ListOptions", problems)
+
+
 def list_options(query: dict[str, str], watch: bool) -> tuple[str, str]:
-    """``(resourceVersion, resourceVersionMatch)`` of a list or watch, checked as the server does."""
+    """``(resourceVersion, resourceVersionMatch)`` of a list or watch, checked as the server does:
+    the options first (422), then the resourceVersion and continue token (400)."""
     rv = query.get("resourceVersion", "")
     rv_match = query.get("resourceVersionMatch", "")
+    _check_list_options(query, rv, rv_match, watch)
     if rv and not rv.isdigit():
         raise status.bad_request(f'invalid resource version "{rv}"')
-    if rv_match not in _RV_MATCHES:
-        raise status.invalid_options("ListOptions", [(
-            "FieldValueNotSupported", "resourceVersionMatch",
-            f'Unsupported value: "{rv_match}": supported values: "Exact", "NotOlderThan"')])
     if query.get("continue") and rv and not watch:
         raise status.bad_request(
             "specifying resource version is not allowed when using continue")
-    send_initial = query.get("sendInitialEvents") in ("true", "1")
-    if watch and send_initial and rv_match != "NotOlderThan":
-        raise status.invalid_options("ListOptions", [(
-            "FieldValueForbidden", "sendInitialEvents",
-            "Forbidden: sendInitialEvents is forbidden for watch unless "
-            "resourceVersionMatch is set to NotOlderThan")])
-    if watch and rv_match and not send_initial:
-        raise status.invalid_options("ListOptions", [(
-            "FieldValueForbidden", "resourceVersionMatch",
-            "Forbidden: resourceVersionMatch is forbidden for watch unless "
-            "sendInitialEvents is provided")])
-    if rv_match and not rv and not (watch and send_initial):
-        raise status.invalid_options("ListOptions", [(
-            "FieldValueForbidden", "resourceVersionMatch",
-            "Forbidden: resourceVersionMatch is forbidden unless resourceVersion is provided")])
-    if rv_match == "Exact" and rv == "0":
-        raise status.invalid_options("ListOptions", [(
-            "FieldValueForbidden", "resourceVersionMatch",
-            'Forbidden: resourceVersionMatch "exact" is forbidden for resourceVersion "0"')])
     return rv, rv_match
+
+
+class DeleteOptions:
+    """What a DELETE asks beyond its path: preconditions and a dry run."""
+
+    def __init__(self, preconditions: dict[str, Any] | None, dry_run: bool) -> None:
+        self.preconditions = preconditions
+        self.dry_run = dry_run
+
+
+def delete_options(body: Any, query: dict[str, str]) -> DeleteOptions:
+    """The options of a DELETE from its body (``DeleteOptions``, JSON or protobuf) and query."""
+    options = body if isinstance(body, dict) else {}
+    pre = options.get("preconditions")
+    body_dry_run = options.get("dryRun")
+    wanted = dry_run(query) or (isinstance(body_dry_run, list) and "All" in body_dry_run)
+    return DeleteOptions(pre if isinstance(pre, dict) else None, wanted)

@@ -7,6 +7,7 @@ CustomResourceDefinitions add and remove types at run time (``storage.Storage`` 
 
 from __future__ import annotations
 
+import functools
 import hashlib
 from collections.abc import Iterable
 from dataclasses import dataclass, field
@@ -28,7 +29,9 @@ class ResourceType:
     ``generation`` says whether ``metadata.generation`` is kept (types with a spec);
     ``status`` whether a ``/status`` subresource exists (then the main resource ignores status
     changes and the subresource ignores everything else, as for CRDs with the status subresource);
-    ``returns_deleted`` whether DELETE answers with the deleted object rather than a ``Status``.
+    ``returns_deleted`` whether DELETE answers with the deleted object rather than a ``Status``;
+    ``printer_columns`` a custom resource's ``additionalPrinterColumns`` as (name, type, format,
+    description, priority, jsonPath).
     """
 
     group: str
@@ -44,12 +47,13 @@ class ResourceType:
     custom: bool = False
     extra_fields: tuple[str, ...] = field(default=())
     returns_deleted: bool = False
+    printer_columns: tuple[tuple[str, str, str, str, int, str], ...] = ()
 
-    @property
+    @functools.cached_property  # read on every request and every write: made once
     def api_version(self) -> str:
         return join_group_version(self.group, self.version)
 
-    @property
+    @functools.cached_property
     def group_resource(self) -> str:
         """``configmaps`` or ``deployments.apps``: the storage key and the name in messages."""
         return f"{self.resource}.{self.group}" if self.group else self.resource
@@ -83,6 +87,12 @@ class ResourceType:
                             "namespaced": self.namespaced, "group": "autoscaling",
                             "version": "v1", "kind": "Scale",
                             "verbs": ["get", "patch", "update"]})
+        if self.group_resource == "pods":
+            entries.extend({"name": f"pods/{sub}", "singularName": "", "namespaced": True,
+                            "kind": kind, "verbs": ["create", "get"]}
+                           for sub, kind in (("attach", "PodAttachOptions"),
+                                             ("exec", "PodExecOptions"),
+                                             ("portforward", "PodPortForwardOptions")))
         if self.group_resource == "serviceaccounts":
             entries.append({"name": "serviceaccounts/token", "singularName": "",
                             "namespaced": True, "group": "authentication.k8s.io",
@@ -143,8 +153,8 @@ BUILTIN_TYPES: tuple[ResourceType, ...] = (
              extra_fields=("spec.nodeName", "spec.restartPolicy", "spec.schedulerName",
                            "spec.serviceAccountName", "status.phase", "status.podIP"),
              returns_deleted=True),
-    _builtin("", "services", "Service", True, ("svc",), status=True, categories=("all",),
-             returns_deleted=True),
+    _builtin("", "services", "Service", True, ("svc",), generation=False, status=True,
+             categories=("all",), returns_deleted=True),
     _builtin("", "nodes", "Node", False, ("no",), status=True, extra_fields=("spec.unschedulable",)),
     _builtin("", "events", "Event", True, ("ev",), generation=False,
              extra_fields=("involvedObject.kind", "involvedObject.namespace",
@@ -206,9 +216,22 @@ def types_from_crd(crd: dict[str, Any]) -> list[ResourceType]:
                 generation=True,
                 status="status" in subresources,
                 custom=True,
+                printer_columns=_printer_columns(version.get("additionalPrinterColumns")),
             )
         )
     return found
+
+
+def _printer_columns(declared: Any) -> tuple[tuple[str, str, str, str, int, str], ...]:
+    columns = []
+    for column in declared if isinstance(declared, list) else ():
+        if not isinstance(column, dict) or not column.get("name") or not column.get("jsonPath"):
+            continue
+        priority = column.get("priority")
+        columns.append((str(column["name"]), str(column.get("type") or "string"),
+                        str(column.get("format") or ""), str(column.get("description") or ""),
+                        priority if isinstance(priority, int) else 0, str(column["jsonPath"])))
+    return tuple(columns)
 
 
 def validate_crd(crd: dict[str, Any]) -> list[tuple[str, str]]:

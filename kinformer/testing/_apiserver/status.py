@@ -119,9 +119,15 @@ def conflict(rt: ResourceType, name: str, why: str = "") -> StatusError:
                        _details(rt, name))
 
 
+def _aggregate(causes: list[tuple[str, str, str]]) -> str:
+    """The causes as Go's aggregate error prints them: alone, or ``[a, b]``."""
+    text = ", ".join(f"{f}: {m}" for _, f, m in causes)
+    return text if len(causes) == 1 else f"[{text}]"
+
+
 def invalid(rt: ResourceType, name: str, causes: list[tuple[str, str, str]]) -> StatusError:
     """422 Invalid; ``causes`` are (reason, field, message) triples."""
-    text = ", ".join(f"{f}: {m}" for _, f, m in causes)
+    text = _aggregate(causes)
     qualified = f"{rt.kind}.{rt.group}" if rt.group else rt.kind
     message = f'{qualified} "{name}" is invalid: {text}'
     details = _details(rt, name, kind=rt.kind)
@@ -131,8 +137,8 @@ def invalid(rt: ResourceType, name: str, causes: list[tuple[str, str, str]]) -> 
 
 def invalid_options(kind: str, causes: list[tuple[str, str, str]]) -> StatusError:
     """422 Invalid for bad query options (``ListOptions``)."""
-    text = ", ".join(f"{f}: {m}" for _, f, m in causes)
-    details: dict[str, Any] = {"kind": kind, "group": "meta.k8s.io",
+    text = _aggregate(causes)
+    details: dict[str, Any] = {"group": "meta.k8s.io", "kind": kind,
                                "causes": [{"reason": r, "message": m, "field": f}
                                           for r, f, m in causes]}
     return StatusError(422, "Invalid", f'{kind}.meta.k8s.io "" is invalid: {text}', details)
@@ -183,11 +189,10 @@ def forbidden(rt: ResourceType, verb: str, namespace: str, name: str = "") -> St
     target = f'{rt.group_resource} "{name}"' if name else rt.group_resource
     message = (f'{target} is forbidden: User "system:anonymous" cannot {verb} resource '
                f'"{rt.resource}" in API group "{rt.group}"{where}')
-    details: dict[str, Any] = {"kind": rt.resource}
-    if name:
-        details["name"] = name
+    details: dict[str, Any] = {"name": name} if name else {}
     if rt.group:
         details["group"] = rt.group
+    details["kind"] = rt.resource
     return StatusError(403, "Forbidden", message, details)
 
 

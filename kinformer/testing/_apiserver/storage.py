@@ -18,16 +18,25 @@ import time
 from collections.abc import Callable, Iterable
 from typing import Any
 
-from kinformer.testing._apiserver import defaults, paging, resources, status, strategy, watch_cache
+from kinformer.testing._apiserver import (
+    defaults,
+    fieldmanager,
+    paging,
+    resources,
+    status,
+    strategy,
+    watch_cache,
+)
 from kinformer.testing._apiserver.records import (
     ADDED,
     DELETED,
     MODIFIED,
     Entry,
     Event,
-    dumps,
+    encode,
     loads,
     now_timestamp,
+    ordered,
     with_resource_version,
 )
 from kinformer.testing._apiserver.resources import ResourceType
@@ -267,17 +276,17 @@ class Storage:
         if type_ == DELETED:
             assert prev is not None
             final = with_resource_version(obj if obj is not None else prev.obj, rv)
-            entry = Entry(final, dumps(final), rv)
+            entry = encode(rt, final if rt.custom else ordered(final), rv)
             del bucket[key]
             self._sorted.pop(gr, None)
         else:
             assert obj is not None
             obj["metadata"]["resourceVersion"] = str(rv)
-            entry = Entry(obj, dumps(obj), rv)
+            entry = encode(rt, obj if rt.custom else ordered(obj), rv)
             if key not in bucket:
                 self._sorted.pop(gr, None)
             bucket[key] = entry
-        self._cache.record(Event(type_, gr, namespace, name, entry, prev))
+        self._cache.record(Event(type_, rt, namespace, name, entry, prev))
         self._lock.notify_all()
         return entry
 
@@ -288,13 +297,18 @@ class Storage:
             self._snapshots.clear()
             return self._rv
 
-    def create(self, rt: ResourceType, namespace: str, obj: Any, dry_run: bool = False) -> Entry:
+    def create(
+        self, rt: ResourceType, namespace: str, obj: Any, dry_run: bool = False,
+        writer: fieldmanager.Writer | None = None,
+    ) -> Entry:
         """Create ``obj`` (a fresh dict the storage may keep); 404/409/422/400 as the server does.
 
-        With ``dry_run`` everything is checked and the would-be object returned, nothing stored.
+        ``writer`` is who creates it through the API (None: the server itself, see
+        :func:`.strategy.stamp_create`). With ``dry_run`` everything is checked and the would-be
+        object returned, nothing stored.
         """
         with self._lock:
-            return self._create_locked(rt, namespace, obj, dry_run)
+            return self._create_locked(rt, namespace, obj, dry_run, writer)
 
     def bulk_create(self, rt: ResourceType, objs: Iterable[dict[str, Any]]) -> int:
         """Create many objects under one lock hold; returns the last resourceVersion.
@@ -315,16 +329,17 @@ class Storage:
                 gc.enable()
 
     def _create_locked(
-        self, rt: ResourceType, namespace: str, obj: Any, dry_run: bool = False
+        self, rt: ResourceType, namespace: str, obj: Any, dry_run: bool = False,
+        writer: fieldmanager.Writer | None = None,
     ) -> Entry:
         meta, namespace, name = strategy.settle_create(rt, namespace, obj)
         if rt.namespaced and ("", namespace) not in self._buckets.get("namespaces", {}):
             raise status.namespace_not_found(namespace)
         if (namespace, name) in self._buckets.get(rt.group_resource, {}):
             raise status.already_exists(rt, name)
-        strategy.stamp_create(rt, name, obj, meta, self._allocate)
+        strategy.stamp_create(rt, name, obj, meta, self._allocate, writer)
         if dry_run:
-            return Entry(obj, dumps(obj), self._rv)
+            return encode(rt, obj if rt.custom else ordered(obj), self._rv)
         entry = self._commit(rt, ADDED, obj, None, namespace, name)
         if strategy.is_crd(rt):
             self._serve_crd(entry.obj)
@@ -335,11 +350,11 @@ class Storage:
 
     def update(
         self, rt: ResourceType, namespace: str, name: str, obj: Any, subresource: str = "",
-        dry_run: bool = False,
+        dry_run: bool = False, writer: fieldmanager.Writer | None = None,
     ) -> Entry:
         """Replace an object (PUT): 404 when missing, 409 on a stale resourceVersion."""
         with self._lock:
-            return self._update_locked(rt, namespace, name, obj, subresource, dry_run)
+            return self._update_locked(rt, namespace, name, obj, subresource, dry_run, writer)
 
     def patch(
         self,
@@ -349,6 +364,7 @@ class Storage:
         apply: Callable[[dict[str, Any]], Any],
         subresource: str = "",
         dry_run: bool = False,
+        writer: fieldmanager.Writer | None = None,
     ) -> Entry:
         """Apply ``apply`` to a private copy of the current object and store the result.
 
@@ -364,19 +380,21 @@ class Storage:
             meta = patched.get("metadata")
             if isinstance(meta, dict) and meta.get("resourceVersion") in (None, ""):
                 meta["resourceVersion"] = str(current.rv)
-            return self._update_locked(rt, namespace, name, patched, subresource, dry_run)
+            return self._update_locked(rt, namespace, name, patched, subresource, dry_run,
+                                       writer)
 
     def _update_locked(
         self, rt: ResourceType, namespace: str, name: str, obj: Any, subresource: str,
-        dry_run: bool = False,
+        dry_run: bool = False, writer: fieldmanager.Writer | None = None,
     ) -> Entry:
         current = self._buckets.get(rt.group_resource, {}).get((namespace, name))
         if current is None:
             raise status.not_found(rt, name)
-        new = strategy.prepare_update(rt, current, obj, namespace, name, subresource)
+        new = strategy.prepare_update(rt, current, obj, namespace, name, subresource, writer)
         old = current.obj
         if new == old or dry_run:
-            return current if new == old else Entry(new, dumps(new), current.rv)
+            return current if new == old else encode(rt, new if rt.custom else ordered(new),
+                                                     current.rv)
         new_meta = new["metadata"]
         if new_meta.get("deletionTimestamp") and not new_meta.get("finalizers"):
             # the last finalizer is gone from an object being deleted: now it goes
@@ -393,9 +411,11 @@ class Storage:
         """Delete an object: ``(its final state, whether it is gone)``.
 
         An object with finalizers is only marked (``deletionTimestamp``, a MODIFIED event) and
-        stays until an update removes its last finalizer. Deleting a Namespace deletes
-        everything in it (DELETED events) and then itself, answering its Terminating state;
-        deleting a CRD deletes its objects, ends its watches cleanly and stops serving it.
+        stays until an update removes its last finalizer. A Pod goes at once (the server has no
+        kubelet to wait for), its final state marked as deleted with a grace period of 0.
+        Deleting a Namespace deletes everything in it (DELETED events) and then itself,
+        answering its Terminating state; deleting a CRD deletes its objects, ends its watches
+        cleanly and stops serving it.
         """
         with self._lock:
             gr = rt.group_resource
@@ -410,10 +430,12 @@ class Storage:
             if gr == "namespaces":
                 return self._delete_namespace(current, name), True
             if held:
-                marked = loads(current.data)
-                marked["metadata"]["deletionTimestamp"] = now_timestamp()
-                marked["metadata"]["deletionGracePeriodSeconds"] = 0
+                marked = strategy.mark_deleting(loads(current.data))
                 return self._commit(rt, MODIFIED, marked, current, namespace, name), False
+            if gr == "pods":
+                # graceful deletion with no kubelet to wait for: a grace period of 0, gone at once
+                final = strategy.mark_deleting(loads(current.data))
+                return self._finish_delete(rt, current, namespace, name, final), True
             return self._finish_delete(rt, current, namespace, name), True
 
     def _finish_delete(

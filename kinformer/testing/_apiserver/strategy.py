@@ -14,7 +14,14 @@ from __future__ import annotations
 import random
 from typing import Any
 
-from kinformer.testing._apiserver import defaults, leases, resources, status, validation
+from kinformer.testing._apiserver import (
+    defaults,
+    fieldmanager,
+    leases,
+    resources,
+    status,
+    validation,
+)
 from kinformer.testing._apiserver.records import Entry, loads, new_uid, now_timestamp
 from kinformer.testing._apiserver.resources import ResourceType
 
@@ -55,34 +62,40 @@ def settle_create(rt: ResourceType, namespace: str, obj: Any) -> tuple[dict[str,
 
 def stamp_create(
     rt: ResourceType, name: str, obj: dict[str, Any], meta: dict[str, Any],
-    allocate: defaults.Allocator,
+    allocate: defaults.Allocator, writer: fieldmanager.Writer | None,
 ) -> None:
-    """Stamp what the server owns on a new object and fill its type's defaults and status;
-    admit it if it is a CRD (422 if invalid)."""
-    defaults.on_create(rt, obj, allocate)
+    """Stamp what the server owns on a new object, fill its type's defaults and status, and
+    record ``writer``'s fields (None: a server-side helper, which records none and may seed a
+    status); admit it if it is a CRD (422 if invalid)."""
+    defaults.apply(rt, obj)
     obj["apiVersion"] = rt.api_version
     obj["kind"] = rt.kind
+    now = now_timestamp()
     meta["uid"] = new_uid()
-    meta["creationTimestamp"] = now_timestamp()
+    meta["creationTimestamp"] = now
     meta.pop("deletionTimestamp", None)
     meta.pop("deletionGracePeriodSeconds", None)
     if rt.generation:
         meta["generation"] = 1
     else:
         meta.pop("generation", None)
+    fieldmanager.record(rt, writer, None, obj, "", now)
+    defaults.on_create(rt, obj, allocate, keep_status=writer is None)
     if is_crd(rt):
         admit_crd(rt, name, obj)
 
 
 def prepare_update(
     rt: ResourceType, current: Entry, obj: Any, namespace: str, name: str, subresource: str,
+    writer: fieldmanager.Writer | None = None,
 ) -> dict[str, Any]:
-    """The object an update of ``current`` to ``obj`` stores (its resourceVersion still the old one).
+    """The object an update of ``current`` to ``obj`` by ``writer`` stores (its resourceVersion
+    still the old one).
 
     A ``status`` update changes only status; a main-resource update keeps the old status and the
-    server-owned metadata, and bumps ``generation`` when anything outside metadata and status
-    changed. 400 for a body naming another object, 409 for a stale resourceVersion, 422 for an
-    invalid CRD.
+    server-owned metadata, fills the type's defaults, and bumps ``generation`` when anything
+    outside metadata and status changed; ``writer``'s changed fields are recorded. 400 for a
+    body naming another object, 409 for a stale resourceVersion, 422 for an invalid CRD.
     """
     meta = validation.check_body(rt, obj)
     validation.check_custom_kind(rt, name, obj)
@@ -126,6 +139,7 @@ def prepare_update(
                 new_meta[kept] = old_meta[kept]
             else:
                 new_meta.pop(kept, None)
+        defaults.apply(rt, new)
         defaults.keep_allocated(rt, old, new)
     new["apiVersion"] = old.get("apiVersion", rt.api_version)
     new["kind"] = rt.kind
@@ -134,6 +148,7 @@ def prepare_update(
     if rt.generation and spec_of(new) != spec_of(old):
         new["metadata"]["generation"] = int(old_meta.get("generation") or 0) + 1
     new["metadata"]["resourceVersion"] = old_meta.get("resourceVersion")
+    fieldmanager.record(rt, writer, old, new, subresource, now_timestamp())
     return new
 
 
@@ -150,6 +165,17 @@ def check_preconditions(
         raise status.conflict(rt, name, f"Precondition failed: ResourceVersion in "
                               f"precondition: {pre['resourceVersion']}, ResourceVersion "
                               f"in object meta: {current.rv}")
+
+
+def mark_deleting(obj: dict[str, Any]) -> dict[str, Any]:
+    """``obj`` (a private copy) marked as being deleted now with a grace period of 0; its
+    ``generation``, when it has one, grows once, as the real server bumps it then."""
+    meta = obj["metadata"]
+    if not meta.get("deletionTimestamp") and int(meta.get("generation") or 0) > 0:
+        meta["generation"] = int(meta["generation"]) + 1
+    meta["deletionTimestamp"] = now_timestamp()
+    meta["deletionGracePeriodSeconds"] = 0
+    return obj
 
 
 def is_crd(rt: ResourceType) -> bool:

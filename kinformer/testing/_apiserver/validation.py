@@ -24,7 +24,8 @@ _LABEL_MSG = (
 
 # The fields a typed decoder checks, per kind: (JSON path, the Go struct holding the last
 # field, its Go type). A value of another JSON type is refused with 400, naming the struct and
-# the path as Go's JSON decoder does; parents come before their fields.
+# the path as Go's JSON decoder does; parents come before their fields. Walked as a tree
+# (:func:`_tree`) over the fields a body holds.
 _META_FIELDS = tuple((f"metadata.{field}", "ObjectMeta", go_type) for field, go_type in (
     ("name", "string"), ("generateName", "string"), ("namespace", "string"),
     ("uid", "types.UID"), ("resourceVersion", "string"), ("generation", "int64"),
@@ -117,24 +118,42 @@ def _offending(value: Any, go_type: str) -> Any:
     return value
 
 
-def _lookup(obj: dict[str, Any], path: str) -> Any:
-    value: Any = obj
-    for part in path.split("."):
-        if not isinstance(value, dict):
-            return None  # a parent of the wrong type, reported by its own entry
-        value = value.get(part)
-    return value
+# A field of the tree a body is checked against: (Go struct, Go type, the fields inside it).
+_Node = tuple[str, str, dict[str, Any]]
 
 
-def _check_fields(rt: ResourceType, obj: dict[str, Any],
-                  fields: tuple[tuple[str, str, str], ...]) -> None:
+def _tree(fields: tuple[tuple[str, str, str], ...]) -> dict[str, _Node]:
+    """The flat (path, struct, type) list as a tree of fields, to walk what a body holds."""
+    root: dict[str, _Node] = {}
     for path, struct, go_type in fields:
-        value = _lookup(obj, path)
-        wrong = _mismatch(value, go_type)
-        if wrong is not None:
-            raise status.cannot_decode(
-                rt, f"json: cannot unmarshal {json_type(_offending(value, go_type))} into Go "
-                    f"struct field {struct}.{path} of type {wrong}")
+        node = root
+        *parents, last = path.split(".")
+        for part in parents:
+            node = node.setdefault(part, ("", "", {}))[2]
+        children = node[last][2] if last in node else {}
+        node[last] = (struct, go_type, children)
+    return root
+
+
+_META_TREE = _tree(_META_FIELDS)["metadata"][2]
+_KIND_TREES = {kind: _tree(fields) for kind, fields in _KIND_FIELDS.items()}
+
+
+def _walk(rt: ResourceType, obj: dict[str, Any], tree: dict[str, _Node], prefix: str) -> None:
+    """Check each field ``obj`` holds that ``tree`` knows (only what is there is looked at)."""
+    for key, value in obj.items():
+        node = tree.get(key)
+        if node is None or value is None:
+            continue
+        struct, go_type, children = node
+        if go_type:
+            wrong = _mismatch(value, go_type)
+            if wrong is not None:
+                raise status.cannot_decode(
+                    rt, f"json: cannot unmarshal {json_type(_offending(value, go_type))} into "
+                        f"Go struct field {struct}.{prefix}{key} of type {wrong}")
+        if children and value.__class__ is dict:
+            _walk(rt, value, children, f"{prefix}{key}.")
 
 
 def check_body(rt: ResourceType, obj: Any) -> dict[str, Any]:
@@ -153,9 +172,10 @@ def check_body(rt: ResourceType, obj: Any) -> dict[str, Any]:
         raise status.cannot_decode(
             rt, f"json: cannot unmarshal {json_type(meta)} into Go struct field "
                 f"{rt.kind}.metadata of type v1.ObjectMeta")
-    _check_fields(rt, obj, _META_FIELDS)
-    if not rt.custom:
-        _check_fields(rt, obj, _KIND_FIELDS.get(rt.kind, ()))
+    _walk(rt, meta, _META_TREE, "metadata.")
+    tree = None if rt.custom else _KIND_TREES.get(rt.kind)
+    if tree:
+        _walk(rt, obj, tree, "")
     return meta
 
 

@@ -13,25 +13,25 @@ import io
 import queue
 import socket
 import time
+from collections.abc import Callable
 from typing import Any
 
 from kinformer.testing._apiserver import status
 from kinformer.testing._apiserver import watchers as w
-from kinformer.testing._apiserver.records import DELETED, Event, data_for, dumps
-from kinformer.testing._apiserver.resources import ResourceType
+from kinformer.testing._apiserver.records import DELETED, Entry, Event, dumps, served
 from kinformer.testing._apiserver.storage import Storage
 
 MAX_BATCH = 512  # watch events written per chunk when a watcher has a backlog
 IDLE_WAIT = 3600.0  # seconds to wait for an item when neither bookmarks nor a timeout are due
 
 
-def bookmark_line(rt: ResourceType, rv: int, initial_end: bool = False) -> bytes:
+def bookmark_line(kind: str, api_version: str, rv: int, initial_end: bool = False) -> bytes:
     """A BOOKMARK event line: exactly kind, apiVersion and metadata.resourceVersion."""
     meta: dict[str, Any] = {"resourceVersion": str(rv)}
     if initial_end:
         meta["annotations"] = {"k8s.io/initial-events-end": "true"}
     return dumps({"type": "BOOKMARK", "object": {
-        "kind": rt.kind, "apiVersion": rt.api_version, "metadata": meta}}) + b"\n"
+        "kind": kind, "apiVersion": api_version, "metadata": meta}}) + b"\n"
 
 
 def error_line(err: status.StatusError) -> bytes:
@@ -53,8 +53,12 @@ class WatchStream:
         storage: Storage,
         watcher: w.Watcher,
         bookmark_interval: float,
+        render: Callable[[Entry], bytes] | None = None,
+        bookmark_type: tuple[str, str] | None = None,
     ) -> None:
         self._wfile = wfile
+        self._render = render
+        self._bookmark_type = bookmark_type or (watcher.rt.kind, watcher.rt.api_version)
         self._connection = connection
         self._storage = storage
         self._watcher = watcher
@@ -72,10 +76,14 @@ class WatchStream:
         with contextlib.suppress(OSError):
             self._connection.shutdown(socket.SHUT_RDWR)
 
+    def bookmark(self, rv: int, initial_end: bool = False) -> bytes:
+        """A bookmark line of this watch (its objects' kind, or PartialObjectMetadata)."""
+        kind, api_version = self._bookmark_type
+        return bookmark_line(kind, api_version, rv, initial_end)
+
     def run(self, timeout: int, bookmarks: bool) -> bool:
         """Write the watcher's items until a timeout, a stop, a drop or a dead client."""
         storage, watcher = self._storage, self._watcher
-        rt = watcher.rt
         interval = self._interval
         started = time.monotonic()
         deadline = started + timeout if timeout > 0 else None
@@ -99,13 +107,13 @@ class WatchStream:
                 if deadline is not None and now >= deadline:
                     version = storage.bookmark_version(watcher) if bookmarks else None
                     if version is not None:
-                        self.write_chunk(bookmark_line(rt, version))
+                        self.write_chunk(self.bookmark(version))
                     self.end()
                     return True
                 if bookmarks and now >= next_bookmark:
                     version = storage.bookmark_version(watcher)
                     if version is not None:
-                        self.write_chunk(bookmark_line(rt, version))
+                        self.write_chunk(self.bookmark(version))
                     next_bookmark = now + interval
                 continue
             out: list[bytes] = []
@@ -120,9 +128,10 @@ class WatchStream:
                 elif tag == w.INITIAL:
                     watcher.initial_left -= 1
                     if watcher.matches(payload.obj):
-                        out.append(b'{"type":"ADDED","object":' + data_for(rt, payload) + b"}\n")
+                        out.append(b'{"type":"ADDED","object":' + self.object_data(payload)
+                                   + b"}\n")
                 elif tag == w.INITIAL_END:
-                    out.append(bookmark_line(rt, payload, initial_end=True))
+                    out.append(self.bookmark(payload, initial_end=True))
                 elif tag == w.GARBAGE:
                     out.append(payload if payload.endswith(b"\n") else payload + b"\n")
                 else:
@@ -138,10 +147,10 @@ class WatchStream:
             if not ending and deadline is not None and now >= deadline:
                 ending = w.STOP
                 if bookmarks and not watcher.initial_left:
-                    out.append(bookmark_line(rt, watcher.last_rv))
+                    out.append(self.bookmark(watcher.last_rv))
             elif not ending and bookmarks and now >= next_bookmark and not watcher.initial_left:
                 # a busy stream: every event up to last_rv has been taken, so it may be promised
-                out.append(bookmark_line(rt, watcher.last_rv))
+                out.append(self.bookmark(watcher.last_rv))
                 next_bookmark = now + interval
             if out:
                 self.write_chunk(b"".join(out))
@@ -152,27 +161,37 @@ class WatchStream:
                 self.abort()
                 return False
             if ending == w.CUT:
-                line = bookmark_line(rt, watcher.last_rv)
+                line = self.bookmark(watcher.last_rv)
                 self.write_chunk(line[: len(line) // 2])
                 self.abort()
                 return False
 
+    def object_data(self, entry: Entry) -> bytes:
+        """How this watch writes an object: as the type's JSON, or rendered (a Table)."""
+        if self._render is not None:
+            return self._render(entry)
+        entry = served(self._watcher.rt, entry)
+        return entry.head + entry.tail
+
     def event_line(self, ev: Event) -> bytes | None:
         """The line this watcher sees for ``ev`` (None when its selectors hide it)."""
         watcher = self._watcher
-        rt = watcher.rt
-        data = data_for(rt, ev.entry)
         if not watcher.filtering:
-            return b'{"type":"' + ev.type.encode() + b'","object":' + data + b"}\n"
+            rt = watcher.rt
+            if self._render is None and (
+                    not rt.custom or ev.entry.obj.get("apiVersion") == rt.api_version):
+                return ev.line()  # the common case: one line shared by every such watcher
+            return b'{"type":"' + ev.type.encode() + b'","object":' \
+                + self.object_data(ev.entry) + b"}\n"
         if ev.type == DELETED:
             if watcher.matches(ev.entry.obj):
-                return b'{"type":"DELETED","object":' + data + b"}\n"
+                return b'{"type":"DELETED","object":' + self.object_data(ev.entry) + b"}\n"
             return None
         now_in = watcher.matches(ev.entry.obj)
         was_in = ev.prev is not None and watcher.matches(ev.prev.obj)
         if now_in:
             kind = b"MODIFIED" if was_in else b"ADDED"
-            return b'{"type":"' + kind + b'","object":' + data + b"}\n"
+            return b'{"type":"' + kind + b'","object":' + self.object_data(ev.entry) + b"}\n"
         if was_in:
-            return b'{"type":"DELETED","object":' + ev.left_data() + b"}\n"
+            return b'{"type":"DELETED","object":' + self.object_data(ev.left()) + b"}\n"
         return None
