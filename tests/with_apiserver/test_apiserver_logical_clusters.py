@@ -335,6 +335,8 @@ def test_a_watch_of_one_cluster_sees_nothing_of_the_others(
     server.create(CONFIGMAPS, {"metadata": {"name": "x", "namespace": NS}})
     server.create(CONFIGMAPS, {"metadata": {"name": "mine", "namespace": NS}}, cluster="b")
     assert described(stream.next()) == ("ADDED", "b", "mine")
+    streams.append(replayed := Stream(b, resource_version=start))  # from the history
+    assert described(replayed.next()) == ("ADDED", "b", "mine")
 
 
 def test_every_verb_but_list_and_watch_across_clusters_is_405(
