@@ -10,6 +10,7 @@ with its lock.
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Iterable
 from typing import Any
 
@@ -84,7 +85,7 @@ def entries(spaces: list[Keyspace], gr: str, namespace: str = "") -> list[Entry]
     each in key order."""
     if len(spaces) == 1:
         return spaces[0].entries(gr, namespace)
-    return [e for space in spaces for e in space.entries(gr, namespace)]
+    return list(itertools.chain.from_iterable(space.entries(gr, namespace) for space in spaces))
 
 
 def types_across(spaces: Iterable[Keyspace]) -> list[ResourceType]:

@@ -250,7 +250,10 @@ class Storage:
             else:
                 since = int(rv_text)
                 self._wait_for_version(since)
-                for ev in self._cache.since(since, gr, ns, watcher.cluster):
+                # without logical clusters every event is the root's: no need to filter
+                only = watcher.cluster if self.logical_clusters else None
+                for ev in self._cache.since(since, gr, ns,
+                                            None if only == WILDCARD else only):
                     put((EVENT, ev))
                 watcher.last_rv = since
             self._cache.add(watcher)

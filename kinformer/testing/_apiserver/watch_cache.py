@@ -34,7 +34,7 @@ class WatchCache:
         self.max_backlog = max_backlog
         self.compacted = 1
         self._history: collections.deque[Event] = collections.deque()
-        self._watchers: dict[tuple[str, str], set[Watcher]] = {}  # by (cluster, group-resource)
+        self._watchers: dict[str, dict[str, set[Watcher]]] = {}  # by cluster, group-resource
         self._across: dict[str, set[Watcher]] = {}  # wildcard watchers by group-resource
 
     def record(self, ev: Event) -> None:
@@ -43,7 +43,8 @@ class WatchCache:
         history.append(ev)
         while len(history) > self.history_size:
             self.compacted = history.popleft().rv
-        for w in self._watchers.get((ev.cluster, ev.gr), ()):
+        by_gr = self._watchers.get(ev.cluster)
+        for w in by_gr.get(ev.gr, ()) if by_gr else ():
             if w.namespace and w.namespace != ev.namespace:
                 continue
             w.queue.put((EVENT, ev))
@@ -57,19 +58,19 @@ class WatchCache:
                 if w.queue.qsize() > self.max_backlog:
                     w.overflowed = True
 
-    def since(self, rv: int, gr: str, namespace: str, cluster: str = ROOT) -> list[Event]:
-        """The events of ``gr`` (in ``namespace`` if given, in ``cluster`` unless it is the
-        wildcard) after ``rv``, oldest first; 410 when ``rv`` is compacted."""
+    def since(self, rv: int, gr: str, namespace: str, cluster: str | None = None) -> list[Event]:
+        """The events of ``gr`` (in ``namespace`` if given, in ``cluster`` if given) after
+        ``rv``, oldest first; 410 when ``rv`` is compacted."""
         if rv < self.compacted:
             raise status.too_old(rv, self.compacted)
-        across = cluster == WILDCARD
         backlog = []
         for ev in reversed(self._history):
             if ev.rv <= rv:
                 break
-            if ev.gr == gr and (not namespace or ev.namespace == namespace) and (
-                    across or ev.cluster == cluster):
+            if ev.gr == gr and (not namespace or ev.namespace == namespace):
                 backlog.append(ev)
+        if cluster is not None:  # apart: a server of one cluster pays nothing for it
+            backlog = [ev for ev in backlog if ev.cluster == cluster]
         backlog.reverse()
         return backlog
 
@@ -108,14 +109,12 @@ class WatchCache:
         self._history.clear()
         self.compacted = rv
 
-    def _set_of(self, watcher: Watcher) -> set[Watcher]:
+    def add(self, watcher: Watcher) -> None:
         gr = watcher.rt.group_resource
         if watcher.cluster == WILDCARD:
-            return self._across.setdefault(gr, set())
-        return self._watchers.setdefault((watcher.cluster, gr), set())
-
-    def add(self, watcher: Watcher) -> None:
-        self._set_of(watcher).add(watcher)
+            self._across.setdefault(gr, set()).add(watcher)
+        else:
+            self._watchers.setdefault(watcher.cluster, {}).setdefault(gr, set()).add(watcher)
 
     def discard(self, watcher: Watcher) -> None:
         gr = watcher.rt.group_resource
@@ -126,7 +125,7 @@ class WatchCache:
                 if not watchers:
                     del self._across[gr]  # an empty _across keeps record() fast
         else:
-            self._watchers.get((watcher.cluster, gr), set()).discard(watcher)
+            self._watchers.get(watcher.cluster, {}).get(gr, set()).discard(watcher)
 
     def count(self, gr: str, cluster: str | None = None) -> int:
         """How many watchers of ``gr`` are open on ``cluster`` (the wildcard: across clusters;
@@ -134,14 +133,14 @@ class WatchCache:
         if cluster == WILDCARD:
             return len(self._across.get(gr, ()))
         if cluster is not None:
-            return len(self._watchers.get((cluster, gr), ()))
+            return len(self._watchers.get(cluster, {}).get(gr, ()))
         return len(self._across.get(gr, ())) + sum(
-            len(ws) for (_, g), ws in self._watchers.items() if g == gr)
+            len(by_gr.get(gr, ())) for by_gr in self._watchers.values())
 
     def signal(self, tag: str, payload: Any, gr: str | None) -> int:
         """Put ``(tag, payload)`` into every open watcher's queue (of one type if ``gr``)."""
-        targets = [w for (_, g), ws in self._watchers.items() if gr is None or g == gr
-                   for w in ws]
+        targets = [w for by_gr in self._watchers.values() for g, ws in by_gr.items()
+                   if gr is None or g == gr for w in ws]
         targets += [w for g, ws in self._across.items() if gr is None or g == gr for w in ws]
         for w in targets:
             w.queue.put((tag, payload))
@@ -150,7 +149,7 @@ class WatchCache:
     def end(self, gr: str, cluster: str = ROOT, across: bool = True) -> None:
         """End every watch of ``gr`` in ``cluster`` cleanly (its type is no longer served there)
         and forget them; with ``across``, the watches across clusters too."""
-        ended = self._watchers.pop((cluster, gr), set())
+        ended = self._watchers.get(cluster, {}).pop(gr, set())
         if across:
             ended |= self._across.pop(gr, set())
         for w in ended:
