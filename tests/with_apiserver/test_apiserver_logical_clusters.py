@@ -110,6 +110,15 @@ def test_the_official_client_of_one_logical_cluster_creates_reads_changes_and_de
     assert api_error(b.read_namespaced_config_map, "app", NS)[0] == 404
     paths = {path for _, path, _, _ in server.requests}
     assert f"/clusters/b/api/v1/namespaces/{NS}/configmaps/app" in paths
+    # server-side apply creates there; a delete of the collection empties only that cluster
+    status, applied = request(client_of("b"), "PATCH", f"/api/v1/namespaces/{NS}/configmaps/ssa",
+                              {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "ssa"}},
+                              "application/apply-patch+yaml", [("fieldManager", "test")])
+    assert (status, cluster_of(applied)) == (201, "b")
+    root.create_namespaced_config_map(NS, cm_manifest("stays"))
+    b.delete_collection_namespaced_config_map(NS)
+    assert b.list_namespaced_config_map(NS).items == []
+    assert [c.metadata.name for c in root.list_namespaced_config_map(NS).items] == ["stays"]
 
 
 def test_each_cluster_keeps_its_own_object_of_one_name_annotated_with_its_cluster(
