@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import re
 from typing import Any
+from urllib.parse import unquote
 
 from kinformer.testing._apiserver import status
 from kinformer.testing._apiserver.resources import ResourceType
@@ -38,12 +39,13 @@ def check_name(name: str) -> str:
 def split_path(parts: list[str]) -> tuple[str, list[str]]:
     """``(cluster, the rest of the path)`` of a path's segments that start with ``clusters``.
 
-    ``/clusters/<name>/api/v1/...`` gives ``(name, ["api", "v1", ...])``; 404 when no name
-    follows, 400 when it is outside the grammar.
+    ``/clusters/<name>/api/v1/...`` gives ``(name, ["api", "v1", ...])``, the name unquoted
+    (kubectl sends ``*`` as ``%2A``); 404 when no name follows, 400 when it is outside the
+    grammar.
     """
     if len(parts) < 2:
         raise status.path_not_found()
-    return check_name(parts[1]), parts[2:]
+    return check_name(unquote(parts[1])), parts[2:]
 
 
 def refuse_across(verb: str, rt: ResourceType) -> status.StatusError:

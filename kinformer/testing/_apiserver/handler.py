@@ -21,7 +21,7 @@ import hmac
 import http.server
 import logging
 from typing import Any
-from urllib.parse import parse_qs, unquote, urlsplit
+from urllib.parse import parse_qs, urlsplit
 
 from kinformer import errors
 from kinformer.cache import labels as labelsel
@@ -168,8 +168,7 @@ class Handler(http.server.BaseHTTPRequestHandler):
         parts = [p for p in path.split("/") if p]
         if parts and parts[0] == clusters.PREFIX and self.state.storage.logical_clusters:
             # kcp's /clusters/<name>/...: the rest of the path as any server serves it
-            self._cluster, parts = clusters.split_path([unquote(p) for p in parts[:2]]
-                                                       + parts[2:])
+            self._cluster, parts = clusters.split_path(parts)
         if parts and parts[0] in ("healthz", "readyz", "livez"):
             self._send(200, b"ok", "text/plain; charset=utf-8")
             return
