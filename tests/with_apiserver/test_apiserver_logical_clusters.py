@@ -173,6 +173,9 @@ def test_a_name_outside_kcps_grammar_is_400_with_a_status(server: FakeAPIServer)
         assert http_exchange(server, "GET", f"/clusters/{name}/api/v1/configmaps")[0] == 200
     assert http_exchange(server, "GET", "/clusters")[0] == 404
     assert http_exchange(server, "GET", "/clusters/b")[0] == 404
+    # kubectl escapes the wildcard
+    status, _, body = http_exchange(server, "GET", "/clusters/%2A/api/v1/namespaces")
+    assert (status, len(json.loads(body)["items"])) == (200, 4 * 5)  # root and the four above
 
 
 def test_discovery_version_health_and_openapi_are_served_under_a_cluster_prefix(
