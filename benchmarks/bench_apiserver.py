@@ -9,9 +9,14 @@ the client talks raw HTTP through urllib3, the pool the official client uses. Fi
   stream them; events per second per watcher and in total, counted as lines received (with one
   watcher the server's writes, not the streaming, set the pace);
 - ``replay-1`` / ``replay-10``: E events already in the history, streamed to watchers that start
-  from the version before them (pure streaming: no writes compete).
+  from the version before them (pure streaming: no writes compete);
+- ``list-across``: one GET of ``/clusters/*`` on a server with logical clusters holding
+  C clusters of P ConfigMaps each, against one plain GET of C x P ConfigMaps on a server
+  without them (both servers in a second child process), measured alternately; the plain
+  objects carry a ``kcp.io/cluster`` annotation too, so both answers are the same size.
 
-Run ``python benchmarks/bench_apiserver.py [--json] [--n N] [--events E] [--quick]``.
+Run ``python benchmarks/bench_apiserver.py [--json] [--n N] [--events E] [--clusters C]
+[--per-cluster P] [--quick]``.
 """
 
 from __future__ import annotations
@@ -32,6 +37,8 @@ import urllib3
 N_OBJECTS = 100_000
 N_EVENTS = 50_000
 WRITE_CHUNK = 500  # objects created per storage lock hold while watchers stream
+N_CLUSTERS = 100  # logical clusters listed at once by list-across
+PER_CLUSTER = 100  # ConfigMaps in each of them
 
 
 def serve(conn: Connection, n: int, history: int) -> None:
@@ -65,6 +72,66 @@ def serve(conn: Connection, n: int, history: int) -> None:
             break
     server.stop()
     conn.send("stopped")
+
+
+def serve_clusters(conn: Connection, clusters: int, per_cluster: int) -> None:
+    """Child process: a server with ``clusters`` logical clusters of ``per_cluster`` ConfigMaps
+    and a plain one with as many ConfigMaps in one namespace; serves until told to stop."""
+    from kinformer.gvr import GroupVersionResource
+    from kinformer.testing import FakeAPIServer
+
+    configmaps = GroupVersionResource("", "v1", "configmaps")
+
+    def objects(count: int, cluster: str) -> Any:
+        return ({"metadata": {"name": f"cm-{i:06d}", "namespace": "default",
+                              "labels": {"app": f"app-{i % 50}"},
+                              "annotations": {"kcp.io/cluster": cluster}},
+                 "data": {"key": f"value-{i}"}} for i in range(count))
+
+    plain = FakeAPIServer().start()
+    plain.bulk_create(configmaps, objects(clusters * per_cluster, "cluster-0000"))
+    logical = FakeAPIServer(logical_clusters=True).start()
+    for c in range(clusters):
+        name = f"cluster-{c:04d}"
+        logical.bulk_create(configmaps, objects(per_cluster, name), cluster=name)
+    conn.send((plain.url, logical.url))
+    conn.recv()
+    plain.stop()
+    logical.stop()
+    conn.send("stopped")
+
+
+def list_across(clusters: int, per_cluster: int, repeat: int) -> dict[str, Any]:
+    """``/clusters/*`` against a plain list of as many objects, alternately; the best of each."""
+    parent, child = multiprocessing.Pipe()
+    process = multiprocessing.get_context("spawn").Process(
+        target=serve_clusters, args=(child, clusters, per_cluster))
+    process.start()
+    try:
+        plain_url, logical_url = parent.recv()
+        pool = urllib3.PoolManager()
+        urls = {"plain": f"{plain_url}/api/v1/configmaps",
+                "across": f"{logical_url}/clusters/*/api/v1/configmaps"}
+        times: dict[str, list[float]] = {"plain": [], "across": []}
+        sizes: dict[str, int] = {}
+        for _ in range(max(5 * repeat, 10)):  # milliseconds each: many runs, the best counts
+            for name, url in urls.items():
+                began = time.perf_counter()
+                response = pool.request("GET", url, preload_content=True)
+                times[name].append(time.perf_counter() - began)
+                sizes[name] = len(response.data)
+        count = len(json.loads(response.data)["items"])
+        pool.clear()
+        parent.send("stop")
+        parent.recv()
+    finally:
+        process.join(30)
+        if process.is_alive():
+            process.terminate()
+    plain, across = min(times["plain"]), min(times["across"])
+    return {"name": "list-across", "clusters": clusters, "objects": count,
+            "seconds": across, "plain_seconds": plain, "ratio_to_plain": across / plain,
+            "bytes": sizes["across"], "plain_bytes": sizes["plain"]}
 
 
 def best_list(pool: urllib3.PoolManager, url: str, repeat: int) -> dict[str, Any]:
@@ -151,6 +218,10 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--n", type=int, default=N_OBJECTS, help="ConfigMaps held and listed")
     parser.add_argument("--events", type=int, default=N_EVENTS, help="events per watch run")
+    parser.add_argument("--clusters", type=int, default=N_CLUSTERS,
+                        help="logical clusters listed at once by list-across")
+    parser.add_argument("--per-cluster", type=int, default=PER_CLUSTER,
+                        help="ConfigMaps in each logical cluster")
     parser.add_argument("--repeat", type=int, default=3, help="list runs; the best counts")
     parser.add_argument("--quick", action="store_true", help="a tenth of the sizes, one run")
     parser.add_argument("--json", action="store_true", help="print JSON instead of a table")
@@ -176,6 +247,7 @@ def main() -> int:
         process.join(30)
         if process.is_alive():
             process.terminate()
+    results.append(list_across(args.clusters, args.per_cluster, args.repeat))
     if args.json:
         print(json.dumps({"benchmark": "apiserver", "python": platform.python_version(),
                           "results": results}, indent=2))
@@ -184,10 +256,14 @@ def main() -> int:
     print(f"list {lst['objects']} ConfigMaps: {lst['seconds']:.3f} s, "
           f"{lst['bytes'] / 1e6:.1f} MB, {lst['mb_per_s']:.0f} MB/s "
           f"(json.loads floor {lst['json_loads_seconds']:.3f} s)")
-    for r in results[1:]:
+    for r in results[1:-1]:
         print(f"{r['name']:>9}: {r['events']} events in {r['seconds']:.2f} s, "
               f"{r['events_per_s_per_watcher']:,.0f}/s per watcher, "
               f"{r['events_per_s_total']:,.0f}/s total")
+    across = results[-1]
+    print(f"list /clusters/* of {across['clusters']} clusters, {across['objects']} ConfigMaps: "
+          f"{across['seconds']:.3f} s, a plain list of as many {across['plain_seconds']:.3f} s "
+          f"({across['ratio_to_plain']:.2f}x)")
     return 0
 
 

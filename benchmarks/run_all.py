@@ -98,6 +98,10 @@ def summary(name: str, result: dict[str, Any]) -> list[str]:
             if r["name"] == "list":
                 lines.append(f"  list {r['objects']:,} objects: {r['seconds']:.3f} s, "
                              f"{r['mb_per_s']:.0f} MB/s (json.loads {r['json_loads_seconds']:.3f} s)")
+            elif r["name"] == "list-across":
+                lines.append(f"  list /clusters/* ({r['clusters']} clusters, {r['objects']:,} "
+                             f"objects): {r['seconds']:.3f} s, {r['ratio_to_plain']:.2f}x a plain "
+                             f"list of as many")
             else:
                 lines.append(f"  {r['name']}: {r['events_per_s_per_watcher']:,.0f} events/s per watcher")
     elif name == "informer":

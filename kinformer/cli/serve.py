@@ -2,12 +2,15 @@
 
 Writes a kubeconfig for it (kubectl, client-go and the Python client work unchanged), logs the
 URL, and exits 0 after a clean stop. A start that fails prints one ``error:`` line and exits 1
-(cannot listen, cannot write the kubeconfig) or 2 (bad arguments), leaving nothing behind.
+(cannot listen, cannot write the kubeconfig) or 2 (bad arguments), leaving nothing behind. With
+``--logical-clusters`` it serves kcp's ``/clusters/<name>`` paths, and the kubeconfig gains a
+context for ``/clusters/*`` (:data:`ALL_CLUSTERS_CONTEXT`).
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import logging
 import os
 import signal
@@ -23,6 +26,7 @@ from kinformer.testing.apiserver import FakeAPIServer
 log = logging.getLogger("kinformer.serve")
 
 TOKEN_ENV = "KINFORMER_SERVE_TOKEN"
+ALL_CLUSTERS_CONTEXT = "kinformer-all-clusters"  # with --logical-clusters: list and watch all
 EXIT_OK = 0
 EXIT_ERROR = 1  # cannot listen, or cannot write the kubeconfig
 EXIT_USAGE = 2
@@ -58,6 +62,10 @@ def add_parser(subparsers: Any) -> None:
     parser.add_argument("--feature-gates", default="", metavar="NAME=BOOL,...",
                         help="turn on gated features, as kube-apiserver's flag does, e.g. "
                         "ShardedListAndWatch=true (all off by default)")
+    parser.add_argument("--logical-clusters", action="store_true",
+                        help="serve kcp's logical clusters: URL/clusters/NAME for one, "
+                        f"URL/clusters/* to list and watch all (kubeconfig context "
+                        f"{ALL_CLUSTERS_CONTEXT})")
     parser.set_defaults(func=run)
 
 
@@ -92,7 +100,8 @@ def run(args: argparse.Namespace) -> int:
     previous = {sig: signal.signal(sig, on_signal) for sig in (signal.SIGINT, signal.SIGTERM)}
     server = FakeAPIServer(host=args.host, port=args.port, token=args.token,
                            history_size=args.history_size,
-                           bookmark_interval=args.bookmark_interval, feature_gates=gates)
+                           bookmark_interval=args.bookmark_interval, feature_gates=gates,
+                           logical_clusters=args.logical_clusters)
     try:
         try:
             server.start()
@@ -102,7 +111,7 @@ def run(args: argparse.Namespace) -> int:
         with tempfile.TemporaryDirectory(prefix="kinformer-serve-") as tmp:
             path = args.kubeconfig or os.path.join(tmp, "kubeconfig")
             try:
-                server.write_kubeconfig(path)
+                write_kubeconfig(server, path)
             except OSError as err:
                 return _error(f"cannot write the kubeconfig {path}: {err.strerror or err}")
             print(f"kinformer serve: {server.url} kubeconfig={path}", flush=True)  # said once
@@ -114,6 +123,27 @@ def run(args: argparse.Namespace) -> int:
         for sig, handler in previous.items():
             signal.signal(sig, handler)
     return EXIT_OK
+
+
+def kubeconfig(server: FakeAPIServer) -> dict[str, Any]:
+    """The server's kubeconfig; with logical clusters, plus the context
+    :data:`ALL_CLUSTERS_CONTEXT` for ``/clusters/*`` (the current context stays the root's)."""
+    document = server.kubeconfig()
+    if server.logical_clusters:
+        across = server.kubeconfig("*")
+        cluster = dict(across["clusters"][0], name=ALL_CLUSTERS_CONTEXT)
+        context = {"name": ALL_CLUSTERS_CONTEXT,
+                   "context": dict(across["contexts"][0]["context"], cluster=ALL_CLUSTERS_CONTEXT)}
+        document["clusters"].append(cluster)
+        document["contexts"].append(context)
+    return document
+
+
+def write_kubeconfig(server: FakeAPIServer, path: str) -> None:
+    """Write :func:`kubeconfig` to ``path`` with owner-only permissions (it may hold the token)."""
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(fd, "w") as f:
+        json.dump(kubeconfig(server), f, indent=2)
 
 
 def _error(message: str) -> int:

@@ -33,9 +33,18 @@ from typing import Any
 
 from kinformer import _checks, _threads, errors
 from kinformer.gvr import GroupVersionResource, KubeObject
+from kinformer.testing._apiserver import (
+    clusters,
+    records,
+    server_state,
+    shards,
+    status,
+    tls,
+    watchers,
+)
 from kinformer.testing._apiserver import handler as handling
-from kinformer.testing._apiserver import records, server_state, shards, status, tls, watchers
 from kinformer.testing._apiserver import storage as store
+from kinformer.testing._apiserver.clusters import ROOT, WILDCARD
 from kinformer.testing._apiserver.resources import ResourceType
 from kinformer.testing._apiserver.status import StatusError
 
@@ -124,6 +133,18 @@ class FakeAPIServer:
     (:mod:`kinformer.sharding`). An unknown gate name raises
     :class:`~kinformer.ConfigurationError`, as does a number out of range: a ``port`` outside
     0-65535, a size below 1, an interval or wait that is not finite, positive seconds.
+
+    ``logical_clusters=True`` serves kcp's logical clusters: a path prefixed
+    ``/clusters/<name>`` (lowercase letters, digits and ``-``, in words joined by ``:``, e.g.
+    ``root:org:team``; any other name is 400) addresses that logical cluster, which has its own
+    objects, namespaces and CRDs and comes into being, with the default namespaces, the first
+    time it is named; an unprefixed path addresses ``root``. Every object written there carries
+    the annotation ``kcp.io/cluster: <name>``. ``/clusters/*`` lists and watches every logical
+    cluster at once (one resourceVersion sequence for the whole server) and answers 405 to
+    every other verb; its discovery documents list the built-in types and every CRD of any
+    logical cluster. The helpers take ``cluster=`` (None: ``root``; ``"*"`` reads across
+    clusters), and so do :meth:`api_client` and :meth:`kubeconfig`. Without it, ``/clusters/``
+    paths are 404 and ``cluster=`` may only name ``root``.
     """
 
     def __init__(
@@ -137,6 +158,7 @@ class FakeAPIServer:
         future_rv_wait: float = 3.0,
         max_backlog: int = 200_000,
         feature_gates: Mapping[str, bool] | None = None,
+        logical_clusters: bool = False,
     ) -> None:
         self._host = host
         self._port = _checks.integer("port", port, minimum=0, maximum=65535)
@@ -145,7 +167,8 @@ class FakeAPIServer:
         _checks.seconds("bookmark_interval", bookmark_interval, positive=True)
         _checks.seconds("future_rv_wait", future_rv_wait)
         self._storage = store.Storage(history_size=history_size, max_backlog=max_backlog,
-                                      future_rv_wait=future_rv_wait)
+                                      future_rv_wait=future_rv_wait,
+                                      logical_clusters=bool(logical_clusters))
         self._state = server_state.ServerState(
             self._storage, token, bookmark_interval, self.check_feature_gates(feature_gates or {}))
         self._lifecycle = threading.Lock()  # guards _server, _thread, _port
@@ -234,16 +257,28 @@ class FakeAPIServer:
         return f"{scheme}://{host}:{self._port}"
 
     @property
+    def logical_clusters(self) -> bool:
+        """Whether ``/clusters/<name>`` paths are served (``logical_clusters=True``)."""
+        return self._storage.logical_clusters
+
+    @property
     def ca_file(self) -> str | None:
         """The CA certificate path when serving HTTPS, else None."""
         return self._tls.ca if self._tls is not None else None
 
-    def api_client(self) -> Any:
-        """A new ``kubernetes.client.ApiClient`` configured for this server (host, token, CA)."""
+    def _url_of(self, cluster: str | None) -> str:
+        """The URL a client of ``cluster`` talks to: ``url``, or ``url/clusters/<cluster>``."""
+        if cluster is None:
+            return self.url
+        return f"{self.url}/{clusters.PREFIX}/{self._cluster(cluster)}"
+
+    def api_client(self, cluster: str | None = None) -> Any:
+        """A new ``kubernetes.client.ApiClient`` configured for this server (host, token, CA);
+        with ``cluster``, for that logical cluster (``"*"``: across them, list and watch only)."""
         from kubernetes import client
 
         configuration = client.Configuration()
-        configuration.host = self.url
+        configuration.host = self._url_of(cluster)
         token = self._state.token
         if token is not None:
             configuration.api_key = {"authorization": token.decode()}
@@ -252,19 +287,20 @@ class FakeAPIServer:
             configuration.verify_ssl = True
         return client.ApiClient(configuration)
 
-    def kubeconfig(self) -> dict[str, Any]:
-        """The kubeconfig document for this server (context ``kinformer``, namespace default)."""
-        cluster: dict[str, Any] = {"server": self.url}
+    def kubeconfig(self, cluster: str | None = None) -> dict[str, Any]:
+        """The kubeconfig document for this server (context ``kinformer``, namespace default);
+        with ``cluster``, its server is that logical cluster's URL."""
+        server: dict[str, Any] = {"server": self._url_of(cluster)}
         if self._tls is not None:
             with open(self._tls.ca, "rb") as f:
-                cluster["certificate-authority-data"] = base64.b64encode(f.read()).decode()
+                server["certificate-authority-data"] = base64.b64encode(f.read()).decode()
         user: dict[str, Any] = {}
         if self._state.token is not None:
             user["token"] = self._state.token.decode()
         return {
             "apiVersion": "v1",
             "kind": "Config",
-            "clusters": [{"name": "kinformer", "cluster": cluster}],
+            "clusters": [{"name": "kinformer", "cluster": server}],
             "users": [{"name": "kinformer", "user": user}],
             "contexts": [{"name": "kinformer", "context": {
                 "cluster": "kinformer", "user": "kinformer", "namespace": "default"}}],
@@ -272,12 +308,13 @@ class FakeAPIServer:
             "preferences": {},
         }
 
-    def write_kubeconfig(self, path: str | os.PathLike[str]) -> str:
+    def write_kubeconfig(self, path: str | os.PathLike[str], cluster: str | None = None) -> str:
         """Write the kubeconfig (owner-only permissions, it may hold the token); returns the path."""
         path = os.fspath(path)
+        document = self.kubeconfig(cluster)
         fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
         with os.fdopen(fd, "w") as f:
-            json.dump(self.kubeconfig(), f, indent=2)
+            json.dump(document, f, indent=2)
         return path
 
     # ---- fault switches ----------------------------------------------------------------------
@@ -357,66 +394,106 @@ class FakeAPIServer:
         with self._state.lock:
             self._state.requests.clear()
 
-    def watcher_count(self, gvr: GroupVersionResource) -> int:
-        """Open watches on the resource of ``gvr`` (any version)."""
-        return self._storage.watcher_count(gvr.group_resource)
+    def watcher_count(self, gvr: GroupVersionResource, *, cluster: str | None = None) -> int:
+        """Open watches on the resource of ``gvr`` (any version): on every logical cluster and
+        across them when ``cluster`` is None, else on that one (``"*"``: those across them)."""
+        return self._storage.watcher_count(gvr.group_resource, self._watched(cluster))
 
     def wait_for_watchers(self, gvr: GroupVersionResource, count: int = 1,
-                          timeout: float = 5.0) -> bool:
-        """Wait until at least ``count`` watches are open on ``gvr``'s resource."""
-        return self._storage.wait_for_watchers(gvr.group_resource, count, timeout)
+                          timeout: float = 5.0, *, cluster: str | None = None) -> bool:
+        """Wait until at least ``count`` watches are open on ``gvr``'s resource (counted as
+        :meth:`watcher_count` counts them)."""
+        return self._storage.wait_for_watchers(gvr.group_resource, count, timeout,
+                                               self._watched(cluster))
+
+    def _watched(self, cluster: str | None) -> str | None:
+        return None if cluster is None else self._cluster(cluster)
 
     # ---- server-side helpers -----------------------------------------------------------------
 
-    def _type(self, gvr: GroupVersionResource) -> ResourceType:
-        rt = self._storage.resolve(gvr.group, gvr.version, gvr.resource)
+    def _cluster(self, cluster: str | None) -> str:
+        """The logical cluster a helper addresses (None: the root); ConfigurationError for a
+        name the server cannot serve."""
+        if cluster is None:
+            return ROOT
+        if not isinstance(cluster, str):
+            raise errors.ConfigurationError(f"cluster must be a str, not {cluster!r}")
+        if cluster != ROOT and not self._storage.logical_clusters:
+            raise errors.ConfigurationError(
+                f"cluster={cluster!r} needs a server with logical_clusters=True")
+        try:
+            return clusters.check_name(cluster)
+        except StatusError as err:
+            raise errors.ConfigurationError(err.message) from None
+
+    def _type(self, gvr: GroupVersionResource, cluster: str = ROOT,
+              verb: str = "list") -> ResourceType:
+        """The type of ``gvr`` served in ``cluster``; 404, or 405 for ``verb`` other than a
+        list across clusters, as the server answers."""
+        rt = self._storage.resolve(gvr.group, gvr.version, gvr.resource, cluster)
         if rt is None:
             raise errors.api_error_from_status(404, status.path_not_found().body())
+        if cluster == WILDCARD and verb not in clusters.READ_ACROSS:
+            raise errors.api_error_from_status(405, clusters.refuse_across(verb, rt).body())
         return rt
 
     def current_resource_version(self) -> str:
         """The latest resourceVersion, as a string."""
         return str(self._storage.resource_version)
 
-    def create(self, gvr: GroupVersionResource, obj: KubeObject) -> KubeObject:
+    def create(self, gvr: GroupVersionResource, obj: KubeObject, *,
+               cluster: str | None = None) -> KubeObject:
         """Create ``obj`` (namespace from its metadata) and return the stored copy."""
-        rt = self._type(gvr)
+        where = self._cluster(cluster)
+        rt = self._type(gvr, where, "create")
         body = records.copy(obj)
         ns = str((body.get("metadata") or {}).get("namespace") or "") if rt.namespaced else ""
-        return self._call(lambda: self._storage.create(rt, ns, body))
+        return self._call(lambda: self._storage.create(rt, ns, body, cluster=where))
 
-    def bulk_create(self, gvr: GroupVersionResource, objs: Iterable[KubeObject]) -> str:
+    def bulk_create(self, gvr: GroupVersionResource, objs: Iterable[KubeObject], *,
+                    cluster: str | None = None) -> str:
         """Create many objects at once (one lock hold); returns the last resourceVersion."""
-        rt = self._type(gvr)
+        where = self._cluster(cluster)
+        rt = self._type(gvr, where, "create")
         bodies = [records.copy(o) for o in objs]
         try:
-            return str(self._storage.bulk_create(rt, bodies))
+            return str(self._storage.bulk_create(rt, bodies, cluster=where))
         except StatusError as err:
             raise errors.api_error_from_status(err.code, err.body()) from None
 
-    def update(self, gvr: GroupVersionResource, obj: KubeObject) -> KubeObject:
+    def update(self, gvr: GroupVersionResource, obj: KubeObject, *,
+               cluster: str | None = None) -> KubeObject:
         """Replace an object as PUT does (409 on a stale resourceVersion)."""
-        rt = self._type(gvr)
+        where = self._cluster(cluster)
+        rt = self._type(gvr, where, "update")
         body = records.copy(obj)
         meta = body.get("metadata") or {}
         ns = str(meta.get("namespace") or "") if rt.namespaced else ""
-        return self._call(lambda: self._storage.update(rt, ns, str(meta.get("name", "")), body))
+        return self._call(lambda: self._storage.update(rt, ns, str(meta.get("name", "")), body,
+                                                       cluster=where))
 
-    def delete(self, gvr: GroupVersionResource, namespace: str | None, name: str) -> KubeObject:
+    def delete(self, gvr: GroupVersionResource, namespace: str | None, name: str, *,
+               cluster: str | None = None) -> KubeObject:
         """Delete an object; returns its final state."""
-        rt = self._type(gvr)
-        return self._call(lambda: self._storage.delete(rt, namespace or "", name)[0])
+        where = self._cluster(cluster)
+        rt = self._type(gvr, where, "delete")
+        return self._call(lambda: self._storage.delete(rt, namespace or "", name,
+                                                       cluster=where)[0])
 
-    def get(self, gvr: GroupVersionResource, namespace: str | None, name: str) -> KubeObject:
+    def get(self, gvr: GroupVersionResource, namespace: str | None, name: str, *,
+            cluster: str | None = None) -> KubeObject:
         """The stored object (a private copy)."""
-        rt = self._type(gvr)
-        return self._call(lambda: self._storage.get(rt, namespace or "", name))
+        where = self._cluster(cluster)
+        rt = self._type(gvr, where, "get")
+        return self._call(lambda: self._storage.get(rt, namespace or "", name, where))
 
-    def list_objects(self, gvr: GroupVersionResource, namespace: str | None = None
-                     ) -> list[KubeObject]:
-        """Every stored object of the type (private copies), sorted by namespace and name."""
-        rt = self._type(gvr)
-        return [records.loads(e.data) for e in self._storage.entries(rt, namespace or "")]
+    def list_objects(self, gvr: GroupVersionResource, namespace: str | None = None, *,
+                     cluster: str | None = None) -> list[KubeObject]:
+        """Every stored object of the type (private copies), sorted by namespace and name;
+        ``cluster="*"``: of every logical cluster, sorted by cluster first."""
+        where = self._cluster(cluster)
+        rt = self._type(gvr, where)
+        return [records.loads(e.data) for e in self._storage.entries(rt, namespace or "", where)]
 
     def _call(self, op: Any) -> KubeObject:
         try:

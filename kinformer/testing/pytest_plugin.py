@@ -13,6 +13,11 @@ needs. Its fixtures:
 ``kube_namespace``
     The name of a namespace made for this test alone; after the test it is deleted with
     everything in it.
+``kube_fleet``
+    The member clusters of a fleet: three started servers in a dict, ``{"member-1": server,
+    "member-2": server, "member-3": server}``, made for each test and stopped after it. A fleet
+    test takes members down, brings them back and turns their fault switches, none of which
+    may reach the next test; three empty servers start in milliseconds.
 
 A test of a controller then reads::
 
@@ -44,6 +49,7 @@ if TYPE_CHECKING:
 
 _namespaces = itertools.count(1)
 _NAME_MAX = 63  # a namespace name is a DNS label
+FLEET_SIZE = 3  # member clusters in kube_fleet: enough for one to fail while two go on
 
 
 @pytest.fixture(scope="session")
@@ -84,6 +90,22 @@ def kube_namespace(kube_apiserver: FakeAPIServer, request: pytest.FixtureRequest
     finally:
         with contextlib.suppress(errors.NotFoundError):  # the test deleted it itself
             kube_apiserver.delete(namespaces, None, name)
+
+
+@pytest.fixture
+def kube_fleet() -> Iterator[dict[str, FakeAPIServer]]:
+    """Three started FakeAPIServers by member name, ``member-1`` to ``member-3``; each is
+    stopped after the test (every connection closed, every thread joined)."""
+    from kinformer.testing.apiserver import FakeAPIServer
+
+    fleet: dict[str, FakeAPIServer] = {}
+    try:
+        for number in range(1, FLEET_SIZE + 1):
+            fleet[f"member-{number}"] = FakeAPIServer().start()
+        yield fleet
+    finally:
+        for server in fleet.values():
+            server.stop()
 
 
 def namespace_name(test_name: str, number: int) -> str:

@@ -355,6 +355,45 @@ def test_serve_removes_its_temporary_kubeconfig_when_stopped(tmp_path: Path) -> 
         lines.join()
 
 
+def test_serve_with_logical_clusters_serves_each_cluster_and_a_context_across_them(
+    tmp_path: Path,
+) -> None:
+    from kubernetes import client as k8s
+    from kubernetes import config as k8s_config
+
+    from kinformer.cli.serve import ALL_CLUSTERS_CONTEXT
+
+    path = tmp_path / "kubeconfig"
+    process = subprocess.Popen(
+        [sys.executable, "-m", "kinformer", "serve", "--logical-clusters", "--kubeconfig",
+         os.fspath(path)], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
+        stdin=subprocess.DEVNULL)
+    assert process.stdout is not None
+    lines = Lines(process.stdout)
+    clients = []
+    try:
+        url = lines.next_matching("kubeconfig=", timeout=TIMEOUT).split()[2]
+        for context in ("kinformer", ALL_CLUSTERS_CONTEXT):
+            clients.append(k8s_config.new_client_from_config(os.fspath(path), context=context))
+        root, across = (k8s.CoreV1Api(c) for c in clients)
+        clients.append(in_b := k8s.ApiClient(k8s.Configuration(host=f"{url}/clusters/b")))
+        k8s.CoreV1Api(in_b).create_namespaced_config_map(
+            "default", {"metadata": {"name": "made-in-b"}})
+        seen = across.list_config_map_for_all_namespaces().items
+        assert [(c.metadata.name, c.metadata.annotations) for c in seen] == [
+            ("made-in-b", {"kcp.io/cluster": "b"})]
+        assert root.list_config_map_for_all_namespaces().items == []
+        process.send_signal(signal.SIGTERM)
+        assert process.wait(TIMEOUT) == 0
+    finally:
+        for api_client in clients:
+            api_client.close()
+        if process.poll() is None:
+            process.kill()
+            process.wait(10)
+        lines.join()
+
+
 @pytest.fixture
 def in_a_pod(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     """A pod's environment without a kubeconfig: service host and port set, no ~/.kube/config.

@@ -61,6 +61,45 @@ def test_the_fixtures_give_one_server_a_client_per_test_and_a_namespace_per_test
     result.stdout.fnmatch_lines(["*kinformer threads after the session: none*"])
 
 
+def test_kube_fleet_gives_each_test_three_members_of_its_own_stopped_after_it(
+    pytester: pytest.Pytester,
+) -> None:
+    pytester.makeconftest(REPORTING_CONFTEST)
+    pytester.makepyfile("""
+        from kubernetes import client
+
+        from kinformer import GroupVersionResource
+        from kinformer.testing import FakeAPIServer
+
+        CONFIGMAPS = GroupVersionResource("", "v1", "configmaps")
+        earlier = []
+
+        def test_first(kube_fleet):
+            assert list(kube_fleet) == ["member-1", "member-2", "member-3"]
+            assert all(isinstance(s, FakeAPIServer) and s.running for s in kube_fleet.values())
+            assert len({s.url for s in kube_fleet.values()}) == 3
+            api_client = kube_fleet["member-2"].api_client()
+            try:
+                client.CoreV1Api(api_client).create_namespaced_config_map(
+                    "default", {"metadata": {"name": "only-here"}})
+            finally:
+                api_client.close()
+            found = {name: [c["metadata"]["name"] for c in s.list_objects(CONFIGMAPS)]
+                     for name, s in kube_fleet.items()}
+            assert found == {"member-1": [], "member-2": ["only-here"], "member-3": []}
+            kube_fleet["member-3"].stop()  # a member gone for good: the fixture copes
+            earlier.extend(kube_fleet.values())
+
+        def test_second(kube_fleet):
+            assert not any(s.running for s in earlier)  # stopped after their test
+            assert not set(kube_fleet.values()) & set(earlier)
+            assert kube_fleet["member-2"].list_objects(CONFIGMAPS) == []
+    """)
+    result = pytester.runpytest_subprocess("-p", "no:cacheprovider", "-s")
+    result.assert_outcomes(passed=2)
+    result.stdout.fnmatch_lines(["*kinformer threads after the session: none*"])
+
+
 def test_a_run_that_uses_no_fixture_starts_no_server(pytester: pytest.Pytester) -> None:
     pytester.makepyfile("""
         import threading
@@ -73,13 +112,13 @@ def test_a_run_that_uses_no_fixture_starts_no_server(pytester: pytest.Pytester) 
     result.assert_outcomes(passed=1)
 
 
-def test_the_example_in_the_testing_guide_passes(pytester: pytest.Pytester) -> None:
+def test_the_examples_in_the_testing_guide_pass(pytester: pytest.Pytester) -> None:
     section = TESTING_DOC.read_text().split("## The pytest plugin", 1)[1].split("\n## ", 1)[0]
-    match = re.search(r"```python\n(.*?)```", section, re.DOTALL)
-    assert match is not None
-    pytester.makepyfile(test_example=match.group(1))
+    examples = re.findall(r"```python\n(.*?)```", section, re.DOTALL)
+    assert len(examples) == 2  # kube_apiserver and its friends; kube_fleet
+    pytester.makepyfile(**{f"test_example_{i}": text for i, text in enumerate(examples)})
     result = pytester.runpytest_subprocess("-p", "no:cacheprovider")
-    result.assert_outcomes(passed=1)
+    result.assert_outcomes(passed=2)
 
 
 def test_namespace_names_are_dns_labels_naming_the_test() -> None:

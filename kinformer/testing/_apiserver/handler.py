@@ -6,7 +6,9 @@ checked by :mod:`.request`, which become calls on
 :class:`~kinformer.testing._apiserver.storage.Storage` on behalf of the request's field manager
 (:mod:`.fieldmanager`); the fault switches of
 :class:`~kinformer.testing._apiserver.server_state.ServerState` apply first, and errors become
-``Status`` bodies. Reads answer in the form ``Accept`` negotiates (:mod:`.mediatypes`: the
+``Status`` bodies. With logical clusters on, a path may start ``/clusters/<name>`` or
+``/clusters/*`` (:mod:`.clusters`): the rest is served in that logical cluster, or across them
+for list and watch. Reads answer in the form ``Accept`` negotiates (:mod:`.mediatypes`: the
 object, a Table, PartialObjectMetadata), written by :mod:`.responses`. Watch responses are
 chunked JSON lines, one event per line, fed from the watcher's own queue, so the connection
 thread is the only one that waits on a slow client. A Pod's ``exec``, ``attach`` and
@@ -24,6 +26,7 @@ from urllib.parse import parse_qs, urlsplit
 from kinformer import errors
 from kinformer.cache import labels as labelsel
 from kinformer.testing._apiserver import (
+    clusters,
     connect,
     discovery,
     fieldmanager,
@@ -43,6 +46,7 @@ from kinformer.testing._apiserver import (
 )
 from kinformer.testing._apiserver import patch as patches
 from kinformer.testing._apiserver import request as parsing
+from kinformer.testing._apiserver.clusters import ROOT, WILDCARD
 from kinformer.testing._apiserver.request import Request
 from kinformer.testing._apiserver.resources import ResourceType
 from kinformer.testing._apiserver.status import StatusError
@@ -95,6 +99,7 @@ class Handler(http.server.BaseHTTPRequestHandler):
         self._recorded = False
         self._query = query
         self._path = url.path
+        self._cluster = ROOT
         try:
             body = self._read_body()
             self._authenticate()
@@ -161,6 +166,9 @@ class Handler(http.server.BaseHTTPRequestHandler):
 
     def _route(self, path: str, query: dict[str, str], body: bytes) -> None:
         parts = [p for p in path.split("/") if p]
+        if parts and parts[0] == clusters.PREFIX and self.state.storage.logical_clusters:
+            # kcp's /clusters/<name>/...: the rest of the path as any server serves it
+            self._cluster, parts = clusters.split_path(parts)
         if parts and parts[0] in ("healthz", "readyz", "livez"):
             self._send(200, b"ok", "text/plain; charset=utf-8")
             return
@@ -181,19 +189,23 @@ class Handler(http.server.BaseHTTPRequestHandler):
             group, version, rest = "", "v1", parts[2:]
         else:
             if len(parts) == 1:
-                self._send_obj(200, discovery.group_list(self.state.storage.types()))
+                self._send_obj(200, discovery.group_list(self._types()))
                 return
             if len(parts) == 2:
-                self._send_obj(200, discovery.group(self.state.storage.types(), parts[1]))
+                self._send_obj(200, discovery.group(self._types(), parts[1]))
                 return
             group, version, rest = parts[1], parts[2], parts[3:]
         if not rest:
-            self._send_obj(200, discovery.resource_list(self.state.storage.types(), group, version))
+            self._send_obj(200, discovery.resource_list(self._types(), group, version))
             return
         self._resource_request(group, version, rest, query, body)
 
+    def _types(self) -> list[ResourceType]:
+        """The types served in the request's logical cluster (across them: in any)."""
+        return self.state.storage.types(self._cluster)
+
     def _openapi(self, rest: list[str]) -> None:
-        types = self.state.storage.types()
+        types = self._types()
         if not rest:
             self._send_obj(200, openapi.index(types))
             return
@@ -210,29 +222,34 @@ class Handler(http.server.BaseHTTPRequestHandler):
         self, group: str, version: str, rest: list[str], query: dict[str, str], body: bytes
     ) -> None:
         storage = self.state.storage
+        cluster = self._cluster
         watch_path = rest[0] == "watch"
         if watch_path:
             rest = rest[1:]
         namespace = ""
         if len(rest) >= 3 and rest[0] == "namespaces":
-            inner = storage.resolve(group, version, rest[2])
+            inner = storage.resolve(group, version, rest[2], cluster)
             if inner is not None and inner.namespaced:
                 namespace, rest = rest[1], rest[2:]
         if not rest or len(rest) > 3:
             raise status.path_not_found()
-        rt = storage.resolve(group, version, rest[0])
+        rt = storage.resolve(group, version, rest[0], cluster)
         if rt is None or (namespace and not rt.namespaced):
             raise status.path_not_found()
         name = rest[1] if len(rest) > 1 else ""
         sub = rest[2] if len(rest) > 2 else ""
         if rt.group_resource == "pods" and sub in connect.SUBRESOURCES and not watch_path:
-            self._connect(Request(rt, namespace, name, sub), query)
+            if cluster == WILDCARD:
+                raise clusters.refuse_across("create" if self.command == "POST" else "get", rt)
+            self._connect(Request(rt, namespace, name, sub, cluster), query)
             return
         if sub and not (sub == "status" and rt.status) and (rt.group_resource, sub) not in (
                 ("serviceaccounts", "token"), *((r, "scale") for r in resources.SCALABLE)):
             raise status.path_not_found()
-        req = Request(rt, namespace, name, sub)
+        req = Request(rt, namespace, name, sub, cluster)
         verb = parsing.verb(self.command, req, watch_path or query.get("watch") in ("true", "1"))
+        if cluster == WILDCARD and verb not in clusters.READ_ACROSS:
+            raise clusters.refuse_across(verb, rt)
         delay = self.state.delay_for(verb)
         if delay > 0:
             self.state.stopping.wait(delay)
@@ -270,7 +287,7 @@ class Handler(http.server.BaseHTTPRequestHandler):
 
     def _get(self, req: Request, query: dict[str, str], body: bytes) -> None:
         target, include = self._target(req, query)
-        entry = self.state.storage.get(req.rt, req.namespace, req.name)
+        entry = self.state.storage.get(req.rt, req.namespace, req.name, req.cluster)
         if req.subresource == "scale":
             self._send_obj(200, scale.view(entry.obj))
             return
@@ -279,12 +296,12 @@ class Handler(http.server.BaseHTTPRequestHandler):
     def _create(self, req: Request, query: dict[str, str], body: bytes) -> None:
         obj = self._body(body, req.rt)
         if req.subresource == "token":
-            account = self.state.storage.get(req.rt, req.namespace, req.name)
+            account = self.state.storage.get(req.rt, req.namespace, req.name, req.cluster)
             self._send_obj(201, tokens.issue(account.obj, obj))
             return
         parsing.check_api_version(req.rt, obj)
         entry = self.state.storage.create(req.rt, req.namespace, obj, parsing.dry_run(query),
-                                          self._writer(query))
+                                          self._writer(query), cluster=req.cluster)
         self._send(201, responses.obj(req.rt, entry, mediatypes.PLAIN))
 
     def _update(self, req: Request, query: dict[str, str], body: bytes) -> None:
@@ -295,7 +312,7 @@ class Handler(http.server.BaseHTTPRequestHandler):
             return
         parsing.check_api_version(req.rt, obj)
         entry = self.state.storage.update(req.rt, req.namespace, req.name, obj, req.subresource,
-                                          parsing.dry_run(query), writer)
+                                          parsing.dry_run(query), writer, cluster=req.cluster)
         self._send(200, responses.obj(req.rt, entry, mediatypes.PLAIN))
 
     def _patch(self, req: Request, query: dict[str, str], body: bytes) -> None:
@@ -337,14 +354,14 @@ class Handler(http.server.BaseHTTPRequestHandler):
                         writer)
             return
         entry = self.state.storage.patch(req.rt, req.namespace, req.name, apply, req.subresource,
-                                         parsing.dry_run(query), writer)
+                                         parsing.dry_run(query), writer, cluster=req.cluster)
         self._send(200, responses.obj(req.rt, entry, mediatypes.PLAIN))
 
     def _scale(self, req: Request, query: dict[str, str], change: Any,
                writer: fieldmanager.Writer) -> None:
         """Write through the scale subresource: ``change`` sets the object's replicas."""
         entry = self.state.storage.patch(req.rt, req.namespace, req.name, change, "",
-                                         parsing.dry_run(query), writer)
+                                         parsing.dry_run(query), writer, cluster=req.cluster)
         self._send_obj(200, scale.view(entry.obj))
 
     def _server_side_apply(self, req: Request, query: dict[str, str], body: bytes) -> None:
@@ -367,7 +384,7 @@ class Handler(http.server.BaseHTTPRequestHandler):
         try:
             entry = storage.patch(req.rt, req.namespace, req.name,
                                   lambda current: merge(current, applied), req.subresource,
-                                  parsing.dry_run(query), writer)
+                                  parsing.dry_run(query), writer, cluster=req.cluster)
             code = 200
         except StatusError as err:
             if err.code != 404 or req.subresource:
@@ -376,14 +393,16 @@ class Handler(http.server.BaseHTTPRequestHandler):
             meta = created.setdefault("metadata", {})
             if isinstance(meta, dict):
                 meta.setdefault("name", req.name)
-            entry = storage.create(req.rt, req.namespace, created, parsing.dry_run(query), writer)
+            entry = storage.create(req.rt, req.namespace, created, parsing.dry_run(query), writer,
+                                   cluster=req.cluster)
             code = 201
         self._send(code, responses.obj(req.rt, entry, mediatypes.PLAIN))
 
     def _delete(self, req: Request, query: dict[str, str], body: bytes) -> None:
         options = parsing.delete_options(self._body(body, req.rt) if body else None, query)
         entry, gone = self.state.storage.delete(req.rt, req.namespace, req.name,
-                                                options.preconditions, options.dry_run)
+                                                options.preconditions, options.dry_run,
+                                                cluster=req.cluster)
         if req.rt.returns_deleted or not gone:
             # the object itself: for these types always, for the others while finalizers
             # hold it (then it carries its deletionTimestamp)
@@ -396,12 +415,12 @@ class Handler(http.server.BaseHTTPRequestHandler):
         match = parsing.matcher(req.rt, query)
         storage = self.state.storage
         deleted = []
-        for entry in storage.entries(req.rt, req.namespace):
+        for entry in storage.entries(req.rt, req.namespace, req.cluster):
             if match is None or match(entry.obj):
                 meta = entry.obj["metadata"]
                 try:
                     final, _ = storage.delete(req.rt, meta.get("namespace", ""), meta["name"],
-                                              dry_run=options.dry_run)
+                                              dry_run=options.dry_run, cluster=req.cluster)
                 except StatusError:
                     continue
                 deleted.append(final)
@@ -419,7 +438,7 @@ class Handler(http.server.BaseHTTPRequestHandler):
             raise status.bad_request(f'invalid limit "{limit_text}"')
         entries, list_rv, token, remaining = self.state.storage.list_page(
             rt, req.namespace, match, max(0, int(limit_text)), query.get("continue", ""),
-            rv, rv_match)
+            rv, rv_match, req.cluster)
         meta = responses.list_meta(list_rv, token, remaining if match is None else None,
                                    None if shard is None else str(shard))
         self._send(200, responses.items(rt, entries, meta, target, include))
@@ -428,13 +447,13 @@ class Handler(http.server.BaseHTTPRequestHandler):
         """``exec``, ``attach`` or ``portforward`` on a Pod: checked, then refused (no kubelet)."""
         if self.command not in connect.METHODS or not req.name:
             raise status.method_not_allowed()
-        pod = self.state.storage.get(req.rt, req.namespace, req.name).obj
+        pod = self.state.storage.get(req.rt, req.namespace, req.name, req.cluster).obj
         node = str((pod.get("spec") or {}).get("nodeName") or "")
-        nodes = self.state.storage.resolve("", "v1", "nodes")
+        nodes = self.state.storage.resolve("", "v1", "nodes", req.cluster)
         node_exists = False
         if node and nodes is not None:
             try:
-                self.state.storage.get(nodes, "", node)
+                self.state.storage.get(nodes, "", node, req.cluster)
                 node_exists = True
             except StatusError:
                 pass
@@ -463,7 +482,7 @@ class Handler(http.server.BaseHTTPRequestHandler):
         send_initial = query.get("sendInitialEvents") in ("true", "1")
         shard = shards.selector(query, self.state.feature_gates)
         watcher = watchers.Watcher(rt, req.namespace, selector, fields,
-                                   None if shard is None else shard.matches)
+                                   None if shard is None else shard.matches, req.cluster)
         expired: StatusError | None = None
         try:
             self.state.storage.watch(watcher, rv, send_initial)

@@ -13,6 +13,7 @@ import time
 from datetime import datetime, timezone
 from typing import Any
 
+from kinformer.testing._apiserver.clusters import ROOT
 from kinformer.testing._apiserver.resources import ResourceType
 
 # Go's encoder escapes these inside strings (HTML-safe JSON); kube-apiserver's bodies show them so
@@ -149,16 +150,19 @@ _LINE_STARTS: dict[tuple[str, bytes], bytes] = {}  # '{"type":"ADDED","object":'
 
 
 class Event:
-    """One write in the history: ``entry`` is the new state (the final state for DELETED)."""
+    """One write in the history: ``entry`` is the new state (the final state for DELETED);
+    ``cluster`` the logical cluster it was written in."""
 
-    __slots__ = ("_left", "_line", "entry", "gr", "name", "namespace", "prev", "rt", "rv", "type")
+    __slots__ = ("_left", "_line", "cluster", "entry", "gr", "name", "namespace", "prev", "rt",
+                 "rv", "type")
 
     def __init__(
         self, type_: str, rt: ResourceType, namespace: str, name: str, entry: Entry,
-        prev: Entry | None,
+        prev: Entry | None, cluster: str = ROOT,
     ) -> None:
         self.type = type_
         self.rt = rt
+        self.cluster = cluster
         self.gr = rt.group_resource
         self.namespace = namespace
         self.name = name

@@ -13,19 +13,23 @@ from typing import Any
 from kinformer import errors
 from kinformer.cache import labels as labelsel
 from kinformer.testing._apiserver import protobuf, records, status, watchers
+from kinformer.testing._apiserver.clusters import ROOT
 from kinformer.testing._apiserver.resources import ResourceType
 
 _RV_MATCHES = ("", "NotOlderThan", "Exact")
 
 
 class Request:
-    """A parsed resource request."""
+    """A parsed resource request; ``cluster`` is its logical cluster (the wildcard: across
+    them)."""
 
-    def __init__(self, rt: ResourceType, namespace: str, name: str, subresource: str) -> None:
+    def __init__(self, rt: ResourceType, namespace: str, name: str, subresource: str,
+                 cluster: str = ROOT) -> None:
         self.rt = rt
         self.namespace = namespace
         self.name = name
         self.subresource = subresource
+        self.cluster = cluster
 
 
 def read_body(rfile: io.BufferedIOBase, length: str | None, transfer_encoding: str) -> bytes:

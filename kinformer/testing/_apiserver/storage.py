@@ -6,27 +6,35 @@ goes, under the storage lock, to the watch cache (:mod:`.watch_cache`), which ke
 history that serves watches and ``Exact`` lists from older versions and fans each event out to
 the open watchers without ever waiting. How a write shapes the object lives in
 :mod:`.strategy`; the snapshots and continue tokens of paged lists in :mod:`.paging`.
+
+Objects live in one :class:`~.keyspace.Keyspace` per logical cluster (:mod:`.clusters`): a
+server without logical clusters has only the root's. Every method takes ``cluster`` (the root
+by default); reads also take the wildcard, which reads every logical cluster at once, in the
+order of their names. A logical cluster comes into being the first time it is named, with the
+namespaces a new cluster starts with.
 """
 
 from __future__ import annotations
 
-import collections
 import gc
-import itertools
 import threading
 import time
 from collections.abc import Callable, Iterable
 from typing import Any
 
 from kinformer.testing._apiserver import (
+    clusters,
     defaults,
     fieldmanager,
+    keyspace,
     paging,
     resources,
     status,
     strategy,
     watch_cache,
 )
+from kinformer.testing._apiserver.clusters import ROOT, WILDCARD
+from kinformer.testing._apiserver.keyspace import Keyspace
 from kinformer.testing._apiserver.records import (
     ADDED,
     DELETED,
@@ -47,7 +55,8 @@ class Storage:
     """Every object of every served type, the resourceVersion counter, history and watchers.
 
     Thread-safe: one condition guards all state. Stored dicts are never mutated after a write;
-    callers get them read-only (``Entry.obj``) or copy them.
+    callers get them read-only (``Entry.obj``) or copy them. With ``logical_clusters`` every
+    write sets the object's ``kcp.io/cluster`` annotation to its cluster's name.
     """
 
     def __init__(
@@ -55,49 +64,75 @@ class Storage:
         history_size: int = 10_000,
         max_backlog: int = 200_000,
         future_rv_wait: float = 3.0,
+        logical_clusters: bool = False,
     ) -> None:
         self.future_rv_wait = future_rv_wait
+        self.logical_clusters = logical_clusters
         # guards every attribute below; _rv only grows; _cache.compacted <= _rv
         self._lock = threading.Condition()
         self._rv = 1
         self._cache = watch_cache.WatchCache(history_size, max_backlog)
-        self._buckets: dict[str, dict[tuple[str, str], Entry]] = {}
-        self._sorted: dict[str, list[tuple[str, str]]] = {}
-        self._types: dict[tuple[str, str, str], ResourceType] = {}
-        self._crd_types: dict[str, list[ResourceType]] = {}
-        self._snapshots: collections.OrderedDict[int, paging.Snapshot] = collections.OrderedDict()
-        self._snapshot_ids = itertools.count(1)
+        self._spaces: dict[str, Keyspace] = {}
+        self._in_order: list[Keyspace] | None = None  # _spaces by name; None after a new one
+        self._snapshots = paging.Snapshots()
         self._allocate = defaults.Allocator()
-        for rt in resources.BUILTIN_TYPES:
-            self._types[(rt.group, rt.version, rt.resource)] = rt
-        ns_type = self.resolve("", "v1", "namespaces")
-        sa_type = self.resolve("", "v1", "serviceaccounts")
-        assert ns_type is not None and sa_type is not None
-        self._ns_type = ns_type
-        self._sa_type = sa_type
+        builtin = {rt.group_resource: rt for rt in resources.BUILTIN_TYPES}
+        self._ns_type = builtin["namespaces"]
+        self._sa_type = builtin["serviceaccounts"]
+        with self._lock:
+            self._space(ROOT)
+
+    # ---- logical clusters --------------------------------------------------------------------
+
+    def _space(self, cluster: str) -> Keyspace:
+        """The keyspace of ``cluster`` (lock held), made and seeded when first named; 404 for
+        a cluster other than the root without logical clusters, 405 for the wildcard."""
+        space = self._spaces.get(cluster)
+        if space is not None:
+            return space
+        if cluster == WILDCARD:
+            raise status.method_not_allowed()
+        if cluster != ROOT and not self.logical_clusters:
+            raise status.path_not_found()
+        space = Keyspace(clusters.check_name(cluster))
+        self._spaces[cluster] = space
+        self._in_order = None
         for name in resources.DEFAULT_NAMESPACES:
-            self.create(ns_type, "", {"metadata": {"name": name}, "spec": {"finalizers": ["kubernetes"]},
-                                      "status": {"phase": "Active"}})
+            self._create_locked(space, self._ns_type, "", {
+                "metadata": {"name": name}, "spec": {"finalizers": ["kubernetes"]},
+                "status": {"phase": "Active"}})
+        return space
+
+    def _spaces_for(self, cluster: str) -> list[Keyspace]:
+        """The keyspaces a read of ``cluster`` covers (lock held): one, or all by name."""
+        if cluster != WILDCARD:
+            return [self._space(cluster)]
+        spaces = self._in_order
+        if spaces is None:
+            spaces = self._in_order = [self._spaces[n] for n in sorted(self._spaces)]
+        return spaces
 
     # ---- types -------------------------------------------------------------------------------
 
-    def resolve(self, group: str, version: str, resource: str) -> ResourceType | None:
-        """The served type at this group/version/resource, or None."""
-        with self._lock:
-            return self._types.get((group, version, resource))
+    def resolve(self, group: str, version: str, resource: str,
+                cluster: str = ROOT) -> ResourceType | None:
+        """The served type at this group/version/resource in ``cluster``, or None.
 
-    def types(self) -> list[ResourceType]:
-        """Every served type, built-ins first, in a stable order."""
+        Across clusters: the type as the first cluster (by name) serving it defines it.
+        """
+        key = (group, version, resource)
         with self._lock:
-            return list(self._types.values())
-
-    def find_by_resource(self, group: str, resource: str) -> ResourceType | None:
-        """Any served version of ``resource`` in ``group`` (for server-side helpers)."""
-        with self._lock:
-            for rt in self._types.values():
-                if rt.group == group and rt.resource == resource:
+            for space in self._spaces_for(cluster):
+                rt = space.types.get(key)
+                if rt is not None:
                     return rt
-        return None
+            return None
+
+    def types(self, cluster: str = ROOT) -> list[ResourceType]:
+        """Every type served in ``cluster`` (across clusters: by any), built-ins first, in a
+        stable order."""
+        with self._lock:
+            return keyspace.types_across(self._spaces_for(cluster))
 
     # ---- reads -------------------------------------------------------------------------------
 
@@ -106,20 +141,19 @@ class Storage:
         with self._lock:
             return self._rv
 
-    def get(self, rt: ResourceType, namespace: str, name: str) -> Entry:
+    def get(self, rt: ResourceType, namespace: str, name: str, cluster: str = ROOT) -> Entry:
         """The current entry; 404 when absent."""
         with self._lock:
-            entry = self._buckets.get(rt.group_resource, {}).get((namespace, name))
+            entry = self._space(cluster).buckets.get(rt.group_resource, {}).get((namespace, name))
         if entry is None:
             raise status.not_found(rt, name)
         return entry
 
-    def entries(self, rt: ResourceType, namespace: str = "") -> list[Entry]:
-        """Current entries of a type (in one namespace if given), sorted by namespace and name."""
+    def entries(self, rt: ResourceType, namespace: str = "", cluster: str = ROOT) -> list[Entry]:
+        """Current entries of a type (in one namespace if given), sorted by namespace and name
+        (across clusters: by cluster first)."""
         with self._lock:
-            bucket = self._buckets.get(rt.group_resource, {})
-            return [bucket[k] for k in self._sorted_keys(rt.group_resource)
-                    if not namespace or k[0] == namespace]
+            return keyspace.entries(self._spaces_for(cluster), rt.group_resource, namespace)
 
     def list_page(
         self,
@@ -130,64 +164,53 @@ class Storage:
         token: str,
         rv_text: str,
         rv_match: str,
+        cluster: str = ROOT,
     ) -> tuple[list[Entry], int, str, int | None]:
         """One page of a list: (entries, list resourceVersion, continue token, remaining count).
 
         Follows kube-apiserver: a continue token pages through the snapshot taken by the first
         page; ``Exact`` lists reconstruct an older state from history (410 once compacted);
-        other lists serve current data; a version from the future waits, then answers 504.
+        other lists serve current data; a version from the future waits, then answers 504. A
+        token from a list of another logical cluster is 400.
         """
         gr = rt.group_resource
         with self._lock:
+            snap_id = None
             if token:
-                snap_id, start, token_rv = paging.decode_token(token)
-                snap = self._snapshots.get(snap_id)
-                if snap is None or snap.rv != token_rv or token_rv < self._cache.compacted:
-                    raise status.expired(
-                        "The provided continue parameter is too old to display a consistent "
-                        "list result. You can start a new list without the continue parameter."
-                    )
-                self._snapshots.move_to_end(snap_id)
+                snap, start, snap_id = self._snapshots.resume(token, cluster,
+                                                              self._cache.compacted)
                 items, list_rv = snap.items, snap.rv
             else:
                 start = 0
                 wanted = int(rv_text) if rv_text else 0
                 self._wait_for_version(wanted)
                 if rv_match == "Exact":
-                    state = self._cache.state_at(self._buckets.get(gr, {}), gr, wanted)
-                    keys = sorted(state)
+                    items = self._entries_at(gr, namespace, wanted, cluster)
                     list_rv = wanted
                 else:
-                    state = self._buckets.get(gr, {})
-                    keys = self._sorted_keys(gr)
+                    items = keyspace.entries(self._spaces_for(cluster), gr, namespace)
                     list_rv = self._rv
-                if namespace:
-                    keys = [k for k in keys if k[0] == namespace]
-                if match is None:
-                    items = [state[k] for k in keys]
-                else:
-                    items = [e for e in (state[k] for k in keys) if match(e.obj)]
+                if match is not None:
+                    items = [e for e in items if match(e.obj)]
                 if rv_text == "0":
                     limit = 0  # served from the watch cache, which ignores limit
-            end = start + limit if limit > 0 else len(items)
-            if end >= len(items):
-                return items[start:], list_rv, "", None
-            if token:
-                new_token = paging.encode_token(snap_id, end, list_rv)
-            else:
-                new_id = next(self._snapshot_ids)
-                self._snapshots[new_id] = paging.Snapshot(list_rv, items)
-                while len(self._snapshots) > paging.MAX_SNAPSHOTS:
-                    self._snapshots.popitem(last=False)
-                new_token = paging.encode_token(new_id, end, list_rv)
-            return items[start:end], list_rv, new_token, len(items) - end
+            page, new_token, remaining = self._snapshots.page(items, list_rv, start, limit,
+                                                              cluster, snap_id)
+            return page, list_rv, new_token, remaining
 
-    def _sorted_keys(self, gr: str) -> list[tuple[str, str]]:
-        keys = self._sorted.get(gr)
-        if keys is None:
-            keys = sorted(self._buckets.get(gr, {}))
-            self._sorted[gr] = keys
-        return keys
+    def _entries_at(self, gr: str, namespace: str, rv: int, cluster: str) -> list[Entry]:
+        """The entries of ``gr`` at ``rv`` in key order (lock held); 410 once compacted."""
+        if cluster != WILDCARD:
+            state = self._cache.state_at(self._space(cluster).buckets.get(gr, {}), gr, rv,
+                                         cluster)
+        else:
+            current = {(space.name, *key): entry for space in self._spaces_for(WILDCARD)
+                       for key, entry in space.buckets.get(gr, {}).items()}
+            state = self._cache.state_at(current, gr, rv, WILDCARD)
+        keys = sorted(state)
+        if namespace:
+            keys = [k for k in keys if k[-2] == namespace]
+        return [state[k] for k in keys]
 
     def _wait_for_version(self, wanted: int) -> None:
         """Wait (lock held, released while waiting) until ``wanted`` exists; 504 if it never does."""
@@ -203,32 +226,34 @@ class Storage:
     # ---- watch -------------------------------------------------------------------------------
 
     def watch(self, watcher: Watcher, rv_text: str, send_initial: bool) -> None:
-        """Register ``watcher``, queueing what it must see first.
+        """Register ``watcher`` (on its logical cluster, or across them), queueing what it must
+        see first.
 
         With ``rv_text`` "" or "0", or ``send_initial``, a synthetic ADDED for every current
         object (then an INITIAL_END marker when ``send_initial``); otherwise every history event
         after that version. Raises 410 (too old) or 504 (from the future) without registering.
         """
-        rt = watcher.rt
-        gr = rt.group_resource
+        gr = watcher.rt.group_resource
         ns = watcher.namespace
         put = watcher.queue.put
         with self._lock:
+            spaces = self._spaces_for(watcher.cluster)
             if send_initial or rv_text in ("", "0"):
                 if rv_text not in ("", "0"):
                     self._wait_for_version(int(rv_text))
-                bucket = self._buckets.get(gr, {})
-                for key in self._sorted_keys(gr):
-                    if not ns or key[0] == ns:
-                        put((INITIAL, bucket[key]))
-                        watcher.initial_left += 1
+                for entry in keyspace.entries(spaces, gr, ns):
+                    put((INITIAL, entry))
+                    watcher.initial_left += 1
                 if send_initial:
                     put((INITIAL_END, self._rv))
                 watcher.last_rv = self._rv
             else:
                 since = int(rv_text)
                 self._wait_for_version(since)
-                for ev in self._cache.since(since, gr, ns):
+                # without logical clusters every event is the root's: no need to filter
+                only = watcher.cluster if self.logical_clusters else None
+                for ev in self._cache.since(since, gr, ns,
+                                            None if only == WILDCARD else only):
                     put((EVENT, ev))
                 watcher.last_rv = since
             self._cache.add(watcher)
@@ -248,13 +273,16 @@ class Storage:
             watcher.last_rv = max(watcher.last_rv, self._rv)
             return watcher.last_rv
 
-    def watcher_count(self, gr: str) -> int:
+    def watcher_count(self, gr: str, cluster: str | None = None) -> int:
+        """Open watches of ``gr`` on ``cluster`` (the wildcard: those across clusters; None:
+        every one)."""
         with self._lock:
-            return self._cache.count(gr)
+            return self._cache.count(gr, cluster)
 
-    def wait_for_watchers(self, gr: str, count: int, timeout: float) -> bool:
+    def wait_for_watchers(self, gr: str, count: int, timeout: float,
+                          cluster: str | None = None) -> bool:
         with self._lock:
-            return self._lock.wait_for(lambda: self._cache.count(gr) >= count, timeout)
+            return self._lock.wait_for(lambda: self._cache.count(gr, cluster) >= count, timeout)
 
     def signal_watchers(self, tag: str, payload: Any = None, gr: str | None = None) -> int:
         """Put ``(tag, payload)`` into every open watcher's queue (of one type if ``gr``)."""
@@ -264,29 +292,29 @@ class Storage:
     # ---- writes ------------------------------------------------------------------------------
 
     def _commit(
-        self, rt: ResourceType, type_: str, obj: dict[str, Any] | None, prev: Entry | None,
-        namespace: str, name: str,
+        self, space: Keyspace, rt: ResourceType, type_: str, obj: dict[str, Any] | None,
+        prev: Entry | None, namespace: str, name: str,
     ) -> Entry:
         """Apply one write (lock held): bump the version, store, record history, fan out."""
         gr = rt.group_resource
         self._rv += 1
         rv = self._rv
-        bucket = self._buckets.setdefault(gr, {})
+        bucket = space.buckets.setdefault(gr, {})
         key = (namespace, name)
         if type_ == DELETED:
             assert prev is not None
             final = with_resource_version(obj if obj is not None else prev.obj, rv)
             entry = encode(rt, final if rt.custom else ordered(final), rv)
             del bucket[key]
-            self._sorted.pop(gr, None)
+            space.sorted.pop(gr, None)
         else:
             assert obj is not None
             obj["metadata"]["resourceVersion"] = str(rv)
             entry = encode(rt, obj if rt.custom else ordered(obj), rv)
             if key not in bucket:
-                self._sorted.pop(gr, None)
+                space.sorted.pop(gr, None)
             bucket[key] = entry
-        self._cache.record(Event(type_, rt, namespace, name, entry, prev))
+        self._cache.record(Event(type_, rt, namespace, name, entry, prev, space.name))
         self._lock.notify_all()
         return entry
 
@@ -299,7 +327,7 @@ class Storage:
 
     def create(
         self, rt: ResourceType, namespace: str, obj: Any, dry_run: bool = False,
-        writer: fieldmanager.Writer | None = None,
+        writer: fieldmanager.Writer | None = None, cluster: str = ROOT,
     ) -> Entry:
         """Create ``obj`` (a fresh dict the storage may keep); 404/409/422/400 as the server does.
 
@@ -308,9 +336,10 @@ class Storage:
         object returned, nothing stored.
         """
         with self._lock:
-            return self._create_locked(rt, namespace, obj, dry_run, writer)
+            return self._create_locked(self._space(cluster), rt, namespace, obj, dry_run, writer)
 
-    def bulk_create(self, rt: ResourceType, objs: Iterable[dict[str, Any]]) -> int:
+    def bulk_create(self, rt: ResourceType, objs: Iterable[dict[str, Any]],
+                    cluster: str = ROOT) -> int:
         """Create many objects under one lock hold; returns the last resourceVersion.
 
         The cyclic garbage collector is paused meanwhile (it would walk the growing store
@@ -320,41 +349,45 @@ class Storage:
         gc.disable()
         try:
             with self._lock:
+                space = self._space(cluster)
                 for obj in objs:
                     ns = str((obj.get("metadata") or {}).get("namespace") or "")
-                    self._create_locked(rt, ns if rt.namespaced else "", obj)
+                    self._create_locked(space, rt, ns if rt.namespaced else "", obj)
                 return self._rv
         finally:
             if was_enabled:
                 gc.enable()
 
     def _create_locked(
-        self, rt: ResourceType, namespace: str, obj: Any, dry_run: bool = False,
-        writer: fieldmanager.Writer | None = None,
+        self, space: Keyspace, rt: ResourceType, namespace: str, obj: Any,
+        dry_run: bool = False, writer: fieldmanager.Writer | None = None,
     ) -> Entry:
         meta, namespace, name = strategy.settle_create(rt, namespace, obj)
-        if rt.namespaced and ("", namespace) not in self._buckets.get("namespaces", {}):
+        if rt.namespaced and ("", namespace) not in space.buckets.get("namespaces", {}):
             raise status.namespace_not_found(namespace)
-        if (namespace, name) in self._buckets.get(rt.group_resource, {}):
+        if (namespace, name) in space.buckets.get(rt.group_resource, {}):
             raise status.already_exists(rt, name)
         strategy.stamp_create(rt, name, obj, meta, self._allocate, writer)
+        if self.logical_clusters:
+            clusters.annotate(meta, space.name)
         if dry_run:
             return encode(rt, obj if rt.custom else ordered(obj), self._rv)
-        entry = self._commit(rt, ADDED, obj, None, namespace, name)
+        entry = self._commit(space, rt, ADDED, obj, None, namespace, name)
         if strategy.is_crd(rt):
-            self._serve_crd(entry.obj)
+            space.serve_crd(entry.obj)
         elif rt is self._ns_type:
             # the service account controller's part: every namespace has a "default" one
-            self._create_locked(self._sa_type, name, {"metadata": {"name": "default"}})
+            self._create_locked(space, self._sa_type, name, {"metadata": {"name": "default"}})
         return entry
 
     def update(
         self, rt: ResourceType, namespace: str, name: str, obj: Any, subresource: str = "",
-        dry_run: bool = False, writer: fieldmanager.Writer | None = None,
+        dry_run: bool = False, writer: fieldmanager.Writer | None = None, cluster: str = ROOT,
     ) -> Entry:
         """Replace an object (PUT): 404 when missing, 409 on a stale resourceVersion."""
         with self._lock:
-            return self._update_locked(rt, namespace, name, obj, subresource, dry_run, writer)
+            return self._update_locked(self._space(cluster), rt, namespace, name, obj,
+                                       subresource, dry_run, writer)
 
     def patch(
         self,
@@ -365,13 +398,15 @@ class Storage:
         subresource: str = "",
         dry_run: bool = False,
         writer: fieldmanager.Writer | None = None,
+        cluster: str = ROOT,
     ) -> Entry:
         """Apply ``apply`` to a private copy of the current object and store the result.
 
         A result carrying a resourceVersion other than the current one is 409 Conflict.
         """
         with self._lock:
-            current = self._buckets.get(rt.group_resource, {}).get((namespace, name))
+            space = self._space(cluster)
+            current = space.buckets.get(rt.group_resource, {}).get((namespace, name))
             if current is None:
                 raise status.not_found(rt, name)
             patched = apply(loads(current.data))
@@ -380,16 +415,19 @@ class Storage:
             meta = patched.get("metadata")
             if isinstance(meta, dict) and meta.get("resourceVersion") in (None, ""):
                 meta["resourceVersion"] = str(current.rv)
-            return self._update_locked(rt, namespace, name, patched, subresource, dry_run,
-                                       writer)
+            return self._update_locked(space, rt, namespace, name, patched, subresource,
+                                       dry_run, writer)
 
     def _update_locked(
-        self, rt: ResourceType, namespace: str, name: str, obj: Any, subresource: str,
-        dry_run: bool = False, writer: fieldmanager.Writer | None = None,
+        self, space: Keyspace, rt: ResourceType, namespace: str, name: str, obj: Any,
+        subresource: str, dry_run: bool = False, writer: fieldmanager.Writer | None = None,
     ) -> Entry:
-        current = self._buckets.get(rt.group_resource, {}).get((namespace, name))
+        current = space.buckets.get(rt.group_resource, {}).get((namespace, name))
         if current is None:
             raise status.not_found(rt, name)
+        if self.logical_clusters:
+            # the cluster's name, whatever the body says: it is nobody's field to change
+            clusters.annotate_body(obj, space.name)
         new = strategy.prepare_update(rt, current, obj, namespace, name, subresource, writer)
         old = current.obj
         if new == old or dry_run:
@@ -398,15 +436,16 @@ class Storage:
         new_meta = new["metadata"]
         if new_meta.get("deletionTimestamp") and not new_meta.get("finalizers"):
             # the last finalizer is gone from an object being deleted: now it goes
-            return self._finish_delete(rt, current, namespace, name, new)
-        entry = self._commit(rt, MODIFIED, new, current, namespace, name)
+            return self._finish_delete(space, rt, current, namespace, name, new)
+        entry = self._commit(space, rt, MODIFIED, new, current, namespace, name)
         if strategy.is_crd(rt):
-            self._serve_crd(entry.obj)
+            space.serve_crd(entry.obj)
         return entry
 
     def delete(
         self, rt: ResourceType, namespace: str, name: str,
         preconditions: dict[str, Any] | None = None, dry_run: bool = False,
+        cluster: str = ROOT,
     ) -> tuple[Entry, bool]:
         """Delete an object: ``(its final state, whether it is gone)``.
 
@@ -418,8 +457,9 @@ class Storage:
         cleanly and stops serving it.
         """
         with self._lock:
+            space = self._space(cluster)
             gr = rt.group_resource
-            current = self._buckets.get(gr, {}).get((namespace, name))
+            current = space.buckets.get(gr, {}).get((namespace, name))
             if current is None:
                 raise status.not_found(rt, name)
             strategy.check_preconditions(rt, name, current, preconditions)
@@ -428,63 +468,54 @@ class Storage:
             if dry_run or (held and meta.get("deletionTimestamp")):
                 return current, not held
             if gr == "namespaces":
-                return self._delete_namespace(current, name), True
+                return self._delete_namespace(space, current, name), True
             if held:
                 marked = strategy.mark_deleting(loads(current.data))
-                return self._commit(rt, MODIFIED, marked, current, namespace, name), False
+                return self._commit(space, rt, MODIFIED, marked, current, namespace, name), False
             if gr == "pods":
                 # graceful deletion with no kubelet to wait for: a grace period of 0, gone at once
                 final = strategy.mark_deleting(loads(current.data))
-                return self._finish_delete(rt, current, namespace, name, final), True
-            return self._finish_delete(rt, current, namespace, name), True
+                return self._finish_delete(space, rt, current, namespace, name, final), True
+            return self._finish_delete(space, rt, current, namespace, name), True
 
     def _finish_delete(
-        self, rt: ResourceType, current: Entry, namespace: str, name: str,
+        self, space: Keyspace, rt: ResourceType, current: Entry, namespace: str, name: str,
         final: dict[str, Any] | None = None,
     ) -> Entry:
         if strategy.is_crd(rt):
-            self._unserve_crd(current.obj)
-        return self._commit(rt, DELETED, final, current, namespace, name)
+            self._unserve_crd(space, current.obj)
+        return self._commit(space, rt, DELETED, final, current, namespace, name)
 
-    def _delete_namespace(self, current: Entry, name: str) -> Entry:
+    def _delete_namespace(self, space: Keyspace, current: Entry, name: str) -> Entry:
         terminating = loads(current.data)
         terminating["metadata"]["deletionTimestamp"] = now_timestamp()
         terminating.setdefault("status", {})["phase"] = "Terminating"
-        reply = self._commit(self._ns_type, MODIFIED, terminating, current, "", name)
-        for rt in list(self._types.values()):
+        reply = self._commit(space, self._ns_type, MODIFIED, terminating, current, "", name)
+        for rt in list(space.types.values()):
             if not rt.namespaced:
                 continue
-            bucket = self._buckets.get(rt.group_resource, {})
-            for key in [k for k in self._sorted_keys(rt.group_resource) if k[0] == name]:
+            bucket = space.buckets.get(rt.group_resource, {})
+            for key in [k for k in space.sorted_keys(rt.group_resource) if k[0] == name]:
                 if key in bucket:
-                    self._commit(rt, DELETED, None, bucket[key], key[0], key[1])
-        self._commit(self._ns_type, DELETED, None, reply, "", name)
+                    self._commit(space, rt, DELETED, None, bucket[key], key[0], key[1])
+        self._commit(space, self._ns_type, DELETED, None, reply, "", name)
         return reply
 
     # ---- CRDs --------------------------------------------------------------------------------
 
-    def _serve_crd(self, crd: dict[str, Any]) -> None:
-        crd_name = str(crd["metadata"]["name"])
-        for rt in self._crd_types.pop(crd_name, []):
-            self._types.pop((rt.group, rt.version, rt.resource), None)
-        served = resources.types_from_crd(crd)
-        for rt in served:
-            self._types[(rt.group, rt.version, rt.resource)] = rt
-        self._crd_types[crd_name] = served
-
-    def _unserve_crd(self, crd: dict[str, Any]) -> None:
-        crd_name = str(crd["metadata"]["name"])
-        served = self._crd_types.pop(crd_name, [])
+    def _unserve_crd(self, space: Keyspace, crd: dict[str, Any]) -> None:
+        """Delete a deleted CRD's objects (DELETED events), stop serving them and end their
+        watches; those across logical clusters too once no cluster serves them."""
+        served = space.unserve_crd(crd)
         if not served:
             return
         rt = served[0]
         gr = rt.group_resource
-        bucket = self._buckets.get(gr, {})
-        for key in list(self._sorted_keys(gr)):
-            self._commit(rt, DELETED, None, bucket[key], key[0], key[1])
-        self._cache.end(gr)
-        for t in served:
-            self._types.pop((t.group, t.version, t.resource), None)
-        self._buckets.pop(gr, None)
-        self._sorted.pop(gr, None)
+        bucket = space.buckets.get(gr, {})
+        for key in list(space.sorted_keys(gr)):
+            self._commit(space, rt, DELETED, None, bucket[key], key[0], key[1])
+        self._cache.end(gr, space.name,
+                        across=not any(s.serves(gr) for s in self._spaces.values()))
+        space.buckets.pop(gr, None)
+        space.sorted.pop(gr, None)
         self._lock.notify_all()

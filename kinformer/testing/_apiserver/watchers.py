@@ -12,6 +12,7 @@ from typing import Any
 
 from kinformer.cache import labels as labelsel
 from kinformer.testing._apiserver import status
+from kinformer.testing._apiserver.clusters import ROOT
 from kinformer.testing._apiserver.resources import ResourceType
 
 # Watch queue item tags (besides events).
@@ -65,6 +66,8 @@ class FieldSelector:
 class Watcher:
     """One open watch: its filter, its queue of pending items, and where it has got to.
 
+    ``cluster`` is the logical cluster it watches, or the wildcard for all of them.
+
     Writers put ``(tag, payload)`` items under the storage lock; the serving thread takes them
     off without it. ``overflowed`` is set by a writer when the queue grows past the backlog.
     """
@@ -76,8 +79,10 @@ class Watcher:
         selector: labelsel.Selector,
         fields: FieldSelector,
         shard: Callable[[dict[str, Any]], bool] | None = None,
+        cluster: str = ROOT,
     ) -> None:
         self.rt = rt
+        self.cluster = cluster
         self.shard = shard
         self.namespace = namespace
         self.selector = selector
