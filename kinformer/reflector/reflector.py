@@ -685,33 +685,36 @@ class Reflector:
                 log.warning("reflector %s: watch-list failed: %s; listing instead", self.name, exc)
                 return None
             self._metrics.watches.inc()
-            temporary = _store.new_store(_store.deletion_handling_meta_namespace_key_func)
-            end = watch.handle_initial_events(
-                ctx, opened, temporary, self.name, self._clock, self._initial_events_timeout,
-                keep=self._client_filter(),
-            )
-            if end.outcome is _Outcome.INITIAL_EVENTS_END:
-                objects = temporary.list()
-                try:
-                    self._store.replace(objects, end.resource_version)
-                except Exception as exc:
-                    opened.watch.close()
-                    self._record_error(exc)
-                    log.warning(
-                        "reflector %s: unable to sync watch-list result: %s; listing instead",
-                        self.name,
-                        exc,
-                    )
-                    return None
-                self._rv_unavailable = False
-                self._mark_synced(end.resource_version)
-                log.debug(
-                    "reflector %s: watch-list synced %d items at rv=%s",
-                    self.name,
-                    len(objects),
-                    end.resource_version,
+            # as over a list: no collection while the initial events pile up and go to the
+            # store, where the informer holds a pause of its own until they are applied
+            with _gc.paused():
+                temporary = _store.new_store(_store.deletion_handling_meta_namespace_key_func)
+                end = watch.handle_initial_events(
+                    ctx, opened, temporary, self.name, self._clock, self._initial_events_timeout,
+                    keep=self._client_filter(),
                 )
-                return opened
+                if end.outcome is _Outcome.INITIAL_EVENTS_END:
+                    objects = temporary.list()
+                    try:
+                        self._store.replace(objects, end.resource_version)
+                    except Exception as exc:
+                        opened.watch.close()
+                        self._record_error(exc)
+                        log.warning(
+                            "reflector %s: unable to sync watch-list result: %s; listing instead",
+                            self.name,
+                            exc,
+                        )
+                        return None
+                    self._rv_unavailable = False
+                    self._mark_synced(end.resource_version)
+                    log.debug(
+                        "reflector %s: watch-list synced %d items at rv=%s",
+                        self.name,
+                        len(objects),
+                        end.resource_version,
+                    )
+                    return opened
             opened.watch.close()
             if end.outcome is _Outcome.STOPPED or ctx.cancelled():
                 raise _StopRequested()
