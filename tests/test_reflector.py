@@ -481,6 +481,76 @@ def test_all_pages_are_stored_with_the_first_pages_version(harness: Harness) -> 
     assert harness.store.last_store_sync_resource_version() == "100"
 
 
+def marking(calls: list[str]) -> Any:
+    """A transform that records each object's name and version and marks what it returns."""
+
+    def mark(obj: Any) -> Any:
+        calls.append(f"{obj['metadata']['name']}{obj['metadata']['resourceVersion']}")
+        return {**obj, "marked": True}
+
+    return mark
+
+
+def test_the_transform_takes_each_page_as_it_comes_and_the_expired_fallbacks_whole_list() -> None:
+    calls: list[str] = []
+    h = Harness(transform=marking(calls)).start()
+    try:
+        h.script.expect("list")
+        h.script.answer(ListResult([cm("a", "1"), {"metadata": {"namespace": "ns"}}], "100",
+                                   "token-1"))
+        h.script.expect("list")
+        assert calls == ["a1"]  # the nameless object is left for the check after the list
+        h.script.answer(errors.GoneError(410, "Expired", "continue token expired"))
+        h.script.list_and_answer([cm("a", "1"), cm("b", "2")], "120")
+        _options, watch = h.script.watch_and_answer()
+        watch.add(cm("c", "121"))
+        watch.bookmark(bookmark("122"))
+        assert wait_for(lambda: len(h.store.list()) == 3, TIMEOUT)
+        assert calls == ["a1", "a1", "b2", "c121"]
+        assert all(obj["marked"] for obj in h.store.list())
+    finally:
+        h.stop()
+
+
+def test_watch_list_initial_events_are_transformed_once_each() -> None:
+    calls: list[str] = []
+    h = Harness(use_watch_list=True, transform=marking(calls)).start()
+    try:
+        _options, watch = h.script.watch_and_answer()
+        watch.add(cm("a", "10"))
+        watch.modify(cm("a", "11"))
+        watch.send(WatchEvent("BOOKMARK", bookmark("20", end=True)))
+        assert wait_for(h.reflector.has_synced_once, TIMEOUT)
+        assert calls == ["a10", "a11"]
+        assert h.store.get_by_key("ns/a")["marked"]
+    finally:
+        h.stop()
+
+
+def test_a_transform_failing_on_a_listed_object_fails_the_list_which_is_tried_again() -> None:
+    failures = [ValueError("cannot transform")]
+
+    def transform(obj: Any) -> Any:
+        if failures:
+            raise failures.pop()
+        return obj
+
+    h = Harness(transform=transform).start()
+    try:
+        h.script.list_and_answer([cm("a", "1")], "100")
+        assert wait_for(lambda: h.reflector.last_error() is not None, TIMEOUT)
+        error = h.reflector.last_error()
+        assert isinstance(error, errors.KinformerError)
+        assert "transform failed on a listed object: cannot transform" in str(error)
+        assert h.store.list() == []
+        assert step_when_waiting(h.clock) == pytest.approx(0.8)
+        h.script.list_and_answer([cm("a", "1")], "100")
+        assert h.script.watch_and_answer()[0].resource_version == "100"
+        assert names(h.store.list()) == ["a"]
+    finally:
+        h.stop()
+
+
 def test_after_a_paginated_list_at_zero_relists_keep_paging(harness: Harness) -> None:
     harness.script.expect("list")
     harness.script.answer(ListResult([cm("a", "1")], "100", "token-1"))
