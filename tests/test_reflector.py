@@ -763,6 +763,27 @@ def test_watch_list_initial_events_are_checked_as_watch_events_are(
         h.stop()
 
 
+def test_watch_list_initial_events_get_one_debug_line_not_one_each(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    h = Harness(use_watch_list=True).start()
+    try:
+        with caplog.at_level(logging.DEBUG, logger="kinformer"):
+            _options, watch = h.script.watch_and_answer()
+            for i in range(200):
+                watch.add(cm(f"c{i}", str(i + 1)))
+            watch.send(WatchEvent("BOOKMARK", bookmark("300", end=True)))
+            assert wait_for(h.reflector.has_synced_once, TIMEOUT)
+            watch.add(cm("later", "301"))
+            assert wait_for(lambda: len(h.store.list()) == 201, TIMEOUT)
+        lines = [r.getMessage() for r in caplog.records if r.name.startswith("kinformer")]
+        assert "reflector test: watch-list synced 200 items at rv=300" in lines
+        assert [line for line in lines if "ADDED rv=" in line] == ["reflector test: ADDED rv=301"]
+        assert len(lines) < 10
+    finally:
+        h.stop()
+
+
 def test_a_refused_watch_list_backs_off_and_streams_again_without_a_list() -> None:
     h = Harness(use_watch_list=True).start()
     try:

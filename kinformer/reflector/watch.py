@@ -157,7 +157,8 @@ def handle_any_watch(
     }
     take_version = getattr(store, "update_resource_version", None)
     well_formed = meta.is_well_formed
-    debug = log.isEnabledFor(logging.DEBUG)
+    # a line per change, but none per initial event: like a list, they are summed up once
+    debug = log.isEnabledFor(logging.DEBUG) and not exit_on_initial_events_end
     events = 0
     handle = ctx.on_cancel(opened.watch.close)
     try:
