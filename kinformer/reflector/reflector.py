@@ -534,14 +534,20 @@ class Reflector:
 
     def _transformed(self, page: interface.ListResult) -> list[Any]:
         """A page's objects through the transform, as the page arrives; an object without a
-        name is left as it is, for the check after the list to skip."""
+        name is left as it is, for the check after the list to skip.
+
+        Under a collector pause, which :meth:`_list`'s ``hold_first_pause`` keeps until the
+        list is stored, whether or not the ListerWatcher paused for its decode.
+        """
         transform = self._transform
         assert transform is not None
         try:
-            if page.checked:  # the usual HTTP page: every object checked already
-                return [transform(obj) for obj in page.items]
-            fit = meta.is_well_formed
-            return [transform(obj) if fit(obj) or meta.has_name(obj) else obj for obj in page.items]
+            with _gc.paused():
+                if page.checked:  # the usual HTTP page: every object checked already
+                    return [transform(obj) for obj in page.items]
+                fit = meta.is_well_formed
+                return [transform(obj) if fit(obj) or meta.has_name(obj) else obj
+                        for obj in page.items]
         except Exception as exc:
             raise errors.KinformerError(
                 f"reflector {self.name}: transform failed on a listed object: {exc}") from exc
