@@ -1,18 +1,22 @@
 """Shared pieces of the end-to-end benchmarks: realistic objects and a FakeAPIServer in a child process.
 
-:func:`configmap` builds a ConfigMap of about 1 KB and :func:`pod` a Pod of about 4 KB with
-realistic ``managedFields``. :class:`ServerProcess` starts a FakeAPIServer in a child process
-(spawned, so client and server do not share one interpreter lock) and drives it over a pipe:
-load data sets, write watch events (in bulk or at a fixed rate, each stamped with its wall-clock
-send time in the ``bench/sent`` annotation) and end open watches.
+:func:`configmap` builds a ConfigMap of about 1 KB, :func:`pod` a Pod of about 4 KB with
+realistic ``managedFields``, and :func:`scale_pod` Pods of about 5 KB that differ from one to
+the next, as a large cluster holds them. :class:`ServerProcess` starts a FakeAPIServer in a child
+process (spawned, so client and server do not share one interpreter lock) and drives it over a
+pipe: load data sets (``FakeAPIServer.preload``), write watch events (in bulk or at a fixed
+rate, each stamped with its wall-clock send time in the ``bench/sent`` annotation), end open
+watches and report its memory.
 """
 
 from __future__ import annotations
 
 import contextlib
+import gc
 import multiprocessing
 import threading
 import time
+from collections.abc import Iterator
 from multiprocessing.connection import Connection
 from typing import Any
 
@@ -183,8 +187,204 @@ def pod(i: int, namespace: str, managed_fields: bool = True) -> dict[str, Any]:
     }
 
 
+_TEAMS = ("payments", "search", "checkout", "identity", "ledger", "media", "ads", "infra")
+_ENV_NAMES = ("LOG_LEVEL", "REGION", "CACHE_TTL", "FEATURE_FLAGS", "DB_POOL", "TRACE_RATE",
+              "UPSTREAM_URL", "WORKERS", "QUEUE_NAME", "TIMEOUT_MS")
+_CONDITIONS = ("Initialized", "Ready", "ContainersReady", "PodScheduled")
+
+
+def scale_pod(i: int, namespace: str) -> dict[str, Any]:
+    """A Pod as a large cluster holds them, about 5 KB as JSON (4.7 to 6.2 KB), varied by ``i``.
+
+    Two to four containers (env, ports, resources, probes, volume mounts), owner reference,
+    labels and annotations, status with conditions and one containerStatus per container, and
+    the managedFields of the controller that made it and of the kubelet. Names, images, node
+    names, container counts, env lengths and annotation sizes change from one Pod to the next,
+    so no two serialize alike.
+    """
+    team = _TEAMS[i % len(_TEAMS)]
+    app = f"{team}-svc-{i % 97}"
+    template_hash = f"{(i * 2654435761) % 0xFFFFFFFFFF:010x}"[:10]
+    owner = f"{app}-{template_hash}"
+    name = f"{owner}-{(i * 40503) % 0xFFFFF:05x}"
+    version = f"{1 + i % 4}.{(i // 7) % 30}.{i % 11}"
+    node = f"node-{(i * 7919) % 1500:04d}.eu-west-1.compute.internal"
+    ip = f"10.{(i >> 16) & 255}.{(i >> 8) & 255}.{i & 255}"
+    started = f"2026-01-{1 + i % 28:02d}T{i % 24:02d}:{i % 60:02d}:{(i * 7) % 60:02d}Z"
+    n_containers = 3 if i % 5 == 0 else 2
+    names = ["app", "sidecar", "metrics", "log-shipper"][:n_containers]
+
+    def container(k: int, cname: str) -> dict[str, Any]:
+        port = 8080 + k * 1000 + i % 10
+        env: list[dict[str, Any]] = [
+            {"name": "POD_NAME", "valueFrom": {"fieldRef": {"apiVersion": "v1",
+                                                             "fieldPath": "metadata.name"}}},
+        ]
+        for e in range((i + k) % 3):
+            env.append({"name": _ENV_NAMES[(i + e) % len(_ENV_NAMES)],
+                        "value": f"{team}-{(i * (e + 3)) % 10007}"})
+        cpu = 50 * (1 + (i + k) % 8)
+        memory = 64 * (1 + (i * 3 + k) % 8)
+        spec: dict[str, Any] = {
+            "name": cname,
+            "image": f"registry.example.com/{team}/{app if k == 0 else cname}:{version}",
+            "ports": [{"name": "http" if k == 0 else f"p{k}", "containerPort": port,
+                       "protocol": "TCP"}],
+            "env": env,
+            "resources": {"requests": {"cpu": f"{cpu}m", "memory": f"{memory}Mi"},
+                          "limits": {"cpu": f"{cpu * 2}m", "memory": f"{memory * 2}Mi"}},
+            "volumeMounts": [{"name": "kube-api-access", "readOnly": True,
+                              "mountPath": "/var/run/secrets/kubernetes.io/serviceaccount"}],
+            "terminationMessagePath": "/dev/termination-log",
+            "terminationMessagePolicy": "File",
+            "imagePullPolicy": "IfNotPresent",
+        }
+        if k == 0:
+            spec["volumeMounts"].append({"name": "config", "mountPath": f"/etc/{app}"})
+        if k == 0 and i % 2:
+            spec["readinessProbe"] = {"httpGet": {"path": "/healthz", "port": port,
+                                                  "scheme": "HTTP"},
+                                      "timeoutSeconds": 1, "periodSeconds": 10,
+                                      "successThreshold": 1, "failureThreshold": 3}
+        return spec
+
+    def container_status(k: int, cname: str) -> dict[str, Any]:
+        digest = f"{(i * 1000003 + k) * 6364136223846793005 % (1 << 64):016x}" * 4
+        return {
+            "name": cname,
+            "state": {"running": {"startedAt": started}},
+            "lastState": {},
+            "ready": True,
+            "restartCount": (i + k) % 3,
+            "image": f"registry.example.com/{team}/{app if k == 0 else cname}:{version}",
+            "imageID": f"registry.example.com/{team}/{cname}@sha256:{digest}",
+            "containerID": f"containerd://{digest}",
+            "started": True,
+        }
+
+    def fields_of(items: list[str]) -> dict[str, Any]:
+        return {f'k:{{"name":"{c}"}}': {".": {}, "f:image": {}, "f:name": {}, "f:env": {},
+                                        "f:ports": {}, "f:resources": {}, "f:volumeMounts": {}}
+                for c in items}
+
+    annotations = {
+        "prometheus.io/scrape": "true",
+        "prometheus.io/port": str(8080 + i % 10),
+        "checksum/config": f"{(i * 11400714819323198485) % (1 << 64):016x}" * (1 + i % 2),
+    }
+    if i % 3 == 0:
+        annotations["kubectl.kubernetes.io/restartedAt"] = started
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {
+            "name": name,
+            "generateName": f"{owner}-",
+            "namespace": namespace,
+            "labels": {"app": app, "team": team, "version": version,
+                       "pod-template-hash": template_hash,
+                       "env": ("prod", "staging", "dev")[i % 3]},
+            "annotations": annotations,
+            "ownerReferences": [{"apiVersion": "apps/v1", "kind": "ReplicaSet", "name": owner,
+                                 "uid": f"{i % 5000:08x}-0000-4000-8000-{i % 977:012x}",
+                                 "controller": True, "blockOwnerDeletion": True}],
+            "managedFields": [
+                {"manager": "kube-controller-manager", "operation": "Update", "apiVersion": "v1",
+                 "time": started, "fieldsType": "FieldsV1", "fieldsV1": {
+                     "f:metadata": {"f:generateName": {}, "f:labels": {".": {}, "f:app": {}},
+                                    "f:ownerReferences": {".": {}}},
+                     "f:spec": {"f:containers": fields_of(names), "f:dnsPolicy": {},
+                                "f:nodeName": {}, "f:volumes": {}}}},
+                {"manager": "kubelet", "operation": "Update", "apiVersion": "v1",
+                 "time": started, "fieldsType": "FieldsV1", "subresource": "status",
+                 "fieldsV1": {"f:status": {"f:conditions": {}, "f:containerStatuses": {},
+                                           "f:hostIP": {}, "f:phase": {}, "f:podIP": {},
+                                           "f:podIPs": {}, "f:startTime": {}}}},
+            ],
+        },
+        "spec": {
+            "containers": [container(k, c) for k, c in enumerate(names)],
+            "volumes": [
+                {"name": "config", "configMap": {"name": f"{app}-config", "defaultMode": 420}},
+                {"name": "kube-api-access", "projected": {"defaultMode": 420, "sources": [
+                    {"serviceAccountToken": {"expirationSeconds": 3607, "path": "token"}},
+                    {"configMap": {"name": "kube-root-ca.crt",
+                                   "items": [{"key": "ca.crt", "path": "ca.crt"}]}},
+                ]}},
+            ],
+            "restartPolicy": "Always",
+            "terminationGracePeriodSeconds": 30,
+            "dnsPolicy": "ClusterFirst",
+            "serviceAccountName": "default",
+            "nodeName": node,
+            "schedulerName": "default-scheduler",
+            "tolerations": [
+                {"key": "node.kubernetes.io/not-ready", "operator": "Exists",
+                 "effect": "NoExecute", "tolerationSeconds": 300},
+            ],
+            "priority": 0,
+            "enableServiceLinks": True,
+        },
+        "status": {
+            "phase": "Running",
+            "conditions": [{"type": t, "status": "True", "lastProbeTime": None,
+                            "lastTransitionTime": started} for t in _CONDITIONS],
+            "hostIP": f"172.20.{(i * 7919) % 1500 // 250}.{(i * 7919) % 250}",
+            "podIP": ip,
+            "podIPs": [{"ip": ip}],
+            "startTime": started,
+            "containerStatuses": [container_status(k, c) for k, c in enumerate(names)],
+            "qosClass": "Burstable",
+        },
+    }
+
+
 def make(kind: str, i: int, namespace: str) -> dict[str, Any]:
     return pod(i, namespace) if kind == "pods" else configmap(i, namespace)
+
+
+PART_LABEL = "bench-part"  # scale Pods carry str(i % parts): a label selector takes a slice
+
+
+def scale_namespace(i: int, spread: int) -> str:
+    """The namespace of scale Pod ``i`` among ``spread`` namespaces."""
+    return f"team-{i % spread:04d}"
+
+
+def _preload_scale(server: Any, n: int, spread: int, parts: int) -> tuple[float, str]:
+    """Child process: ``n`` scale Pods over ``spread`` namespaces in one preload.
+
+    Returns the seconds it took (namespaces included) and the last resourceVersion. The loaded
+    objects are then moved out of the collector's reach (``gc.freeze``, this process only), as
+    a long-running server would want: otherwise its next collections walk them all.
+    """
+    from kinformer.gvr import GroupVersionResource
+
+    def pods() -> Iterator[dict[str, Any]]:
+        for i in range(n):
+            obj = scale_pod(i, scale_namespace(i, spread))
+            obj["metadata"]["labels"][PART_LABEL] = str(i % parts)
+            yield obj
+
+    gc.disable()  # from here until frozen: preload's own pause ends inside this one
+    began = time.perf_counter()
+    server.preload(GroupVersionResource("", "v1", "namespaces"),
+                   ({"metadata": {"name": scale_namespace(k, spread)}} for k in range(spread)))
+    rv = server.preload(GroupVersionResource(*PODS), pods())
+    seconds = time.perf_counter() - began
+    gc.freeze()
+    gc.enable()
+    return seconds, rv
+
+
+def rss_mb() -> dict[str, float]:
+    """This process's resident set now (``rss``) and at its peak (``peak``), in MiB (Linux)."""
+    found = {}
+    with open("/proc/self/status", encoding="ascii") as f:
+        for line in f:
+            if line.startswith(("VmRSS:", "VmHWM:")):
+                found["rss" if line.startswith("VmRSS") else "peak"] = int(line.split()[1]) / 1024
+    return found
 
 
 def _serve(conn: Connection, history_size: int, feature_gates: dict[str, bool]) -> None:
@@ -214,11 +414,13 @@ def _serve(conn: Connection, history_size: int, feature_gates: dict[str, bool]) 
         if command == "load":
             kind, namespace, n = args
             ensure_namespace(namespace)
-            for start in range(0, n, 5000):
-                server.bulk_create(
-                    gvrs[kind], (make(kind, i, namespace) for i in range(start, min(n, start + 5000)))
-                )
+            server.preload(gvrs[kind], (make(kind, i, namespace) for i in range(n)))
             conn.send(server.current_resource_version())
+        elif command == "preload_scale":
+            n, spread, parts = args
+            conn.send(_preload_scale(server, n, spread, parts))
+        elif command == "rss":
+            conn.send(rss_mb())
         elif command == "write":
             kind, namespace, n, rate = args
             ensure_namespace(namespace)
@@ -293,6 +495,16 @@ class ServerProcess:
     def call(self, command: str, *args: Any) -> Any:
         self._conn.send((command, args))
         return self._conn.recv()
+
+    def preload_scale(self, n: int, spread: int, parts: int) -> tuple[float, str]:
+        """``n`` scale Pods over ``spread`` namespaces, labelled into ``parts`` slices (see
+        :data:`PART_LABEL`), in one preload: (seconds, last resourceVersion)."""
+        seconds, rv = self.call("preload_scale", n, spread, parts)
+        return float(seconds), str(rv)
+
+    def rss(self) -> dict[str, float]:
+        """The server process's resident set now and at its peak, in MiB."""
+        return dict(self.call("rss"))
 
     def load(self, kind: str, namespace: str, n: int) -> str:
         """Create ``n`` objects of ``kind`` ("configmaps" or "pods") in ``namespace``."""

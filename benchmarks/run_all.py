@@ -24,7 +24,7 @@ from typing import Any
 
 HERE = Path(__file__).resolve().parent
 BENCHMARKS = ("indexer", "fifo", "workqueue", "apiserver", "informer", "watch", "memory",
-              "leaderelection")
+              "leaderelection", "scale")
 TIMEOUT = 3600.0  # seconds per benchmark
 
 
@@ -130,6 +130,17 @@ def summary(name: str, result: dict[str, Any]) -> list[str]:
         for r in result["results"]:
             lines.append(f"  {r['name']:<24} objects {r['object_bytes']:>8,.0f} B, cache overhead "
                          f"{r['overhead_bytes']:>6,.0f} B ({r['overhead_share']:.1%})")
+    elif name == "scale":
+        lines.append(f"  {result['objects']:,} Pods, preload {result['preload_seconds']:.1f} s, run "
+                     f"peak {result['run_peak_mb'] / 1024:.1f} GiB")
+        for r in result["results"]:
+            if "error" in r:
+                lines.append(f"  {r['name']:<26} ERROR {r['error']}")
+                continue
+            lines.append(f"  {r['name']:<26} {r['objects']:>8,} in {r['seconds']:>6.2f} s "
+                         f"(x floor {_ratio(r.get('seconds_over_floor'))}), "
+                         f"{r['settled_bytes_per_object']:>7,.0f} B per object "
+                         f"(x floor {_ratio(r.get('memory_over_floor'))})")
     elif name == "leaderelection":
         traffic = result["traffic"]
         lines.append(f"  Lease writes/min: leader {traffic['leader_writes_per_min']:.1f}, per replica "

@@ -101,7 +101,7 @@ from kinformer.managers.discovering_factory import (
     GVREventHandler,
     GVREventHandlerFuncs,
 )
-from kinformer.managers.informer_manager import InformerManager, strip_managed_fields
+from kinformer.managers.informer_manager import InformerManager
 from kinformer.managers.source import InformerSource
 from kinformer.metrics import (
     MetricsProvider,
@@ -112,6 +112,7 @@ from kinformer.metrics import (
 )
 from kinformer.reflector import Reflector
 from kinformer.sharding import ShardSelector, fnv1a_64
+from kinformer.transforms import chain, strip_managed_fields
 from kinformer.workqueue import (
     BucketRateLimiter,
     DelayingQueue,
@@ -191,10 +192,12 @@ __all__ = [  # noqa: RUF022 (grouped by area, as the API reference is)
     "ResourceEventHandlerRegistration",
     "Selector",
     "SharedIndexInformer",
+    "chain",
     "deleted_object",
     "everything",
     "parse_selector",
     "selector_from_dict",
+    "strip_managed_fields",
     "wait_for_cache_sync",
     # work queues
     "BucketRateLimiter",
@@ -221,7 +224,6 @@ __all__ = [  # noqa: RUF022 (grouped by area, as the API reference is)
     "ManagedController",
     "Reconciler",
     "Result",
-    "strip_managed_fields",
     # leader election
     "LeaderElectionConfig",
     "LeaderElectionRecord",

@@ -14,7 +14,7 @@ go out, and the FIFO lock is let go while a batch is applied. ``"classic"`` (cli
 1.32): a :class:`~kinformer.DeltaFIFO` that merges each key's pending changes, described next.
 
 In the classic profile the first list takes one route into the cache: the FIFO's ``replace``
-keys and transforms it and hands it whole to the FIFO's ``take_first_list`` option (here
+keys it and hands it whole to the FIFO's ``take_first_list`` option (here
 :meth:`SharedIndexInformer._take_first_list`), which stores every object in one pass
 (``Indexer.add_new``) and queues each handler's ``on_add(obj, True)`` at once, so the informer
 is synced when ``replace`` returns. When that cannot be (an index function fails, a key is
@@ -106,7 +106,7 @@ class _ReflectorStore:
 
     ``add``, ``update``, ``delete``, ``resync`` and (a RealFIFO's) ``bookmark`` are the FIFO's
     own bound methods, so a watch event costs no extra call. ``replace`` begins ``pause`` for
-    the informer's first list, before the FIFO keys and transforms it, unless the FIFO is
+    the informer's first list, before the FIFO keys it, unless the FIFO is
     closed; the pause ends when that
     list is applied (here if the FIFO took it whole, else in the delta loop once synced), with
     the cache frozen, or without freezing when ``replace`` fails (the next list is then the
@@ -246,14 +246,16 @@ class SharedIndexInformer:
                 log.warning("informer %s: run more than once is not allowed", self._name)
                 return
             fifo: _Fifo
+            # the reflector applies the transform as objects arrive (a list page by page), so
+            # the FIFO needs none: what it drops is freed while the list still downloads
             if self._profile == "modern":
-                fifo = real_fifo.RealFIFO(store.meta_namespace_key_func, None, self._transform)
+                fifo = real_fifo.RealFIFO(store.meta_namespace_key_func, None, None)
             else:
                 fifo = delta_fifo.DeltaFIFO(
                     store.meta_namespace_key_func,
                     self._indexer,
                     True,
-                    self._transform,
+                    None,
                     take_first_list=self._take_first_list,
                 )
             pause = _gc.HeldPause()  # the first list's; see _ReflectorStore
@@ -266,6 +268,7 @@ class SharedIndexInformer:
                 clock=self._clock,
                 watch_error_handler=self._watch_error_handler,
                 shard_selector=self._shard_selector,
+                transform=self._transform,
             )
             self._fifo, self._reflector = fifo, refl
             self._started = True
@@ -359,7 +362,11 @@ class SharedIndexInformer:
         return None if refl is None else refl.server_side_sharding()
 
     def set_transform(self, fn: Callable[[Any], Any] | None) -> None:
-        """Apply ``fn`` to every object before it is cached; raises AlreadyStartedError after run."""
+        """Apply ``fn`` to every object before it is cached; raises AlreadyStartedError after run.
+
+        The reflector applies it once to each object as it arrives, a list's objects page by
+        page (see :mod:`kinformer.transforms`).
+        """
         with self._start_lock:
             if self._started:
                 raise errors.AlreadyStartedError("informer has already started")

@@ -12,7 +12,7 @@ import pytest
 
 import kinformer
 from kinformer import Context, errors, processor
-from kinformer.client.interface import ChannelWatch, ListOptions
+from kinformer.client.interface import ChannelWatch, ListOptions, ListResult
 from kinformer.client.listwatch import ListWatch
 from kinformer.handlers import ResourceEventHandlerFuncs
 from kinformer.informer import SharedIndexInformer
@@ -279,6 +279,60 @@ def test_transform_applies_before_caching() -> None:
     with helpers.running(informer.run):
         assert informer.wait_for_sync(timeout=TIMEOUT)
         assert "managedFields" not in informer.get_store().get_by_key("ns/a")["metadata"]
+
+
+@pytest.mark.parametrize("profile", ["modern", "classic"])
+def test_a_paged_list_is_transformed_page_by_page_as_the_pages_arrive(profile: str) -> None:
+    """What the transform drops is freed while later pages download, so their objects reuse the
+    memory; transformed at the end of the list, it would lie scattered and unused."""
+    transformed: list[str] = []
+    seen_at_page: list[list[str]] = []
+    pages = {"": (["a", "b"], "page-2"), "page-2": (["c"], "")}
+
+    def list_page(options: ListOptions) -> ListResult:
+        seen_at_page.append(list(transformed))
+        names, token = pages[options.continue_token or ""]
+        return ListResult([helpers.cm(n, 1) for n in names], "10", token)
+
+    def mark(obj: Any) -> Any:
+        transformed.append(obj["metadata"]["name"])
+        return {**obj, "marked": True}
+
+    informer = SharedIndexInformer(ListWatch(list_page, lambda options: ChannelWatch()),
+                                   name="paged-transform", profile=profile)
+    informer.set_transform(mark)
+    with helpers.running(informer.run):
+        assert informer.wait_for_sync(timeout=TIMEOUT)
+        assert seen_at_page == [[], ["a", "b"]]  # the first page, transformed before the second
+        assert transformed == ["a", "b", "c"]  # once each
+        assert all(obj["marked"] for obj in informer.get_store().list())
+
+
+def test_watch_events_are_transformed_once_each() -> None:
+    source = helpers.ScriptedSource(helpers.cm("a", 1), helpers.cm("b", 2))
+    informer = SharedIndexInformer(source.lister_watcher, name="watch-transform")
+    calls: list[str] = []
+
+    def mark(obj: Any) -> Any:
+        calls.append(f"{obj['metadata']['name']}{obj['metadata']['resourceVersion']}")
+        return {**obj, "marked": True}
+
+    informer.set_transform(mark)
+    handler = helpers.Recorder()
+    informer.add_event_handler(handler)
+    deleted: list[Any] = []
+    informer.add_event_handler(ResourceEventHandlerFuncs(delete_func=deleted.append))
+    with helpers.running(informer.run):
+        watch = source.next_watch()
+        handler.take(2)
+        watch.add(helpers.cm("c", 11))
+        watch.modify(helpers.cm("a", 12))
+        watch.delete(helpers.cm("b", 13))
+        assert handler.take(3) == [("add", "c11", False), ("update", "a1", "a12"),
+                                   ("delete", "b13")]
+        assert calls == ["a1", "b2", "c11", "a12", "b13"]
+        assert all(obj["marked"] for obj in informer.get_store().list())
+    assert deleted[0]["marked"]
 
 
 def test_removed_handler_hears_nothing_more_and_removal_is_idempotent() -> None:

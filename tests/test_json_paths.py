@@ -110,7 +110,8 @@ def test_a_transform_failing_on_a_listed_object_fails_the_list_and_ends_the_paus
     informer.set_transform(transform)
     with running(informer.run, threading.Event()):
         assert wait_for(lambda: informer.last_error() is not None, TIMEOUT)
-        assert "unable to sync list result" in str(informer.last_error())
+        assert "transform failed on a listed object: cannot transform b" in str(
+            informer.last_error())
         assert gc.isenabled()  # the reflector backs off with the collector on
         assert not informer.has_synced()
         assert informer.get_indexer().list_keys() == []  # all or nothing

@@ -8,6 +8,7 @@ WatchList initial sync and the resync timer, with the backoff waits visible on t
 
 from __future__ import annotations
 
+import gc
 import logging
 import queue
 import threading
@@ -480,6 +481,76 @@ def test_all_pages_are_stored_with_the_first_pages_version(harness: Harness) -> 
     assert harness.store.last_store_sync_resource_version() == "100"
 
 
+def marking(calls: list[str]) -> Any:
+    """A transform that records each object's name and version and marks what it returns."""
+
+    def mark(obj: Any) -> Any:
+        calls.append(f"{obj['metadata']['name']}{obj['metadata']['resourceVersion']}")
+        return {**obj, "marked": True}
+
+    return mark
+
+
+def test_the_transform_takes_each_page_as_it_comes_and_the_expired_fallbacks_whole_list() -> None:
+    calls: list[str] = []
+    h = Harness(transform=marking(calls)).start()
+    try:
+        h.script.expect("list")
+        h.script.answer(ListResult([cm("a", "1"), {"metadata": {"namespace": "ns"}}], "100",
+                                   "token-1"))
+        h.script.expect("list")
+        assert calls == ["a1"]  # the nameless object is left for the check after the list
+        h.script.answer(errors.GoneError(410, "Expired", "continue token expired"))
+        h.script.list_and_answer([cm("a", "1"), cm("b", "2")], "120")
+        _options, watch = h.script.watch_and_answer()
+        watch.add(cm("c", "121"))
+        watch.bookmark(bookmark("122"))
+        assert wait_for(lambda: len(h.store.list()) == 3, TIMEOUT)
+        assert calls == ["a1", "a1", "b2", "c121"]
+        assert all(obj["marked"] for obj in h.store.list())
+    finally:
+        h.stop()
+
+
+def test_watch_list_initial_events_are_transformed_once_each() -> None:
+    calls: list[str] = []
+    h = Harness(use_watch_list=True, transform=marking(calls)).start()
+    try:
+        _options, watch = h.script.watch_and_answer()
+        watch.add(cm("a", "10"))
+        watch.modify(cm("a", "11"))
+        watch.send(WatchEvent("BOOKMARK", bookmark("20", end=True)))
+        assert wait_for(h.reflector.has_synced_once, TIMEOUT)
+        assert calls == ["a10", "a11"]
+        assert h.store.get_by_key("ns/a")["marked"]
+    finally:
+        h.stop()
+
+
+def test_a_transform_failing_on_a_listed_object_fails_the_list_which_is_tried_again() -> None:
+    failures = [ValueError("cannot transform")]
+
+    def transform(obj: Any) -> Any:
+        if failures:
+            raise failures.pop()
+        return obj
+
+    h = Harness(transform=transform).start()
+    try:
+        h.script.list_and_answer([cm("a", "1")], "100")
+        assert wait_for(lambda: h.reflector.last_error() is not None, TIMEOUT)
+        error = h.reflector.last_error()
+        assert isinstance(error, errors.KinformerError)
+        assert "transform failed on a listed object: cannot transform" in str(error)
+        assert h.store.list() == []
+        assert step_when_waiting(h.clock) == pytest.approx(0.8)
+        h.script.list_and_answer([cm("a", "1")], "100")
+        assert h.script.watch_and_answer()[0].resource_version == "100"
+        assert names(h.store.list()) == ["a"]
+    finally:
+        h.stop()
+
+
 def test_after_a_paginated_list_at_zero_relists_keep_paging(harness: Harness) -> None:
     harness.script.expect("list")
     harness.script.answer(ListResult([cm("a", "1")], "100", "token-1"))
@@ -692,6 +763,27 @@ def test_watch_list_initial_events_are_checked_as_watch_events_are(
         h.stop()
 
 
+def test_watch_list_initial_events_get_one_debug_line_not_one_each(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    h = Harness(use_watch_list=True).start()
+    try:
+        with caplog.at_level(logging.DEBUG, logger="kinformer"):
+            _options, watch = h.script.watch_and_answer()
+            for i in range(200):
+                watch.add(cm(f"c{i}", str(i + 1)))
+            watch.send(WatchEvent("BOOKMARK", bookmark("300", end=True)))
+            assert wait_for(h.reflector.has_synced_once, TIMEOUT)
+            watch.add(cm("later", "301"))
+            assert wait_for(lambda: len(h.store.list()) == 201, TIMEOUT)
+        lines = [r.getMessage() for r in caplog.records if r.name.startswith("kinformer")]
+        assert "reflector test: watch-list synced 200 items at rv=300" in lines
+        assert [line for line in lines if "ADDED rv=" in line] == ["reflector test: ADDED rv=301"]
+        assert len(lines) < 10
+    finally:
+        h.stop()
+
+
 def test_a_refused_watch_list_backs_off_and_streams_again_without_a_list() -> None:
     h = Harness(use_watch_list=True).start()
     try:
@@ -784,6 +876,49 @@ def test_a_watch_list_dropped_before_its_end_bookmark_streams_again() -> None:
         assert wait_for(lambda: names(h.store.list()) == ["b"], TIMEOUT)
     finally:
         h.stop()
+
+
+def test_no_collection_runs_while_watch_list_initial_events_pile_up() -> None:
+    """As over a list: the collector would walk the growing set of initial objects again and
+    again, and a large WatchList took several times as long as a list of the same objects."""
+    collections: list[int] = []
+    marks: dict[str, int] = {}
+
+    def count(phase: str, info: dict[str, Any]) -> None:
+        if phase == "start":
+            collections.append(info["generation"])
+
+    def initial_events() -> Iterator[WatchEvent]:
+        marks["first event"] = len(collections)
+        for i in range(3000):  # enough allocations for many young collections, if enabled
+            yield WatchEvent("ADDED", cm(f"c{i}", str(i + 1), data={"k": str(i)}))
+        yield WatchEvent("BOOKMARK", bookmark("5000", end=True))
+
+    watches = [initial_events()]
+
+    def watch(options: ListOptions) -> Any:
+        return watches.pop() if watches else ChannelWatch()  # then one open until stopped
+
+    class Counting(Indexer):
+        def replace(self, items: Any, resource_version: str = "") -> None:
+            marks["stored"] = len(collections)
+            super().replace(items, resource_version)
+
+    store = Counting()
+    reflector = Reflector(ListWatch(lambda options: ListResult([], "1"), watch), store,
+                          name="test", use_watch_list=True)
+    ctx = Context()
+    thread = threading.Thread(target=reflector.run, args=(ctx,), name="test-run")
+    gc.callbacks.append(count)
+    try:
+        thread.start()
+        assert wait_for(reflector.has_synced_once, TIMEOUT)
+    finally:
+        gc.callbacks.remove(count)
+        ctx.cancel()
+        thread.join(TIMEOUT)
+    assert len(store.list()) == 3000
+    assert marks["stored"] == marks["first event"]
 
 
 def test_internal_errors_on_a_watch_are_retried_in_place_within_the_configured_window() -> None:

@@ -23,22 +23,9 @@ from typing import Any
 from kinformer import context, errors, factory, handlers
 from kinformer.cache.lister import GenericLister
 from kinformer.gvr import APIResourceMeta, GroupVersionKind, GroupVersionResource
+from kinformer.transforms import strip_managed_fields as strip_managed_fields  # also from here, as before
 
 log = logging.getLogger(__name__)
-
-
-def strip_managed_fields(obj: Any) -> Any:
-    """Drop ``metadata.managedFields`` (often most of an object's size) from a decoded object.
-
-    Changes ``obj`` in place and returns it; anything that is not a dict comes back unchanged.
-    A per-object transform that writes decoded JSON, so it looks at the dict itself: ``meta.py``
-    reads both object shapes, and its ``metadata()`` would more than double this call's cost.
-    """
-    if isinstance(obj, dict):
-        metadata = obj.get("metadata")
-        if isinstance(metadata, dict):
-            metadata.pop("managedFields", None)
-    return obj
 
 
 @dataclasses.dataclass

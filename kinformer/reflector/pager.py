@@ -11,7 +11,8 @@ list and relist; the requests go through its :class:`~kinformer.ListerWatcher`.
 from __future__ import annotations
 
 import logging
-from typing import NamedTuple
+from collections.abc import Callable
+from typing import Any, NamedTuple
 
 from kinformer import context as _context
 from kinformer import errors
@@ -53,6 +54,7 @@ def list_all(
     ctx: _context.Context,
     name: str,
     shard_selector: str = "",
+    on_page: Callable[[interface.ListResult], list[Any]] | None = None,
 ) -> Pages | None:
     """Every page of one list at ``rv`` (``limit`` 0: one request); None once ``ctx`` is cancelled.
 
@@ -61,6 +63,7 @@ def list_all(
     then raises). A continuation page that expired falls back to one full list at ``rv``; any
     other error propagates. ``name`` is the reflector's, for the log line. Every request
     carries ``shard_selector``; the joined result keeps the first page's ``shard_info``.
+    ``on_page``, when given, makes the objects each page contributes, as the page arrives.
     """
     first = interface.list_with_context(
         lister,
@@ -68,8 +71,8 @@ def list_all(
         ctx,
     )
     if not first.continue_token:
-        return Pages(first, False)
-    items = list(first.items)
+        return Pages(first if on_page is None else first._replace(items=on_page(first)), False)
+    items = list(first.items) if on_page is None else on_page(first)
     token = first.continue_token
     checked = first.checked
     while token:
@@ -87,8 +90,8 @@ def list_all(
             )
             full = interface.list_with_context(
                 lister, interface.ListOptions(resource_version=rv, shard_selector=shard_selector), ctx)
-            return Pages(full, True)
-        items.extend(page.items)
+            return Pages(full if on_page is None else full._replace(items=on_page(full)), True)
+        items.extend(page.items if on_page is None else on_page(page))
         token = page.continue_token
         checked = checked and page.checked
     return Pages(

@@ -205,6 +205,14 @@ class Reflector:
     Durations (``resync_period``, ``min_watch_timeout``, ``initial_events_timeout``,
     ``max_internal_error_retry_duration``) are finite seconds and ``page_size`` a count ``>= 0``,
     else :class:`~kinformer.ConfigurationError`.
+
+    ``transform`` (an informer's, see ``SharedIndexInformer.set_transform``) is applied once to
+    every object before the store gets it, as the object arrives: a page's objects when the page
+    comes (what it drops is freed while later pages still download, so their memory is reused;
+    applied to a whole list at its end, the freed memory would lie scattered and unused), each
+    WatchList initial event and each watch event. A transform that raises on a listed object
+    fails the list (logged, retried after a backoff step); on a watch event it is logged as a
+    store error is, and the watch goes on.
     """
 
     def __init__(
@@ -225,8 +233,10 @@ class Reflector:
         initial_events_timeout: float = INITIAL_EVENTS_TIMEOUT,
         max_internal_error_retry_duration: float = 0.0,
         shard_selector: sharding.ShardSelector | None = None,
+        transform: Callable[[Any], Any] | None = None,
     ) -> None:
         self._lw = lister_watcher
+        self._transform = transform
         self._store = store
         self._resync_period = _checks.seconds("resync_period", resync_period)
         self.name = name or _caller_name()
@@ -516,10 +526,31 @@ class Reflector:
     def _list_pages(self, ctx: _context.Context, rv: str) -> pager.Pages:
         """All pages of one list at ``rv``; raises _StopRequested when stopped between pages."""
         limit = pager.page_size(self._page_size, self._paginated_result, rv)
-        pages = pager.list_all(self._lw, rv, limit, ctx, self.name, self._shard_text())
+        on_page = None if self._transform is None else self._transformed
+        pages = pager.list_all(self._lw, rv, limit, ctx, self.name, self._shard_text(), on_page)
         if pages is None:
             raise _StopRequested()
         return pages
+
+    def _transformed(self, page: interface.ListResult) -> list[Any]:
+        """A page's objects through the transform, as the page arrives; an object without a
+        name is left as it is, for the check after the list to skip.
+
+        Under a collector pause, which :meth:`_list`'s ``hold_first_pause`` keeps until the
+        list is stored, whether or not the ListerWatcher paused for its decode.
+        """
+        transform = self._transform
+        assert transform is not None
+        try:
+            with _gc.paused():
+                if page.checked:  # the usual HTTP page: every object checked already
+                    return [transform(obj) for obj in page.items]
+                fit = meta.is_well_formed
+                return [transform(obj) if fit(obj) or meta.has_name(obj) else obj
+                        for obj in page.items]
+        except Exception as exc:
+            raise errors.KinformerError(
+                f"reflector {self.name}: transform failed on a listed object: {exc}") from exc
 
     # -- WATCH (client-go watch, handleWatch) ------------------------------------------------
 
@@ -582,6 +613,7 @@ class Reflector:
                     self._last_version,
                     propagate_now=propagate_now,
                     keep=self._client_filter(),
+                    transform=self._transform,
                 )
             finally:
                 abort.attach(None)
@@ -685,33 +717,36 @@ class Reflector:
                 log.warning("reflector %s: watch-list failed: %s; listing instead", self.name, exc)
                 return None
             self._metrics.watches.inc()
-            temporary = _store.new_store(_store.deletion_handling_meta_namespace_key_func)
-            end = watch.handle_initial_events(
-                ctx, opened, temporary, self.name, self._clock, self._initial_events_timeout,
-                keep=self._client_filter(),
-            )
-            if end.outcome is _Outcome.INITIAL_EVENTS_END:
-                objects = temporary.list()
-                try:
-                    self._store.replace(objects, end.resource_version)
-                except Exception as exc:
-                    opened.watch.close()
-                    self._record_error(exc)
-                    log.warning(
-                        "reflector %s: unable to sync watch-list result: %s; listing instead",
-                        self.name,
-                        exc,
-                    )
-                    return None
-                self._rv_unavailable = False
-                self._mark_synced(end.resource_version)
-                log.debug(
-                    "reflector %s: watch-list synced %d items at rv=%s",
-                    self.name,
-                    len(objects),
-                    end.resource_version,
+            # as over a list: no collection while the initial events pile up and go to the
+            # store, where the informer holds a pause of its own until they are applied
+            with _gc.paused():
+                temporary = _store.new_store(_store.deletion_handling_meta_namespace_key_func)
+                end = watch.handle_initial_events(
+                    ctx, opened, temporary, self.name, self._clock, self._initial_events_timeout,
+                    keep=self._client_filter(), transform=self._transform,
                 )
-                return opened
+                if end.outcome is _Outcome.INITIAL_EVENTS_END:
+                    objects = temporary.list()
+                    try:
+                        self._store.replace(objects, end.resource_version)
+                    except Exception as exc:
+                        opened.watch.close()
+                        self._record_error(exc)
+                        log.warning(
+                            "reflector %s: unable to sync watch-list result: %s; listing instead",
+                            self.name,
+                            exc,
+                        )
+                        return None
+                    self._rv_unavailable = False
+                    self._mark_synced(end.resource_version)
+                    log.debug(
+                        "reflector %s: watch-list synced %d items at rv=%s",
+                        self.name,
+                        len(objects),
+                        end.resource_version,
+                    )
+                    return opened
             opened.watch.close()
             if end.outcome is _Outcome.STOPPED or ctx.cancelled():
                 raise _StopRequested()

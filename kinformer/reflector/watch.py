@@ -123,6 +123,7 @@ def handle_any_watch(
     propagate_now: bool = True,
     exit_on_initial_events_end: bool = False,
     keep: Callable[[Any], bool] | None = None,
+    transform: Callable[[Any], Any] | None = None,
 ) -> WatchEnd:
     """Apply the events of ``opened`` to ``store``, in order, until the stream ends; blocks.
 
@@ -141,7 +142,9 @@ def handle_any_watch(
     ADDED. With ``exit_on_initial_events_end``, a bookmark annotated
     ``k8s.io/initial-events-end`` returns INITIAL_EVENTS_END at its version; the watch stays open.
     With ``keep``, an ADDED, MODIFIED or DELETED event whose object ``keep`` refuses leaves the
-    store alone but counts, its version included (a shard filtered on the client).
+    store alone but counts, its version included (a shard filtered on the client). With
+    ``transform``, the store gets ``transform(obj)`` of each event it would get; an error there
+    is logged as a store error is.
     """
     bookmark = getattr(store, "bookmark", None)
     if not callable(bookmark):
@@ -154,7 +157,8 @@ def handle_any_watch(
     }
     take_version = getattr(store, "update_resource_version", None)
     well_formed = meta.is_well_formed
-    debug = log.isEnabledFor(logging.DEBUG)
+    # a line per change, but none per initial event: like a list, they are summed up once
+    debug = log.isEnabledFor(logging.DEBUG) and not exit_on_initial_events_end
     events = 0
     handle = ctx.on_cancel(opened.watch.close)
     try:
@@ -187,7 +191,7 @@ def handle_any_watch(
             try:
                 if action is not None:
                     if keep is None or keep(obj):
-                        action(obj)
+                        action(obj if transform is None else transform(obj))
                 elif bookmark is not None:
                     bookmark(rv)
             except Exception:
@@ -224,6 +228,7 @@ def handle_initial_events(
     clock: _clock.Clock,
     timeout: float,
     keep: Callable[[Any], bool] | None = None,
+    transform: Callable[[Any], Any] | None = None,
 ) -> WatchEnd:
     """Apply a WatchList stream's initial events to ``store`` until the end bookmark; blocks.
 
@@ -249,8 +254,8 @@ def handle_initial_events(
         timed_out,
     )
     try:
-        end = handle_any_watch(
-            ctx, opened, store, name, unused, exit_on_initial_events_end=True, keep=keep)
+        end = handle_any_watch(ctx, opened, store, name, unused, exit_on_initial_events_end=True,
+                               keep=keep, transform=transform)
     finally:
         finished.set()
         _threads.join_all([timer])

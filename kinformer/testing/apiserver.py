@@ -27,11 +27,11 @@ import socket
 import ssl
 import tempfile
 import threading
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from types import TracebackType
 from typing import Any
 
-from kinformer import _checks, _threads, errors
+from kinformer import _checks, _gc, _threads, errors
 from kinformer.gvr import GroupVersionResource, KubeObject
 from kinformer.testing._apiserver import (
     clusters,
@@ -450,16 +450,42 @@ class FakeAPIServer:
         ns = str((body.get("metadata") or {}).get("namespace") or "") if rt.namespaced else ""
         return self._call(lambda: self._storage.create(rt, ns, body, cluster=where))
 
-    def bulk_create(self, gvr: GroupVersionResource, objs: Iterable[KubeObject], *,
-                    cluster: str | None = None) -> str:
-        """Create many objects at once (one lock hold); returns the last resourceVersion."""
+    def preload(self, gvr: GroupVersionResource, objects: Iterable[KubeObject], *,
+                cluster: str | None = None) -> str:
+        """Store many objects at once, each as :meth:`create` stores it; returns the last
+        resourceVersion.
+
+        For loading a large data set in seconds: no HTTP request per object, one lock hold,
+        the cyclic collector paused. Each object is copied (the caller's stay untouched) and
+        gets what a create gives it: a uid, ``creationTimestamp``, its own resourceVersion
+        (increasing in the order given), the type's defaults and starting status (a status
+        given is kept, as for :meth:`create`), and an ADDED event for open watches. A
+        ``managedFields`` given is kept; none is recorded.
+
+        All or none: every object is checked before any is stored. The first that a create
+        would refuse (a malformed body, an invalid name, a missing namespace, a name already
+        stored or given twice) raises the :class:`~kinformer.APIError` subclass a create
+        gets, its message beginning with the item's position and name (``item 3 (ns/a):
+        ...``), and nothing is stored; an object that cannot be encoded as JSON raises
+        :class:`~kinformer.errors.BadRequestError` the same way. Example::
+
+            server.preload(PODS, (make_pod(i) for i in range(150_000)))
+
+        ``cluster`` names the logical cluster to store into, as for :meth:`create`.
+        """
         where = self._cluster(cluster)
         rt = self._type(gvr, where, "create")
-        bodies = [records.copy(o) for o in objs]
         try:
-            return str(self._storage.bulk_create(rt, bodies, cluster=where))
+            with _gc.paused():
+                bodies = list(_copies(objects))
+                return str(self._storage.bulk_create(rt, bodies, cluster=where))
         except StatusError as err:
             raise errors.api_error_from_status(err.code, err.body()) from None
+
+    def bulk_create(self, gvr: GroupVersionResource, objs: Iterable[KubeObject], *,
+                    cluster: str | None = None) -> str:
+        """:meth:`preload` by its earlier name: many objects at once, all or none."""
+        return self.preload(gvr, objs, cluster=cluster)
 
     def update(self, gvr: GroupVersionResource, obj: KubeObject, *,
                cluster: str | None = None) -> KubeObject:
@@ -502,3 +528,13 @@ class FakeAPIServer:
             raise errors.api_error_from_status(err.code, err.body()) from None
         obj: KubeObject = records.loads(entry.data)
         return obj
+
+
+def _copies(objects: Iterable[Any]) -> Iterator[Any]:
+    """A private copy of each object; one that cannot be encoded raises 400 naming it."""
+    for index, obj in enumerate(objects):
+        try:
+            yield records.copy(obj)
+        except (TypeError, ValueError) as exc:  # orjson's and json's encode errors
+            problem = status.bad_request(f"the object cannot be encoded as JSON: {exc}")
+            raise status.for_item(problem, index, obj) from None

@@ -484,3 +484,14 @@ def test_kubectl_gets_and_creates_in_a_logical_cluster(
     assert cluster_of(server.get(CONFIGMAPS, NS, "made", cluster="b")) == "b"
     assert kubectl("*", "get", "cm", "-A", "-o", "name").split() == [
         "configmap/in-b", "configmap/made", "configmap/in-root"]
+
+
+def test_preload_stores_into_the_cluster_named_and_annotates_it(
+    server: FakeAPIServer, client_of: Callable[[str | None], Any]
+) -> None:
+    server.preload(CONFIGMAPS, [{**cm_manifest(f"c{i}"), "metadata": {"name": f"c{i}", "namespace": NS}}
+                              for i in range(3)], cluster="a")
+    listed = core(client_of, "a").list_namespaced_config_map(NS).items
+    assert sorted(cm.metadata.name for cm in listed) == ["c0", "c1", "c2"]
+    assert {cm.metadata.annotations[ANNOTATION] for cm in listed} == {"a"}
+    assert core(client_of, "b").list_namespaced_config_map(NS).items == []

@@ -144,6 +144,18 @@ def invalid_options(kind: str, causes: list[tuple[str, str, str]]) -> StatusErro
     return StatusError(422, "Invalid", f'{kind}.meta.k8s.io "" is invalid: {text}', details)
 
 
+def for_item(err: StatusError, index: int, obj: Any) -> StatusError:
+    """``err`` as one item of a bulk write answers it: its message begins with the item's
+    position and, when the body names it, its namespace and name (``item 3 (ns/a): ...``)."""
+    meta = obj.get("metadata") if isinstance(obj, dict) else None
+    where = f"item {index}"
+    if isinstance(meta, dict) and isinstance(meta.get("name"), str) and meta["name"]:
+        namespace = meta.get("namespace")
+        prefix = f"{namespace}/" if isinstance(namespace, str) and namespace else ""
+        where += f" ({prefix}{meta['name']})"
+    return StatusError(err.code, err.reason, f"{where}: {err.message}", err.details)
+
+
 def bad_request(message: str) -> StatusError:
     return StatusError(400, "BadRequest", message)
 

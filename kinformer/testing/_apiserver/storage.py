@@ -16,12 +16,12 @@ namespaces a new cluster starts with.
 
 from __future__ import annotations
 
-import gc
 import threading
 import time
 from collections.abc import Callable, Iterable
 from typing import Any
 
+from kinformer import _gc
 from kinformer.testing._apiserver import (
     clusters,
     defaults,
@@ -338,30 +338,48 @@ class Storage:
         with self._lock:
             return self._create_locked(self._space(cluster), rt, namespace, obj, dry_run, writer)
 
-    def bulk_create(self, rt: ResourceType, objs: Iterable[dict[str, Any]],
-                    cluster: str = ROOT) -> int:
-        """Create many objects under one lock hold; returns the last resourceVersion.
+    def bulk_create(self, rt: ResourceType, objs: Iterable[Any], cluster: str = ROOT) -> int:
+        """Create many objects, all or none, under one lock hold; returns the last resourceVersion.
 
-        The cyclic garbage collector is paused meanwhile (it would walk the growing store
-        again and again) and restored afterwards, even on errors.
+        Each is checked and stamped as :meth:`create` does (by the server itself, ``writer``
+        None) before any is stored: the first one a create would refuse, or whose name comes
+        twice, raises its StatusError, its message beginning with the item's position and
+        name, and nothing is stored. Then each is stored in order, with its own version and
+        event. The cyclic collector is paused meanwhile (:func:`kinformer._gc.paused`), so it
+        does not walk the growing store again and again.
         """
-        was_enabled = gc.isenabled()
-        gc.disable()
-        try:
-            with self._lock:
-                space = self._space(cluster)
-                for obj in objs:
-                    ns = str((obj.get("metadata") or {}).get("namespace") or "")
-                    self._create_locked(space, rt, ns if rt.namespaced else "", obj)
-                return self._rv
-        finally:
-            if was_enabled:
-                gc.enable()
+        with _gc.paused(), self._lock:
+            space = self._space(cluster)
+            admitted: list[tuple[dict[str, Any], str, str]] = []
+            keys: set[tuple[str, str]] = set()
+            for index, obj in enumerate(objs):
+                try:
+                    namespace, name = self._admit_locked(
+                        space, rt, _namespace_of(rt, obj), obj, None)
+                    if (namespace, name) in keys:
+                        raise status.already_exists(rt, name)
+                except status.StatusError as err:
+                    raise status.for_item(err, index, obj) from None
+                keys.add((namespace, name))
+                admitted.append((obj, namespace, name))
+            for obj, namespace, name in admitted:
+                self._store_created_locked(space, rt, obj, namespace, name)
+            return self._rv
 
     def _create_locked(
         self, space: Keyspace, rt: ResourceType, namespace: str, obj: Any,
         dry_run: bool = False, writer: fieldmanager.Writer | None = None,
     ) -> Entry:
+        namespace, name = self._admit_locked(space, rt, namespace, obj, writer)
+        if dry_run:
+            return encode(rt, obj if rt.custom else ordered(obj), self._rv)
+        return self._store_created_locked(space, rt, obj, namespace, name)
+
+    def _admit_locked(
+        self, space: Keyspace, rt: ResourceType, namespace: str, obj: Any,
+        writer: fieldmanager.Writer | None,
+    ) -> tuple[str, str]:
+        """Check a create of ``obj`` and stamp it, storing nothing: ``(namespace, name)``."""
         meta, namespace, name = strategy.settle_create(rt, namespace, obj)
         if rt.namespaced and ("", namespace) not in space.buckets.get("namespaces", {}):
             raise status.namespace_not_found(namespace)
@@ -370,8 +388,12 @@ class Storage:
         strategy.stamp_create(rt, name, obj, meta, self._allocate, writer)
         if self.logical_clusters:
             clusters.annotate(meta, space.name)
-        if dry_run:
-            return encode(rt, obj if rt.custom else ordered(obj), self._rv)
+        return namespace, name
+
+    def _store_created_locked(
+        self, space: Keyspace, rt: ResourceType, obj: Any, namespace: str, name: str,
+    ) -> Entry:
+        """Store an admitted object: its version, its event, and what its type's creation does."""
         entry = self._commit(space, rt, ADDED, obj, None, namespace, name)
         if strategy.is_crd(rt):
             space.serve_crd(entry.obj)
@@ -519,3 +541,11 @@ class Storage:
         space.buckets.pop(gr, None)
         space.sorted.pop(gr, None)
         self._lock.notify_all()
+
+
+def _namespace_of(rt: ResourceType, obj: Any) -> str:
+    """The namespace a server-side create of ``obj`` goes to: its own, for a namespaced type."""
+    if not rt.namespaced or not isinstance(obj, dict):
+        return ""
+    meta = obj.get("metadata")
+    return str(meta.get("namespace") or "") if isinstance(meta, dict) else ""

@@ -1,0 +1,92 @@
+"""Ready-made informer transforms, and :func:`chain` to compose them.
+
+A transform (``SharedIndexInformer.set_transform(fn)``, client-go's ``SetTransform``) is applied
+once to every object the informer receives, before it is queued and cached, and the cache keeps
+what it returns. What it drops is never held: :func:`strip_managed_fields` removes
+``metadata.managedFields``, a fifth of a typical Pod's memory, which almost no controller reads.
+
+An informer hands its transform each object freshly decoded from the list or watch, held by
+nothing else yet, so a transform may change it in place and return it, as client-go's do; that
+is the fast path. A transform over objects other code still holds (a ListerWatcher of your own
+that serves objects it keeps) should copy first. Example::
+
+    informer.set_transform(chain(strip_managed_fields, my_transform))
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+Transform = Callable[[Any], Any]
+"""``fn(obj) -> obj``: what the informer caches instead of ``obj``."""
+
+
+def strip_managed_fields(obj: Any) -> Any:
+    """Drop ``metadata.managedFields`` from ``obj``, in place, and return ``obj``.
+
+    For a decoded object (a dict) the key is removed from its metadata; for one of the official
+    client's models, ``metadata.managed_fields`` is set to None. Anything else, and an object
+    without managedFields, comes back as it was, unchanged: the function never writes to an
+    object that has nothing to drop, so applying it twice, or to an object already cached, is
+    harmless. It reads the dict itself, not through ``kinformer.meta``, whose two-shape reader
+    would more than double its cost.
+
+    >>> pod = {"metadata": {"name": "web", "managedFields": [{"manager": "kubectl"}]}}
+    >>> strip_managed_fields(pod) is pod, pod
+    (True, {'metadata': {'name': 'web'}})
+    """
+    if isinstance(obj, dict):
+        metadata = obj.get("metadata")
+        if isinstance(metadata, dict) and "managedFields" in metadata:
+            del metadata["managedFields"]
+        return obj
+    model_metadata: Any = getattr(obj, "metadata", None)
+    if getattr(model_metadata, "managed_fields", None) is not None:
+        model_metadata.managed_fields = None
+    return obj
+
+
+def chain(*fns: Transform | None) -> Transform:
+    """One transform applying ``fns`` left to right, each to what the one before returned.
+
+    None entries are skipped, so an optional step reads as ``chain(strip_managed_fields,
+    redact if hide_secrets else None)``. With one function left it is returned itself (no
+    extra call per object); with none, the identity. Anything else that is not callable raises
+    TypeError at once, not on the first object.
+
+    >>> def label(obj):
+    ...     obj["metadata"].setdefault("labels", {})["seen"] = "yes"
+    ...     return obj
+    >>> both = chain(strip_managed_fields, None, label)
+    >>> both({"metadata": {"name": "web", "managedFields": []}})
+    {'metadata': {'name': 'web', 'labels': {'seen': 'yes'}}}
+    >>> chain(strip_managed_fields) is strip_managed_fields
+    True
+    """
+    steps = tuple(fn for fn in fns if fn is not None)
+    for fn in steps:
+        if not callable(fn):
+            raise TypeError(f"not a transform (a callable): {fn!r}")
+    if not steps:
+        return _identity
+    if len(steps) == 1:
+        return steps[0]
+    if len(steps) == 2:
+        first, second = steps
+
+        def both(obj: Any) -> Any:
+            return second(first(obj))
+
+        return both
+
+    def chained(obj: Any) -> Any:
+        for fn in steps:
+            obj = fn(obj)
+        return obj
+
+    return chained
+
+
+def _identity(obj: Any) -> Any:
+    return obj
