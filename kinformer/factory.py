@@ -231,7 +231,8 @@ class DynamicSharedInformerFactory:
         """Cache only ``selector``'s shard (None: everything) in every informer, made and to come.
 
         Running informers relist with it at once (see
-        :meth:`SharedIndexInformer.set_shard_selector`).
+        :meth:`SharedIndexInformer.set_shard_selector`); :meth:`ShardSelector.empty()
+        <kinformer.ShardSelector.empty>` empties every one of them and sends nothing.
         """
         with self._lock:
             self._shard_selector = selector

@@ -335,6 +335,14 @@ class SharedIndexInformer:
         (``ListWatch.for_resource(shard_selector=...)``) gives the informer its first one, and
         None goes back to it. Where the server does not shard, the reflector filters with the
         same hash (see :meth:`server_side_sharding`).
+
+        :meth:`ShardSelector.empty() <kinformer.ShardSelector.empty>` owns nothing: the
+        informer sends no list or watch, every cached object reaches ``on_delete`` (as
+        DeletedFinalStateUnknown, like any object that left the shard), and the cache stays
+        empty until a non-empty selector (or None) comes; it then lists as usual. An informer
+        that owns nothing counts as synced once its cache has been emptied, so a readiness
+        check does not flap while its shard is empty. Given before :meth:`run`, the informer
+        starts owning nothing and syncs without a request.
         """
         if selector is not None and not isinstance(selector, sharding.ShardSelector):
             raise TypeError(f"not a ShardSelector: {selector!r}")
@@ -342,7 +350,7 @@ class SharedIndexInformer:
             if selector is None:
                 selector = getattr(self._lister_watcher, "shard_selector", None)
             self._shard_selector = selector
-            refl = self._reflector
+            refl = None if self._stopped else self._reflector
         if refl is not None:
             refl.set_shard_selector(selector)
 

@@ -7,7 +7,9 @@ member while its record has changed within ``lease_duration`` by this member's o
 leader elector's rule, so clock skew between replicas cannot matter). Live members sorted by
 identity split the hash space equally: member *i* of *n* owns ``ShardSelector.for_shard(i, n)``.
 A member that stops deletes its Lease, so the others take its range at once; one that dies is
-dropped once its Lease has not changed for ``lease_duration``.
+dropped once its Lease has not changed for ``lease_duration``. A member that does not see itself
+among the live members owns :meth:`ShardSelector.empty() <kinformer.ShardSelector.empty>`,
+never the whole resource.
 """
 
 from __future__ import annotations
@@ -34,7 +36,7 @@ GROUP_LABEL = "kinformer.io/shard-group"
 REQUEST_TIMEOUT = 10.0  # seconds per Lease request
 JOIN_TIMEOUT = 30.0
 
-Listener = Callable[[sharding.ShardSelector | None], object]
+Listener = Callable[[sharding.ShardSelector], object]
 _LABEL_VALUE = re.compile(r"(?:[A-Za-z0-9](?:[-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?)\Z")
 
 
@@ -49,19 +51,25 @@ class ShardCoordinator:
 
     ``run(stop)`` blocks until ``stop`` (an Event or :class:`~kinformer.Context`) fires: it
     renews this member's Lease, watches the group's Leases and recomputes the members on every
-    change and expiry. On the way out it deletes its Lease, sets its selector to None (telling
-    the listeners) and joins every thread it started. ``selector()`` is this member's
-    :class:`~kinformer.ShardSelector` (None until it sees itself among the members),
-    ``members()`` the live identities in order; listeners added with :meth:`add_listener` are
-    called as ``fn(selector)``, on the coordinator's thread, whenever this member's selector
-    changes. While membership changes two members may briefly both own a range (for at most
-    one renew interval); once it is stable every hash belongs to exactly one live member.
-    Bad settings raise :class:`~kinformer.ConfigurationError`. Thread-safe; runs once.
+    change and expiry. On the way out it deletes its Lease, sets its selector to the empty one
+    (telling the listeners) and joins every thread it started. ``selector()`` is this member's
+    :class:`~kinformer.ShardSelector`, never None: :meth:`ShardSelector.empty()
+    <kinformer.ShardSelector.empty>` while it does not see itself among the live members
+    (before joining, after its Lease vanished or expired, after stop). ``members()`` are the
+    live identities in order; listeners added with :meth:`add_listener` are called as
+    ``fn(selector)``, on the coordinator's thread, whenever this member's selector changes
+    (not when added). A Lease deleted by someone else is created again at the next renewal,
+    and the member re-joins once it sees it. While membership changes two members may briefly
+    both own a range (for at most one renew interval); once it is stable every hash belongs
+    to exactly one live member. Bad settings raise :class:`~kinformer.ConfigurationError`.
+    Thread-safe; runs once.
 
     Example, with ``informer`` a :class:`~kinformer.SharedIndexInformer` and ``stop`` a
-    ``threading.Event``::
+    ``threading.Event``; the informer starts on the coordinator's selector, the empty one, so
+    it caches nothing before this member has its shard::
 
         coordinator = ShardCoordinator(api_client, "my-controller", socket.gethostname())
+        informer.set_shard_selector(coordinator.selector())
         coordinator.add_listener(informer.set_shard_selector)
         threading.Thread(target=coordinator.run, args=(stop,)).start()
     """
@@ -109,7 +117,7 @@ class ShardCoordinator:
             update_func=lambda _old, _new: self._wake.set(),
             delete_func=lambda _obj: self._wake.set()))
         self._lock = threading.Lock()  # guards the fields below
-        self._selector: sharding.ShardSelector | None = None
+        self._selector = sharding.ShardSelector.empty()
         self._members: list[str] = []
         self._listeners: list[Listener] = []
         self._started = False
@@ -119,8 +127,8 @@ class ShardCoordinator:
 
     # -- getters and listeners ---------------------------------------------------------------
 
-    def selector(self) -> sharding.ShardSelector | None:
-        """This member's shard, or None while it does not see itself among the members."""
+    def selector(self) -> sharding.ShardSelector:
+        """This member's shard; the empty one while it does not see itself among the members."""
         with self._lock:
             return self._selector
 
@@ -130,7 +138,7 @@ class ShardCoordinator:
             return list(self._members)
 
     def add_listener(self, fn: Listener) -> None:
-        """Call ``fn(selector)`` whenever this member's selector changes."""
+        """Call ``fn(selector)`` whenever this member's selector changes (not now)."""
         with self._lock:
             self._listeners.append(fn)
 
@@ -168,7 +176,7 @@ class ShardCoordinator:
             self._delete()
             inner.cancel()
             _threads.join_all([watcher], JOIN_TIMEOUT)
-            self._publish(None, [])
+            self._publish(sharding.ShardSelector.empty(), [])
             log.info("shard coordinator %s left group %s", self.identity, self.group)
 
     def _recompute(self, now: float) -> float:
@@ -196,14 +204,14 @@ class ShardCoordinator:
         for key in [k for k in self._observed if k not in seen]:
             del self._observed[key]
         members = sorted({identity for identity, _ in live})
-        selector = None
+        selector = sharding.ShardSelector.empty()
         if self.identity in members:
             selector = sharding.ShardSelector.for_shard(
                 members.index(self.identity), len(members), self._field)
         self._publish(selector, members)
         return next_expiry
 
-    def _publish(self, selector: sharding.ShardSelector | None, members: list[str]) -> None:
+    def _publish(self, selector: sharding.ShardSelector, members: list[str]) -> None:
         """Record ``selector`` and ``members``; tell the listeners when the selector changed."""
         with self._lock:
             changed = selector != self._selector
@@ -213,7 +221,8 @@ class ShardCoordinator:
             self._members = members
             listeners = list(self._listeners) if changed else []
         if changed:
-            log.info("shard coordinator %s: shard is now %s", self.identity, selector or "none")
+            log.info("shard coordinator %s: shard is now %s", self.identity,
+                     selector if selector.ranges else "empty (owns nothing)")
         for listener in listeners:
             try:
                 listener(selector)

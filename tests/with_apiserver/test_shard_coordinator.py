@@ -62,8 +62,8 @@ def converged(coordinators: list[ShardCoordinator], expected: list[str]) -> bool
     return True
 
 
-def covers_once(selectors: list[ShardSelector | None]) -> bool:
-    ranges = sorted(r for s in selectors if s is not None for r in s.ranges)
+def covers_once(selectors: list[ShardSelector]) -> bool:
+    ranges = sorted(r for s in selectors for r in s.ranges)
     return bool(ranges) and ranges[0][0] == 0 and ranges[-1][1] == HASH_SPACE and all(
         a[1] == b[0] for a, b in itertools.pairwise(ranges))
 
@@ -83,7 +83,7 @@ def test_a_member_that_stops_deletes_its_lease_and_the_others_take_its_range(
         assert wait_for(lambda: converged(coordinators, ["a", "b", "c"]), TIMEOUT)
         member_b, stop_b = started["b"]
         stop_b.cancel()
-        assert wait_for(lambda: member_b.selector() is None, TIMEOUT)
+        assert wait_for(lambda: member_b.selector() == ShardSelector.empty(), TIMEOUT)
         names = {o["metadata"]["name"] for o in apiserver.list_objects(LEASES, "default")}
         assert names == {"workers-a", "workers-c"}  # its Lease is gone
         remaining = [started["a"][0], started["c"][0]]
@@ -98,7 +98,7 @@ def test_a_member_whose_lease_stops_changing_is_dropped_after_the_lease_duration
         "metadata": {"name": "workers-ghost", "namespace": "default",
                      "labels": {"kinformer.io/shard-group": "workers"}},
         "spec": {"holderIdentity": "ghost", "leaseDurationSeconds": 1}})
-    seen: list[ShardSelector | None] = []
+    seen: list[ShardSelector] = []
     with members(api_client, "a") as started:
         member = started["a"][0]
         member.add_listener(seen.append)
@@ -106,7 +106,7 @@ def test_a_member_whose_lease_stops_changing_is_dropped_after_the_lease_duration
         assert member.selector() == ShardSelector.for_shard(0, 2)
         assert wait_for(lambda: member.members() == ["a"], TIMEOUT)  # ghost expired
         assert member.selector() == ShardSelector.for_shard(0, 1)
-    assert seen[-2:] == [ShardSelector.for_shard(0, 1), None]
+    assert seen[-2:] == [ShardSelector.for_shard(0, 1), ShardSelector.empty()]
 
 
 def test_informers_following_their_coordinators_hold_every_object_exactly_once(
@@ -120,6 +120,7 @@ def test_informers_following_their_coordinators_hold_every_object_exactly_once(
     with contextlib.ExitStack() as stack:
         for identity, informer in informers.items():
             member = coordinator(api_client, identity)
+            informer.set_shard_selector(member.selector())  # nothing until it has its shard
             member.add_listener(informer.set_shard_selector)
             stack.enter_context(running(member.run))
             stack.enter_context(running(informer.run))
@@ -133,7 +134,8 @@ def test_informers_following_their_coordinators_hold_every_object_exactly_once(
             everything = set().union(*caches)
             return (everything == {f"cm-{i}" for i in range(20)}
                     and sum(map(len, caches)) == 20
-                    and all(inf.shard_selector() is not None for inf in informers.values()))
+                    and all(inf.shard_selector() not in (None, ShardSelector.empty())
+                            for inf in informers.values()))
 
         assert wait_for(exactly_once, TIMEOUT)
 
@@ -152,6 +154,6 @@ def test_bad_settings_are_configuration_errors(api_client: Any, kwargs: dict[str
 def test_a_coordinator_runs_once(api_client: Any) -> None:
     member = coordinator(api_client, "a")
     with running(member.run):
-        assert wait_for(lambda: member.selector() is not None, TIMEOUT)
+        assert wait_for(lambda: member.selector() != ShardSelector.empty(), TIMEOUT)
         with pytest.raises(errors.AlreadyStartedError):
             member.run(threading.Event())
