@@ -10,7 +10,7 @@ from __future__ import annotations
 import contextlib
 import itertools
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
@@ -24,6 +24,7 @@ from kinformer import (
     SharedIndexInformer,
     errors,
 )
+from kinformer.leaderelection import shard_coordinator
 from kinformer.sharding import HASH_SPACE
 from kinformer.testing import FakeAPIServer
 from kinformer.testing.waiting import wait_for
@@ -49,6 +50,20 @@ def members(api_client: Any, *identities: str) -> Iterator[dict[str, tuple[Shard
             stop = stack.enter_context(running(member.run))
             started[identity] = (member, stop)
         yield started
+
+
+def renewed(server: FakeAPIServer, name: str, times: int) -> Callable[[], bool]:
+    """A predicate: True once the Lease ``default/name`` has changed ``times`` times since now."""
+    def version() -> str:
+        return str(server.get(LEASES, "default", name)["metadata"]["resourceVersion"])
+
+    seen = {version()}
+
+    def check() -> bool:
+        seen.add(version())
+        return len(seen) > times
+
+    return check
 
 
 def converged(coordinators: list[ShardCoordinator], expected: list[str]) -> bool:
@@ -107,6 +122,62 @@ def test_a_member_whose_lease_stops_changing_is_dropped_after_the_lease_duration
         assert wait_for(lambda: member.members() == ["a"], TIMEOUT)  # ghost expired
         assert member.selector() == ShardSelector.for_shard(0, 1)
     assert seen[-2:] == [ShardSelector.for_shard(0, 1), ShardSelector.empty()]
+
+
+def test_a_member_whose_renewals_hang_owns_nothing_once_its_lease_runs_out(
+    api_client: Any, apiserver: FakeAPIServer
+) -> None:
+    with members(api_client, "a", "b") as started:
+        coordinators = [m for m, _ in started.values()]
+        assert wait_for(lambda: converged(coordinators, ["a", "b"]), TIMEOUT)
+        apiserver.set_delay(60, "update")  # every renewal hangs, far longer than the test
+        try:
+            # without waiting for its request to time out (shard_coordinator.REQUEST_TIMEOUT),
+            # each member gives its shard up when its own Lease runs out, as the others drop it
+            assert wait_for(lambda: all(m.selector() == ShardSelector.empty() for m in coordinators),
+                            shard_coordinator.REQUEST_TIMEOUT / 2)
+            assert wait_for(lambda: [m.members() for m in coordinators] == [[], []], TIMEOUT)
+        finally:
+            apiserver.set_delay(0, "update")
+        assert wait_for(lambda: converged(coordinators, ["a", "b"]), TIMEOUT)
+
+
+def test_members_whose_view_of_the_group_stalls_never_take_more_than_their_share(
+    api_client: Any, apiserver: FakeAPIServer
+) -> None:
+    # renewing at different paces, so their Leases last changed at different times when the
+    # views stall: in some member's view the others' Leases then run out before its own
+    coordinators = [ShardCoordinator(api_client, "workers", identity, lease_duration=LEASE,
+                                     renew_interval=renew)
+                    for identity, renew in (("a", 0.15), ("b", 0.25), ("c", 0.35))]
+    with contextlib.ExitStack() as stack:
+        for member in coordinators:
+            stack.enter_context(running(member.run))
+        assert wait_for(lambda: converged(coordinators, ["a", "b", "c"]), TIMEOUT)
+        # they joined together; once the slowest has renewed twice more, their last renewals
+        # lie apart
+        assert wait_for(renewed(apiserver, "workers-c", 2), TIMEOUT)
+        heard: dict[str, list[ShardSelector]] = {m.identity: [] for m in coordinators}
+        for member in coordinators:
+            member.add_listener(heard[member.identity].append)
+        # their watches of the group break and cannot be made again, while renewals go on:
+        # in each view the Leases stop changing one after another, its own among them
+        apiserver.forbid("leases", "list")
+        apiserver.forbid("leases", "watch")
+        apiserver.drop_watches()
+        try:
+            assert wait_for(lambda: all(m.selector() == ShardSelector.empty() for m in coordinators),
+                            TIMEOUT)
+        finally:
+            apiserver.allow("leases", "list")
+            apiserver.allow("leases", "watch")
+        assert wait_for(lambda: converged(coordinators, ["a", "b", "c"]), TIMEOUT * 3)
+        had = {name: list(selectors) for name, selectors in heard.items()}
+    for index, member in enumerate(coordinators):
+        share = ShardSelector.for_shard(index, 3)
+        assert ShardSelector.empty() in had[member.identity]
+        assert set(had[member.identity]) == {share, ShardSelector.empty()}, (
+            f"{member.identity} took {had[member.identity]}")
 
 
 def test_informers_following_their_coordinators_hold_every_object_exactly_once(
