@@ -2,7 +2,7 @@
 
 Every member of a shard group keeps a ``coordination.k8s.io/v1`` Lease named
 ``<group>-<identity>`` and labelled ``kinformer.io/shard-group=<group>``, renewed every
-``renew_interval``, and watches the group's Leases with an informer. Live members sorted by
+``renew_interval``, and watches the group's Leases with a reflector. Live members sorted by
 identity split the hash space equally: member *i* of *n* owns ``ShardSelector.for_shard(i, n)``.
 A member that stops deletes its Lease, so the others take its range at once; one that dies is
 dropped once its Lease has not changed for ``lease_duration``.
@@ -30,13 +30,14 @@ from collections.abc import Callable
 from typing import Any
 
 from kinformer import _threads, errors, sharding
+from kinformer import backoff as _backoff
 from kinformer import clock as _clock
 from kinformer import context as _context
+from kinformer.cache import store
 from kinformer.client import listwatch, rest
-from kinformer.handlers import ResourceEventHandlerFuncs
-from kinformer.informer import SharedIndexInformer
 from kinformer.leaderelection.lease_lock import LEASES
 from kinformer.leaderelection.record import format_micro_time, lease_seconds
+from kinformer.reflector import reflector
 
 log = logging.getLogger(__name__)
 
@@ -116,15 +117,17 @@ class ShardCoordinator:
         self._rest = rest.Client(client)
         self._name = lease_name(group, identity)
         self._collection = rest.resource_path(LEASES, namespace)
-        self._informer = SharedIndexInformer(
+        self._wake = threading.Event()  # a Lease of the group changed, or stop
+        self._leases = _Leases(self._wake)
+        # the group's few Leases, relisted within a renew interval after any failure: a member
+        # that cannot see its group owns nothing, so its view must not wait out a long backoff
+        retry = _backoff.Backoff(duration=min(_backoff.BACKOFF_INITIAL, self._renew_interval),
+                                 cap=self._renew_interval)
+        self._reflector = reflector.Reflector(
             listwatch.ListWatch.for_resource(client, LEASES, namespace,
                                              label_selector=f"{GROUP_LABEL}={group}"),
-            clock=self._clock, name=f"shards-{self._name}")
-        self._wake = threading.Event()  # a Lease of the group changed, or stop
-        self._informer.add_event_handler(ResourceEventHandlerFuncs(
-            add_func=lambda _obj: self._wake.set(),
-            update_func=lambda _old, _new: self._wake.set(),
-            delete_func=lambda _obj: self._wake.set()))
+            self._leases, name=f"shards-{self._name}", clock=self._clock,
+            backoff=_backoff.BackoffManager(retry, clock=self._clock))
         self._lock = threading.Lock()  # guards the fields below
         self._selector = sharding.ShardSelector.empty()
         self._members: list[str] = []
@@ -170,7 +173,8 @@ class ShardCoordinator:
         ctx = _context.as_context(stop)
         handle = ctx.on_cancel(self._wake.set)
         inner = _context.Context(f"shards-{self._name}")
-        watcher = _threads.spawn(self._informer.run, _threads.thread_name("shards", self._name), inner)
+        watcher = _threads.spawn(self._reflector.run, _threads.thread_name("shards", self._name),
+                                 inner)
         log.info("shard coordinator %s joining group %s", self.identity, self.group)
         try:
             next_renew = self._clock.now()
@@ -213,7 +217,7 @@ class ShardCoordinator:
         """Work out the live members and this member's selector; when this member's own
         liveness runs out (the next time to recompute without an event)."""
         leases: list[tuple[str, str, float]] = []  # (key, identity, when it was seen change)
-        for lease in self._informer.get_indexer().list():
+        for lease in self._leases.list():
             metadata = lease.get("metadata") or {}
             key = f"{metadata.get('namespace', '')}/{metadata.get('name', '')}"
             version = str(metadata.get("resourceVersion", ""))
@@ -336,3 +340,27 @@ class ShardCoordinator:
         if not isinstance(answer, dict):
             raise errors.DecodeError(f"{where}: response is not an object")
         return answer
+
+
+class _Leases(store.Indexer):
+    """The group's Leases as the reflector lists and watches them; each change sets ``changed``."""
+
+    __slots__ = ("_changed",)
+
+    def __init__(self, changed: threading.Event) -> None:
+        super().__init__(store.meta_namespace_key_func)
+        self._changed = changed
+
+    def add(self, obj: Any, key: str | None = None) -> None:
+        self._write(obj, key)
+        self._changed.set()
+
+    update = add
+
+    def delete(self, obj: Any) -> None:
+        super().delete(obj)
+        self._changed.set()
+
+    def replace(self, objs: Any, resource_version: str = "") -> None:
+        super().replace(objs, resource_version)
+        self._changed.set()

@@ -14,7 +14,7 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
-from helpers import create_cm, running
+from helpers import create_cm, running, step_when_waiting
 
 from kinformer import (
     GroupVersionResource,
@@ -26,7 +26,7 @@ from kinformer import (
 )
 from kinformer.leaderelection import shard_coordinator
 from kinformer.sharding import HASH_SPACE
-from kinformer.testing import FakeAPIServer
+from kinformer.testing import FakeAPIServer, FakeClock
 from kinformer.testing.waiting import wait_for
 
 LEASES = GroupVersionResource("coordination.k8s.io", "v1", "leases")
@@ -178,6 +178,27 @@ def test_members_whose_view_of_the_group_stalls_never_take_more_than_their_share
         assert ShardSelector.empty() in had[member.identity]
         assert set(had[member.identity]) == {share, ShardSelector.empty()}, (
             f"{member.identity} took {had[member.identity]}")
+
+
+def test_a_member_retries_its_view_of_the_group_within_two_renew_intervals(
+    api_client: Any, apiserver: FakeAPIServer
+) -> None:
+    clock = FakeClock()
+    member = ShardCoordinator(api_client, "workers", "a", lease_duration=2.0, renew_interval=0.5,
+                              clock=clock)
+
+    def refused() -> int:
+        return sum(1 for _, path, _, code in apiserver.requests if code == 403 and "leases" in path)
+
+    apiserver.forbid("leases", "list")  # its view cannot be made: it lists again and again
+    longest = 0.0
+    with running(member.run):
+        while refused() < 6:  # past the reflector's default 0.8 s doubling to 30 s
+            assert wait_for(lambda: len(clock.waiters()) >= 2, TIMEOUT)  # loop and reflector
+            longest = max(longest, *(w for w in clock.waiters() if w != float("inf")))
+            step_when_waiting(clock)
+        apiserver.allow("leases", "list")
+    assert longest <= 2 * 0.5  # a backoff step of at most the renew interval, jittered
 
 
 def test_informers_following_their_coordinators_hold_every_object_exactly_once(
