@@ -149,7 +149,8 @@ class ShardCoordinator:
             return self._selector
 
     def members(self) -> list[str]:
-        """The identities of the live members, in shard order."""
+        """The identities of the live members, in shard order; [] while this member does not
+        count itself live (it cannot judge the others then)."""
         with self._lock:
             return list(self._members)
 
