@@ -318,8 +318,10 @@ class HAChaos:
         end = time.monotonic() + seconds
         self._quiet("start")  # the members joined at once: their first views may lag
         self.began = time.monotonic()
+        # a hand-over and a membership change first, so even a short run has both to check
+        first = [self.rng.choice(("stop-leader", "freeze-leader")), self.rng.choice(SHARD_ACTIONS)]
         while time.monotonic() < end:
-            action = self.rng.choice(ACTIONS)
+            action = first.pop(0) if first else self.rng.choice(ACTIONS)
             self.log.append((time.monotonic(), action))
             self.figures.actions[action] += 1
             self.figures.rounds += 1
