@@ -51,7 +51,8 @@ from kinformer.testing import FakeAPIServer, wait_for
 ELECTION = {"lease_duration": 2.0, "renew_deadline": 1.5, "retry_period": 0.2}
 # shard coordination
 SHARDS = {"lease_duration": 2.0, "renew_interval": 0.4}
-SETTLE_SLACK = 0.5  # a renewal in flight at a freeze, then watch delivery, on a loaded host
+SETTLE_SLACK = 0.3  # a renewal in flight at a freeze, then watch delivery, on a loaded host
+LINGER = 1.2  # seconds after a fault is cleared for requests it delayed (Retry-After: 1)
 ACT = 0.002  # seconds a leader stays in the critical section each time
 ACT_GAP = 0.003  # seconds between two actions of a leader
 QUIET_TIMEOUT = 40.0  # seconds a round may take to be quiet again (backoffs may have grown)
@@ -348,6 +349,9 @@ class HAChaos:
         inject()
         self._hold(low, high)
         self.server.clear_faults()
+        # answers already delayed still come late: a slow one, or a 429 whose Retry-After the
+        # official client's HTTP library waits out before it retries by itself
+        threading.Event().wait(LINGER)
         self.excused.append((start, time.monotonic()))
 
     def _5xx(self) -> None:
