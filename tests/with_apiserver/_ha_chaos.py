@@ -469,10 +469,10 @@ class HAChaos:
 
     def _check_hand_overs(self) -> None:
         figures = self.figures
-        spans = sorted(s for s in self.section.spans if self.began <= s[0] <= self.ended)
+        spans = sorted(self.section.spans)
         bound = ELECTION["lease_duration"] + ELECTION["retry_period"]
-        for before, after in itertools.pairwise(spans):
-            if before[2] == after[2]:
+        for before, after in itertools.pairwise(spans):  # a new leader's first action after began
+            if before[2] == after[2] or not self.began <= after[0] <= self.ended:
                 continue
             old_end, new_start = before[1], after[0]
             held_up = [end for start, end in self.excused if start < new_start and end > old_end]
