@@ -9,6 +9,8 @@ namespace. For every data set, in alternation and best of ``--repeat``:
   client must do;
 - ``kinformer``: a SharedIndexInformer (namespace index, one no-op handler) over
   ``ListWatch.for_resource``, from ``run`` to ``has_synced``;
+- ``kinformer+detector`` (with ``--detect-mutations``): the same with the cache mutation
+  detector on (a deep copy of every object cached);
 - ``official``: ``kubernetes.informer.SharedInformer``, from ``start`` until its ADDED handler has
   seen every object (it has no has_synced);
 - ``watch+dict``: ``kubernetes.watch.Watch().stream`` without a resourceVersion (the server sends
@@ -18,7 +20,8 @@ Then watch delivery: WATCH_EVENTS objects written at once into a watched namespa
 second until a kinformer handler has seen them all, next to a raw consumer that only counts the
 lines of the same stream (the server's rate). ``bench_watch.py`` goes deeper into the watch path.
 
-Run ``python benchmarks/bench_informer.py [--json] [--quick] [--repeat R] [--skip-official]``.
+Run ``python benchmarks/bench_informer.py [--json] [--quick] [--repeat R] [--skip-official]
+[--detect-mutations]``.
 """
 
 from __future__ import annotations
@@ -99,12 +102,14 @@ def run_floor(server: ServerProcess, kind: str, namespace: str, n: int) -> float
 PROFILE = os.environ.get("KINFORMER_BENCH_PROFILE", "modern")  # "classic" to compare the profiles
 
 
-def run_kinformer(server: ServerProcess, kind: str, namespace: str, n: int) -> float:
+def run_kinformer(server: ServerProcess, kind: str, namespace: str, n: int,
+                  **options: Any) -> float:
     api = _api_client(server.url)
     informer = SharedIndexInformer(
         ListWatch.for_resource(api, GVRS[kind], namespace=namespace),
         indexers={NAMESPACE_INDEX: meta_namespace_index_func},
         profile=PROFILE,
+        **options,
     )
     informer.add_event_handler(ResourceEventHandlerFuncs(add_func=lambda obj: None))
     stop = threading.Event()
@@ -174,9 +179,14 @@ def run_watch_dict(server: ServerProcess, kind: str, namespace: str, n: int) -> 
     return elapsed
 
 
+def run_kinformer_detector(server: ServerProcess, kind: str, namespace: str, n: int) -> float:
+    return run_kinformer(server, kind, namespace, n, detect_mutations=True)
+
+
 CONTENDERS: dict[str, Callable[[ServerProcess, str, str, int], float]] = {
     "floor": run_floor,
     "kinformer": run_kinformer,
+    "kinformer+detector": run_kinformer_detector,
     "official": run_official,
     "watch+dict": run_watch_dict,
 }
@@ -212,6 +222,8 @@ def bench_sync(
         row["official_over_kinformer"] = best["official"] / best["kinformer"]
     if "watch+dict" in best:
         row["watch_dict_over_kinformer"] = best["watch+dict"] / best["kinformer"]
+    if "kinformer+detector" in best:
+        row["detector_over_kinformer"] = best["kinformer+detector"] / best["kinformer"]
     return row
 
 
@@ -239,6 +251,8 @@ def main() -> int:
     parser.add_argument("--quick", action="store_true", help="a tenth of the sizes, one run")
     parser.add_argument("--json", action="store_true", help="print JSON instead of a table")
     parser.add_argument("--skip-official", action="store_true", help="only floor and kinformer")
+    parser.add_argument("--detect-mutations", action="store_true",
+                        help="also kinformer with the cache mutation detector on")
     args = parser.parse_args()
     sizes = [("configmaps", CONFIGMAPS_SMALL), ("configmaps", CONFIGMAPS_LARGE), ("pods", PODS_N)]
     events = WATCH_EVENTS
@@ -246,7 +260,10 @@ def main() -> int:
         sizes = [(kind, n // 10) for kind, n in sizes]
         events //= 10
         args.repeat = 1
-    names = ["floor", "kinformer"] if args.skip_official else list(CONTENDERS)
+    names = ["floor", "kinformer"] if args.skip_official else ["floor", "kinformer", "official",
+                                                                 "watch+dict"]
+    if args.detect_mutations:
+        names.insert(2, "kinformer+detector")
     results = []
     with ServerProcess(history_size=2 * events + 1000) as server:
         for kind, n in sizes:
@@ -263,15 +280,17 @@ def main() -> int:
         return 0
     print(f"informer sync, best of {args.repeat}, Python {meta['python']}, "
           f"decoder {meta['json_backend']}, server in a child process")
-    header = f"{'data set':<24} {'contender':<12} {'seconds':>9} {'x floor':>8} {'objs/s':>10}"
+    header = f"{'data set':<24} {'contender':<18} {'seconds':>9} {'x floor':>8} {'objs/s':>10}"
     print(header)
     print("-" * len(header))
     for row in results[:-1]:
         label = f"{row['name']} ({row['bytes_per_object']:.0f} B)"
         for name, seconds in row["seconds"].items():
-            print(f"{label:<24} {name:<12} {seconds:>9.3f} {row['ratio_to_floor'][name]:>8.2f} "
+            print(f"{label:<24} {name:<18} {seconds:>9.3f} {row['ratio_to_floor'][name]:>8.2f} "
                   f"{row['objects'] / seconds:>10,.0f}")
             label = ""
+        if "detector_over_kinformer" in row:
+            print(f"{'':<24} kinformer+detector / kinformer = {row['detector_over_kinformer']:.2f}x")
         if "official_over_kinformer" in row:
             print(f"{'':<24} official / kinformer = {row['official_over_kinformer']:.1f}x, "
                   f"watch+dict / kinformer = {row['watch_dict_over_kinformer']:.1f}x")

@@ -189,8 +189,9 @@ class DynamicSharedInformerFactory:
     or individually through :meth:`stop_informer`. After ``shutdown`` the factory starts nothing.
     With ``shard_selector`` (or :meth:`set_shard_selector`) every informer caches only that
     shard of its resource. Its informers follow ``profile`` (``"modern"`` or ``"classic"``, see
-    :class:`~kinformer.SharedIndexInformer`) and resync every ``default_resync`` seconds (0:
-    never; finite, else :class:`~kinformer.ConfigurationError`).
+    :class:`~kinformer.SharedIndexInformer`) and ``detect_mutations`` (see
+    :meth:`SharedIndexInformer.check_mutations`), and resync every ``default_resync`` seconds
+    (0: never; finite, else :class:`~kinformer.ConfigurationError`).
 
     Example, with ``api_client`` an ``ApiClient`` and ``stop`` a ``threading.Event``::
 
@@ -211,9 +212,11 @@ class DynamicSharedInformerFactory:
         *,
         profile: str = "modern",
         shard_selector: sharding.ShardSelector | None = None,
+        detect_mutations: bool | None = None,
     ) -> None:
         informer.check_profile(profile)
         self._profile = profile
+        self._detect_mutations = detect_mutations
         self._shard_selector = shard_selector
         self._client = client
         self._default_resync = _checks.seconds("default_resync", default_resync)
@@ -232,7 +235,8 @@ class DynamicSharedInformerFactory:
         """Cache only ``selector``'s shard (None: everything) in every informer, made and to come.
 
         Running informers relist with it at once (see
-        :meth:`SharedIndexInformer.set_shard_selector`).
+        :meth:`SharedIndexInformer.set_shard_selector`); :meth:`ShardSelector.empty()
+        <kinformer.ShardSelector.empty>` empties every one of them and sends nothing.
         """
         with self._lock:
             self._shard_selector = selector
@@ -317,6 +321,7 @@ class DynamicSharedInformerFactory:
             {store.NAMESPACE_INDEX: store.meta_namespace_index_func},
             name=gvr_subject(gvr),
             profile=self._profile,
+            detect_mutations=self._detect_mutations,
         )
         if self._shard_selector is not None:
             shared.set_shard_selector(self._shard_selector)

@@ -38,7 +38,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from kinformer import _checks, _gc, _threads, context, errors, meta, processor, sharding
-from kinformer.cache import delta_fifo, real_fifo, store
+from kinformer.cache import delta_fifo, mutation_detector, real_fifo, store
 from kinformer.cache.thread_safe_store import NOT_APPLIED
 from kinformer.clock import REAL_CLOCK, Clock
 from kinformer.gvr import GroupVersionResource
@@ -169,6 +169,12 @@ class SharedIndexInformer:
     atomically: a handler reading the cache while a relist's notifications arrive never sees
     part of the old list and part of the new one.
 
+    Cached objects are shared, not copied: a handler or lister caller must copy an object
+    before changing it. ``detect_mutations=True`` (None, the default, follows the environment
+    variable ``KINFORMER_CACHE_MUTATION_DETECTOR``; False turns it off whatever that says)
+    catches one that does not: see :meth:`check_mutations`. A bad ``mutation_check_period``
+    raises :class:`~kinformer.ConfigurationError`.
+
     ``name`` names its threads and log lines; by default the resource the lister-watcher of
     :meth:`ListWatch.for_resource <kinformer.ListWatch.for_resource>` lists (``v1/configmaps``),
     else ``#<n>``. Example::
@@ -197,16 +203,29 @@ class SharedIndexInformer:
         clock: Clock = REAL_CLOCK,
         name: str | None = None,
         profile: str = "modern",
+        detect_mutations: bool | None = None,
+        mutation_check_period: float = 1.0,
     ) -> None:
         check_profile(profile)
+        if not mutation_check_period > 0 or mutation_check_period == float("inf"):
+            raise errors.ConfigurationError(
+                f"mutation_check_period must be a positive number of seconds, got "
+                f"{mutation_check_period!r}")
         self._profile = profile
         self._lister_watcher = lister_watcher
         self.example_object = example_object
         self._name = name or _default_name(lister_watcher)
         self._clock = clock
-        self._indexer = store.Indexer(
-            store.deletion_handling_meta_namespace_key_func, dict(indexers or {})
-        )
+        key_func = store.deletion_handling_meta_namespace_key_func
+        self._detector: mutation_detector.MutationDetector | None = None
+        self._mutation_check_period = _checks.seconds(
+            "mutation_check_period", mutation_check_period, positive=True)
+        if mutation_detector.enabled(detect_mutations):  # else a plain Indexer: nothing to pay
+            self._detector = mutation_detector.MutationDetector(self._name)
+            self._indexer: store.Indexer = mutation_detector.CheckedIndexer(
+                key_func, dict(indexers or {}), self._detector)
+        else:
+            self._indexer = store.Indexer(key_func, dict(indexers or {}))
         self._default_resync = _checks.seconds(
             "default_event_handler_resync_period", default_event_handler_resync_period)
         self._resync_check_period = self._default_resync
@@ -283,6 +302,10 @@ class SharedIndexInformer:
                 self._delta_loop, _threads.thread_name("deltas", self._name), fifo, pause, inner
             ),
         ]
+        if self._detector is not None:
+            threads.append(_threads.spawn(
+                self._detector.run, _threads.thread_name("mutations", self._name), inner,
+                self._mutation_check_period, self._clock))
         try:
             stop.wait()
         finally:
@@ -312,6 +335,20 @@ class SharedIndexInformer:
         """Block until :meth:`has_synced` (True), ``stop`` fires or ``timeout`` passes (False)."""
         return wait_for_cache_sync(stop, self.has_synced, timeout=timeout)
 
+    def check_mutations(self) -> list[str]:
+        """The keys (this informer's key form, sorted) of cached objects changed in place since
+        they were cached; always [] while the mutation detector is off.
+
+        With ``detect_mutations=True`` (or, when it is None, ``KINFORMER_CACHE_MUTATION_DETECTOR``
+        set to ``1`` or ``true``), the informer keeps a deep copy of every object it caches and
+        compares: a handler or lister caller that edited an object it was handed shows up here.
+        While running, the informer also checks every ``mutation_check_period`` seconds and logs
+        each such key at ERROR once (``cache mutation detected: <key>``); nothing is raised. Off,
+        nothing is copied or checked.
+        """
+        detector = self._detector
+        return [] if detector is None else detector.check()
+
     def last_sync_resource_version(self) -> str:
         """The resourceVersion of the last list or watch event applied; "" before run."""
         refl = self._reflector
@@ -339,6 +376,14 @@ class SharedIndexInformer:
         (``ListWatch.for_resource(shard_selector=...)``) gives the informer its first one, and
         None goes back to it. Where the server does not shard, the reflector filters with the
         same hash (see :meth:`server_side_sharding`).
+
+        :meth:`ShardSelector.empty() <kinformer.ShardSelector.empty>` owns nothing: the
+        informer sends no list or watch, every cached object reaches ``on_delete`` (as
+        DeletedFinalStateUnknown, like any object that left the shard), and the cache stays
+        empty until a non-empty selector (or None) comes; it then lists as usual. An informer
+        that owns nothing counts as synced once its cache has been emptied, so a readiness
+        check does not flap while its shard is empty. Given before :meth:`run`, the informer
+        starts owning nothing and syncs without a request.
         """
         if selector is not None and not isinstance(selector, sharding.ShardSelector):
             raise TypeError(f"not a ShardSelector: {selector!r}")
@@ -346,7 +391,7 @@ class SharedIndexInformer:
             if selector is None:
                 selector = getattr(self._lister_watcher, "shard_selector", None)
             self._shard_selector = selector
-            refl = self._reflector
+            refl = None if self._stopped else self._reflector
         if refl is not None:
             refl.set_shard_selector(selector)
 

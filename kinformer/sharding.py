@@ -10,6 +10,11 @@ ranges, with 64-bit FNV-1a over the field's UTF-8 bytes. :class:`ShardSelector` 
 grammar with the server's checks and wording, prints its canonical form, builds equal splits
 of the hash space (:meth:`ShardSelector.for_shard`) and tells whether an object matches, so a
 client can filter by itself where the server does not shard.
+
+:meth:`ShardSelector.empty` is the shard that holds nothing: a member of a shard group that does
+not see itself among the members owns it. It is never sent to a server (whose grammar has no
+such selector, and for which no parameter means *everything*); an informer given it lists and
+watches nothing and caches nothing.
 """
 
 from __future__ import annotations
@@ -49,12 +54,19 @@ def _hex(bound: int) -> str:
     return _END_OF_SPACE if bound == HASH_SPACE else f"0x{bound:016x}"
 
 
+def is_empty(selector: ShardSelector | None) -> bool:
+    """Whether ``selector`` is :meth:`ShardSelector.empty` (None, the whole resource, is not)."""
+    return selector is not None and not selector._ranges
+
+
 class ShardSelector:
     """A field and the half-open hash ranges ``[start, end)`` of it that belong to a shard.
 
     Immutable, hashable and equal by value; ``str()`` is the server's canonical form, which
     :meth:`parse` reads back. Build one with :meth:`parse`, :meth:`for_shard` or
     :meth:`from_ranges`; invalid input raises :class:`~kinformer.ShardSelectorError`.
+    :meth:`empty` is the one selector without ranges: it matches nothing, its ``str()`` is
+    ``""``, and it is never sent as a query parameter (None, not it, means the whole resource).
 
         >>> selector = ShardSelector.for_shard(0, 2)
         >>> str(selector)
@@ -100,9 +112,19 @@ class ShardSelector:
         return hash((self._field, self._ranges))
 
     def __repr__(self) -> str:
-        return f"ShardSelector({str(self)!r})"
+        return f"ShardSelector({str(self)!r})" if self._ranges else "ShardSelector.empty()"
 
     # -- construction ------------------------------------------------------------------------
+
+    @classmethod
+    def empty(cls) -> ShardSelector:
+        """The shard that holds nothing: ``ranges == []``, ``matches()`` always False, ``str()``
+        ``""``. Equal to every other empty selector; its field is the default one.
+
+            >>> ShardSelector.empty().matches({"metadata": {"uid": "u"}}), str(ShardSelector.empty())
+            (False, '')
+        """
+        return _EMPTY
 
     @classmethod
     def for_shard(cls, index: int, count: int, field: str = "object.metadata.uid") -> ShardSelector:
@@ -161,6 +183,16 @@ class ShardSelector:
     def __str__(self) -> str:
         return " || ".join(
             f"shardRange({self._field}, '{_hex(start)}', '{_hex(end)}')" for start, end in self._ranges)
+
+
+def _new_empty() -> ShardSelector:
+    empty = object.__new__(ShardSelector)
+    empty._field = FIELDS[0]
+    empty._ranges = ()
+    return empty
+
+
+_EMPTY = _new_empty()
 
 
 # -- the parser -------------------------------------------------------------------------------

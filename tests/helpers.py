@@ -23,8 +23,10 @@ import importlib.util
 import json
 import queue
 import socket
+import subprocess
+import sys
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from types import ModuleType
@@ -390,6 +392,37 @@ def client_for(url: str, token: str | None = None, ca_file: str | None = None) -
 def client_with_token(server: FakeAPIServer, token: str | None) -> Any:
     """An ``ApiClient`` for the HTTPS ``server`` sending ``token`` as a bearer token (none if None)."""
     return client_for(server.url, token, server.ca_file)
+
+
+@contextmanager
+def example_replicas(
+    example: str, kubeconfig: str, names: Iterable[str], logs: Path
+) -> Iterator[dict[str, subprocess.Popen[bytes]]]:
+    """Run ``docs/examples/<example>.py --replica NAME --kubeconfig PATH --fast`` once per name,
+    each its own process logging to ``logs/<name>.log``; yields name -> process.
+
+    On the way out every process still running gets SIGTERM and must exit 0 within TIMEOUT * 2
+    seconds (it is killed and the test fails otherwise).
+    """
+    started: dict[str, subprocess.Popen[bytes]] = {}
+    try:
+        for name in names:
+            with open(logs / f"{name}.log", "wb") as log:
+                started[name] = subprocess.Popen(
+                    [sys.executable, str(EXAMPLES / f"{example}.py"), "--replica", name,
+                     "--kubeconfig", kubeconfig, "--fast"],
+                    stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT)
+        yield started
+        running_ones = [p for p in started.values() if p.poll() is None]
+        for process in running_ones:
+            process.terminate()
+        codes = {name: p.wait(TIMEOUT * 2) for name, p in started.items() if p in running_ones}
+        assert set(codes.values()) <= {0}, f"replicas did not stop cleanly: {codes}"
+    finally:
+        for process in started.values():
+            if process.poll() is None:
+                process.kill()
+                process.wait()
 
 
 def load_example(name: str) -> ModuleType:

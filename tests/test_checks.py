@@ -68,6 +68,8 @@ CALLS: list[tuple[str, Callable[[float], object]]] = [
     ("Backoff(cap)", lambda v: kinformer.Backoff(cap=v)),
     ("BackoffManager(reset_after)", lambda v: kinformer.BackoffManager(reset_after=v)),
     ("SharedIndexInformer(resync)", lambda v: _informer(default_event_handler_resync_period=v)),
+    ("SharedIndexInformer(mutation_check_period)",
+     lambda v: _informer(detect_mutations=True, mutation_check_period=v)),
     ("add_event_handler_with_resync_period", _add_handler),
     ("SharedIndexInformer.wait_for_sync(timeout)", lambda v: _informer().wait_for_sync(timeout=v)),
     ("wait_for_cache_sync(timeout)",
@@ -139,6 +141,8 @@ def test_a_number_that_is_not_finite_is_a_configuration_error(
 OUT_OF_RANGE: list[tuple[str, Callable[[], object]]] = [
     ("Backoff(jitter)", lambda: kinformer.Backoff(jitter=-1)),
     ("SharedIndexInformer(resync)", lambda: _informer(default_event_handler_resync_period=-5)),
+    ("SharedIndexInformer(mutation_check_period)",
+     lambda: _informer(detect_mutations=True, mutation_check_period=0)),
     ("ListWatch.for_resource(read_timeout)",
      lambda: kinformer.ListWatch.for_resource(API, CONFIGMAPS, read_timeout=0)),
     ("CachedDiscoveryClient(request_timeout)",

@@ -115,3 +115,21 @@ def test_matching_hashes_the_selected_field_and_a_cluster_scoped_namespace_is_em
 def test_a_shard_outside_its_count_is_refused(index: int, count: int) -> None:
     with pytest.raises(errors.ShardSelectorError):
         ShardSelector.for_shard(index, count)
+
+
+def test_the_empty_selector_matches_nothing_prints_nothing_and_is_one_value() -> None:
+    empty = ShardSelector.empty()
+    assert empty.ranges == [] and str(empty) == "" and repr(empty) == "ShardSelector.empty()"
+    assert not any(empty.matches(obj(f"uid-{i}")) for i in range(100))
+    assert not empty.matches_hash(0) and not empty.matches_hash(HASH_SPACE - 1)
+    assert empty == ShardSelector.empty() and hash(empty) == hash(ShardSelector.empty())
+    assert empty != ShardSelector.for_shard(0, 1) and empty is not None
+    assert len({empty, ShardSelector.empty(), ShardSelector.for_shard(0, 1)}) == 2
+    assert empty.field == "object.metadata.uid"
+
+
+def test_no_other_constructor_makes_an_empty_selector() -> None:
+    with pytest.raises(errors.ShardSelectorError):
+        ShardSelector.from_ranges([])
+    with pytest.raises(errors.ShardSelectorError):
+        ShardSelector.parse("")

@@ -6,25 +6,39 @@ elector gives it; the controller stamps every ConfigMap labelled ``app=ha-demo``
 annotation ``kinformer.io/reconciled-by: <replica>``. When the leader stops, its context is
 cancelled, its informers and workers are joined, it releases the Lease, and another replica
 takes over at its next attempt and re-stamps every ConfigMap from its own initial list. Without
-``release_on_cancel`` the hand-over would wait for the lease to expire instead.
+``release_on_cancel`` the hand-over would wait for the lease to expire instead. A replica that
+loses the lead without being stopped (no renewal for ``renew_deadline``) campaigns again.
 
-Run it as it is to watch the hand-over against an embedded FakeAPIServer::
+Run it as it is to watch the hand-over between three replicas, threads of one process, against
+an embedded FakeAPIServer::
 
     python docs/examples/ha_controller.py
 
-In production each replica is its own process (a Deployment with three replicas, the pod name
-as identity) calling :func:`run_replica` with the cluster's ``ApiClient``.
+Or run each replica as its own process against any cluster (or ``kinformer serve``), the way a
+Deployment runs it; stop the leader (Ctrl-C or SIGTERM: it releases the Lease, so another takes
+over at its next attempt) or kill it (``kill -9``: another takes over once the Lease has
+expired)::
+
+    python docs/examples/ha_controller.py --replica a --kubeconfig kubeconfig
+    python docs/examples/ha_controller.py --replica b --kubeconfig kubeconfig
+
+``--fast`` uses the demo's short timings (a 3 s lease instead of 15 s), so a killed leader is
+replaced within seconds. In production each replica is a pod (the pod name as identity)
+calling :func:`run_replica` with the cluster's ``ApiClient``.
 """
 
 from __future__ import annotations
 
+import argparse
 import logging
+import signal
 import sys
 import threading
 from collections.abc import Callable
 from typing import Any
 
 from kubernetes import client as k8s
+from kubernetes import config as k8s_config
 
 from kinformer import (
     APIResourceMeta,
@@ -89,8 +103,9 @@ def run_replica(
 ) -> None:
     """Run one replica until ``stop`` fires; blocks, and returns with every thread joined.
 
-    It reconciles only while it leads. ``timing`` may set ``lease_duration``,
-    ``renew_deadline`` and ``retry_period`` (client-go's 15, 10 and 2 seconds by default).
+    It reconciles only while it leads; when it loses the lead it campaigns again, with a new
+    elector (an elector runs once). ``timing`` may set ``lease_duration``, ``renew_deadline``
+    and ``retry_period`` (client-go's 15, 10 and 2 seconds by default).
     """
     core = k8s.CoreV1Api(api_client)
 
@@ -104,16 +119,18 @@ def run_replica(
                 controller.run(ctx)
         log.info("%s stopped reconciling", identity)
 
-    elector = LeaderElector(LeaderElectionConfig(
-        LeaseLock(api_client, namespace, LOCK_NAME, identity),
-        on_started_leading=lead,
-        on_stopped_leading=lambda: log.info("%s stepped down", identity),
-        on_new_leader=on_new_leader,
-        release_on_cancel=True,
-        name=LOCK_NAME,
-        **timing,
-    ))
-    elector.run(stop)
+    stopped = stop.is_set if isinstance(stop, threading.Event) else stop.cancelled
+    while not stopped():
+        elector = LeaderElector(LeaderElectionConfig(
+            LeaseLock(api_client, namespace, LOCK_NAME, identity),
+            on_started_leading=lead,
+            on_stopped_leading=lambda: log.info("%s stepped down", identity),
+            on_new_leader=on_new_leader,
+            release_on_cancel=True,
+            name=LOCK_NAME,
+            **timing,
+        ))
+        elector.run(stop)  # returns once stopped, or once it lost the lead
 
 
 def stamps(core: k8s.CoreV1Api) -> dict[str, str]:
@@ -166,12 +183,42 @@ def _stamped_by_new_leader(core: k8s.CoreV1Api, leaders: list[str]) -> bool:
     return True
 
 
-def main(argv: list[str]) -> int:
-    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(threadName)s %(message)s")
-    leaders = hand_over_demo()
-    print(f"leaders in turn: {' -> '.join(leaders)}")
+def run_process(identity: str, kubeconfig: str, namespace: str, fast: bool) -> int:
+    """Run one replica in this process until SIGTERM or SIGINT; 0 once it stopped cleanly."""
+    logging.basicConfig(level=logging.INFO, format=f"%(asctime)s {identity} %(message)s")
+    stop = Context(identity)
+    for signum in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(signum, lambda *_: stop.cancel())
+    api_client = k8s_config.new_client_from_config(config_file=kubeconfig)
+    try:
+        run_replica(api_client, identity, stop, namespace=namespace,
+                    **(DEMO_TIMING if fast else {}))
+    finally:
+        api_client.close()
     return 0
 
 
+def main(argv: list[str] | None = None) -> int:
+    """The demo with no arguments; one replica with ``--replica NAME --kubeconfig PATH``."""
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--replica", metavar="NAME",
+                        help="run only this replica, in this process (needs --kubeconfig)")
+    parser.add_argument("--kubeconfig", metavar="PATH", help="the cluster of --replica")
+    parser.add_argument("--namespace", default="default", help="the Lease's namespace")
+    parser.add_argument("--fast", action="store_true",
+                        help="the demo's short lease timings instead of client-go's")
+    args = parser.parse_args(argv or [])
+    if args.replica is None:
+        if args.kubeconfig is not None:
+            parser.error("--kubeconfig goes with --replica")
+        logging.basicConfig(level=logging.INFO, format="%(asctime)s %(threadName)s %(message)s")
+        leaders = hand_over_demo()
+        print(f"leaders in turn: {' -> '.join(leaders)}")
+        return 0
+    if args.kubeconfig is None:
+        parser.error("--replica needs --kubeconfig")
+    return run_process(args.replica, args.kubeconfig, args.namespace, args.fast)
+
+
 if __name__ == "__main__":
-    sys.exit(main(sys.argv))
+    sys.exit(main(sys.argv[1:]))

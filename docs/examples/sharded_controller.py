@@ -7,25 +7,42 @@ agree, every ConfigMap carries the tag of exactly the replica whose shard holds 
 replica stops, its Lease goes, the other two split the hash space between them, their informers
 relist with the new selectors, and they re-tag the ConfigMaps that moved to them.
 
-Run it as it is to watch against an embedded FakeAPIServer with server-side sharding on::
+The informer starts on the coordinator's selector, which is empty until the replica sees itself
+among the members: a replica caches and reconciles nothing before it has its shard, nor while
+its Lease is gone (someone deleted it; it is created again at the next renewal), nor after it
+stopped. None, not the empty selector, would mean the whole resource.
+
+Run it as it is to watch three replicas, threads of one process, against an embedded
+FakeAPIServer with server-side sharding on::
 
     python docs/examples/sharded_controller.py
 
-In production each replica is its own process (a Deployment, the pod name as identity) calling
-:func:`run_replica` with the cluster's ``ApiClient``. On a server without the
-``ShardedListAndWatch`` feature gate the same code works: each replica then receives every
+Or run each replica as its own process against any cluster (or ``kinformer serve``), the way
+a Deployment runs it; stop one (Ctrl-C or SIGTERM: it deletes its Lease, so the others take its
+range at once) or kill it (``kill -9``: the others take its range once its Lease has expired)::
+
+    python docs/examples/sharded_controller.py --replica a --kubeconfig kubeconfig
+    python docs/examples/sharded_controller.py --replica b --kubeconfig kubeconfig
+
+``--fast`` uses the demo's short Lease timings (3 s and 0.5 s instead of 15 s and 5 s), so a
+killed replica's range moves within seconds. In production each replica is a pod (the pod name
+as identity) calling :func:`run_replica` with the cluster's ``ApiClient``. On a server without
+the ``ShardedListAndWatch`` feature gate the same code works: each replica then receives every
 object and keeps only its shard.
 """
 
 from __future__ import annotations
 
+import argparse
 import contextlib
 import logging
+import signal
 import sys
 import threading
 from typing import Any
 
 from kubernetes import client as k8s
+from kubernetes import config as k8s_config
 
 from kinformer import (
     Context,
@@ -75,6 +92,7 @@ def run_replica(api_client: Any, identity: str, stop: threading.Event | Context,
     informer = SharedIndexInformer(
         ListWatch.for_resource(api_client, CONFIGMAPS, namespace), name=f"cms-{identity}")
     coordinator = ShardCoordinator(api_client, GROUP, identity, namespace, **timing)
+    informer.set_shard_selector(coordinator.selector())  # empty: nothing until it has its shard
     coordinator.add_listener(informer.set_shard_selector)  # relist whenever the shard moves
     controller = Controller(f"tag-{identity}", TagReconciler(informer, k8s.CoreV1Api(api_client),
                                                                identity))
@@ -99,7 +117,41 @@ def tags(core: k8s.CoreV1Api) -> dict[str, str]:
             for cm in core.list_namespaced_config_map("default").items}
 
 
-def main() -> int:
+def run_process(identity: str, kubeconfig: str, namespace: str, fast: bool) -> int:
+    """Run one replica in this process until SIGTERM or SIGINT; 0 once it stopped cleanly."""
+    logging.basicConfig(level=logging.INFO, format=f"%(asctime)s {identity} %(message)s")
+    stop = Context(identity)
+    for signum in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(signum, lambda *_: stop.cancel())
+    api_client = k8s_config.new_client_from_config(config_file=kubeconfig)
+    try:
+        run_replica(api_client, identity, stop, namespace, **(DEMO_TIMING if fast else {}))
+    finally:
+        api_client.close()
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    """The demo with no arguments; one replica with ``--replica NAME --kubeconfig PATH``."""
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--replica", metavar="NAME",
+                        help="run only this replica, in this process (needs --kubeconfig)")
+    parser.add_argument("--kubeconfig", metavar="PATH", help="the cluster of --replica")
+    parser.add_argument("--namespace", default="default", help="the ConfigMaps' and Leases' namespace")
+    parser.add_argument("--fast", action="store_true",
+                        help="the demo's short Lease timings instead of the defaults")
+    args = parser.parse_args(argv or [])
+    if args.replica is None:
+        if args.kubeconfig is not None:
+            parser.error("--kubeconfig goes with --replica")
+        return run_demo()
+    if args.kubeconfig is None:
+        parser.error("--replica needs --kubeconfig")
+    return run_process(args.replica, args.kubeconfig, args.namespace, args.fast)
+
+
+def run_demo() -> int:
+    """Three replicas as threads of this process against an embedded FakeAPIServer."""
     logging.basicConfig(level=logging.INFO, format="%(threadName)s %(message)s")
     with FakeAPIServer(feature_gates={"ShardedListAndWatch": True}) as server:
         api_client = server.api_client()
@@ -132,4 +184,4 @@ def main() -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(main(sys.argv[1:]))

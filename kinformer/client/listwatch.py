@@ -16,8 +16,8 @@ from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
 from kinformer import context as _context
+from kinformer import errors, sharding
 from kinformer import gvr as _gvr
-from kinformer import sharding
 from kinformer.client import interface, resource, rest
 
 DEFAULT_READ_TIMEOUT = 60.0  # seconds of silence that mark a watch dead; above the bookmark interval
@@ -113,7 +113,9 @@ class ListWatch:
         ``tweak_list_options`` may change the options of
         every request in place (or return new ones), like client-go's factory option.
         ``shard_selector`` (a :class:`~kinformer.ShardSelector` or its text) goes with every
-        request that names none itself; an informer over this ListWatch starts with it.
+        request that names none itself; an informer over this ListWatch starts with it. The
+        empty selector raises :class:`~kinformer.ConfigurationError`: no parameter would mean
+        the whole resource (give it to the informer instead).
 
         Example::
 
@@ -124,6 +126,10 @@ class ListWatch:
         if shard_selector is not None:
             selector = (shard_selector if isinstance(shard_selector, sharding.ShardSelector)
                         else sharding.ShardSelector.parse(str(shard_selector)))
+            if sharding.is_empty(selector):  # sent as no parameter, it would mean everything
+                raise errors.ConfigurationError(
+                    "an empty shard selector holds nothing and cannot go with a request; "
+                    "give it to the informer (set_shard_selector) instead")
         http = resource.HTTPResource(
             rest.Client(client),
             gvr,

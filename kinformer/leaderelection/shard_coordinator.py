@@ -2,12 +2,22 @@
 
 Every member of a shard group keeps a ``coordination.k8s.io/v1`` Lease named
 ``<group>-<identity>`` and labelled ``kinformer.io/shard-group=<group>``, renewed every
-``renew_interval``, and watches the group's Leases with an informer. A Lease counts as a live
-member while its record has changed within ``lease_duration`` by this member's own clock (the
-leader elector's rule, so clock skew between replicas cannot matter). Live members sorted by
+``renew_interval``, and watches the group's Leases with a reflector. Live members sorted by
 identity split the hash space equally: member *i* of *n* owns ``ShardSelector.for_shard(i, n)``.
 A member that stops deletes its Lease, so the others take its range at once; one that dies is
 dropped once its Lease has not changed for ``lease_duration``.
+
+Time is judged on this member's own clock (the leader elector's rule, so clock skew between
+replicas cannot matter), and only through a view it knows to be fresh. This member is live while
+the newest of its own renewals that its watch has shown it began less than ``lease_duration``
+ago: the others, who saw that renewal no earlier, cannot drop it sooner. Another member is
+dropped once this member has seen its own renewals go on for ``lease_duration`` past the last
+change of that member's Lease, never merely because time passed: a view that stalls (a watch
+that broke and cannot be made again) makes this member own nothing, and never makes it think
+the others gone and take their ranges. A member that does not see itself among the live members
+owns :meth:`ShardSelector.empty() <kinformer.ShardSelector.empty>`, never the whole resource. A
+renewal is given no more time than this member's Lease has left, so a request that hangs cannot
+keep it on a shard.
 """
 
 from __future__ import annotations
@@ -20,21 +30,23 @@ from collections.abc import Callable
 from typing import Any
 
 from kinformer import _checks, _threads, errors, sharding
+from kinformer import backoff as _backoff
 from kinformer import clock as _clock
 from kinformer import context as _context
+from kinformer.cache import store
 from kinformer.client import listwatch, rest
-from kinformer.handlers import ResourceEventHandlerFuncs
-from kinformer.informer import SharedIndexInformer
 from kinformer.leaderelection.lease_lock import LEASES
 from kinformer.leaderelection.record import format_micro_time, lease_seconds
+from kinformer.reflector import reflector
 
 log = logging.getLogger(__name__)
 
 GROUP_LABEL = "kinformer.io/shard-group"
-REQUEST_TIMEOUT = 10.0  # seconds per Lease request
+REQUEST_TIMEOUT = 10.0  # seconds per Lease request at most; a renewal gets only what its Lease has left
 JOIN_TIMEOUT = 30.0
+WRITES_KEPT = 16  # own renewals remembered until the watch shows them; a few renew intervals
 
-Listener = Callable[[sharding.ShardSelector | None], object]
+Listener = Callable[[sharding.ShardSelector], object]
 _LABEL_VALUE = re.compile(r"(?:[A-Za-z0-9](?:[-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?)\Z")
 
 
@@ -49,19 +61,25 @@ class ShardCoordinator:
 
     ``run(stop)`` blocks until ``stop`` (an Event or :class:`~kinformer.Context`) fires: it
     renews this member's Lease, watches the group's Leases and recomputes the members on every
-    change and expiry. On the way out it deletes its Lease, sets its selector to None (telling
-    the listeners) and joins every thread it started. ``selector()`` is this member's
-    :class:`~kinformer.ShardSelector` (None until it sees itself among the members),
-    ``members()`` the live identities in order; listeners added with :meth:`add_listener` are
-    called as ``fn(selector)``, on the coordinator's thread, whenever this member's selector
-    changes. While membership changes two members may briefly both own a range (for at most
-    one renew interval); once it is stable every hash belongs to exactly one live member.
-    Bad settings raise :class:`~kinformer.ConfigurationError`. Thread-safe; runs once.
+    change and expiry. On the way out it deletes its Lease, sets its selector to the empty one
+    (telling the listeners) and joins every thread it started. ``selector()`` is this member's
+    :class:`~kinformer.ShardSelector`, never None: :meth:`ShardSelector.empty()
+    <kinformer.ShardSelector.empty>` while it does not see itself among the live members
+    (before joining, after its Lease vanished or expired, after stop). ``members()`` are the
+    live identities in order; listeners added with :meth:`add_listener` are called as
+    ``fn(selector)``, on the coordinator's thread, whenever this member's selector changes
+    (not when added). A Lease deleted by someone else is created again at the next renewal,
+    and the member re-joins once it sees it. While membership changes two members may briefly
+    both own a range (for at most one renew interval); once it is stable every hash belongs
+    to exactly one live member. Bad settings raise :class:`~kinformer.ConfigurationError`.
+    Thread-safe; runs once.
 
     Example, with ``informer`` a :class:`~kinformer.SharedIndexInformer` and ``stop`` a
-    ``threading.Event``::
+    ``threading.Event``; the informer starts on the coordinator's selector, the empty one, so
+    it caches nothing before this member has its shard::
 
         coordinator = ShardCoordinator(api_client, "my-controller", socket.gethostname())
+        informer.set_shard_selector(coordinator.selector())
         coordinator.add_listener(informer.set_shard_selector)
         threading.Thread(target=coordinator.run, args=(stop,)).start()
     """
@@ -101,38 +119,45 @@ class ShardCoordinator:
         self._rest = rest.Client(client)
         self._name = lease_name(group, identity)
         self._collection = rest.resource_path(LEASES, namespace)
-        self._informer = SharedIndexInformer(
+        self._wake = threading.Event()  # a Lease of the group changed, or stop
+        self._leases = _Leases(self._wake)
+        # the group's few Leases, relisted within a renew interval after any failure: a member
+        # that cannot see its group owns nothing, so its view must not wait out a long backoff
+        retry = _backoff.Backoff(duration=min(_backoff.BACKOFF_INITIAL, self._renew_interval),
+                                 cap=self._renew_interval)
+        self._reflector = reflector.Reflector(
             listwatch.ListWatch.for_resource(client, LEASES, namespace,
                                              label_selector=f"{GROUP_LABEL}={group}"),
-            clock=self._clock, name=f"shards-{self._name}")
-        self._wake = threading.Event()  # a Lease of the group changed, or stop
-        self._informer.add_event_handler(ResourceEventHandlerFuncs(
-            add_func=lambda _obj: self._wake.set(),
-            update_func=lambda _old, _new: self._wake.set(),
-            delete_func=lambda _obj: self._wake.set()))
+            self._leases, name=f"shards-{self._name}", clock=self._clock,
+            backoff=_backoff.BackoffManager(retry, clock=self._clock))
         self._lock = threading.Lock()  # guards the fields below
-        self._selector: sharding.ShardSelector | None = None
+        self._selector = sharding.ShardSelector.empty()
         self._members: list[str] = []
         self._listeners: list[Listener] = []
         self._started = False
         # only touched by the run thread: Lease key -> (resourceVersion, when it was seen change)
         self._observed: dict[str, tuple[str, float]] = {}
         self._lease: dict[str, Any] | None = None  # this member's Lease as last written
+        self._own_key = f"{namespace}/{self._name}"
+        self._valid_until = float("-inf")  # last successful renewal's start + lease_duration
+        self._written: dict[str, float] = {}  # resourceVersion of a recent renewal -> its start
+        self._seen_own = float("-inf")  # start of the newest own renewal the watch has shown
 
     # -- getters and listeners ---------------------------------------------------------------
 
-    def selector(self) -> sharding.ShardSelector | None:
-        """This member's shard, or None while it does not see itself among the members."""
+    def selector(self) -> sharding.ShardSelector:
+        """This member's shard; the empty one while it does not see itself among the members."""
         with self._lock:
             return self._selector
 
     def members(self) -> list[str]:
-        """The identities of the live members, in shard order."""
+        """The identities of the live members, in shard order; [] while this member does not
+        count itself live (it cannot judge the others then)."""
         with self._lock:
             return list(self._members)
 
     def add_listener(self, fn: Listener) -> None:
-        """Call ``fn(selector)`` whenever this member's selector changes."""
+        """Call ``fn(selector)`` whenever this member's selector changes (not now)."""
         with self._lock:
             self._listeners.append(fn)
 
@@ -151,14 +176,17 @@ class ShardCoordinator:
         ctx = _context.as_context(stop)
         handle = ctx.on_cancel(self._wake.set)
         inner = _context.Context(f"shards-{self._name}")
-        watcher = _threads.spawn(self._informer.run, _threads.thread_name("shards", self._name), inner)
+        watcher = _threads.spawn(self._reflector.run, _threads.thread_name("shards", self._name),
+                                 inner)
         log.info("shard coordinator %s joining group %s", self.identity, self.group)
         try:
             next_renew = self._clock.now()
             while not ctx.cancelled():
                 now = self._clock.now()
                 if now >= next_renew:
-                    renewed = self._renew(ctx)
+                    renewed = self._renew(ctx, self._request_timeout(now))
+                    if renewed:
+                        self._wrote(now)
                     next_renew = now + (self._renew_interval if renewed
                                         else min(1.0, self._renew_interval))
                 next_expiry = self._recompute(self._clock.now())
@@ -170,42 +198,60 @@ class ShardCoordinator:
             self._delete()
             inner.cancel()
             _threads.join_all([watcher], JOIN_TIMEOUT)
-            self._publish(None, [])
+            self._publish(sharding.ShardSelector.empty(), [])
             log.info("shard coordinator %s left group %s", self.identity, self.group)
 
+    def _request_timeout(self, now: float) -> float:
+        """Seconds a renewal may take: what this member's own Lease has left, while it has some."""
+        left = self._valid_until - now
+        if left > 0:
+            return min(REQUEST_TIMEOUT, left)
+        return min(REQUEST_TIMEOUT, self._lease_duration)  # owns nothing now: nothing to lose
+
+    def _wrote(self, started: float) -> None:
+        """A renewal that began at ``started`` succeeded: remember its resourceVersion."""
+        self._valid_until = started + self._lease_duration
+        version = str(((self._lease or {}).get("metadata") or {}).get("resourceVersion", ""))
+        self._written[version] = started
+        while len(self._written) > WRITES_KEPT:
+            del self._written[next(iter(self._written))]
+
     def _recompute(self, now: float) -> float:
-        """Work out the live members and this member's selector; the next expiry to look at."""
-        live: list[tuple[str, str]] = []  # (identity, key)
-        seen: set[str] = set()
-        next_expiry = float("inf")
-        for lease in self._informer.get_indexer().list():
+        """Work out the live members and this member's selector; when this member's own
+        liveness runs out (the next time to recompute without an event)."""
+        leases: list[tuple[str, str, float]] = []  # (key, identity, when it was seen change)
+        for lease in self._leases.list():
             metadata = lease.get("metadata") or {}
             key = f"{metadata.get('namespace', '')}/{metadata.get('name', '')}"
-            seen.add(key)
             version = str(metadata.get("resourceVersion", ""))
             observed = self._observed.get(key)
             if observed is None or observed[0] != version:
                 observed = (version, now)
                 self._observed[key] = observed
-            expires = observed[1] + self._lease_duration
-            if expires <= now:
-                continue
-            next_expiry = min(next_expiry, expires)
+            if key == self._own_key:  # one of our renewals came back through the watch
+                self._seen_own = max(self._seen_own, self._written.get(version, float("-inf")))
             spec = lease.get("spec") or {}
             holder = spec.get("holderIdentity")
-            live.append((holder if isinstance(holder, str) and holder else str(metadata.get("name")),
-                         key))
+            identity = holder if isinstance(holder, str) and holder else str(metadata.get("name"))
+            leases.append((key, identity, observed[1]))
+        seen = {key for key, _, _ in leases}
         for key in [k for k in self._observed if k not in seen]:
             del self._observed[key]
-        members = sorted({identity for identity, _ in live})
-        selector = None
+        expiry = self._seen_own + self._lease_duration
+        members: list[str] = []
+        if now < expiry:  # our view is fresh: judge the others by it
+            members = sorted({identity for key, identity, changed in leases
+                              if key == self._own_key
+                              or (identity != self.identity
+                                  and self._seen_own - changed < self._lease_duration)})
+        selector = sharding.ShardSelector.empty()
         if self.identity in members:
             selector = sharding.ShardSelector.for_shard(
                 members.index(self.identity), len(members), self._field)
         self._publish(selector, members)
-        return next_expiry
+        return expiry if now < expiry else float("inf")
 
-    def _publish(self, selector: sharding.ShardSelector | None, members: list[str]) -> None:
+    def _publish(self, selector: sharding.ShardSelector, members: list[str]) -> None:
         """Record ``selector`` and ``members``; tell the listeners when the selector changed."""
         with self._lock:
             changed = selector != self._selector
@@ -215,7 +261,8 @@ class ShardCoordinator:
             self._members = members
             listeners = list(self._listeners) if changed else []
         if changed:
-            log.info("shard coordinator %s: shard is now %s", self.identity, selector or "none")
+            log.info("shard coordinator %s: shard is now %s", self.identity,
+                     selector if selector.ranges else "empty (owns nothing)")
         for listener in listeners:
             try:
                 listener(selector)
@@ -224,21 +271,25 @@ class ShardCoordinator:
 
     # -- this member's Lease ---------------------------------------------------------------------
 
-    def _renew(self, ctx: _context.Context) -> bool:
-        """Write this member's Lease (create it the first time); False when that failed."""
+    def _renew(self, ctx: _context.Context, timeout: float) -> bool:
+        """Write this member's Lease (create it the first time); False when that failed.
+
+        Each request may take ``timeout`` seconds.
+        """
         now = format_micro_time(datetime.datetime.now(datetime.timezone.utc))
         try:
             if self._lease is None:
-                self._lease = self._create(now, ctx)
+                self._lease = self._create(now, ctx, timeout)
             else:
                 body = dict(self._lease)
                 body["spec"] = {**(body.get("spec") or {}), "renewTime": now}
+                path = f"{self._collection}/{self._name}"
                 try:
-                    self._lease = self._send("PUT", f"{self._collection}/{self._name}", body, ctx)
+                    self._lease = self._send("PUT", path, body, ctx, timeout)
                 except errors.NotFoundError:  # deleted under us: create it again
-                    self._lease = self._create(now, ctx)
+                    self._lease = self._create(now, ctx, timeout)
                 except errors.ConflictError:  # written by someone else: take the latest, retry
-                    self._lease = self._send("GET", f"{self._collection}/{self._name}", None, ctx)
+                    self._lease = self._send("GET", path, None, ctx, timeout)
                     return False
             return True
         except Exception as exc:
@@ -247,7 +298,7 @@ class ShardCoordinator:
                             self.identity, self.namespace, self._name, exc)
             return False
 
-    def _create(self, now: str, ctx: _context.Context) -> dict[str, Any]:
+    def _create(self, now: str, ctx: _context.Context, timeout: float) -> dict[str, Any]:
         spec = {"holderIdentity": self.identity,
                 "leaseDurationSeconds": lease_seconds(self._lease_duration),
                 "acquireTime": now, "renewTime": now}
@@ -258,20 +309,21 @@ class ShardCoordinator:
                          "labels": {GROUP_LABEL: self.group}},
             "spec": spec,
         }
+        path = f"{self._collection}/{self._name}"
         try:
-            return self._send("POST", self._collection, body, ctx)
+            return self._send("POST", self._collection, body, ctx, timeout)
         except errors.ConflictError:  # left over from an earlier run: take it over
-            current = self._send("GET", f"{self._collection}/{self._name}", None, ctx)
+            current = self._send("GET", path, None, ctx, timeout)
             current["metadata"].setdefault("labels", {})[GROUP_LABEL] = self.group
             current["spec"] = {**(current.get("spec") or {}), **spec}
-            return self._send("PUT", f"{self._collection}/{self._name}", current, ctx)
+            return self._send("PUT", path, current, ctx, timeout)
 
     def _delete(self) -> None:
         """Delete this member's Lease so the others take its range at once (best effort)."""
         if self._lease is None:
             return
         try:
-            self._send("DELETE", f"{self._collection}/{self._name}", None, None)
+            self._send("DELETE", f"{self._collection}/{self._name}", None, None, REQUEST_TIMEOUT)
         except errors.NotFoundError:
             pass
         except Exception as exc:
@@ -281,12 +333,37 @@ class ShardCoordinator:
         self._lease = None
 
     def _send(
-        self, method: str, path: str, body: Any, ctx: _context.Context | None
+        self, method: str, path: str, body: Any, ctx: _context.Context | None, timeout: float
     ) -> dict[str, Any]:
-        """One Lease request; the object the server answered with."""
+        """One Lease request of at most ``timeout`` seconds a step; the object answered."""
         where = f"{method} lease {self.namespace}/{self._name}"
+        seconds = max(timeout, 0.001)
         answer = self._rest.request_json(
-            method, path, body=body, timeout=(REQUEST_TIMEOUT, REQUEST_TIMEOUT), ctx=ctx, what=where)
+            method, path, body=body, timeout=(seconds, seconds), ctx=ctx, what=where)
         if not isinstance(answer, dict):
             raise errors.DecodeError(f"{where}: response is not an object")
         return answer
+
+
+class _Leases(store.Indexer):
+    """The group's Leases as the reflector lists and watches them; each change sets ``changed``."""
+
+    __slots__ = ("_changed",)
+
+    def __init__(self, changed: threading.Event) -> None:
+        super().__init__(store.meta_namespace_key_func)
+        self._changed = changed
+
+    def add(self, obj: Any, key: str | None = None) -> None:
+        self._write(obj, key)
+        self._changed.set()
+
+    update = add
+
+    def delete(self, obj: Any) -> None:
+        super().delete(obj)
+        self._changed.set()
+
+    def replace(self, objs: Any, resource_version: str = "") -> None:
+        super().replace(objs, resource_version)
+        self._changed.set()

@@ -128,13 +128,14 @@ class _WatchAbort:
     attaches each watch it reads and asks why when the watch ends.
     """
 
-    __slots__ = ("_ended", "_error", "_lock", "_watch")
+    __slots__ = ("_ended", "_error", "_lock", "_on_end", "_watch")
 
-    def __init__(self) -> None:
+    def __init__(self, on_end: Callable[[], object] | None = None) -> None:
         self._lock = threading.Lock()  # guards the fields below; once ended, no watch stays open
         self._watch: interface.Watch | None = None
         self._error: BaseException | None = None
         self._ended = False
+        self._on_end = on_end  # called by end_round: wakes a round that waits without a watch
 
     @property
     def error(self) -> BaseException | None:
@@ -154,6 +155,8 @@ class _WatchAbort:
             current = self._watch
         if current is not None:
             current.close()
+        if self._on_end is not None:
+            self._on_end()
 
     def abort(self, error: BaseException) -> None:
         """Keep the first ``error`` and close the watch being read, if any."""
@@ -311,6 +314,8 @@ class Reflector:
 
         While running, a change ends the open watch and relists at once with the new selector,
         without a backoff step; the store then holds exactly the new shard.
+        :meth:`ShardSelector.empty() <kinformer.ShardSelector.empty>` empties the store instead
+        and sends nothing until the next change.
         """
         with self._lock:
             new = selector if selector is not None else self._base_shard
@@ -320,7 +325,10 @@ class Reflector:
             self._server_side_sharding = None
             self._reshard = True
             abort = self._round_abort
-        log.info("reflector %s: shard is now %s; relisting", self.name, new or "everything")
+        if sharding.is_empty(new):
+            log.info("reflector %s: shard is now empty; dropping every object", self.name)
+        else:
+            log.info("reflector %s: shard is now %s; relisting", self.name, new or "everything")
         if abort is not None:
             abort.end_round()
 
@@ -391,6 +399,9 @@ class Reflector:
         resync timer on its own thread for the length of the round.
         """
         self._take_reshard()  # this round lists the shard as it is now
+        if sharding.is_empty(self.shard_selector()):
+            self._own_nothing(ctx)
+            return
         opened = self._watch_list(ctx) if self._use_watch_list else None
         if opened is None:
             self._list(ctx)
@@ -413,6 +424,37 @@ class Reflector:
             done.set()
             if resync_thread is not None:
                 _threads.join_all([resync_thread])
+
+    def _own_nothing(self, ctx: _context.Context) -> None:
+        """A round on the empty shard: empty the store, then send nothing until the shard changes.
+
+        The store is replaced with no objects at the last version seen, as a list of an empty
+        shard would (so an informer reports what it held as deleted, and counts as synced);
+        no list or watch goes to the server. Returns when the shard changes or ``ctx`` is
+        cancelled.
+        """
+        try:
+            self._store.replace([], self.last_sync_resource_version())
+        except Exception as exc:
+            log.warning("reflector %s: unable to empty the store: %s", self.name, exc)
+            raise errors.KinformerError(
+                f"reflector {self.name}: unable to empty the store: {exc}") from exc
+        with self._lock:
+            self._last_error = None
+            self._synced_once = True
+        changed = threading.Event()
+        abort = _WatchAbort(on_end=changed.set)
+        with self._lock:
+            self._round_abort = abort
+            if self._reshard:
+                changed.set()
+        handle = ctx.on_cancel(changed.set)
+        try:
+            changed.wait()
+        finally:
+            handle.remove()
+            with self._lock:
+                self._round_abort = None
 
     def _record_error(self, exc: BaseException) -> None:
         """Remember ``exc`` as the last error and show it to the watch error handler."""

@@ -363,6 +363,15 @@ class FakeAPIServer:
         with self._state.lock:
             self._state.forbidden.discard((resource, verb))
 
+    def clear_faults(self) -> None:
+        """Undo every :meth:`fail_next`, :meth:`corrupt_next`, :meth:`set_delay` and
+        :meth:`forbid` still in force: the server answers normally again."""
+        with self._state.lock:
+            self._state.failures.clear()
+            self._state.raw_answers.clear()
+            self._state.delays.clear()
+            self._state.forbidden.clear()
+
     def drop_watches(self) -> int:
         """End every open watch abruptly (no terminating chunk); returns how many."""
         return self._storage.signal_watchers(watchers.DROP)

@@ -224,6 +224,20 @@ def test_fail_next_fails_exactly_the_matching_requests(
     assert api.create_namespaced_config_map(NS, cm_manifest("b", DATA)).metadata.name == "b"
 
 
+def test_clear_faults_undoes_every_switch_still_in_force(
+    apiserver: FakeAPIServer, api_client: Any,
+) -> None:
+    api = k8s.CoreV1Api(api_client)
+    apiserver.fail_next(5, status=500, verb="create")
+    apiserver.corrupt_next(b"not json", 5, verb="list")
+    apiserver.set_delay(60, verb="get")
+    apiserver.forbid("configmaps")
+    apiserver.clear_faults()
+    api.create_namespaced_config_map(NS, cm_manifest("a", DATA))
+    assert [cm.metadata.name for cm in api.list_namespaced_config_map(NS).items] == ["a"]
+    assert api.read_namespaced_config_map("a", NS).metadata.name == "a"
+
+
 def test_requests_are_recorded_with_their_status(apiserver: FakeAPIServer, api_client: Any) -> None:
     api = k8s.CoreV1Api(api_client)
     api.list_namespaced_config_map(NS, limit=5)

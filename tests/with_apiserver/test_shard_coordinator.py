@@ -10,11 +10,11 @@ from __future__ import annotations
 import contextlib
 import itertools
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
-from helpers import create_cm, running
+from helpers import create_cm, running, step_when_waiting
 
 from kinformer import (
     GroupVersionResource,
@@ -24,8 +24,9 @@ from kinformer import (
     SharedIndexInformer,
     errors,
 )
+from kinformer.leaderelection import shard_coordinator
 from kinformer.sharding import HASH_SPACE
-from kinformer.testing import FakeAPIServer
+from kinformer.testing import FakeAPIServer, FakeClock
 from kinformer.testing.waiting import wait_for
 
 LEASES = GroupVersionResource("coordination.k8s.io", "v1", "leases")
@@ -51,6 +52,20 @@ def members(api_client: Any, *identities: str) -> Iterator[dict[str, tuple[Shard
         yield started
 
 
+def renewed(server: FakeAPIServer, name: str, times: int) -> Callable[[], bool]:
+    """A predicate: True once the Lease ``default/name`` has changed ``times`` times since now."""
+    def version() -> str:
+        return str(server.get(LEASES, "default", name)["metadata"]["resourceVersion"])
+
+    seen = {version()}
+
+    def check() -> bool:
+        seen.add(version())
+        return len(seen) > times
+
+    return check
+
+
 def converged(coordinators: list[ShardCoordinator], expected: list[str]) -> bool:
     """Every coordinator sees ``expected`` as the members and owns its equal share of them."""
     for member in coordinators:
@@ -62,8 +77,8 @@ def converged(coordinators: list[ShardCoordinator], expected: list[str]) -> bool
     return True
 
 
-def covers_once(selectors: list[ShardSelector | None]) -> bool:
-    ranges = sorted(r for s in selectors if s is not None for r in s.ranges)
+def covers_once(selectors: list[ShardSelector]) -> bool:
+    ranges = sorted(r for s in selectors for r in s.ranges)
     return bool(ranges) and ranges[0][0] == 0 and ranges[-1][1] == HASH_SPACE and all(
         a[1] == b[0] for a, b in itertools.pairwise(ranges))
 
@@ -83,7 +98,7 @@ def test_a_member_that_stops_deletes_its_lease_and_the_others_take_its_range(
         assert wait_for(lambda: converged(coordinators, ["a", "b", "c"]), TIMEOUT)
         member_b, stop_b = started["b"]
         stop_b.cancel()
-        assert wait_for(lambda: member_b.selector() is None, TIMEOUT)
+        assert wait_for(lambda: member_b.selector() == ShardSelector.empty(), TIMEOUT)
         names = {o["metadata"]["name"] for o in apiserver.list_objects(LEASES, "default")}
         assert names == {"workers-a", "workers-c"}  # its Lease is gone
         remaining = [started["a"][0], started["c"][0]]
@@ -98,7 +113,7 @@ def test_a_member_whose_lease_stops_changing_is_dropped_after_the_lease_duration
         "metadata": {"name": "workers-ghost", "namespace": "default",
                      "labels": {"kinformer.io/shard-group": "workers"}},
         "spec": {"holderIdentity": "ghost", "leaseDurationSeconds": 1}})
-    seen: list[ShardSelector | None] = []
+    seen: list[ShardSelector] = []
     with members(api_client, "a") as started:
         member = started["a"][0]
         member.add_listener(seen.append)
@@ -106,7 +121,84 @@ def test_a_member_whose_lease_stops_changing_is_dropped_after_the_lease_duration
         assert member.selector() == ShardSelector.for_shard(0, 2)
         assert wait_for(lambda: member.members() == ["a"], TIMEOUT)  # ghost expired
         assert member.selector() == ShardSelector.for_shard(0, 1)
-    assert seen[-2:] == [ShardSelector.for_shard(0, 1), None]
+    assert seen[-2:] == [ShardSelector.for_shard(0, 1), ShardSelector.empty()]
+
+
+def test_a_member_whose_renewals_hang_owns_nothing_once_its_lease_runs_out(
+    api_client: Any, apiserver: FakeAPIServer
+) -> None:
+    with members(api_client, "a", "b") as started:
+        coordinators = [m for m, _ in started.values()]
+        assert wait_for(lambda: converged(coordinators, ["a", "b"]), TIMEOUT)
+        apiserver.set_delay(60, "update")  # every renewal hangs, far longer than the test
+        try:
+            # without waiting for its request to time out (shard_coordinator.REQUEST_TIMEOUT),
+            # each member gives its shard up when its own Lease runs out, as the others drop it
+            assert wait_for(lambda: all(m.selector() == ShardSelector.empty() for m in coordinators),
+                            shard_coordinator.REQUEST_TIMEOUT / 2)
+            assert wait_for(lambda: [m.members() for m in coordinators] == [[], []], TIMEOUT)
+        finally:
+            apiserver.set_delay(0, "update")
+        assert wait_for(lambda: converged(coordinators, ["a", "b"]), TIMEOUT)
+
+
+def test_members_whose_view_of_the_group_stalls_never_take_more_than_their_share(
+    api_client: Any, apiserver: FakeAPIServer
+) -> None:
+    # renewing at different paces, so their Leases last changed at different times when the
+    # views stall: in some member's view the others' Leases then run out before its own
+    coordinators = [ShardCoordinator(api_client, "workers", identity, lease_duration=LEASE,
+                                     renew_interval=renew)
+                    for identity, renew in (("a", 0.15), ("b", 0.25), ("c", 0.35))]
+    with contextlib.ExitStack() as stack:
+        for member in coordinators:
+            stack.enter_context(running(member.run))
+        assert wait_for(lambda: converged(coordinators, ["a", "b", "c"]), TIMEOUT)
+        # they joined together; once the slowest has renewed twice more, their last renewals
+        # lie apart
+        assert wait_for(renewed(apiserver, "workers-c", 2), TIMEOUT)
+        heard: dict[str, list[ShardSelector]] = {m.identity: [] for m in coordinators}
+        for member in coordinators:
+            member.add_listener(heard[member.identity].append)
+        # their watches of the group break and cannot be made again, while renewals go on:
+        # in each view the Leases stop changing one after another, its own among them
+        apiserver.forbid("leases", "list")
+        apiserver.forbid("leases", "watch")
+        apiserver.drop_watches()
+        try:
+            assert wait_for(lambda: all(m.selector() == ShardSelector.empty() for m in coordinators),
+                            TIMEOUT)
+        finally:
+            apiserver.allow("leases", "list")
+            apiserver.allow("leases", "watch")
+        assert wait_for(lambda: converged(coordinators, ["a", "b", "c"]), TIMEOUT * 3)
+        had = {name: list(selectors) for name, selectors in heard.items()}
+    for index, member in enumerate(coordinators):
+        share = ShardSelector.for_shard(index, 3)
+        assert ShardSelector.empty() in had[member.identity]
+        assert set(had[member.identity]) == {share, ShardSelector.empty()}, (
+            f"{member.identity} took {had[member.identity]}")
+
+
+def test_a_member_retries_its_view_of_the_group_within_two_renew_intervals(
+    api_client: Any, apiserver: FakeAPIServer
+) -> None:
+    clock = FakeClock()
+    member = ShardCoordinator(api_client, "workers", "a", lease_duration=2.0, renew_interval=0.5,
+                              clock=clock)
+
+    def refused() -> int:
+        return sum(1 for _, path, _, code in apiserver.requests if code == 403 and "leases" in path)
+
+    apiserver.forbid("leases", "list")  # its view cannot be made: it lists again and again
+    longest = 0.0
+    with running(member.run):
+        while refused() < 6:  # past the reflector's default 0.8 s doubling to 30 s
+            assert wait_for(lambda: len(clock.waiters()) >= 2, TIMEOUT)  # loop and reflector
+            longest = max(longest, *(w for w in clock.waiters() if w != float("inf")))
+            step_when_waiting(clock)
+        apiserver.allow("leases", "list")
+    assert longest <= 2 * 0.5  # a backoff step of at most the renew interval, jittered
 
 
 def test_informers_following_their_coordinators_hold_every_object_exactly_once(
@@ -120,6 +212,7 @@ def test_informers_following_their_coordinators_hold_every_object_exactly_once(
     with contextlib.ExitStack() as stack:
         for identity, informer in informers.items():
             member = coordinator(api_client, identity)
+            informer.set_shard_selector(member.selector())  # nothing until it has its shard
             member.add_listener(informer.set_shard_selector)
             stack.enter_context(running(member.run))
             stack.enter_context(running(informer.run))
@@ -133,7 +226,8 @@ def test_informers_following_their_coordinators_hold_every_object_exactly_once(
             everything = set().union(*caches)
             return (everything == {f"cm-{i}" for i in range(20)}
                     and sum(map(len, caches)) == 20
-                    and all(inf.shard_selector() is not None for inf in informers.values()))
+                    and all(inf.shard_selector() not in (None, ShardSelector.empty())
+                            for inf in informers.values()))
 
         assert wait_for(exactly_once, TIMEOUT)
 
@@ -152,6 +246,6 @@ def test_bad_settings_are_configuration_errors(api_client: Any, kwargs: dict[str
 def test_a_coordinator_runs_once(api_client: Any) -> None:
     member = coordinator(api_client, "a")
     with running(member.run):
-        assert wait_for(lambda: member.selector() is not None, TIMEOUT)
+        assert wait_for(lambda: member.selector() != ShardSelector.empty(), TIMEOUT)
         with pytest.raises(errors.AlreadyStartedError):
             member.run(threading.Event())

@@ -1,12 +1,14 @@
 """docs/examples/sharded_controller.py end to end over FakeAPIServer: three replicas each tag only
-their shard, with and without server-side sharding, and the others take over a stopped one's."""
+their shard, with and without server-side sharding, and the others take over a stopped one's;
+run as threads of one process, and as one process per replica of which one is killed."""
 
 from __future__ import annotations
 
 import threading
+from pathlib import Path
 from typing import Any
 
-from helpers import TIMEOUT, load_example
+from helpers import TIMEOUT, example_replicas, load_example
 from kubernetes import client as k8s
 
 from kinformer import Context, GroupVersionResource, ShardSelector
@@ -15,6 +17,8 @@ from kinformer.testing import FakeAPIServer, wait_for
 sharded = load_example("sharded_controller")
 CONFIGMAPS = GroupVersionResource("", "v1", "configmaps")
 TIMING = {"lease_duration": 2.0, "renew_interval": 0.2}
+LEASES = GroupVersionResource("coordination.k8s.io", "v1", "leases")
+PROCESS_TIMEOUT = 30.0  # seconds for replica processes to start, agree, or take over
 
 
 def owners(server: FakeAPIServer, names: list[str]) -> dict[str, str]:
@@ -51,3 +55,21 @@ def test_without_server_side_sharding_each_replica_tags_exactly_its_shard(
         for thread in threads:
             thread.join(TIMEOUT)
     assert not any(thread.is_alive() for thread in threads)
+
+
+def test_one_process_per_replica_and_the_others_re_split_when_one_is_killed(
+    apiserver: FakeAPIServer, api_client: Any, tmp_path: Path
+) -> None:
+    core = k8s.CoreV1Api(api_client)
+    for i in range(12):
+        core.create_namespaced_config_map("default", {"metadata": {"name": f"cm-{i}"}})
+    kubeconfig = apiserver.write_kubeconfig(tmp_path / "kubeconfig")
+    with example_replicas("sharded_controller", kubeconfig, ["a", "b", "c"], tmp_path) as procs:
+        assert wait_for(lambda: sharded.tags(core) == owners(apiserver, ["a", "b", "c"]),
+                        PROCESS_TIMEOUT), sharded.tags(core)
+        procs["b"].kill()  # no clean stop: its Lease stays until it expires
+        procs["b"].wait()
+        assert wait_for(lambda: sharded.tags(core) == owners(apiserver, ["a", "c"]),
+                        PROCESS_TIMEOUT), sharded.tags(core)
+    leases = {o["metadata"]["name"] for o in apiserver.list_objects(LEASES, "default")}
+    assert leases == {"tagger-b"}  # a and c deleted theirs on SIGTERM

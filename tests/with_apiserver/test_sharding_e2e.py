@@ -104,6 +104,26 @@ def test_a_bad_selector_is_a_500_with_the_parsers_reason_only_when_the_gate_is_o
         assert "shardInfo" not in body["metadata"]
 
 
+@pytest.mark.parametrize("verb", ["list", "watch"])
+def test_a_selector_of_blanks_is_a_500_and_an_empty_one_counts_as_absent(
+    apiserver: FakeAPIServer, api_client: Any, gate: bool, verb: str
+) -> None:
+    create_cm(api_client, "a")
+    watch = [("watch", "true"), ("timeoutSeconds", "1")] if verb == "watch" else []
+    status, body = request(api_client, "GET", PATH, query=[*watch, ("shardSelector", "   ")])
+    if gate:
+        assert status == 500
+        assert body["message"] == ("invalid shard selector: empty shard selector is not allowed; "
+                                   "omit the parameter for unfiltered lists")
+    else:
+        assert status == 200
+    if verb == "list":  # shardSelector= is a plain list: everything, without shardInfo
+        status, body = request(api_client, "GET", PATH, query=[("shardSelector", "")])
+        assert status == 200
+        assert [o["metadata"]["name"] for o in body["items"]] == ["a"]
+        assert "shardInfo" not in body["metadata"]
+
+
 def test_an_unknown_feature_gate_is_refused() -> None:
     with pytest.raises(ValueError, match="unrecognized feature gate"):
         FakeAPIServer(feature_gates={"NoSuchGate": True})

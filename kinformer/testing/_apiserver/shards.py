@@ -1,7 +1,8 @@
 """Sharded list and watch (feature gate ``ShardedListAndWatch``): the ``shardSelector`` parameter.
 
 With the gate on, a list or watch's ``shardSelector`` is parsed as the API server does; a bad
-one answers HTTP 500 with ``invalid shard selector: <reason>``. A list then holds only the
+one (also one of only blanks) answers HTTP 500 with ``invalid shard selector: <reason>``, and an
+empty one counts as absent. A list then holds only the
 matching objects and carries ``metadata.shardInfo``; a watch sends only their events. With the
 gate off the parameter is ignored, even a malformed one, as on a real server.
 """
@@ -28,11 +29,15 @@ def check_gates(gates: Mapping[str, bool]) -> dict[str, bool]:
 
 
 def selector(query: Mapping[str, str], gates: Mapping[str, bool]) -> sharding.ShardSelector | None:
-    """The request's shard selector; None when the gate is off or the parameter empty."""
+    """The request's shard selector; None when the gate is off or the parameter absent or empty.
+
+    An empty value counts as absent, as on the real server; one of only blanks is parsed, and so
+    refused (HTTP 500, "empty shard selector is not allowed").
+    """
     if not gates.get(GATE):
         return None
     text = query.get("shardSelector", "")
-    if not text.strip():
+    if not text:
         return None
     try:
         return sharding.ShardSelector.parse(text)
