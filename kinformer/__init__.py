@@ -13,6 +13,17 @@ is layered: the base modules (errors, context, clock, gvr, meta), then ``cache/`
 import logging
 
 from kinformer.backoff import Backoff, BackoffManager
+from kinformer.cache.cluster import (
+    CLUSTER_AND_NAMESPACE_INDEX,
+    CLUSTER_INDEX,
+    LOGICAL_CLUSTER_ANNOTATION,
+    cluster_and_namespace_index_func,
+    cluster_aware_key_func,
+    cluster_index_func,
+    split_cluster_aware_key,
+    to_cluster_aware_key,
+)
+from kinformer.cache.cluster_lister import GenericClusterLister
 from kinformer.cache.delta_fifo import Delta, DeltaFIFO, Deltas, DeltaType
 from kinformer.cache.labels import Selector, everything, parse_selector, selector_from_dict
 from kinformer.cache.lister import GenericLister, GenericNamespaceLister
@@ -232,6 +243,16 @@ __all__ = [  # noqa: RUF022 (grouped by area, as the API reference is)
     "ShardCoordinator",
     "ShardSelector",
     "fnv1a_64",
+    # many clusters: cluster-aware keys, indexes, listers and handlers
+    "CLUSTER_AND_NAMESPACE_INDEX",
+    "CLUSTER_INDEX",
+    "LOGICAL_CLUSTER_ANNOTATION",
+    "GenericClusterLister",
+    "cluster_and_namespace_index_func",
+    "cluster_aware_key_func",
+    "cluster_index_func",
+    "split_cluster_aware_key",
+    "to_cluster_aware_key",
     # metrics and probes (set_provider and PrometheusMetricsProvider live in kinformer.metrics)
     "MetricsProvider",
     "NoopMetricsProvider",
