@@ -56,6 +56,7 @@ from kinformer.client.interface import (
     WatchEvent,
 )
 from kinformer.client.listwatch import ListWatch
+from kinformer.cluster_handlers import ClusterEventHandler, ClusterEventHandlerFuncs
 from kinformer.context import Context, as_context, context_for_channel
 from kinformer.errors import (
     AlreadyStartedError,
@@ -247,6 +248,8 @@ __all__ = [  # noqa: RUF022 (grouped by area, as the API reference is)
     "CLUSTER_AND_NAMESPACE_INDEX",
     "CLUSTER_INDEX",
     "LOGICAL_CLUSTER_ANNOTATION",
+    "ClusterEventHandler",
+    "ClusterEventHandlerFuncs",
     "GenericClusterLister",
     "cluster_and_namespace_index_func",
     "cluster_aware_key_func",
