@@ -6,7 +6,8 @@ InformerManager and ControllerManager build controllers on top. See README.md an
 
 Everything a user needs imports from here, grouped as the API reference is. Inside, the package
 is layered: the base modules (errors, context, clock, gvr, meta), then ``cache/``, ``client/``,
-``reflector/``, the informers and factories, and ``managers/`` beside ``leaderelection/``;
+``reflector/``, the informers and factories, and ``managers/`` beside ``leaderelection/`` and
+``clusters/``;
 ``cli/`` and ``testing/`` are side wings that ``import kinformer`` never loads.
 """
 
@@ -57,6 +58,14 @@ from kinformer.client.interface import (
 )
 from kinformer.client.listwatch import ListWatch
 from kinformer.cluster_handlers import ClusterEventHandler, ClusterEventHandlerFuncs
+from kinformer.clusters import (
+    ClusterHandlerRegistration,
+    ClusterProvider,
+    ClusterStatus,
+    MultiClusterInformer,
+    MultiClusterInformerFactory,
+    StaticClusterProvider,
+)
 from kinformer.context import Context, as_context, context_for_channel
 from kinformer.errors import (
     AlreadyStartedError,
@@ -256,6 +265,13 @@ __all__ = [  # noqa: RUF022 (grouped by area, as the API reference is)
     "cluster_index_func",
     "split_cluster_aware_key",
     "to_cluster_aware_key",
+    # many clusters: member clusters that come and go
+    "ClusterHandlerRegistration",
+    "ClusterProvider",
+    "ClusterStatus",
+    "MultiClusterInformer",
+    "MultiClusterInformerFactory",
+    "StaticClusterProvider",
     # metrics and probes (set_provider and PrometheusMetricsProvider live in kinformer.metrics)
     "MetricsProvider",
     "NoopMetricsProvider",
