@@ -12,12 +12,15 @@ and lister it reads through sit in ``cache/``.
 
 from kinformer.clusters.factory import MultiClusterInformerFactory
 from kinformer.clusters.informer import ClusterHandlerRegistration, ClusterStatus, MultiClusterInformer
+from kinformer.clusters.kubeconfig import KubeconfigContextsProvider, KubeconfigSecretProvider
 from kinformer.clusters.provider import ClusterProvider, StaticClusterProvider
 
 __all__ = [
     "ClusterHandlerRegistration",
     "ClusterProvider",
     "ClusterStatus",
+    "KubeconfigContextsProvider",
+    "KubeconfigSecretProvider",
     "MultiClusterInformer",
     "MultiClusterInformerFactory",
     "StaticClusterProvider",
