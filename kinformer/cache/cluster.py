@@ -130,8 +130,14 @@ def cluster_index_func(obj: Any) -> list[str]:
 
     An object without metadata raises :class:`~kinformer.KeyFuncError`, as the namespace index does.
     """
-    if type(obj) is not dict or type(obj.get("metadata")) is not dict:
-        meta.namespace_and_name(obj)  # raises without metadata
+    try:  # decoded JSON inline, as meta_namespace_index_func: it runs on every cache write
+        annotations = obj["metadata"].get("annotations")
+        cluster = annotations.get(LOGICAL_CLUSTER_ANNOTATION, "") if annotations else ""
+        if type(cluster) is str:
+            return [cluster]
+    except (KeyError, TypeError, AttributeError):
+        pass
+    meta.namespace_and_name(obj)  # raises without metadata
     return [cluster_of(obj)]
 
 
@@ -144,7 +150,12 @@ def cluster_and_namespace_index_func(obj: Any) -> list[str]:
     """``["<cluster>|<namespace>"]`` of an object (namespace ``""`` when cluster-scoped): the
     :data:`CLUSTER_AND_NAMESPACE_INDEX` function; :class:`~kinformer.KeyFuncError` without metadata."""
     try:  # decoded JSON inline, as meta_namespace_index_func
-        namespace = obj["metadata"].get("namespace") or ""
+        metadata = obj["metadata"]
+        annotations = metadata.get("annotations")
+        cluster = annotations.get(LOGICAL_CLUSTER_ANNOTATION, "") if annotations else ""
+        if type(cluster) is str:
+            return [cluster + "|" + (metadata.get("namespace") or "")]
     except (KeyError, TypeError, AttributeError):
-        namespace = meta.namespace_and_name(obj)[0]
+        pass
+    namespace = meta.namespace_and_name(obj)[0]  # raises without metadata
     return [cluster_of(obj) + "|" + namespace]
