@@ -23,7 +23,7 @@ from kinformer.cache import store
 from kinformer.client import rest
 from kinformer.clusters import provider as _provider
 from kinformer.clusters.informer import MultiClusterInformer
-from kinformer.clusters.member import STOP_TIMEOUT, Member
+from kinformer.clusters.member import STOP_TIMEOUT, Fleet, Member
 from kinformer.gvr import GroupVersionResource
 
 log = logging.getLogger(__name__)
@@ -79,11 +79,12 @@ class MultiClusterInformerFactory:
         self._provider = provider
         self._default_resync = _checks.seconds("default_resync", default_resync)
         self._profile = profile
-        # guards every field below; held while engaging and detaching, never while joining
-        self.lock = threading.RLock()
+        # its lock guards every field below; held while engaging and detaching, never while joining
+        self._fleet = Fleet(self._provider_synced)
+        self._lock = self._fleet.lock
         self._informers: dict[GroupVersionResource, MultiClusterInformer] = {}
         self._offered: dict[str, Any] = {}  # cluster -> api client, as the provider last said
-        self._members: dict[str, Member] = {}  # engaged clusters
+        self._members = self._fleet.engaged  # engaged clusters
         self._stopping: set[Member] = set()  # disengaged, being stopped by some thread
         self._shard: sharding.ShardSelector | None = None
         self._ctx: context.Context | None = None  # set by start
@@ -98,11 +99,11 @@ class MultiClusterInformerFactory:
         informers start at once in every engaged cluster."""
         if not isinstance(gvr, GroupVersionResource):
             raise TypeError(f"not a GroupVersionResource: {gvr!r}")
-        with self.lock:
+        with self._lock:
             found = self._informers.get(gvr)
             if found is not None:
                 return found
-            found = MultiClusterInformer(self, gvr)
+            found = MultiClusterInformer(self._fleet, gvr)
             self._informers[gvr] = found
             for member in self._members.values():
                 found.attach(member)
@@ -111,19 +112,19 @@ class MultiClusterInformerFactory:
 
     def clusters(self) -> list[str]:
         """The engaged clusters' names, sorted."""
-        with self.lock:
+        with self._lock:
             return sorted(self._members)
 
     def cluster_shard(self) -> sharding.ShardSelector | None:
         """The shard of clusters this factory engages; None for all of them."""
-        with self.lock:
+        with self._lock:
             return self._shard
 
     def has_synced(self) -> bool:
         """True once the provider synced and every informer of every engaged cluster did."""
-        with self.lock:
+        with self._lock:
             informers = list(self._informers.values())
-        return self.provider_synced() and all(i.has_synced() for i in informers)
+        return self._provider_synced() and all(i.has_synced() for i in informers)
 
     def wait_for_cache_sync(self, timeout: float | None = None) -> bool:
         """Wait until :meth:`has_synced` (True), the factory stops or ``timeout`` passes (False).
@@ -138,33 +139,21 @@ class MultiClusterInformerFactory:
             return False
         return handlers.wait_for_cache_sync(ctx, self.has_synced, timeout=timeout)
 
-    # -- the Fleet the informers read -------------------------------------------------------------
-
-    def member(self, name: str) -> Member | None:
-        with self.lock:
-            return self._members.get(name)
-
-    def members(self) -> list[Member]:
-        with self.lock:
-            return list(self._members.values())
-
-    def provider_synced(self) -> bool:
+    def _provider_synced(self) -> bool:
         """Whether the provider made its first pass of engagements (see ``ClusterProvider``)."""
         return self._run_began and _provider.provider_synced(self._provider, self._run_began)
-
-    def running(self) -> bool:
-        return self._ctx is not None and not self._closed
 
     # -- lifecycle -------------------------------------------------------------------------------
 
     def start(self, stop: context.StopSignal) -> None:
         """Run the provider and, from then on, the informers of every engaged cluster until
         ``stop`` fires or :meth:`shutdown`. Does not block; a second call does nothing."""
-        with self.lock:
+        with self._lock:
             if self._ctx is not None or self._closed:
                 return
             ctx, _cancel = context.context_for_channel(stop)
             self._ctx = ctx
+            self._fleet.running = True
             for each in self._informers.values():
                 each.start_deliveries()
             self._provider_thread = _threads.spawn(
@@ -175,7 +164,7 @@ class MultiClusterInformerFactory:
         """Stop the provider, every cluster's informers and every handler's delivery, and join
         their threads; later starts do nothing. No handler hears of it (no ``on_disengaged``).
         Must not be called from a handler."""
-        with self.lock:
+        with self._lock:
             self._closed = True
             ctx = self._ctx
         if ctx is not None:
@@ -188,14 +177,15 @@ class MultiClusterInformerFactory:
         if self._provider_thread is not None:
             threads.append(self._provider_thread)
         _threads.join_all(threads, timeout)
-        with self.lock:
+        with self._lock:
             self._stopping.difference_update(members)
 
     def _stopped(self) -> tuple[list[Member], list[threading.Thread]]:
         """Once the factory's context is cancelled: engage nothing more, forget every member
         without telling handlers, close the deliveries; what is left to join. Non-blocking."""
-        with self.lock:
+        with self._lock:
             self._closed = True
+            self._fleet.running = False
             members = list(self._members.values())
             self._members.clear()
             self._stopping.update(members)
@@ -219,7 +209,7 @@ class MultiClusterInformerFactory:
         """
         _provider.check_name(name)
         rest.api_client_of(api_client)
-        with self.lock:
+        with self._lock:
             if self._closed:
                 return
             if self._offered.get(name) is api_client and name in self._members:
@@ -234,7 +224,7 @@ class MultiClusterInformerFactory:
 
     def _disengage(self, name: str) -> None:
         """The provider's ``disengage``: ``name`` is gone."""
-        with self.lock:
+        with self._lock:
             self._offered.pop(name, None)
             leaving = self._detach_locked(name)
         if leaving is not None:
@@ -250,11 +240,11 @@ class MultiClusterInformerFactory:
         """
         if selector is not None and not isinstance(selector, sharding.ShardSelector):
             raise TypeError(f"not a ShardSelector: {selector!r}")
-        with self.lock:
+        with self._lock:
             if selector == self._shard:
                 return
             self._shard = selector
-            if not self.running():
+            if not self._fleet.running:
                 return
             leaving = [m for name in list(self._members) if not self._in_shard(name)
                        if (m := self._detach_locked(name)) is not None]
@@ -298,10 +288,10 @@ class MultiClusterInformerFactory:
             member.ctx.cancel()
         for member in members:
             member.stop(STOP_TIMEOUT)
-        with self.lock:
+        with self._lock:
             self._stopping.difference_update(members)
 
     def __repr__(self) -> str:
-        with self.lock:
+        with self._lock:
             return (f"<MultiClusterInformerFactory {self._provider!r} clusters={len(self._members)} "
                     f"resources={len(self._informers)}>")

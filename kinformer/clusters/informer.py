@@ -5,8 +5,9 @@ What :meth:`MultiClusterInformerFactory.for_resource
 cluster's :class:`~kinformer.clusters.member.Member` runs an ordinary informer for the resource,
 :meth:`MultiClusterInformer.lister` dispatches to their indexers, and each handler gets one
 delivery thread fed by every cluster (``delivery.py``). The factory (``factory.py``) attaches
-a member when it engages a cluster and detaches it when it disengages one, always under its
-lock, which also orders adding a handler with clusters coming and going.
+a member when it engages a cluster and detaches it when it disengages one, always under the
+lock of its :class:`~kinformer.clusters.member.Fleet`, which also orders adding a handler with
+clusters coming and going.
 """
 
 from __future__ import annotations
@@ -15,12 +16,12 @@ import logging
 import threading
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Any
 
 from kinformer import errors, factory
 from kinformer.cache.cluster_lister import GenericClusterLister
 from kinformer.clusters.delivery import HandlerDelivery
-from kinformer.clusters.member import Member
+from kinformer.clusters.member import Fleet, Member
 from kinformer.gvr import GroupVersionResource
 from kinformer.informer import ResourceEventHandlerRegistration, SharedIndexInformer
 
@@ -38,17 +39,6 @@ class ClusterStatus:
     synced: bool
     last_error: BaseException | None
     objects: int
-
-
-class Fleet(Protocol):
-    """What a multi-cluster informer needs of its factory."""
-
-    lock: threading.RLock  # guards the engaged members; held while attaching and detaching
-
-    def member(self, name: str) -> Member | None: ...
-    def members(self) -> list[Member]: ...
-    def provider_synced(self) -> bool: ...
-    def running(self) -> bool: ...
 
 
 class ClusterHandlerRegistration:
@@ -125,7 +115,7 @@ class MultiClusterInformer:
             self._registrations.append(registration)
             for member in self._fleet.members():
                 self._register(registration, member)
-            if self._fleet.running():
+            if self._fleet.running:
                 delivery.start()
         return registration
 

@@ -1,5 +1,7 @@
 """Member: one engaged member cluster, an ordinary informer factory under a context of its own.
 
+The :class:`Fleet` is a factory's set of engaged members, as its informers read it.
+
 The multi-cluster factory (``factory.py``) makes a :class:`Member` when it engages a cluster and
 stops it when the cluster is disengaged: its :class:`~kinformer.DynamicSharedInformerFactory`
 runs one informer per resource type the multi-cluster informers (``informer.py``) asked for,
@@ -12,7 +14,7 @@ from __future__ import annotations
 
 import logging
 import threading
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from kinformer import context, factory
@@ -78,3 +80,34 @@ class Member:
 
     def __repr__(self) -> str:
         return f"<Member {self.name} {self.engagement!r}>"
+
+
+class Fleet:
+    """The engaged members of one multi-cluster factory, as the factory changes them and its
+    informers (``informer.py``) read them.
+
+    ``lock`` guards ``engaged`` and ``running``; the factory holds it while it attaches a member
+    to the informers or detaches one, so a reader never sees a member half attached. It is
+    never held while threads are joined. ``provider_synced`` says whether the provider made
+    its first pass of engagements.
+    """
+
+    def __init__(self, provider_synced: Callable[[], bool]) -> None:
+        self.lock = threading.RLock()
+        self.engaged: dict[str, Member] = {}
+        self.running = False  # started and not stopped: deliveries run
+        self.provider_synced = provider_synced
+
+    def member(self, name: str) -> Member | None:
+        """The engaged member called ``name``, or None."""
+        with self.lock:
+            return self.engaged.get(name)
+
+    def members(self) -> list[Member]:
+        """The engaged members, in the order they were engaged."""
+        with self.lock:
+            return list(self.engaged.values())
+
+    def __repr__(self) -> str:
+        with self.lock:
+            return f"<Fleet {', '.join(self.engaged) or 'no clusters'}>"
