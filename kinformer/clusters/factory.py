@@ -121,8 +121,11 @@ class MultiClusterInformerFactory:
             return self._shard
 
     def has_synced(self) -> bool:
-        """True once the provider synced and every informer of every engaged cluster did."""
+        """True once the provider synced and every informer of every engaged cluster did; False
+        before start and once stopped."""
         with self._lock:
+            if not self._fleet.running:
+                return False
             informers = list(self._informers.values())
         return self._provider_synced() and all(i.has_synced() for i in informers)
 

@@ -61,7 +61,7 @@ class ClusterHandlerRegistration:
         return self._delivery.handler
 
     def has_synced(self) -> bool:
-        if not self._fleet.provider_synced():
+        if not self._fleet.running or not self._fleet.provider_synced():
             return False
         with self._fleet.lock:
             registrations = [reg for _member, reg in self._registrations.values()]
@@ -138,8 +138,9 @@ class MultiClusterInformer:
         return self._lister
 
     def has_synced(self) -> bool:
-        """True once the provider synced and every engaged cluster's informer synced."""
-        if not self._fleet.provider_synced():
+        """True once the provider synced and every engaged cluster's informer synced; False
+        before start and once stopped."""
+        if not self._fleet.running or not self._fleet.provider_synced():
             return False
         return all(member.informer(self._gvr).has_synced() for member in self._fleet.members())
 

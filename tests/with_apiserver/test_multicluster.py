@@ -355,6 +355,8 @@ def test_a_stop_event_stops_everything(kube_fleet: Fleet, clients: dict[str, Any
     stop.set()
     assert wait_for(lambda: all(i is not None and i.is_stopped() for i in informers))
     assert factory.clusters() == []
+    assert not factory.has_synced() and not configmaps.has_synced()  # not "synced, with nothing"
+    assert not factory.wait_for_cache_sync(timeout=TIMEOUT)
     factory.shutdown()
 
 
