@@ -6,13 +6,25 @@ InformerManager and ControllerManager build controllers on top. See README.md an
 
 Everything a user needs imports from here, grouped as the API reference is. Inside, the package
 is layered: the base modules (errors, context, clock, gvr, meta), then ``cache/``, ``client/``,
-``reflector/``, the informers and factories, and ``managers/`` beside ``leaderelection/``;
+``reflector/``, the informers and factories, and ``managers/`` beside ``leaderelection/`` and
+``clusters/``;
 ``cli/`` and ``testing/`` are side wings that ``import kinformer`` never loads.
 """
 
 import logging
 
 from kinformer.backoff import Backoff, BackoffManager
+from kinformer.cache.cluster import (
+    CLUSTER_AND_NAMESPACE_INDEX,
+    CLUSTER_INDEX,
+    LOGICAL_CLUSTER_ANNOTATION,
+    cluster_and_namespace_index_func,
+    cluster_aware_key_func,
+    cluster_index_func,
+    split_cluster_aware_key,
+    to_cluster_aware_key,
+)
+from kinformer.cache.cluster_lister import GenericClusterLister
 from kinformer.cache.delta_fifo import Delta, DeltaFIFO, Deltas, DeltaType
 from kinformer.cache.labels import Selector, everything, parse_selector, selector_from_dict
 from kinformer.cache.lister import GenericLister, GenericNamespaceLister
@@ -45,6 +57,17 @@ from kinformer.client.interface import (
     WatchEvent,
 )
 from kinformer.client.listwatch import ListWatch
+from kinformer.cluster_handlers import ClusterEventHandler, ClusterEventHandlerFuncs
+from kinformer.clusters import (
+    ClusterHandlerRegistration,
+    ClusterProvider,
+    ClusterStatus,
+    KubeconfigContextsProvider,
+    KubeconfigSecretProvider,
+    MultiClusterInformer,
+    MultiClusterInformerFactory,
+    StaticClusterProvider,
+)
 from kinformer.context import Context, as_context, context_for_channel
 from kinformer.errors import (
     AlreadyStartedError,
@@ -234,6 +257,27 @@ __all__ = [  # noqa: RUF022 (grouped by area, as the API reference is)
     "ShardCoordinator",
     "ShardSelector",
     "fnv1a_64",
+    # many clusters: cluster-aware keys, indexes, listers and handlers
+    "CLUSTER_AND_NAMESPACE_INDEX",
+    "CLUSTER_INDEX",
+    "LOGICAL_CLUSTER_ANNOTATION",
+    "ClusterEventHandler",
+    "ClusterEventHandlerFuncs",
+    "GenericClusterLister",
+    "cluster_and_namespace_index_func",
+    "cluster_aware_key_func",
+    "cluster_index_func",
+    "split_cluster_aware_key",
+    "to_cluster_aware_key",
+    # many clusters: member clusters that come and go
+    "ClusterHandlerRegistration",
+    "ClusterProvider",
+    "ClusterStatus",
+    "KubeconfigContextsProvider",
+    "KubeconfigSecretProvider",
+    "MultiClusterInformer",
+    "MultiClusterInformerFactory",
+    "StaticClusterProvider",
     # metrics and probes (set_provider and PrometheusMetricsProvider live in kinformer.metrics)
     "MetricsProvider",
     "NoopMetricsProvider",

@@ -14,7 +14,7 @@
       IndexerError(KeyError)                an unknown index name
       IndexerConflictError(ValueError)      add_indexers with a name that exists
       KeyFuncError(KeyError)                an object has no metadata to key by
-      InvalidKeyError(ValueError)           a store key that is neither name nor namespace/name
+      InvalidKeyError(ValueError)           a store key that is not [cluster|][namespace/]name
       FIFOClosedError                       DeltaFIFO.pop on a closed, drained queue
       DecodeError(ValueError)               an undecodable body or watch line
       VeryShortWatchError                   a watch closed within a second with no events
@@ -113,7 +113,8 @@ class KeyFuncError(KinformerError, KeyError):
 
 
 class InvalidKeyError(KinformerError, ValueError):
-    """A store key that is neither ``"name"`` nor ``"namespace/name"``."""
+    """A store key that is neither ``"name"`` nor ``"namespace/name"``, each optionally
+    prefixed ``"<cluster>|"`` (a cluster-aware key)."""
 
 
 class FIFOClosedError(KinformerError):

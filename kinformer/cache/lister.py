@@ -117,6 +117,11 @@ def not_found(gvr: GroupVersionResource, name: str) -> errors.NotFoundError:
     return errors.NotFoundError(404, "NotFound", message, body)
 
 
+def select(objs: Iterable[Any], selector: SelectorArg) -> list[Any]:
+    """The objects of ``objs`` whose labels match ``selector`` (a string or parsed; None: all)."""
+    return _select(objs, _parse(selector))
+
+
 def _parse(selector: SelectorArg) -> labels.Selector | None:
     if selector is None:
         return None

@@ -174,3 +174,23 @@ def test_the_pytest_plugin_example(apiserver: FakeAPIServer, api_client: Any) ->
     scope = run(pytest_plugin)
     scope["test_the_informer_sees_a_configmap"](apiserver, api_client, "default")
     assert [o["metadata"]["name"] for o in apiserver.list_objects(CONFIGMAPS, "default")] == ["a"]
+
+
+def test_the_multi_cluster_examples(
+    kube_fleet: dict[str, FakeAPIServer], tmp_path: Path, stop: threading.Event,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    for name, server in kube_fleet.items():
+        server.create(CONFIGMAPS, cm("web", None, "default", app=name))
+    east, west = kube_fleet["member-1"].api_client(), kube_fleet["member-2"].api_client()
+    try:
+        scope = run(kinformer.StaticClusterProvider, east=east, west=west, stop=stop)
+        assert scope["web"]["metadata"]["labels"] == {"app": "member-1"}
+    finally:
+        east.close()
+        west.close()
+    path = kube_fleet["member-3"].write_kubeconfig(tmp_path / "kubeconfig")
+    run(kinformer.MultiClusterInformerFactory, kubeconfig=path, stop=stop)
+    printed = capsys.readouterr().out.splitlines()  # the handler's line may come late, or not
+    assert printed.count("{'kinformer': 1}") == 1
+    assert set(printed) <= {"{'kinformer': 1}", "kinformer web"}

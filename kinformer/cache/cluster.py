@@ -1,0 +1,161 @@
+"""Cluster-aware keys and indexes: one cache holding objects of many clusters, in kcp's format.
+
+kcp-dev/apimachinery's ``MetaClusterNamespaceKeyFunc`` and its two indexes. An object of a kcp
+logical cluster names its cluster in the annotation :data:`LOGICAL_CLUSTER_ANNOTATION`; its key
+is ``<cluster>|<namespace>/<name>`` (``<cluster>|<name>`` when cluster-scoped), so ``default/app``
+of two clusters are two keys, and an object without the annotation keeps its plain
+``namespace/name`` key (kcp's "single-cluster context"). The index :data:`CLUSTER_INDEX` maps a
+cluster to its objects and :data:`CLUSTER_AND_NAMESPACE_INDEX` a ``<cluster>|<namespace>`` to
+its objects: :class:`~kinformer.GenericClusterLister` (``cluster_lister.py``) narrows to one
+cluster through them. Keys and index values run on every cache write, so decoded JSON is read
+inline, as ``store.meta_namespace_key_func`` does; anything else goes through ``kinformer.meta``.
+
+>>> obj = {"metadata": {"name": "app", "namespace": "default",
+...                     "annotations": {LOGICAL_CLUSTER_ANNOTATION: "root:org"}}}
+>>> cluster_aware_key_func(obj)
+'root:org|default/app'
+>>> split_cluster_aware_key("root:org|default/app")
+('root:org', 'default', 'app')
+>>> cluster_index_func(obj), cluster_and_namespace_index_func(obj)
+(['root:org'], ['root:org|default'])
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from kinformer import errors, meta
+from kinformer.cache.store import DeletedFinalStateUnknown, ExplicitKey
+
+__all__ = [
+    "CLUSTER_AND_NAMESPACE_INDEX",
+    "CLUSTER_INDEX",
+    "LOGICAL_CLUSTER_ANNOTATION",
+    "cluster_and_namespace_index_func",
+    "cluster_and_namespace_index_value",
+    "cluster_aware_key_func",
+    "cluster_index_func",
+    "cluster_of",
+    "split_cluster_aware_key",
+    "to_cluster_aware_key",
+]
+
+LOGICAL_CLUSTER_ANNOTATION = "kcp.io/cluster"
+"""The annotation in which a kcp object names its logical cluster (``logicalcluster.AnnotationKey``)."""
+
+CLUSTER_INDEX = "cluster"
+"""The index of objects by cluster name (kcp's ``ClusterIndexName``); see :func:`cluster_index_func`."""
+
+CLUSTER_AND_NAMESPACE_INDEX = "cluster-and-namespace"
+"""The index of objects by ``<cluster>|<namespace>``; see :func:`cluster_and_namespace_index_func`."""
+
+
+def cluster_of(obj: Any) -> str:
+    """The logical cluster ``obj`` names in its :data:`LOGICAL_CLUSTER_ANNOTATION`; ``""`` without one."""
+    try:  # decoded JSON inline: it runs on every cache write through the index functions
+        annotations = obj["metadata"].get("annotations")
+        if annotations is None:
+            return ""
+        cluster = annotations.get(LOGICAL_CLUSTER_ANNOTATION)
+        if cluster is None or type(cluster) is str:
+            return cluster or ""
+    except (KeyError, TypeError, AttributeError):
+        pass
+    value = meta.annotations(obj).get(LOGICAL_CLUSTER_ANNOTATION)
+    return value if isinstance(value, str) else ""
+
+
+def cluster_aware_key_func(obj: Any) -> str:
+    """``"<cluster>|<namespace>/<name>"``, ``"<cluster>|<name>"`` when cluster-scoped, and
+    :func:`~kinformer.meta_namespace_key_func`'s key when ``obj`` names no cluster.
+
+    A :class:`~kinformer.DeletedFinalStateUnknown` gives its ``key`` and an
+    :class:`~kinformer.ExplicitKey` itself, as the deletion-handling key function does; an
+    object without metadata raises :class:`~kinformer.KeyFuncError`.
+    """
+    try:  # decoded JSON inline, as meta_namespace_key_func: it runs on every FIFO and cache write
+        metadata = obj["metadata"]
+        name = metadata["name"]
+        if type(name) is str:
+            ns = metadata.get("namespace")
+            key = ns + "/" + name if ns else name
+            annotations = metadata.get("annotations")
+            if not annotations:
+                return key
+            cluster = annotations.get(LOGICAL_CLUSTER_ANNOTATION)
+            if not cluster:
+                return key
+            if type(cluster) is str:
+                return cluster + "|" + key
+    except (KeyError, TypeError, AttributeError):
+        pass
+    if type(obj) is DeletedFinalStateUnknown:
+        return obj.key
+    if isinstance(obj, ExplicitKey):
+        return str.__str__(obj)
+    ns, name = meta.namespace_and_name(obj)
+    return to_cluster_aware_key(cluster_of(obj), ns, name)
+
+
+def to_cluster_aware_key(cluster: str, namespace: str, name: str) -> str:
+    """The key :func:`cluster_aware_key_func` gives an object of ``cluster`` (kcp's
+    ``ToClusterAwareKey``); an empty ``cluster`` or ``namespace`` is left out with its separator."""
+    key = f"{namespace}/{name}" if namespace else name
+    return f"{cluster}|{key}" if cluster else key
+
+
+def split_cluster_aware_key(key: str) -> tuple[str, str, str]:
+    """``(cluster, namespace, name)`` of a key of :func:`cluster_aware_key_func` (its inverse).
+
+    ``"c|ns/name"`` gives ``("c", "ns", "name")``, ``"c|name"`` ``("c", "", "name")`` and a key
+    without ``|`` ``("", namespace, name)``. More than one ``|``, or more than one ``/`` after
+    it, raises :class:`~kinformer.InvalidKeyError` (a ValueError), as kcp's
+    ``SplitMetaClusterNamespaceKey`` does. Names are not validated.
+    """
+    cluster, bar, rest = key.partition("|")
+    if not bar:
+        cluster, rest = "", key
+    elif "|" in rest:
+        raise errors.InvalidKeyError(f'unexpected key format: "{key}"')
+    namespace, slash, name = rest.partition("/")
+    if not slash:
+        return cluster, "", rest
+    if "/" in name:
+        raise errors.InvalidKeyError(f'unexpected key format: "{key}"')
+    return cluster, namespace, name
+
+
+def cluster_index_func(obj: Any) -> list[str]:
+    """``[cluster]`` of an object (``[""]`` when it names none): the :data:`CLUSTER_INDEX` function.
+
+    An object without metadata raises :class:`~kinformer.KeyFuncError`, as the namespace index does.
+    """
+    try:  # decoded JSON inline, as meta_namespace_index_func: it runs on every cache write
+        annotations = obj["metadata"].get("annotations")
+        cluster = annotations.get(LOGICAL_CLUSTER_ANNOTATION, "") if annotations else ""
+        if type(cluster) is str:
+            return [cluster]
+    except (KeyError, TypeError, AttributeError):
+        pass
+    meta.namespace_and_name(obj)  # raises without metadata
+    return [cluster_of(obj)]
+
+
+def cluster_and_namespace_index_value(cluster: str, namespace: str) -> str:
+    """``"<cluster>|<namespace>"``: the :data:`CLUSTER_AND_NAMESPACE_INDEX` value to look up."""
+    return cluster + "|" + namespace
+
+
+def cluster_and_namespace_index_func(obj: Any) -> list[str]:
+    """``["<cluster>|<namespace>"]`` of an object (namespace ``""`` when cluster-scoped): the
+    :data:`CLUSTER_AND_NAMESPACE_INDEX` function; :class:`~kinformer.KeyFuncError` without metadata."""
+    try:  # decoded JSON inline, as meta_namespace_index_func
+        metadata = obj["metadata"]
+        annotations = metadata.get("annotations")
+        cluster = annotations.get(LOGICAL_CLUSTER_ANNOTATION, "") if annotations else ""
+        if type(cluster) is str:
+            return [cluster + "|" + (metadata.get("namespace") or "")]
+    except (KeyError, TypeError, AttributeError):
+        pass
+    namespace = meta.namespace_and_name(obj)[0]  # raises without metadata
+    return [cluster_of(obj) + "|" + namespace]

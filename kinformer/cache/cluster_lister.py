@@ -1,0 +1,165 @@
+"""GenericClusterLister: one resource type across many clusters, and a lister per cluster.
+
+kcp-dev/apimachinery's ``GenericClusterLister``, for both ways kinformer caches many clusters.
+Logical clusters (kcp) share one cluster-aware indexer (``cache/cluster.py``): a cluster's
+view reads it through the :data:`~kinformer.CLUSTER_INDEX` and
+:data:`~kinformer.CLUSTER_AND_NAMESPACE_INDEX` indexes and looks objects up by their
+cluster-aware keys. Member clusters (``clusters/``) keep one ordinary indexer each: the lister
+dispatches to the indexer of the cluster asked for, with no merged copy. Either way
+``cluster(name)`` is an ordinary :class:`~kinformer.GenericLister` whose every call touches
+that cluster's objects only, never a scan of the others; a cluster the lister does not hold
+answers as an empty one (lists are empty, ``get`` raises :class:`~kinformer.NotFoundError`).
+"""
+
+from __future__ import annotations
+
+import builtins
+from collections.abc import Mapping
+from typing import Any
+
+from kinformer import errors
+from kinformer.cache import cluster as _cluster
+from kinformer.cache import lister, store
+from kinformer.cache.lister import GenericLister, SelectorArg
+from kinformer.gvr import GroupVersionResource
+
+__all__ = ["GenericClusterLister"]
+
+_NO_INDEXERS: Mapping[str, Any] = {store.NAMESPACE_INDEX: store.meta_namespace_index_func}
+
+
+class GenericClusterLister:
+    """Lists cached objects of one resource type across clusters; :meth:`cluster` narrows to one.
+
+    ``GenericClusterLister(indexer, gvr)`` reads one cluster-aware indexer (keyed by
+    :func:`~kinformer.cluster_aware_key_func`), which must have both cluster indexes, else
+    :class:`~kinformer.ConfigurationError`. :meth:`from_cluster_indexers` reads one indexer per
+    cluster instead. Thread-safe (the indexers are); objects returned are the cached ones: do not
+    modify them. Like every lister it checks no sync: before sync the answers are partial.
+
+    >>> from kinformer import (CLUSTER_AND_NAMESPACE_INDEX, CLUSTER_INDEX,
+    ...     LOGICAL_CLUSTER_ANNOTATION, GroupVersionResource, Indexer,
+    ...     cluster_and_namespace_index_func, cluster_aware_key_func, cluster_index_func)
+    >>> indexer = Indexer(cluster_aware_key_func, {
+    ...     CLUSTER_INDEX: cluster_index_func,
+    ...     CLUSTER_AND_NAMESPACE_INDEX: cluster_and_namespace_index_func})
+    >>> for cluster in ("root:a", "root:b"):
+    ...     indexer.add({"metadata": {"name": "app", "namespace": "default",
+    ...                               "annotations": {LOGICAL_CLUSTER_ANNOTATION: cluster}}})
+    >>> lister = GenericClusterLister(indexer, GroupVersionResource("", "v1", "configmaps"))
+    >>> len(lister.list()), len(lister.cluster("root:a").list())
+    (2, 1)
+    >>> lister.cluster("root:b").by_namespace("default").get("app")["metadata"]["annotations"]
+    {'kcp.io/cluster': 'root:b'}
+    """
+
+    __slots__ = ("_gvr", "_indexer", "_indexers")
+
+    def __init__(self, indexer: Any, gvr: GroupVersionResource) -> None:
+        missing = [name for name in (_cluster.CLUSTER_INDEX, _cluster.CLUSTER_AND_NAMESPACE_INDEX)
+                   if name not in indexer.get_indexers()]
+        if missing:
+            raise errors.ConfigurationError(
+                f"a GenericClusterLister needs the indexes {_cluster.CLUSTER_INDEX!r} and "
+                f"{_cluster.CLUSTER_AND_NAMESPACE_INDEX!r} (cluster_index_func, "
+                f"cluster_and_namespace_index_func); this indexer lacks {', '.join(map(repr, missing))}")
+        self._indexer: Any = indexer
+        self._indexers: Mapping[str, Any] | None = None
+        self._gvr = gvr
+
+    @classmethod
+    def from_cluster_indexers(
+        cls, indexers: Mapping[str, Any], gvr: GroupVersionResource
+    ) -> GenericClusterLister:
+        """A lister over one indexer per cluster: ``indexers`` maps each cluster's name to its
+        indexer and is read anew on every call, so a live mapping (one that follows clusters as
+        they come and go) gives a live lister. No objects are copied."""
+        self = cls.__new__(cls)
+        self._indexer = None
+        self._indexers = indexers
+        self._gvr = gvr
+        return self
+
+    def list(self, selector: SelectorArg = None) -> builtins.list[Any]:
+        """Every cached object of every cluster whose labels match ``selector`` (None: all)."""
+        if self._indexers is None:
+            return lister.select(self._indexer.list(), selector)
+        objs: builtins.list[Any] = []
+        for indexer in builtins.list(self._indexers.values()):
+            objs.extend(indexer.list())
+        return lister.select(objs, selector)
+
+    def cluster(self, name: str) -> GenericLister:
+        """A lister of ``name``'s objects only (``list``, ``get``, ``by_namespace``); empty for a
+        cluster this lister does not hold, and live: it follows the cluster leaving or joining."""
+        view: Any
+        if self._indexers is None:
+            view = _IndexedClusterView(self._indexer, name)
+        else:
+            view = _MemberClusterView(self._indexers, name)
+        return GenericLister(view, self._gvr)
+
+    def clusters(self) -> builtins.list[str]:
+        """The names of the clusters with objects cached (member clusters: every one held), sorted."""
+        if self._indexers is None:
+            return sorted(self._indexer.list_index_func_values(_cluster.CLUSTER_INDEX))
+        return sorted(self._indexers)
+
+    def __repr__(self) -> str:
+        return f"<GenericClusterLister {self._gvr}>"
+
+
+class _IndexedClusterView:
+    """One cluster of a cluster-aware indexer, read as the plain indexer a GenericLister expects.
+
+    Plain keys (``ns/name``) become cluster-aware ones, the whole content is the cluster's entry
+    of the cluster index, and the namespace index is served by the cluster-and-namespace index.
+    """
+
+    __slots__ = ("_cluster", "_indexer")
+
+    def __init__(self, indexer: Any, cluster: str) -> None:
+        self._indexer = indexer
+        self._cluster = cluster
+
+    def list(self) -> builtins.list[Any]:
+        return self._indexer.by_index(_cluster.CLUSTER_INDEX, self._cluster)  # type: ignore[no-any-return]
+
+    def get_by_key(self, key: str) -> Any | None:
+        namespace, name = store.split_meta_namespace_key(key)
+        return self._indexer.get_by_key(_cluster.to_cluster_aware_key(self._cluster, namespace, name))
+
+    def get_indexers(self) -> Mapping[str, Any]:
+        return _NO_INDEXERS
+
+    def by_index(self, index_name: str, indexed_value: str) -> builtins.list[Any]:
+        if index_name != store.NAMESPACE_INDEX:
+            raise errors.IndexerError(f"Index with name {index_name} does not exist")
+        value = _cluster.cluster_and_namespace_index_value(self._cluster, indexed_value)
+        return self._indexer.by_index(_cluster.CLUSTER_AND_NAMESPACE_INDEX, value)  # type: ignore[no-any-return]
+
+
+class _MemberClusterView:
+    """One member cluster's indexer, looked up in the live mapping on every call (absent: empty)."""
+
+    __slots__ = ("_cluster", "_indexers")
+
+    def __init__(self, indexers: Mapping[str, Any], cluster: str) -> None:
+        self._indexers = indexers
+        self._cluster = cluster
+
+    def list(self) -> builtins.list[Any]:
+        indexer = self._indexers.get(self._cluster)
+        return [] if indexer is None else indexer.list()
+
+    def get_by_key(self, key: str) -> Any | None:
+        indexer = self._indexers.get(self._cluster)
+        return None if indexer is None else indexer.get_by_key(key)
+
+    def get_indexers(self) -> Mapping[str, Any]:
+        indexer = self._indexers.get(self._cluster)
+        return _NO_INDEXERS if indexer is None else indexer.get_indexers()
+
+    def by_index(self, index_name: str, indexed_value: str) -> builtins.list[Any]:
+        indexer = self._indexers.get(self._cluster)
+        return [] if indexer is None else indexer.by_index(index_name, indexed_value)

@@ -1,0 +1,27 @@
+"""Member clusters that come and go: providers, and informers across every engaged cluster.
+
+fleet's and multicluster-runtime's model on kinformer's informers. A cluster provider
+(``provider.py``, ``kubeconfig.py``) reports clusters joining, changing and leaving; the
+:class:`~kinformer.MultiClusterInformerFactory` (``factory.py``) runs, per engaged cluster, an
+ordinary :class:`~kinformer.DynamicSharedInformerFactory` under a child context of its own
+(``member.py``), and each :class:`~kinformer.MultiClusterInformer` (``informer.py``) serves
+one resource type across them, delivering to each handler on one thread of its own
+(``delivery.py``). Above ``factory.py``, beside ``managers/``; the cluster-aware keys, indexes
+and lister it reads through sit in ``cache/``.
+"""
+
+from kinformer.clusters.factory import MultiClusterInformerFactory
+from kinformer.clusters.informer import ClusterHandlerRegistration, ClusterStatus, MultiClusterInformer
+from kinformer.clusters.kubeconfig import KubeconfigContextsProvider, KubeconfigSecretProvider
+from kinformer.clusters.provider import ClusterProvider, StaticClusterProvider
+
+__all__ = [
+    "ClusterHandlerRegistration",
+    "ClusterProvider",
+    "ClusterStatus",
+    "KubeconfigContextsProvider",
+    "KubeconfigSecretProvider",
+    "MultiClusterInformer",
+    "MultiClusterInformerFactory",
+    "StaticClusterProvider",
+]

@@ -1,0 +1,177 @@
+"""Delivery to the handlers of a multi-cluster informer: one thread per handler, every cluster.
+
+Each member cluster's informer (``member.py``) calls a :class:`Forwarder` per handler on its own
+listener thread; the forwarder only appends to that handler's :class:`HandlerDelivery` buffer,
+whose one thread calls the handler in arrival order. So a handler's code never runs on two
+threads at once, whatever the number of clusters, and a slow handler stalls no informer. Every
+notification is tagged with the :class:`Engagement` (one watch of one cluster) it came from:
+when a cluster is disengaged, the factory (``factory.py``) marks its engagement over and each
+delivery drops what of it is still buffered and queues ``on_disengaged(cluster)`` instead, so
+that call comes after every notification of the cluster the handler will ever get, and no
+stale notification of the engagement can follow it.
+"""
+
+from __future__ import annotations
+
+import itertools
+import logging
+import threading
+from collections import deque
+from collections.abc import Callable
+from typing import Any
+
+from kinformer import _threads
+from kinformer.cluster_handlers import ClusterBoundHandler, ClusterEventHandler
+from kinformer.handlers import ResourceEventHandler
+
+log = logging.getLogger(__name__)
+
+_numbers = itertools.count(1)
+
+_Item = tuple["Engagement | None", Callable[..., object], tuple[Any, ...], bool]
+"""(engagement or None for a disengage notice, callback, its arguments, is an initial add)."""
+
+
+class Engagement:
+    """One continuous watch of one cluster, from engage to disengage; ``active`` until then.
+
+    ``active`` is set False once, by the factory, before any delivery is told; a delivery reads
+    it under its own lock, which orders the two.
+    """
+
+    __slots__ = ("active", "cluster")
+
+    def __init__(self, cluster: str) -> None:
+        self.cluster = cluster
+        self.active = True
+
+    def __repr__(self) -> str:
+        return f"<Engagement {self.cluster} {'active' if self.active else 'over'}>"
+
+
+class HandlerDelivery:
+    """One handler, its buffer and its delivery thread (``kinformer-clusterhandler-<gvr>-<n>``).
+
+    :meth:`push` never blocks on the handler. Callbacks run in order, one at a time; an
+    exception from the handler is logged and the notification skipped. A
+    :class:`~kinformer.ClusterEventHandler` is called with each notification's cluster and gets
+    ``on_disengaged``; any other handler gets the plain calls. After :meth:`close` the buffer
+    is dropped and the thread exits once the callback in progress returns.
+    """
+
+    def __init__(self, handler: Any, subject: str) -> None:
+        self.handler = handler
+        self.is_cluster_handler = isinstance(handler, ClusterEventHandler)
+        self._name = _threads.thread_name("clusterhandler", f"{subject}-{next(_numbers)}")
+        self._lock = threading.Lock()  # guards _buffer, _closed, _pending_initial
+        self._cond = threading.Condition(self._lock)
+        self._buffer: deque[_Item] = deque()
+        self._closed = False
+        self._pending_initial = 0  # initial-list adds buffered or being delivered
+        self.thread: threading.Thread | None = None
+
+    def forwarder(self, engagement: Engagement) -> Forwarder:
+        """What to register on ``engagement``'s informer for this handler."""
+        target: ResourceEventHandler = self.handler
+        if self.is_cluster_handler:
+            target = ClusterBoundHandler(engagement.cluster, self.handler)
+        return Forwarder(self, engagement, target)
+
+    def start(self) -> None:
+        """Start the delivery thread (once; a closed delivery starts nothing)."""
+        with self._lock:
+            if self.thread is not None or self._closed:
+                return
+            self.thread = _threads.spawn(self._run, self._name)
+
+    def push(self, engagement: Engagement, fn: Callable[..., object], args: tuple[Any, ...],
+             initial: bool) -> None:
+        """Buffer ``fn(*args)``, unless ``engagement`` is over or the delivery closed."""
+        with self._lock:
+            if self._closed or not engagement.active:
+                return
+            self._buffer.append((engagement, fn, args, initial))
+            if initial:
+                self._pending_initial += 1
+            self._cond.notify()
+
+    def disengaged(self, engagement: Engagement) -> None:
+        """Drop what ``engagement`` left buffered; queue ``on_disengaged`` for a cluster handler.
+
+        Call after ``engagement.active`` was set False.
+        """
+        with self._lock:
+            if self._closed:
+                return
+            kept = [item for item in self._buffer if item[0] is not engagement]
+            dropped = len(self._buffer) - len(kept)
+            if dropped:
+                self._pending_initial -= sum(1 for item in self._buffer
+                                             if item[0] is engagement and item[3])
+                self._buffer.clear()
+                self._buffer.extend(kept)
+                log.debug("handler %r: %d notifications of %s dropped on disengage",
+                          self.handler, dropped, engagement.cluster)
+            if self.is_cluster_handler:
+                self._buffer.append((None, self.handler.on_disengaged, (engagement.cluster,), False))
+                self._cond.notify()
+
+    def pending_initial(self) -> int:
+        """Initial-list adds buffered or being delivered."""
+        with self._lock:
+            return self._pending_initial
+
+    def close(self) -> None:
+        """Stop delivering: drop the buffer; the thread exits after its current callback."""
+        with self._lock:
+            self._closed = True
+            self._buffer.clear()
+            self._pending_initial = 0
+            self._cond.notify_all()
+
+    def _run(self) -> None:
+        lock, buffer = self._lock, self._buffer
+        while True:
+            with lock:
+                while not buffer and not self._closed:
+                    self._cond.wait()
+                if self._closed:
+                    return
+                _engagement, fn, args, initial = buffer.popleft()
+            try:
+                fn(*args)
+            except Exception:
+                log.exception("event handler %r failed; notification skipped", self.handler)
+            finally:
+                if initial:
+                    with lock:
+                        if not self._closed:
+                            self._pending_initial -= 1
+
+    def __repr__(self) -> str:
+        return f"<HandlerDelivery {self._name} {self.handler!r}>"
+
+
+class Forwarder:
+    """The ordinary handler registered on one engagement's informer: buffers into a delivery."""
+
+    __slots__ = ("_delivery", "_engagement", "_target")
+
+    def __init__(self, delivery: HandlerDelivery, engagement: Engagement,
+                 target: ResourceEventHandler) -> None:
+        self._delivery = delivery
+        self._engagement = engagement
+        self._target = target
+
+    def on_add(self, obj: Any, is_in_initial_list: bool) -> None:
+        self._delivery.push(self._engagement, self._target.on_add, (obj, is_in_initial_list),
+                            is_in_initial_list)
+
+    def on_update(self, old: Any, new: Any) -> None:
+        self._delivery.push(self._engagement, self._target.on_update, (old, new), False)
+
+    def on_delete(self, obj: Any) -> None:
+        self._delivery.push(self._engagement, self._target.on_delete, (obj,), False)
+
+    def __repr__(self) -> str:
+        return f"<Forwarder {self._engagement.cluster} {self._delivery.handler!r}>"

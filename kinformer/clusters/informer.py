@@ -1,0 +1,221 @@
+"""MultiClusterInformer: one resource type across every engaged member cluster.
+
+What :meth:`MultiClusterInformerFactory.for_resource
+<kinformer.MultiClusterInformerFactory.for_resource>` returns. It owns no cache: each engaged
+cluster's :class:`~kinformer.clusters.member.Member` runs an ordinary informer for the resource,
+:meth:`MultiClusterInformer.lister` dispatches to their indexers, and each handler gets one
+delivery thread fed by every cluster (``delivery.py``). The factory (``factory.py``) attaches
+a member when it engages a cluster and detaches it when it disengages one, always under the
+lock of its :class:`~kinformer.clusters.member.Fleet`, which also orders adding a handler with
+clusters coming and going.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from kinformer import errors, factory
+from kinformer.cache.cluster_lister import GenericClusterLister
+from kinformer.clusters.delivery import HandlerDelivery
+from kinformer.clusters.member import Fleet, Member
+from kinformer.gvr import GroupVersionResource
+from kinformer.informer import ResourceEventHandlerRegistration, SharedIndexInformer
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True, slots=True)
+class ClusterStatus:
+    """How one engaged cluster's informer of a resource type is doing.
+
+    ``synced``: its first list is in the cache; ``last_error``: its last list or watch error
+    (None once a list succeeds); ``objects``: how many objects it caches, over all namespaces.
+    """
+
+    synced: bool
+    last_error: BaseException | None
+    objects: int
+
+
+class ClusterHandlerRegistration:
+    """What :meth:`MultiClusterInformer.add_event_handler` returns; pass it to ``remove_event_handler``.
+
+    ``has_synced()`` is True once the provider synced, every engaged cluster's informer synced
+    and the handler returned from every ``on_add`` of their initial lists.
+    """
+
+    __slots__ = ("_delivery", "_fleet", "_registrations")
+
+    def __init__(self, fleet: Fleet, delivery: HandlerDelivery) -> None:
+        self._fleet = fleet
+        self._delivery = delivery
+        # cluster -> its member and the registration on the member's informer; guarded by fleet.lock
+        self._registrations: dict[str, tuple[Member, ResourceEventHandlerRegistration]] = {}
+
+    @property
+    def handler(self) -> Any:
+        return self._delivery.handler
+
+    def has_synced(self) -> bool:
+        if not self._fleet.running or not self._fleet.provider_synced():
+            return False
+        with self._fleet.lock:
+            registrations = [reg for _member, reg in self._registrations.values()]
+        return all(reg.has_synced() for reg in registrations) and self._delivery.pending_initial() == 0
+
+    def __repr__(self) -> str:
+        return f"<ClusterHandlerRegistration {self._delivery.handler!r}>"
+
+
+class MultiClusterInformer:
+    """One resource type across the engaged member clusters of a MultiClusterInformerFactory.
+
+    A handler added with :meth:`add_event_handler` hears from every engaged cluster, on one
+    thread of its own, in the order each cluster's notifications arrived: a
+    :class:`~kinformer.ClusterEventHandler` is told the cluster (``on_add(cluster, obj)`` ...)
+    and gets ``on_disengaged(cluster)`` when one leaves, after that cluster's last
+    notification; any other handler gets the plain calls. Added late, a handler first gets an
+    add for every object cached. :meth:`lister` reads every engaged cluster's cache,
+    :meth:`cluster_status` says how each is doing and :meth:`has_synced` is True once the
+    provider synced and every engaged cluster did: an unreachable cluster keeps it False for as
+    long as it is engaged, and holds no other cluster back. Thread-safe.
+    """
+
+    def __init__(self, fleet: Fleet, gvr: GroupVersionResource) -> None:
+        self._fleet = fleet
+        self._gvr = gvr
+        self._subject = factory.gvr_subject(gvr)
+        self._registrations: list[ClusterHandlerRegistration] = []  # guarded by fleet.lock
+        self._retired: list[HandlerDelivery] = []  # removed; joined on shutdown; fleet.lock
+        self._lister = GenericClusterLister.from_cluster_indexers(_Indexers(fleet, gvr), gvr)
+
+    @property
+    def gvr(self) -> GroupVersionResource:
+        return self._gvr
+
+    # -- handlers ----------------------------------------------------------------------------
+
+    def add_event_handler(self, handler: Any) -> ClusterHandlerRegistration:
+        """Deliver the resource's notifications from every engaged cluster to ``handler``.
+
+        ``handler`` is a :class:`~kinformer.ClusterEventHandler` (called with the cluster) or
+        any :class:`~kinformer.ResourceEventHandler` (called as usual). Clusters engaged later
+        deliver to it too.
+        """
+        for method in ("on_add", "on_update", "on_delete"):
+            if not callable(getattr(handler, method, None)):
+                raise TypeError(f"not an event handler (no {method}): {handler!r}")
+        delivery = HandlerDelivery(handler, self._subject)
+        registration = ClusterHandlerRegistration(self._fleet, delivery)
+        with self._fleet.lock:
+            self._registrations.append(registration)
+            for member in self._fleet.members():
+                self._register(registration, member)
+            if self._fleet.running:
+                delivery.start()
+        return registration
+
+    def remove_event_handler(self, registration: ClusterHandlerRegistration) -> None:
+        """Stop delivering to a handler; idempotent. Its buffered notifications are dropped."""
+        with self._fleet.lock:
+            if registration not in self._registrations:
+                return
+            self._registrations.remove(registration)
+            for member, reg in registration._registrations.values():
+                member.informer(self._gvr).remove_event_handler(reg)
+            registration._registrations.clear()
+            registration._delivery.close()
+            self._retired.append(registration._delivery)
+
+    # -- reading ------------------------------------------------------------------------------
+
+    def lister(self) -> GenericClusterLister:
+        """A lister over every engaged cluster's cache, following clusters as they come and go."""
+        return self._lister
+
+    def has_synced(self) -> bool:
+        """True once the provider synced and every engaged cluster's informer synced; False
+        before start and once stopped."""
+        if not self._fleet.running or not self._fleet.provider_synced():
+            return False
+        return all(member.informer(self._gvr).has_synced() for member in self._fleet.members())
+
+    def cluster_status(self) -> dict[str, ClusterStatus]:
+        """Each engaged cluster's :class:`ClusterStatus` for this resource, by name."""
+        status: dict[str, ClusterStatus] = {}
+        for member in self._fleet.members():
+            shared = member.informer(self._gvr)
+            status[member.name] = ClusterStatus(
+                shared.has_synced(), shared.last_error(), len(shared.get_indexer()))
+        return status
+
+    def informer_for(self, cluster: str) -> SharedIndexInformer | None:
+        """The informer of this resource in ``cluster``; None when it is not engaged."""
+        member = self._fleet.member(cluster)
+        return None if member is None else member.informer(self._gvr)
+
+    # -- the factory's side: call with fleet.lock held -----------------------------------------
+
+    def attach(self, member: Member) -> None:
+        """Make ``member``'s informer of this resource and register every handler on it."""
+        member.informer(self._gvr)
+        for registration in self._registrations:
+            self._register(registration, member)
+
+    def detach(self, member: Member) -> None:
+        """Forget ``member`` (its engagement is over): each handler drops what it has of it and
+        a cluster handler gets ``on_disengaged``."""
+        for registration in self._registrations:
+            registration._registrations.pop(member.name, None)
+            registration._delivery.disengaged(member.engagement)
+
+    def start_deliveries(self) -> None:
+        for registration in self._registrations:
+            registration._delivery.start()
+
+    def close_deliveries(self) -> list[threading.Thread]:
+        """Close every delivery; return their threads to join."""
+        deliveries = [r._delivery for r in self._registrations] + self._retired
+        for delivery in deliveries:
+            delivery.close()
+        return [d.thread for d in deliveries if d.thread is not None]
+
+    def _register(self, registration: ClusterHandlerRegistration, member: Member) -> None:
+        delivery = registration._delivery
+        try:
+            reg = member.informer(self._gvr).add_event_handler(delivery.forwarder(member.engagement))
+        except errors.StoppedError:  # the factory is stopping: nothing more to deliver
+            return
+        registration._registrations[member.name] = (member, reg)
+
+    def __repr__(self) -> str:
+        return f"<MultiClusterInformer {self._gvr}>"
+
+
+class _Indexers(Mapping[str, Any]):
+    """The live mapping of engaged cluster to its indexer of one resource, for the lister."""
+
+    __slots__ = ("_fleet", "_gvr")
+
+    def __init__(self, fleet: Fleet, gvr: GroupVersionResource) -> None:
+        self._fleet = fleet
+        self._gvr = gvr
+
+    def __getitem__(self, name: str) -> Any:
+        member = self._fleet.member(name)
+        if member is None:
+            raise KeyError(name)
+        return member.informer(self._gvr).get_indexer()
+
+    def __iter__(self) -> Iterator[str]:
+        return iter([member.name for member in self._fleet.members()])
+
+    def __len__(self) -> int:
+        return len(self._fleet.members())
+
+    def values(self) -> Any:
+        return [member.informer(self._gvr).get_indexer() for member in self._fleet.members()]

@@ -1,0 +1,274 @@
+"""Cluster providers that read kubeconfigs: the contexts of a file, or Secrets on a hub cluster.
+
+:class:`KubeconfigContextsProvider` engages one cluster per context of a kubeconfig file, as
+``kubectl --context`` would reach it. :class:`KubeconfigSecretProvider` is multicluster-runtime's
+kubeconfig provider: it watches, through a kinformer informer, the Secrets of one namespace of a
+hub cluster labelled ``sigs.k8s.io/multicluster-runtime-kubeconfig=true`` and engages one
+cluster per Secret from the kubeconfig under its ``kubeconfig`` key, so a hub built for
+multicluster-runtime works unchanged. Both make their clients with the official client's
+kubeconfig loader (:func:`client_from_kubeconfig`) and close them once done. Credentials never
+reach a log line: a kubeconfig that does not parse is reported by position, not by content.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import hashlib
+import logging
+import os
+import threading
+from collections.abc import Iterable
+from typing import Any
+
+from kinformer import context, errors, meta
+from kinformer.cache import store
+from kinformer.client import listwatch
+from kinformer.clusters.provider import Disengage, Engage
+from kinformer.gvr import GroupVersionResource
+from kinformer.informer import SharedIndexInformer
+
+log = logging.getLogger(__name__)
+
+SECRETS = GroupVersionResource("", "v1", "secrets")
+DEFAULT_SECRET_LABEL = "sigs.k8s.io/multicluster-runtime-kubeconfig"  # multicluster-runtime's
+DEFAULT_SECRET_KEY = "kubeconfig"  # multicluster-runtime's DefaultKubeconfigSecretKey
+
+
+def client_from_kubeconfig(document: bytes | str, context_name: str | None = None) -> Any:
+    """A new ``kubernetes.client.ApiClient`` for a kubeconfig document (YAML or JSON) and its
+    ``context_name`` (default: its current context).
+
+    Nothing is sent over the network. A document that is not a usable kubeconfig raises
+    :class:`~kinformer.ConfigurationError` saying why without quoting it (it holds credentials).
+    """
+    import yaml
+    from kubernetes.config import kube_config as loader
+    from kubernetes.config.config_exception import ConfigException
+
+    kube_config: Any = loader  # untyped
+
+    try:
+        parsed = yaml.safe_load(document)
+    except yaml.YAMLError as err:
+        raise errors.ConfigurationError(f"not a kubeconfig: {_yaml_problem(err)}") from None
+    if not isinstance(parsed, dict):
+        raise errors.ConfigurationError(f"not a kubeconfig: a {type(parsed).__name__}, not a mapping")
+    try:
+        return kube_config.new_client_from_config_dict(parsed, context_name, persist_config=False)
+    except ConfigException as err:  # its messages name keys and entries, never their values
+        raise errors.ConfigurationError(f"not a usable kubeconfig: {err}") from None
+    except Exception as err:  # the loader raises anything on a document of the wrong shape
+        raise errors.ConfigurationError(
+            f"not a usable kubeconfig: the loader failed with {type(err).__name__}") from None
+
+
+def _yaml_problem(err: Exception) -> str:
+    """A YAML error without the snippet of the document PyYAML quotes (it may hold a token)."""
+    problem = getattr(err, "problem", None) or getattr(err, "context", None) or type(err).__name__
+    mark = getattr(err, "problem_mark", None)
+    if mark is not None:
+        return f"{problem} at line {mark.line + 1}, column {mark.column + 1}"
+    return str(problem)
+
+
+class KubeconfigContextsProvider:
+    """One cluster per context of a kubeconfig file, named after the context.
+
+    ``path`` defaults to ``$KUBECONFIG`` (its files merged, as kubectl does) or
+    ``~/.kube/config``; ``contexts`` limits it to those contexts. The file is read here: a
+    missing or unreadable file, or a context it lacks, raises
+    :class:`~kinformer.ConfigurationError`. ``run`` makes a client per context, engages each
+    once and closes them when it returns; a context whose client cannot be made is logged and
+    skipped. Synced once every context was engaged.
+    """
+
+    def __init__(self, path: str | os.PathLike[str] | None = None,
+                 contexts: Iterable[str] | None = None) -> None:
+        from kubernetes.config import kube_config as loader
+
+        kube_config: Any = loader  # untyped
+        self._path = os.fspath(path) if path is not None else (
+            os.environ.get("KUBECONFIG") or os.path.expanduser("~/.kube/config"))
+        try:
+            found, _active = kube_config.list_kube_config_contexts(config_file=self._path)
+        except Exception as err:
+            reason = str(err) if not hasattr(err, "problem_mark") else _yaml_problem(err)
+            raise errors.ConfigurationError(
+                f"cannot read kubeconfig {self._path}: {reason}") from None
+        names = [str(c["name"]) for c in found or () if isinstance(c, dict) and c.get("name")]
+        if contexts is not None:
+            wanted = list(dict.fromkeys(contexts))
+            missing = [name for name in wanted if name not in names]
+            if missing:
+                raise errors.ConfigurationError(
+                    f"kubeconfig {self._path} has no context {', '.join(map(repr, missing))}; "
+                    f"it has: {', '.join(names) or 'none'}")
+            names = wanted
+        self._contexts = names
+        self._synced = threading.Event()
+
+    @property
+    def contexts(self) -> list[str]:
+        """The contexts engaged, in order."""
+        return list(self._contexts)
+
+    def run(self, stop: context.Context, engage: Engage, disengage: Disengage) -> None:
+        """Engage every context's cluster, wait for ``stop``, then close the clients."""
+        from kubernetes.config import kube_config as loader
+
+        kube_config: Any = loader  # untyped
+        clients: list[Any] = []
+        try:
+            for name in self._contexts:
+                if stop.cancelled():
+                    return
+                try:
+                    api_client = kube_config.new_client_from_config(
+                        config_file=self._path, context=name, persist_config=False)
+                except Exception as err:
+                    log.error("kubeconfig %s: context %s skipped: %s", self._path, name,
+                              type(err).__name__)
+                    continue
+                clients.append(api_client)
+                engage(name, api_client)
+            self._synced.set()
+            stop.wait()
+        finally:
+            for api_client in clients:
+                api_client.close()
+
+    def has_synced(self) -> bool:
+        """True once every context was engaged."""
+        return self._synced.is_set()
+
+    def __repr__(self) -> str:
+        return f"<KubeconfigContextsProvider {self._path} contexts={len(self._contexts)}>"
+
+
+class KubeconfigSecretProvider:
+    """multicluster-runtime's kubeconfig provider: a cluster per kubeconfig Secret on a hub.
+
+    ``run`` watches, with a :class:`~kinformer.SharedIndexInformer` over ``hub_client``, the
+    Secrets of ``namespace`` labelled ``<label>=true``. Each is a cluster named after the
+    Secret, reached through the kubeconfig (current context) under ``data[key]``. A new
+    Secret engages its cluster; a changed kubeconfig engages it again with a new client
+    (the factory disengages it first); a deleted Secret, one that lost the label, or one
+    without ``key`` disengages it. A kubeconfig that does not parse is logged and skipped
+    (a cluster it would have replaced keeps its working client); the other Secrets go on.
+    Synced once the Secrets listed first were all handled. Clients it made are closed once
+    their cluster was disengaged or ``run`` returned.
+    """
+
+    def __init__(self, hub_client: Any, namespace: str, label: str = DEFAULT_SECRET_LABEL,
+                 key: str = DEFAULT_SECRET_KEY) -> None:
+        for what, value in (("namespace", namespace), ("label", label), ("key", key)):
+            if not isinstance(value, str) or not value:
+                raise errors.ConfigurationError(f"{what} must be a non-empty string, got {value!r}")
+        self._hub_client = hub_client
+        self.namespace = namespace
+        self.label = label
+        self.key = key
+        self._lock = threading.Lock()  # guards _registration, _started
+        self._registration: Any = None
+        self._started = False
+
+    def run(self, stop: context.Context, engage: Engage, disengage: Disengage) -> None:
+        """Watch the Secrets until ``stop``; runs once (:class:`~kinformer.AlreadyStartedError`)."""
+        with self._lock:
+            if self._started:
+                raise errors.AlreadyStartedError(f"{self!r} already started")
+            self._started = True
+        watched = SharedIndexInformer(
+            listwatch.ListWatch.for_resource(self._hub_client, SECRETS, self.namespace,
+                                             label_selector=f"{self.label}=true"),
+            name=f"kubeconfig-secrets-{self.namespace}")
+        secrets = _SecretHandler(self.namespace, self.key, engage, disengage)
+        registration = watched.add_event_handler(secrets)
+        with self._lock:
+            self._registration = registration
+        try:
+            watched.run(stop)
+        finally:
+            secrets.close()
+
+    def has_synced(self) -> bool:
+        """True once the Secrets of the first list were all handled."""
+        with self._lock:
+            registration = self._registration
+        return registration is not None and bool(registration.has_synced())
+
+    def __repr__(self) -> str:
+        return f"<KubeconfigSecretProvider {self.namespace} {self.label}=true key={self.key}>"
+
+
+class _SecretHandler:
+    """Turns kubeconfig Secrets into engagements; runs on the Secret informer's delivery thread."""
+
+    def __init__(self, namespace: str, key: str, engage: Engage, disengage: Disengage) -> None:
+        self._namespace = namespace
+        self._key = key
+        self._engage = engage
+        self._disengage = disengage
+        # cluster -> (digest of its kubeconfig, the client made from it); delivery thread only
+        self._clusters: dict[str, tuple[str, Any]] = {}
+
+    def on_add(self, obj: Any, is_in_initial_list: bool) -> None:
+        self._apply(obj)
+
+    def on_update(self, old: Any, new: Any) -> None:
+        self._apply(new)
+
+    def on_delete(self, obj: Any) -> None:
+        if isinstance(obj, store.DeletedFinalStateUnknown):
+            name = store.split_meta_namespace_key(obj.key)[1]
+        else:
+            name = meta.name(obj)
+        self._remove(name, "was deleted")
+
+    def _apply(self, secret: Any) -> None:
+        name = meta.name(secret)
+        data = secret.get("data") if isinstance(secret, dict) else None
+        encoded = data.get(self._key) if isinstance(data, dict) else None
+        if not encoded or not isinstance(encoded, str):
+            if name in self._clusters:
+                self._remove(name, f"has no {self._key!r} key any more")
+            else:
+                log.warning("kubeconfig Secret %s/%s has no %r key; skipped", self._namespace, name,
+                            self._key)
+            return
+        digest = hashlib.sha256(encoded.encode()).hexdigest()
+        current = self._clusters.get(name)
+        if current is not None and current[0] == digest:
+            return  # something else of the Secret changed
+        try:
+            api_client = client_from_kubeconfig(base64.b64decode(encoded, validate=True))
+        except (errors.ConfigurationError, binascii.Error) as err:
+            reason = str(err) if isinstance(err, errors.ConfigurationError) else "not base64"
+            log.error("kubeconfig Secret %s/%s: %s; skipped%s", self._namespace, name, reason,
+                      "; the cluster keeps its previous kubeconfig" if current is not None else "")
+            return
+        try:
+            self._engage(name, api_client)
+        except Exception:
+            api_client.close()
+            raise
+        self._clusters[name] = (digest, api_client)
+        if current is not None:
+            current[1].close()  # the factory stopped the informers that used it
+
+    def _remove(self, name: str, why: str) -> None:
+        entry = self._clusters.pop(name, None)
+        if entry is None:
+            return
+        log.info("kubeconfig Secret %s/%s %s: disengaging cluster %s", self._namespace, name, why, name)
+        try:
+            self._disengage(name)
+        finally:
+            entry[1].close()
+
+    def close(self) -> None:
+        """Close every client made; the run is over."""
+        clusters, self._clusters = self._clusters, {}
+        for _digest, api_client in clusters.values():
+            api_client.close()

@@ -1,0 +1,95 @@
+"""Cluster providers: what tells a multi-cluster factory which member clusters exist.
+
+multicluster-runtime's ``Provider``, on threads. A provider's ``run(stop, engage, disengage)``
+blocks until ``stop`` is cancelled, calling ``engage(name, api_client)`` when a cluster appears
+or its credentials change and ``disengage(name)`` when it goes; the factory
+(``factory.py``) keeps one set of informers per engaged cluster. :class:`StaticClusterProvider`
+offers a fixed set of clients; the kubeconfig providers (``kubeconfig.py``) read contexts of a
+kubeconfig file or kubeconfig Secrets of a hub cluster.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Callable, Mapping
+from typing import Any, Protocol, runtime_checkable
+
+from kinformer import context, errors
+
+log = logging.getLogger(__name__)
+
+Engage = Callable[[str, Any], None]
+"""``engage(name, api_client)``: start (or, called again, restart) watching cluster ``name``."""
+
+Disengage = Callable[[str], None]
+"""``disengage(name)``: stop watching cluster ``name``; a name not engaged is ignored."""
+
+
+@runtime_checkable
+class ClusterProvider(Protocol):
+    """Reports member clusters joining, changing and leaving (multicluster-runtime's ``Provider``).
+
+    ``run(stop, engage, disengage)`` blocks until ``stop`` (a :class:`~kinformer.Context`) is
+    cancelled. It calls ``engage(name, api_client)`` when a cluster appears or its credentials
+    change (then again, with the new client) and ``disengage(name)`` when it goes; both return
+    promptly and never wait on the network. A provider may also offer ``has_synced() -> bool``,
+    True once its first pass of engagements is done; without it a provider counts as synced
+    once its ``run`` has begun. An ``api_client`` is a ``kubernetes.client.ApiClient`` (or
+    anything :meth:`ListWatch.for_resource <kinformer.ListWatch.for_resource>` accepts); a
+    provider that made it closes it once the cluster was disengaged or ``run`` returned.
+    """
+
+    def run(self, stop: context.Context, engage: Engage, disengage: Disengage) -> None: ...
+
+
+def provider_synced(provider: Any, run_began: bool) -> bool:
+    """The provider's ``has_synced()`` when it has one, else whether its ``run`` has begun."""
+    has_synced = getattr(provider, "has_synced", None)
+    if callable(has_synced):
+        return bool(has_synced())
+    return run_began
+
+
+def check_name(name: Any) -> str:
+    """``name`` when it is a non-empty string, else :class:`~kinformer.ConfigurationError`."""
+    if not isinstance(name, str) or not name:
+        raise errors.ConfigurationError(f"a cluster name must be a non-empty string, got {name!r}")
+    return name
+
+
+class StaticClusterProvider:
+    """A fixed set of member clusters: engages each of ``clusters`` (name to ``ApiClient``) once.
+
+    Synced once every cluster was engaged. The clients stay the caller's: nothing closes them.
+    Runs once at a time; a bad name raises :class:`~kinformer.ConfigurationError` here.
+
+    Example, with ``east`` and ``west`` two API clients and ``stop`` a ``threading.Event``::
+
+        factory = MultiClusterInformerFactory(StaticClusterProvider({"east": east, "west": west}))
+        configmaps = factory.for_resource(GroupVersionResource("", "v1", "configmaps"))
+        factory.start(stop)
+        factory.wait_for_cache_sync(timeout=10)
+        web = configmaps.lister().cluster("east").by_namespace("default").get("web")
+        factory.shutdown()
+    """
+
+    def __init__(self, clusters: Mapping[str, Any]) -> None:
+        self._clusters = {check_name(name): api_client for name, api_client in clusters.items()}
+        self._synced = threading.Event()
+
+    def run(self, stop: context.Context, engage: Engage, disengage: Disengage) -> None:
+        """Engage every cluster, then wait for ``stop``."""
+        for name, api_client in self._clusters.items():
+            if stop.cancelled():
+                return
+            engage(name, api_client)
+        self._synced.set()
+        stop.wait()
+
+    def has_synced(self) -> bool:
+        """True once every cluster was engaged."""
+        return self._synced.is_set()
+
+    def __repr__(self) -> str:
+        return f"<StaticClusterProvider {', '.join(self._clusters) or 'no clusters'}>"

@@ -1,0 +1,183 @@
+"""GenericClusterLister: across clusters, and per cluster without ever reading another cluster."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from helpers import cm, keys
+
+from kinformer import (
+    CLUSTER_AND_NAMESPACE_INDEX,
+    CLUSTER_INDEX,
+    LOGICAL_CLUSTER_ANNOTATION,
+    NAMESPACE_INDEX,
+    ConfigurationError,
+    GenericClusterLister,
+    GenericLister,
+    GroupVersionResource,
+    Indexer,
+    NotFoundError,
+    cluster_and_namespace_index_func,
+    cluster_aware_key_func,
+    cluster_index_func,
+    meta_namespace_index_func,
+)
+
+CONFIGMAPS = GroupVersionResource("", "v1", "configmaps")
+CLUSTER_INDEXES = {CLUSTER_INDEX: cluster_index_func,
+                   CLUSTER_AND_NAMESPACE_INDEX: cluster_and_namespace_index_func}
+
+
+def in_cluster(cluster: str, name: str, namespace: str = "default", **labels: str) -> dict[str, Any]:
+    return cm(name, namespace=namespace, annotations={LOGICAL_CLUSTER_ANNOTATION: cluster}, **labels)
+
+
+class NoScanIndexer(Indexer):
+    """A cluster-aware indexer that fails the test on a whole-cache read and records index reads."""
+
+    __slots__ = ("index_reads",)
+
+    def __init__(self) -> None:
+        super().__init__(cluster_aware_key_func, CLUSTER_INDEXES)
+        self.index_reads: list[tuple[str, str]] = []
+
+    def list(self) -> list[Any]:
+        raise AssertionError("a one-cluster read scanned the whole cache")
+
+    def list_keys(self) -> list[str]:
+        raise AssertionError("a one-cluster read scanned the whole cache")
+
+    def by_index(self, index_name: str, indexed_value: str) -> list[Any]:
+        self.index_reads.append((index_name, indexed_value))
+        return super().by_index(index_name, indexed_value)
+
+
+@pytest.fixture
+def logical() -> NoScanIndexer:
+    indexer = NoScanIndexer()
+    for cluster in ("root:a", "root:b"):
+        indexer.add(in_cluster(cluster, "app", app="web"))
+        indexer.add(in_cluster(cluster, "db", app="db"))
+        indexer.add(in_cluster(cluster, "dns", "kube-system"))
+        indexer.add(in_cluster(cluster, "node-" + cluster[-1], ""))
+    return indexer
+
+
+def test_a_cluster_of_one_indexer_reads_only_its_own_index_entries(logical: NoScanIndexer) -> None:
+    one = GenericClusterLister(logical, CONFIGMAPS).cluster("root:a")
+    assert isinstance(one, GenericLister)
+    assert keys(one.list()) == ["default/app", "default/db", "kube-system/dns", "node-a"]
+    assert keys(one.list("app=web")) == ["default/app"]
+    assert keys(one.by_namespace("default").list()) == ["default/app", "default/db"]
+    assert keys(one.by_namespace("default").list("app=db")) == ["default/db"]
+    assert logical.index_reads == [
+        (CLUSTER_INDEX, "root:a"), (CLUSTER_INDEX, "root:a"),
+        (CLUSTER_AND_NAMESPACE_INDEX, "root:a|default"), (CLUSTER_AND_NAMESPACE_INDEX, "root:a|default")]
+
+
+def test_get_finds_the_object_of_the_cluster_asked_for(logical: NoScanIndexer) -> None:
+    lister = GenericClusterLister(logical, CONFIGMAPS)
+    for cluster in ("root:a", "root:b"):
+        app = lister.cluster(cluster).by_namespace("default").get("app")
+        assert app["metadata"]["annotations"][LOGICAL_CLUSTER_ANNOTATION] == cluster
+        assert lister.cluster(cluster).get("default/app") is app
+    assert lister.cluster("root:a").get("node-a")["metadata"]["name"] == "node-a"
+    with pytest.raises(NotFoundError, match=r'configmaps "node-b" not found$'):
+        lister.cluster("root:a").get("node-b")
+    with pytest.raises(NotFoundError, match=r'configmaps "dns" not found$'):
+        lister.cluster("root:a").by_namespace("default").get("dns")
+
+
+def test_a_cluster_not_held_is_empty(logical: NoScanIndexer) -> None:
+    nowhere = GenericClusterLister(logical, CONFIGMAPS).cluster("root:c")
+    assert nowhere.list() == []
+    assert nowhere.by_namespace("default").list() == []
+    with pytest.raises(NotFoundError):
+        nowhere.by_namespace("default").get("app")
+
+
+def test_list_across_clusters_and_the_clusters_held() -> None:
+    indexer = Indexer(cluster_aware_key_func, CLUSTER_INDEXES)
+    for cluster in ("root:a", "root:b"):
+        indexer.add(in_cluster(cluster, "app", app="web"))
+        indexer.add(in_cluster(cluster, "db", app="db"))
+    lister = GenericClusterLister(indexer, CONFIGMAPS)
+    assert len(lister.list()) == 4
+    assert sorted(o["metadata"]["annotations"][LOGICAL_CLUSTER_ANNOTATION]
+                  for o in lister.list("app=web")) == ["root:a", "root:b"]
+    assert lister.clusters() == ["root:a", "root:b"]
+
+
+def test_objects_without_a_cluster_are_the_cluster_named_empty() -> None:
+    indexer = Indexer(cluster_aware_key_func, CLUSTER_INDEXES)
+    indexer.add(cm("plain", namespace="default"))
+    indexer.add(in_cluster("root:a", "plain"))
+    plain = GenericClusterLister(indexer, CONFIGMAPS).cluster("")
+    assert keys(plain.list()) == ["default/plain"]
+    assert LOGICAL_CLUSTER_ANNOTATION not in plain.by_namespace("default").get("plain")["metadata"].get(
+        "annotations", {})
+
+
+@pytest.mark.parametrize("indexes", [{}, {CLUSTER_INDEX: cluster_index_func},
+                                     {NAMESPACE_INDEX: meta_namespace_index_func}])
+def test_an_indexer_without_both_cluster_indexes_is_refused(indexes: dict[str, Any]) -> None:
+    with pytest.raises(ConfigurationError, match="needs the indexes 'cluster' and 'cluster-and-namespace'"):
+        GenericClusterLister(Indexer(cluster_aware_key_func, indexes), CONFIGMAPS)
+
+
+# -- one indexer per member cluster --------------------------------------------------------------
+
+
+class Untouchable:
+    """An indexer of another cluster: any read of it fails the test."""
+
+    def __getattr__(self, name: str) -> Any:
+        raise AssertionError(f"read {name} of another cluster's indexer")
+
+
+def member_indexer(*objs: Any) -> Indexer:
+    indexer = Indexer(indexers={NAMESPACE_INDEX: meta_namespace_index_func})
+    for obj in objs:
+        indexer.add(obj)
+    return indexer
+
+
+def test_a_member_cluster_reads_only_its_own_indexer() -> None:
+    mine = member_indexer(cm("app", namespace="default", app="web"), cm("dns", namespace="kube-system"))
+    lister = GenericClusterLister.from_cluster_indexers(
+        {"member-1": mine, "member-2": Untouchable(), "member-3": Untouchable()}, CONFIGMAPS)
+    one = lister.cluster("member-1")
+    assert keys(one.list()) == ["default/app", "kube-system/dns"]
+    assert keys(one.list("app=web")) == ["default/app"]
+    assert keys(one.by_namespace("kube-system").list()) == ["kube-system/dns"]
+    assert one.by_namespace("default").get("app")["metadata"]["name"] == "app"
+    with pytest.raises(NotFoundError):
+        one.by_namespace("default").get("dns")
+
+
+def test_member_clusters_are_listed_together_without_a_merged_copy() -> None:
+    one, two = cm("app", namespace="default"), cm("app", namespace="default")
+    lister = GenericClusterLister.from_cluster_indexers(
+        {"member-1": member_indexer(one), "member-2": member_indexer(two)}, CONFIGMAPS)
+    listed = lister.list()
+    assert len(listed) == 2
+    assert listed[0] is one and listed[1] is two
+    assert lister.clusters() == ["member-1", "member-2"]
+
+
+def test_a_member_lister_follows_clusters_joining_and_leaving() -> None:
+    indexers: dict[str, Any] = {}
+    lister = GenericClusterLister.from_cluster_indexers(indexers, CONFIGMAPS)
+    held = lister.cluster("member-1")
+    assert held.list() == []
+    with pytest.raises(NotFoundError):
+        held.by_namespace("default").get("app")
+    indexers["member-1"] = member_indexer(cm("app", namespace="default"))
+    assert keys(held.list()) == ["default/app"]
+    assert keys(held.by_namespace("default").list()) == ["default/app"]
+    assert len(lister.list()) == 1
+    del indexers["member-1"]
+    assert held.list() == []
+    assert held.by_namespace("default").list() == []
+    assert lister.list() == []

@@ -1,0 +1,227 @@
+"""Cluster providers over real servers: kubeconfig Secrets on a hub (multicluster-runtime's
+label and key) coming, changing and going, and the contexts of a kubeconfig file."""
+
+from __future__ import annotations
+
+import base64
+import json
+import logging
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from _fleet import (
+    CONFIGMAPS,
+    HUB_NAMESPACE,
+    KUBECONFIG_LABEL,
+    NAMESPACES,
+    SECRETS,
+    ClusterRecorder,
+    kubeconfig_secret,
+    lists_served,
+)
+from helpers import TIMEOUT, cm
+
+from kinformer import (
+    ConfigurationError,
+    KubeconfigContextsProvider,
+    KubeconfigSecretProvider,
+    MultiClusterInformer,
+    MultiClusterInformerFactory,
+)
+from kinformer.clusters.kubeconfig import DEFAULT_SECRET_KEY, DEFAULT_SECRET_LABEL, client_from_kubeconfig
+from kinformer.testing import FakeAPIServer, wait_for
+
+Fleet = dict[str, FakeAPIServer]
+TOKEN = "s3cr3t-token-never-logged"
+
+
+@pytest.fixture
+def hub(apiserver: FakeAPIServer, kube_fleet: Fleet) -> FakeAPIServer:
+    """The hub: a namespace of kubeconfig Secrets, one per member of the fleet, which each hold
+    ``default/app`` with data naming the member."""
+    apiserver.create(NAMESPACES, {"metadata": {"name": HUB_NAMESPACE}})
+    for name, server in kube_fleet.items():
+        server.create(CONFIGMAPS, cm("app", None, "default", data={"cluster": name}))
+    return apiserver
+
+
+@pytest.fixture
+def fleet_factory(hub: FakeAPIServer, api_client: Any) -> Iterator[tuple[MultiClusterInformerFactory,
+                                                                          MultiClusterInformer,
+                                                                          ClusterRecorder]]:
+    factory = MultiClusterInformerFactory(KubeconfigSecretProvider(api_client, HUB_NAMESPACE))
+    configmaps = factory.for_resource(CONFIGMAPS)
+    recorder = ClusterRecorder(probe=lambda cluster: configmaps.lister().cluster(cluster).list())
+    configmaps.add_event_handler(recorder)
+    factory.start(threading.Event())
+    yield factory, configmaps, recorder
+    factory.shutdown()
+
+
+def test_multicluster_runtimes_label_and_key() -> None:
+    assert DEFAULT_SECRET_LABEL == KUBECONFIG_LABEL == "sigs.k8s.io/multicluster-runtime-kubeconfig"
+    assert DEFAULT_SECRET_KEY == "kubeconfig"
+
+
+def test_secrets_engage_reengage_and_disengage_their_clusters(
+    hub: FakeAPIServer, kube_fleet: Fleet, fleet_factory: Any,
+) -> None:
+    factory, configmaps, recorder = fleet_factory
+    for name in ("member-1", "member-2"):
+        hub.create(SECRETS, kubeconfig_secret(name, kube_fleet[name].kubeconfig()))
+    assert sorted(recorder.take(2)) == [("add", "member-1", "app"), ("add", "member-2", "app")]
+    assert factory.wait_for_cache_sync(timeout=TIMEOUT)
+    assert factory.clusters() == ["member-1", "member-2"]
+
+    hub.create(SECRETS, kubeconfig_secret("member-3", kube_fleet["member-3"].kubeconfig()))
+    assert recorder.next() == ("add", "member-3", "app")
+
+    # a changed kubeconfig re-engages that cluster and touches no other
+    other = configmaps.informer_for("member-1")
+    lists = lists_served(kube_fleet["member-1"])
+    secret = hub.get(SECRETS, HUB_NAMESPACE, "member-2")
+    changed = kube_fleet["member-2"].kubeconfig()
+    changed["contexts"][0]["context"]["namespace"] = "elsewhere"
+    secret["data"] = kubeconfig_secret("member-2", changed)["data"]
+    hub.update(SECRETS, secret)
+    assert recorder.take(2) == [("disengaged", "member-2"), ("add", "member-2", "app")]
+    assert configmaps.informer_for("member-1") is other
+    assert lists_served(kube_fleet["member-1"]) == lists
+
+    # a change that leaves the kubeconfig alone changes nothing
+    secret = hub.get(SECRETS, HUB_NAMESPACE, "member-2")
+    secret["metadata"]["annotations"] = {"touched": "yes"}
+    hub.update(SECRETS, secret)
+
+    # a deleted Secret disengages its cluster: objects gone at once, no deletes
+    hub.delete(SECRETS, HUB_NAMESPACE, "member-1")
+    assert recorder.next() == ("disengaged", "member-1")
+    assert recorder.probed[-1] == []
+    assert factory.clusters() == ["member-2", "member-3"]
+    assert sorted(o["data"]["cluster"] for o in configmaps.lister().list()) == ["member-2", "member-3"]
+    assert kube_fleet["member-1"].get(CONFIGMAPS, "default", "app")
+
+    # a Secret without the key disengages; one that lost the label leaves the watch: disengages
+    secret = hub.get(SECRETS, HUB_NAMESPACE, "member-2")
+    secret["data"] = {}
+    hub.update(SECRETS, secret)
+    assert recorder.next() == ("disengaged", "member-2")
+    secret = hub.get(SECRETS, HUB_NAMESPACE, "member-3")
+    secret["metadata"]["labels"] = {KUBECONFIG_LABEL: "false"}
+    hub.update(SECRETS, secret)
+    assert recorder.next() == ("disengaged", "member-3")
+    assert factory.clusters() == []
+    assert recorder.drained() == []
+
+
+def test_secrets_listed_first_sync_the_provider(
+    hub: FakeAPIServer, kube_fleet: Fleet, api_client: Any,
+) -> None:
+    for name, server in kube_fleet.items():
+        hub.create(SECRETS, kubeconfig_secret(name, server.kubeconfig()))
+    hub.create(SECRETS, kubeconfig_secret("unlabelled", kube_fleet["member-1"].kubeconfig(), other="x"))
+    provider = KubeconfigSecretProvider(api_client, HUB_NAMESPACE)
+    factory = MultiClusterInformerFactory(provider)
+    configmaps = factory.for_resource(CONFIGMAPS)
+    assert not provider.has_synced()
+    factory.start(threading.Event())
+    try:
+        assert factory.wait_for_cache_sync(timeout=TIMEOUT)
+        assert provider.has_synced()
+        assert factory.clusters() == ["member-1", "member-2", "member-3"]
+        assert len(configmaps.lister().list()) == 3
+    finally:
+        factory.shutdown()
+    with pytest.raises(ConfigurationError, match="namespace must be a non-empty string"):
+        KubeconfigSecretProvider(api_client, "")
+
+
+def test_a_kubeconfig_that_does_not_parse_is_logged_without_its_content_and_skipped(
+    hub: FakeAPIServer, kube_fleet: Fleet, fleet_factory: Any, caplog: pytest.LogCaptureFixture,
+) -> None:
+    factory, _configmaps, recorder = fleet_factory
+    caplog.set_level(logging.INFO, logger="kinformer")
+    hub.create(SECRETS, kubeconfig_secret("broken", f"users:\n- token: {TOKEN}\n  x: [\n".encode()))
+    hub.create(SECRETS, kubeconfig_secret("listed", b"- just\n- a list\n"))
+    hub.create(SECRETS, kubeconfig_secret("member-1", kube_fleet["member-1"].kubeconfig()))
+    assert recorder.next() == ("add", "member-1", "app")
+    assert factory.clusters() == ["member-1"]
+    # a working cluster whose kubeconfig is broken by an update keeps its client
+    secret = hub.get(SECRETS, HUB_NAMESPACE, "member-1")
+    secret["data"]["kubeconfig"] = base64.b64encode(f"token: {TOKEN}: [".encode()).decode()
+    hub.update(SECRETS, secret)
+    assert wait_for(lambda: "keeps its previous kubeconfig" in caplog.text)
+    assert factory.clusters() == ["member-1"]
+    kube_fleet["member-1"].create(CONFIGMAPS, cm("later", None, "default"))
+    assert recorder.next() == ("add", "member-1", "later")
+    assert "kubeconfig Secret fleet-system/broken: not a kubeconfig:" in caplog.text
+    assert "kubeconfig Secret fleet-system/listed: not a kubeconfig: a list, not a mapping" in caplog.text
+    assert TOKEN not in caplog.text
+    assert recorder.drained() == []
+
+
+def test_client_from_kubeconfig_reaches_the_server(kube_fleet: Fleet) -> None:
+    server = kube_fleet["member-1"]
+    api_client = client_from_kubeconfig(json.dumps(server.kubeconfig()))
+    try:
+        assert api_client.configuration.host == server.url
+    finally:
+        api_client.close()
+    with pytest.raises(ConfigurationError, match="not a usable kubeconfig"):
+        client_from_kubeconfig("apiVersion: v1\nkind: Config\n")
+
+
+# -- the contexts of a kubeconfig file ------------------------------------------------------------
+
+
+def fleet_kubeconfig(kube_fleet: Fleet, path: Path) -> str:
+    """One kubeconfig file with a context, cluster and user per member, named after it."""
+    merged: dict[str, Any] = {"apiVersion": "v1", "kind": "Config", "clusters": [], "users": [],
+                              "contexts": [], "current-context": "member-1"}
+    for name, server in kube_fleet.items():
+        one = server.kubeconfig()
+        merged["clusters"].append({"name": name, "cluster": one["clusters"][0]["cluster"]})
+        merged["users"].append({"name": name, "user": one["users"][0]["user"]})
+        merged["contexts"].append({"name": name, "context": {"cluster": name, "user": name}})
+    path.write_text(json.dumps(merged))
+    return str(path)
+
+
+def test_one_cluster_per_context_or_only_those_named(kube_fleet: Fleet, tmp_path: Path) -> None:
+    for name, server in kube_fleet.items():
+        server.create(CONFIGMAPS, cm("app", None, "default", data={"cluster": name}))
+    path = fleet_kubeconfig(kube_fleet, tmp_path / "kubeconfig")
+    assert KubeconfigContextsProvider(path).contexts == ["member-1", "member-2", "member-3"]
+    factory = MultiClusterInformerFactory(KubeconfigContextsProvider(path, contexts=["member-3", "member-1"]))
+    configmaps = factory.for_resource(CONFIGMAPS)
+    factory.start(threading.Event())
+    try:
+        assert factory.wait_for_cache_sync(timeout=TIMEOUT)
+        assert factory.clusters() == ["member-1", "member-3"]
+        for name in ("member-1", "member-3"):
+            assert configmaps.lister().cluster(name).by_namespace("default").get("app")["data"] == {
+                "cluster": name}
+    finally:
+        factory.shutdown()
+
+
+def test_the_default_kubeconfig_is_kubeconfig_env(
+    kube_fleet: Fleet, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("KUBECONFIG", fleet_kubeconfig(kube_fleet, tmp_path / "kubeconfig"))
+    assert KubeconfigContextsProvider().contexts == ["member-1", "member-2", "member-3"]
+
+
+def test_a_missing_file_or_context_is_refused(kube_fleet: Fleet, tmp_path: Path) -> None:
+    with pytest.raises(ConfigurationError, match="cannot read kubeconfig"):
+        KubeconfigContextsProvider(tmp_path / "nothing-here")
+    path = fleet_kubeconfig(kube_fleet, tmp_path / "kubeconfig")
+    with pytest.raises(ConfigurationError, match="has no context 'member-9'; it has: member-1, member-2"):
+        KubeconfigContextsProvider(path, contexts=["member-1", "member-9"])
+    (tmp_path / "bad").write_text(f"token: {TOKEN}: [")
+    with pytest.raises(ConfigurationError, match="cannot read kubeconfig") as raised:
+        KubeconfigContextsProvider(tmp_path / "bad")
+    assert TOKEN not in str(raised.value)

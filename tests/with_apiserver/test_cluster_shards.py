@@ -1,0 +1,108 @@
+"""Replicas split a fleet of member clusters through Leases: ShardCoordinator listeners drive
+MultiClusterInformerFactory.set_cluster_shard, so once membership is stable each cluster is
+cached by exactly one replica, and a replica leaving hands its clusters to the others."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterator
+
+import pytest
+from _fleet import CONFIGMAPS
+from helpers import TIMEOUT, cm
+
+from kinformer import (
+    LOGICAL_CLUSTER_ANNOTATION,
+    Context,
+    MultiClusterInformerFactory,
+    ShardCoordinator,
+    ShardSelector,
+    StaticClusterProvider,
+    fnv1a_64,
+)
+from kinformer.testing import FakeAPIServer, wait_for
+
+CLUSTERS = [f"cluster-{n}" for n in range(1, 10)]
+LEASE, RENEW = 1.0, 0.2  # short, so membership settles within a test
+NOTHING = ShardSelector.from_ranges([(0, 1)])  # a shard no cluster here hashes into: owning nothing
+
+
+class Replica:
+    """One process of a sharded deployment: a multi-cluster factory over the whole fleet, whose
+    shard of clusters its ShardCoordinator sets."""
+
+    def __init__(self, identity: str, hub: FakeAPIServer, fleet: FakeAPIServer) -> None:
+        self.identity = identity
+        self.hub_client = hub.api_client()
+        self.clients = {name: fleet.api_client(cluster=name) for name in CLUSTERS}
+        self.factory = MultiClusterInformerFactory(StaticClusterProvider(self.clients))
+        self.factory.set_cluster_shard(NOTHING)  # nothing until the group says what is ours
+        self.configmaps = self.factory.for_resource(CONFIGMAPS)
+        self.coordinator = ShardCoordinator(self.hub_client, "fleet", identity,
+                                            lease_duration=LEASE, renew_interval=RENEW)
+        self.coordinator.add_listener(
+            lambda selector: self.factory.set_cluster_shard(selector if selector is not None else NOTHING))
+        self.stop = Context(identity)
+        self.factory.start(self.stop)
+        self.thread = threading.Thread(target=self.coordinator.run, args=(self.stop,),
+                                       name=f"test-{identity}")
+        self.thread.start()
+
+    def cached(self) -> list[str]:
+        """The cluster of every ConfigMap this replica caches."""
+        return [o["metadata"]["annotations"][LOGICAL_CLUSTER_ANNOTATION]
+                for o in self.configmaps.lister().list()]
+
+    def leave(self) -> None:
+        self.stop.cancel()
+        self.thread.join(TIMEOUT)
+        assert not self.thread.is_alive()
+        self.factory.shutdown()
+        for api_client in [self.hub_client, *self.clients.values()]:
+            api_client.close()
+
+
+@pytest.fixture
+def fleet() -> Iterator[FakeAPIServer]:
+    """Nine member clusters behind one server (logical clusters), each holding ``default/app``."""
+    with FakeAPIServer(logical_clusters=True) as server:
+        for name in CLUSTERS:
+            server.create(CONFIGMAPS, cm("app", None, "default"), cluster=name)
+        yield server
+
+
+def split_once(replicas: list[Replica]) -> bool:
+    """Every replica synced, and every cluster engaged and cached by exactly one of them."""
+    if not all(r.factory.has_synced() for r in replicas):
+        return False
+    engaged = sorted(c for r in replicas for c in r.factory.clusters())
+    cached = sorted(c for r in replicas for c in r.cached())
+    return engaged == cached == CLUSTERS
+
+
+def owns_its_shard(replica: Replica) -> bool:
+    """The replica engages exactly the clusters whose name hashes into its coordinator's shard."""
+    shard = replica.coordinator.selector()
+    return shard is not None and replica.factory.clusters() == [
+        c for c in CLUSTERS if shard.matches_hash(fnv1a_64(c))]
+
+
+def test_replicas_split_the_fleet_and_take_over_from_one_that_leaves(
+    apiserver: FakeAPIServer, fleet: FakeAPIServer,
+) -> None:
+    assert all(fnv1a_64(name) != 0 for name in CLUSTERS)  # NOTHING matches none of them
+    replicas = [Replica(f"replica-{n}", apiserver, fleet) for n in range(1, 4)]
+    try:
+        assert wait_for(lambda: all(len(r.coordinator.members()) == 3 for r in replicas), TIMEOUT)
+        assert wait_for(lambda: split_once(replicas), TIMEOUT)
+        assert all(owns_its_shard(r) for r in replicas)
+        leaving = max(replicas, key=lambda r: len(r.factory.clusters()))
+        assert leaving.factory.clusters()  # it held some clusters to hand over
+        leaving.leave()
+        replicas.remove(leaving)
+        assert wait_for(lambda: split_once(replicas) and all(
+            len(r.coordinator.members()) == 2 for r in replicas), TIMEOUT)
+        assert all(owns_its_shard(r) for r in replicas)
+    finally:
+        for replica in replicas:
+            replica.leave()
