@@ -24,7 +24,6 @@ from kinformer.testing import FakeAPIServer, wait_for
 
 CLUSTERS = [f"cluster-{n}" for n in range(1, 10)]
 LEASE, RENEW = 1.0, 0.2  # short, so membership settles within a test
-NOTHING = ShardSelector.from_ranges([(0, 1)])  # a shard no cluster here hashes into: owning nothing
 
 
 class Replica:
@@ -36,17 +35,21 @@ class Replica:
         self.hub_client = hub.api_client()
         self.clients = {name: fleet.api_client(cluster=name) for name in CLUSTERS}
         self.factory = MultiClusterInformerFactory(StaticClusterProvider(self.clients))
-        self.factory.set_cluster_shard(NOTHING)  # nothing until the group says what is ours
+        self.factory.set_cluster_shard(ShardSelector.empty())  # nothing until the group says
+        self.owned: list[ShardSelector] = []  # every shard the coordinator gave it
         self.configmaps = self.factory.for_resource(CONFIGMAPS)
         self.coordinator = ShardCoordinator(self.hub_client, "fleet", identity,
                                             lease_duration=LEASE, renew_interval=RENEW)
-        self.coordinator.add_listener(
-            lambda selector: self.factory.set_cluster_shard(selector if selector is not None else NOTHING))
+        self.coordinator.add_listener(self._reshard)
         self.stop = Context(identity)
         self.factory.start(self.stop)
         self.thread = threading.Thread(target=self.coordinator.run, args=(self.stop,),
                                        name=f"test-{identity}")
         self.thread.start()
+
+    def _reshard(self, selector: ShardSelector) -> None:
+        self.owned.append(selector)
+        self.factory.set_cluster_shard(selector)
 
     def cached(self) -> list[str]:
         """The cluster of every ConfigMap this replica caches."""
@@ -83,14 +86,13 @@ def split_once(replicas: list[Replica]) -> bool:
 def owns_its_shard(replica: Replica) -> bool:
     """The replica engages exactly the clusters whose name hashes into its coordinator's shard."""
     shard = replica.coordinator.selector()
-    return shard is not None and replica.factory.clusters() == [
+    return replica.factory.clusters() == [
         c for c in CLUSTERS if shard.matches_hash(fnv1a_64(c))]
 
 
 def test_replicas_split_the_fleet_and_take_over_from_one_that_leaves(
     apiserver: FakeAPIServer, fleet: FakeAPIServer,
 ) -> None:
-    assert all(fnv1a_64(name) != 0 for name in CLUSTERS)  # NOTHING matches none of them
     replicas = [Replica(f"replica-{n}", apiserver, fleet) for n in range(1, 4)]
     try:
         assert wait_for(lambda: all(len(r.coordinator.members()) == 3 for r in replicas), TIMEOUT)
@@ -100,6 +102,7 @@ def test_replicas_split_the_fleet_and_take_over_from_one_that_leaves(
         assert leaving.factory.clusters()  # it held some clusters to hand over
         leaving.leave()
         replicas.remove(leaving)
+        assert leaving.owned[-1] == ShardSelector.empty()  # on the way out it owns nothing
         assert wait_for(lambda: split_once(replicas) and all(
             len(r.coordinator.members()) == 2 for r in replicas), TIMEOUT)
         assert all(owns_its_shard(r) for r in replicas)
