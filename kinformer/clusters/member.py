@@ -18,6 +18,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from kinformer import context, factory
+from kinformer.client.interface import ListOptions
 from kinformer.clusters.delivery import Engagement
 from kinformer.gvr import GroupVersionResource
 from kinformer.informer import IndexFunc, SharedIndexInformer
@@ -43,13 +44,17 @@ class Member:
         default_resync: float,
         profile: str,
         indexers: Mapping[str, IndexFunc],
+        *,
+        namespace: str = "",
+        tweak_list_options: Callable[[ListOptions], ListOptions | None] | None = None,
     ) -> None:
         self.name = name
         self.api_client = api_client
         self.engagement = Engagement(name)
         self.ctx = parent.child(f"cluster-{name}")
         self._indexers = dict(indexers)
-        self._factory = factory.DynamicSharedInformerFactory(api_client, default_resync, profile=profile)
+        self._factory = factory.DynamicSharedInformerFactory(
+            api_client, default_resync, namespace, tweak_list_options, profile=profile)
         self._lock = threading.Lock()  # guards _informers
         self._informers: dict[GroupVersionResource, SharedIndexInformer] = {}
 
