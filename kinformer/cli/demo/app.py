@@ -12,6 +12,8 @@ a second otherwise); at the end the caches are checked against the server and a 
 This module is the command and the orchestration; the workload and churn live in
 :mod:`kinformer.cli.demo.workload`, the handlers and example controllers in
 :mod:`kinformer.cli.demo.controllers`, the display in :mod:`kinformer.cli.demo.display`.
+``--replicas N`` hands over to :mod:`kinformer.cli.demo.replicas` (leader election) and
+``--clusters N`` to :mod:`kinformer.cli.demo.fleet` (member clusters that come and go).
 """
 
 from __future__ import annotations

@@ -325,8 +325,9 @@ def _run(args: argparse.Namespace, stop: threading.Event, out: TextIO, screen: d
             events_seen[0], events_seen[1] = total, now
         until = f" / {args.duration:g}s" if args.duration else " (Ctrl-C stops)"
         changes = demo.churn.changes if demo.churn is not None else 0
-        lines = display.wrap("", f"kinformer demo --clusters {args.clusters}  hub {demo.hub.url}  "
-                                 f"{demo.elapsed():.1f}s{until}  churn {args.rate:g}/s", width, label_width=0)
+        lines = textwrap.wrap(f"kinformer demo --clusters {args.clusters}  hub {demo.hub.url}  "
+                              f"{demo.elapsed():.1f}s{until}  churn {args.rate:g}/s", width=width - 1,
+                              subsequent_indent="  ", break_on_hyphens=False)
         lines += display.wrap("phase", phase, width)
         lines += display.wrap("events/s", f"{events_seen[2]:.0f}  total {total}, {changes} changes made",
                               width)
