@@ -212,7 +212,7 @@ def run_fleet_controller(hub_client: Any, stop: threading.Event | Context, *,
     member cluster the hub's kubeconfig Secrets (in ``secrets_namespace``) name, until ``stop``
     fires. Blocks; returns once every thread it started has ended."""
     ctx = as_context(stop).child()  # cancelled with stop, or on the way out of an error
-    # every engage queues the member; engages begin with factory.start, once controller exists
+    controller: Controller  # made below; engages begin with factory.start, once it exists
     members = RememberClients(KubeconfigSecretProvider(hub_client, secrets_namespace),
                               on_engage=lambda member: controller.enqueue(member))
 
