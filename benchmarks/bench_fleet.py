@@ -33,7 +33,6 @@ second later and engaged again, ``--rounds`` times (default 5). Reported: the ru
 handler latency p50/p99/max before any engage and during the engages (from each engage until
 its initial adds were handled), and the engage times.
 
-Measure three of the issue (logical clusters through one ``cluster="*"`` informer) is not here.
 Run ``python benchmarks/bench_fleet.py [--json] [--quick] [--clusters N] [--objects N]
 [--repeat R] [--only sync,engage]``.
 """
