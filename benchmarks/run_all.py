@@ -24,7 +24,7 @@ from typing import Any
 
 HERE = Path(__file__).resolve().parent
 BENCHMARKS = ("indexer", "fifo", "workqueue", "apiserver", "informer", "watch", "memory",
-              "leaderelection", "scale")
+              "leaderelection", "scale", "fleet")
 TIMEOUT = 3600.0  # seconds per benchmark
 
 
@@ -141,6 +141,18 @@ def summary(name: str, result: dict[str, Any]) -> list[str]:
                          f"(x floor {_ratio(r.get('seconds_over_floor'))}), "
                          f"{r['settled_bytes_per_object']:>7,.0f} B per object "
                          f"(x floor {_ratio(r.get('memory_over_floor'))})")
+    elif name == "fleet":
+        for r in result["results"]:
+            if r["name"] == "sync":
+                ratio = r["ratio"]
+                lines.append(f"  sync {r['clusters']} x {r['objects_per_cluster']:,}: factory / hand-made "
+                             f"time {ratio['seconds']:.2f}x, settled RSS {ratio['settled_rss']:.3f}x")
+            else:
+                for contender in ("hand-made", "MultiClusterInformerFactory"):
+                    found = r[contender]
+                    if found["during"].get("count"):
+                        lines.append(f"  engage, {contender}: p99 before {found['before']['p99_ms']:.1f} ms, "
+                                     f"during {found['during']['p99_ms']:.1f} ms")
     elif name == "leaderelection":
         traffic = result["traffic"]
         lines.append(f"  Lease writes/min: leader {traffic['leader_writes_per_min']:.1f}, per replica "

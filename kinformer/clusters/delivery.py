@@ -21,7 +21,7 @@ from collections.abc import Callable
 from typing import Any
 
 from kinformer import _threads
-from kinformer.cluster_handlers import ClusterBoundHandler, ClusterEventHandler
+from kinformer.cluster_handlers import ClusterEventHandler
 from kinformer.handlers import ResourceEventHandler
 
 log = logging.getLogger(__name__)
@@ -63,19 +63,19 @@ class HandlerDelivery:
         self.handler = handler
         self.is_cluster_handler = isinstance(handler, ClusterEventHandler)
         self._name = _threads.thread_name("clusterhandler", f"{subject}-{next(_numbers)}")
-        self._lock = threading.Lock()  # guards _buffer, _closed, _pending_initial
+        self._lock = threading.Lock()  # guards _buffer, _closed, _pending_initial, _idle
         self._cond = threading.Condition(self._lock)
         self._buffer: deque[_Item] = deque()
         self._closed = False
         self._pending_initial = 0  # initial-list adds buffered or being delivered
+        self._idle = False  # the delivery thread waits on _cond: only then does a push notify it
         self.thread: threading.Thread | None = None
 
     def forwarder(self, engagement: Engagement) -> Forwarder:
         """What to register on ``engagement``'s informer for this handler."""
-        target: ResourceEventHandler = self.handler
         if self.is_cluster_handler:
-            target = ClusterBoundHandler(engagement.cluster, self.handler)
-        return Forwarder(self, engagement, target)
+            return Forwarder(self, engagement, self.handler, engagement.cluster)
+        return Forwarder(self, engagement, self.handler)
 
     def start(self) -> None:
         """Start the delivery thread (once; a closed delivery starts nothing)."""
@@ -93,7 +93,8 @@ class HandlerDelivery:
             self._buffer.append((engagement, fn, args, initial))
             if initial:
                 self._pending_initial += 1
-            self._cond.notify()
+            if self._idle:
+                self._cond.notify()
 
     def disengaged(self, engagement: Engagement) -> None:
         """Drop what ``engagement`` left buffered; queue ``on_disengaged`` for a cluster handler.
@@ -130,48 +131,72 @@ class HandlerDelivery:
             self._cond.notify_all()
 
     def _run(self) -> None:
+        # Everything buffered is taken in one hold of the lock and called outside it, so the
+        # informers pushing and this thread do not take turns at the lock (and at the
+        # interpreter's) once per notification. An item of an engagement that ended after it
+        # was taken is skipped, as disengaged() drops those still buffered; on_disengaged,
+        # buffered after them, follows them.
         lock, buffer = self._lock, self._buffer
         while True:
             with lock:
                 while not buffer and not self._closed:
+                    self._idle = True
                     self._cond.wait()
+                    self._idle = False
                 if self._closed:
                     return
-                _engagement, fn, args, initial = buffer.popleft()
-            try:
-                fn(*args)
-            except Exception:
-                log.exception("event handler %r failed; notification skipped", self.handler)
-            finally:
+                taken = list(buffer)
+                buffer.clear()
+            initial_done = 0
+            for engagement, fn, args, initial in taken:
+                if self._closed:
+                    return
+                if engagement is None or engagement.active:
+                    try:
+                        fn(*args)
+                    except Exception:
+                        log.exception("event handler %r failed; notification skipped", self.handler)
                 if initial:
-                    with lock:
-                        if not self._closed:
-                            self._pending_initial -= 1
+                    initial_done += 1
+            if initial_done:
+                with lock:
+                    if not self._closed:
+                        self._pending_initial -= initial_done
 
     def __repr__(self) -> str:
         return f"<HandlerDelivery {self._name} {self.handler!r}>"
 
 
 class Forwarder:
-    """The ordinary handler registered on one engagement's informer: buffers into a delivery."""
+    """The ordinary handler registered on one engagement's informer: buffers into a delivery.
 
-    __slots__ = ("_delivery", "_engagement", "_target")
+    For a cluster handler it buffers the handler's own call with the cluster first
+    (``on_add(cluster, obj)``), as :class:`~kinformer.cluster_handlers.ClusterBoundHandler`
+    would make it, without the extra call per notification.
+    """
+
+    __slots__ = ("_add", "_cluster", "_delete", "_delivery", "_engagement", "_update")
 
     def __init__(self, delivery: HandlerDelivery, engagement: Engagement,
-                 target: ResourceEventHandler) -> None:
+                 target: ResourceEventHandler | ClusterEventHandler, cluster: str | None = None) -> None:
         self._delivery = delivery
         self._engagement = engagement
-        self._target = target
+        self._cluster = cluster  # None: target is an ordinary handler, called as usual
+        self._add = target.on_add
+        self._update = target.on_update
+        self._delete = target.on_delete
 
     def on_add(self, obj: Any, is_in_initial_list: bool) -> None:
-        self._delivery.push(self._engagement, self._target.on_add, (obj, is_in_initial_list),
-                            is_in_initial_list)
+        args = (obj, is_in_initial_list) if self._cluster is None else (self._cluster, obj)
+        self._delivery.push(self._engagement, self._add, args, is_in_initial_list)
 
     def on_update(self, old: Any, new: Any) -> None:
-        self._delivery.push(self._engagement, self._target.on_update, (old, new), False)
+        args = (old, new) if self._cluster is None else (self._cluster, old, new)
+        self._delivery.push(self._engagement, self._update, args, False)
 
     def on_delete(self, obj: Any) -> None:
-        self._delivery.push(self._engagement, self._target.on_delete, (obj,), False)
+        args = (obj,) if self._cluster is None else (self._cluster, obj)
+        self._delivery.push(self._engagement, self._delete, args, False)
 
     def __repr__(self) -> str:
         return f"<Forwarder {self._engagement.cluster} {self._delivery.handler!r}>"

@@ -15,12 +15,13 @@ from __future__ import annotations
 
 import logging
 import threading
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from kinformer import _checks, _threads, context, errors, handlers, informer, sharding
 from kinformer.cache import store
 from kinformer.client import rest
+from kinformer.client.interface import ListOptions
 from kinformer.clusters import provider as _provider
 from kinformer.clusters.informer import MultiClusterInformer
 from kinformer.clusters.member import STOP_TIMEOUT, Fleet, Member
@@ -39,6 +40,8 @@ class MultiClusterInformerFactory:
     thread ``kinformer-clusters-provider``, and from then on every cluster the provider engages
     (and the shard admits) gets one informer per resource type, started at once, each informer
     following ``profile`` with ``default_resync`` and, besides the namespace index, ``indexers``.
+    As client-go's filtered factories, ``namespace`` (default: all) and ``tweak_list_options``
+    (e.g. a label selector) narrow what every cluster's informers list and watch.
     Everything stops when ``stop`` fires or :meth:`shutdown` is called.
 
     Engaging a cluster never waits on the network: a cluster that cannot be reached is engaged
@@ -68,6 +71,9 @@ class MultiClusterInformerFactory:
         default_resync: float = 0,
         profile: str = "modern",
         indexers: Mapping[str, informer.IndexFunc] | None = None,
+        *,
+        namespace: str = "",
+        tweak_list_options: Callable[[ListOptions], ListOptions | None] | None = None,
     ) -> None:
         if not callable(getattr(provider, "run", None)):
             raise errors.ConfigurationError(f"not a cluster provider (no run method): {provider!r}")
@@ -79,6 +85,8 @@ class MultiClusterInformerFactory:
         self._provider = provider
         self._default_resync = _checks.seconds("default_resync", default_resync)
         self._profile = profile
+        self._namespace = namespace
+        self._tweak_list_options = tweak_list_options
         # its lock guards every field below; held while engaging and detaching, never while joining
         self._fleet = Fleet(self._provider_synced)
         self._lock = self._fleet.lock
@@ -266,7 +274,8 @@ class MultiClusterInformerFactory:
         """Engage ``name``: a member with every resource's informer and handlers, started."""
         if self._ctx is None:
             return
-        member = Member(name, api_client, self._ctx, self._default_resync, self._profile, self._indexers)
+        member = Member(name, api_client, self._ctx, self._default_resync, self._profile, self._indexers,
+                        namespace=self._namespace, tweak_list_options=self._tweak_list_options)
         self._members[name] = member
         for each in self._informers.values():
             each.attach(member)

@@ -3,21 +3,29 @@
 The :class:`Fleet` is a factory's set of engaged members, as its informers read it.
 
 The multi-cluster factory (``factory.py``) makes a :class:`Member` when it engages a cluster and
-stops it when the cluster is disengaged: its :class:`~kinformer.DynamicSharedInformerFactory`
-runs one informer per resource type the multi-cluster informers (``informer.py``) asked for,
-under a child :class:`~kinformer.Context` of the factory's, so stopping it touches no other
-cluster. Nothing here waits on the network: informers start on their own threads and retry
-with backoff while the cluster cannot be reached.
+stops it when the cluster is disengaged: an informer registry as a
+:class:`~kinformer.DynamicSharedInformerFactory` keeps (``factory.InformerRegistry``) runs one
+informer per resource type the multi-cluster informers (``informer.py``) asked for, under a
+child :class:`~kinformer.Context` of the factory's, so stopping it touches no other cluster.
+Nothing here waits on the network: informers start on their own threads and retry with
+backoff while the cluster cannot be reached. Nothing here is a reference cycle either: a
+stopped member's caches are freed as soon as it is dropped, so a re-engage does not leave a
+cache behind for the cyclic collector (see ``_gc.py``: while a stopped informer is alive every
+cache stays unfrozen, and the next list begins with a full collection of all of them).
 """
 
 from __future__ import annotations
 
+import functools
 import logging
 import threading
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from kinformer import context, factory
+from kinformer import _threads, context, factory, informer
+from kinformer.cache import store
+from kinformer.client import listwatch
+from kinformer.client.interface import ListOptions
 from kinformer.clusters.delivery import Engagement
 from kinformer.gvr import GroupVersionResource
 from kinformer.informer import IndexFunc, SharedIndexInformer
@@ -43,43 +51,49 @@ class Member:
         default_resync: float,
         profile: str,
         indexers: Mapping[str, IndexFunc],
+        *,
+        namespace: str = "",
+        tweak_list_options: Callable[[ListOptions], ListOptions | None] | None = None,
     ) -> None:
         self.name = name
         self.api_client = api_client
         self.engagement = Engagement(name)
         self.ctx = parent.child(f"cluster-{name}")
-        self._indexers = dict(indexers)
-        self._factory = factory.DynamicSharedInformerFactory(api_client, default_resync, profile=profile)
-        self._lock = threading.Lock()  # guards _informers
-        self._informers: dict[GroupVersionResource, SharedIndexInformer] = {}
+        # made by a function of the settings only: a bound method of the member or of a factory
+        # would make a cycle that keeps the stopped informers alive until a full collection
+        self._registry = factory.InformerRegistry(functools.partial(
+            _new_informer, api_client, default_resync, profile, dict(indexers), namespace,
+            tweak_list_options), "informer")
 
     def informer(self, gvr: GroupVersionResource) -> SharedIndexInformer:
         """The informer of ``gvr`` in this cluster, made with the extra indexes on first use."""
-        with self._lock:
-            found = self._informers.get(gvr)
-            if found is None:
-                found = self._factory.for_resource(gvr).informer()
-                if self._indexers:
-                    found.add_indexers(self._indexers)
-                self._informers[gvr] = found
-            return found
-
-    def find(self, gvr: GroupVersionResource) -> SharedIndexInformer | None:
-        """The informer of ``gvr`` if one was made."""
-        with self._lock:
-            return self._informers.get(gvr)
+        return self._registry.for_resource(gvr).informer()
 
     def start(self) -> None:
         """Start the informers not started yet; they run until :meth:`stop`. Does not block."""
-        self._factory.start(self.ctx)
+        if not self.ctx.cancelled():
+            self._registry.start(self.ctx)
 
     def stop(self, timeout: float = STOP_TIMEOUT) -> None:
         """Stop every informer and wait for its threads. Blocks; not from one of its handlers."""
         self.ctx.cancel()
-        self._factory.shutdown(timeout)
+        _threads.join_all(self._registry.threads(), timeout)
 
     def __repr__(self) -> str:
         return f"<Member {self.name} {self.engagement!r}>"
+
+
+def _new_informer(api_client: Any, default_resync: float, profile: str, indexers: dict[str, IndexFunc],
+                  namespace: str, tweak_list_options: Callable[[ListOptions], ListOptions | None] | None,
+                  gvr: GroupVersionResource) -> factory.GenericInformer:
+    """The informer of ``gvr`` in one member, as a ``DynamicSharedInformerFactory`` makes it, with
+    the namespace index and ``indexers``."""
+    lw = listwatch.ListWatch.for_resource(api_client, gvr, namespace=namespace,
+                                          tweak_list_options=tweak_list_options)
+    shared = informer.SharedIndexInformer(
+        lw, {}, default_resync, {store.NAMESPACE_INDEX: store.meta_namespace_index_func, **indexers},
+        name=factory.gvr_subject(gvr), profile=profile)
+    return factory.GenericInformer(shared, gvr)
 
 
 class Fleet:

@@ -57,6 +57,10 @@ class _HTTPServer(http.server.ThreadingHTTPServer):
     daemon_threads = True
     block_on_close = False
     allow_reuse_address = True
+    # socketserver's 5 drops connections when many clients connect at once (a fleet's members
+    # starting together): each dropped SYN costs a client a 1 s retransmit. Go's listeners, and
+    # so kube-apiserver's, take the kernel's somaxconn.
+    request_queue_size = socket.SOMAXCONN
 
     def __init__(
         self,

@@ -12,6 +12,8 @@ a second otherwise); at the end the caches are checked against the server and a 
 This module is the command and the orchestration; the workload and churn live in
 :mod:`kinformer.cli.demo.workload`, the handlers and example controllers in
 :mod:`kinformer.cli.demo.controllers`, the display in :mod:`kinformer.cli.demo.display`.
+``--replicas N`` hands over to :mod:`kinformer.cli.demo.replicas` (leader election) and
+``--clusters N`` to :mod:`kinformer.cli.demo.fleet` (member clusters that come and go).
 """
 
 from __future__ import annotations
@@ -28,7 +30,7 @@ from typing import Any, TextIO
 
 from kinformer import _threads, context, errors, factory, meta
 from kinformer.cli import options
-from kinformer.cli.demo import controllers, display, queue_metrics, replicas, workload
+from kinformer.cli.demo import controllers, display, fleet, queue_metrics, replicas, workload
 from kinformer.client import rest
 from kinformer.client.discovery import CachedDiscoveryClient
 from kinformer.gvr import APIResourceMeta, GroupVersionResource
@@ -48,6 +50,7 @@ DISCOVERY_INTERVAL = 1.0  # seconds between the InformerManager's discovery pass
 CONVERGE_TIMEOUT = 10.0  # seconds the caches get to match the server at the end
 STOP_TIMEOUT = 15.0  # seconds to join the demo's own threads
 MAX_RATE = 1_000_000.0  # changes a second: far above what the embedded server takes
+MAX_CLUSTERS = 20  # member servers of --clusters, each with its own threads, in one process
 
 
 def add_parser(subparsers: Any) -> None:
@@ -66,9 +69,14 @@ def add_parser(subparsers: Any) -> None:
     parser.add_argument("--no-faults", dest="faults", action="store_false",
                         help="do not drop watches nor compact the server's history")
     parser.add_argument("--seed", type=options.integer(), default=None, help="random seed of the churn")
-    parser.add_argument("--replicas", type=options.integer(minimum=2), default=None, metavar="N",
-                        help="instead of the informer demo, run one controller as N (at least 2) "
-                        "replicas under leader election, stopping the leader now and then")
+    mode = parser.add_mutually_exclusive_group()
+    mode.add_argument("--replicas", type=options.integer(minimum=2), default=None, metavar="N",
+                      help="instead of the informer demo, run one controller as N (at least 2) "
+                      "replicas under leader election, stopping the leader now and then")
+    mode.add_argument("--clusters", type=options.integer(minimum=1, maximum=MAX_CLUSTERS), default=None,
+                      metavar="N", help=f"instead of the informer demo, cache N (1 to {MAX_CLUSTERS}) member "
+                      "clusters found through kubeconfig Secrets on a hub, one of which leaves and "
+                      "rejoins while another becomes unreachable and comes back")
     parser.add_argument("--handover-every", type=options.seconds(positive=True), default=8.0,
                         help="with --replicas: seconds between stopping leaders (default 8)")
     parser.set_defaults(func=run, log_level=logging.WARNING)
@@ -305,6 +313,8 @@ def run(args: argparse.Namespace) -> int:
     """Run the demo; returns 0 after a clean stop (end of ``--duration`` or Ctrl-C)."""
     if args.replicas is not None:
         return replicas.run(args)
+    if args.clusters is not None:
+        return fleet.run(args)
     options = workload.Options(args.duration, args.objects, args.rate, args.faults, args.seed)
     stop = threading.Event()
 

@@ -16,7 +16,7 @@ import shutil
 import textwrap
 import time
 from collections.abc import Callable
-from typing import TextIO
+from typing import Protocol, TextIO
 
 from kinformer.cli.demo import workload
 from kinformer.gvr import GroupVersionResource
@@ -90,10 +90,9 @@ class Display:
     """
 
     def __init__(self, out: TextIO, tty: bool, width: Callable[[], int] = terminal_width) -> None:
-        self._out = out
+        self._screen = Screen(out, tty)
         self.tty = tty
         self._width = width
-        self._drawn = 0
         self._last_events = 0
         self._last_time = time.monotonic()
         self.rate = 0.0
@@ -156,6 +155,25 @@ class Display:
         return lines
 
     def _write(self, lines: list[str]) -> None:
+        self._screen.write(lines)
+
+    def close(self) -> None:
+        self._screen.close()
+
+
+class Screen:
+    """Writes frames of lines: each redrawn over the last on a terminal, appended otherwise.
+
+    On a terminal the cursor moves back over exactly the lines drawn last, so every line must
+    fit the terminal's width (see :func:`wrap`); the cursor is hidden until :meth:`close`.
+    """
+
+    def __init__(self, out: TextIO, tty: bool) -> None:
+        self._out = out
+        self.tty = tty
+        self._drawn = 0
+
+    def write(self, lines: list[str]) -> None:
         if self.tty:
             up = f"\x1b[{self._drawn}F" if self._drawn else "\x1b[?25l"
             self._out.write(up + "".join(line + "\x1b[K\n" for line in lines) + "\x1b[J")
@@ -170,6 +188,12 @@ class Display:
             self._out.flush()
 
 
+class ShowsWarnings(Protocol):
+    """What :class:`WarningCollector` keeps warnings for: a display with a bounded deque."""
+
+    warnings: collections.deque[str]
+
+
 class WarningCollector(logging.Handler):
     """Keeps the last warnings for the display instead of printing them over it.
 
@@ -177,7 +201,7 @@ class WarningCollector(logging.Handler):
     display calls them; a message is kept whole, the display shortens it when it must.
     """
 
-    def __init__(self, display: Display, names: dict[str, str] | None = None) -> None:
+    def __init__(self, display: ShowsWarnings, names: dict[str, str] | None = None) -> None:
         super().__init__(logging.WARNING)
         self._display = display
         self._names = sorted((names or {}).items(), key=lambda item: -len(item[0]))  # longest first

@@ -25,7 +25,7 @@ from typing import Any, TextIO
 from kinformer import _threads, context, errors
 from kinformer.cache import labels
 from kinformer.cli import options
-from kinformer.cli.watch import kubeconfig, resolve, table
+from kinformer.cli.watch import contexts, kubeconfig, resolve, table
 from kinformer.cli.watch.exits import (
     EXIT_ERROR,
     EXIT_OK,
@@ -80,6 +80,9 @@ def add_parser(subparsers: Any) -> None:
                         help="kubeconfig file (default: $KUBECONFIG or ~/.kube/config; "
                              "in a pod without either, its service account)")
     parser.add_argument("--context", default=None, help="kubeconfig context (default: the current one)")
+    parser.add_argument("--all-contexts", action="store_true",
+                        help="watch every context of the kubeconfig at once, each a cluster named "
+                        "after its context, in a CLUSTER column first")
     parser.add_argument("--once", action="store_true", help="print a table after the first list and exit")
     parser.add_argument("--embedded", action="store_true",
                         help="start a fresh embedded API server with a few ConfigMaps instead")
@@ -129,6 +132,8 @@ def _run(args: argparse.Namespace, stop: threading.Event, out: TextIO,
         raise CommandError(EXIT_USAGE, str(err)) from None
     startup = _Deadline(stop, args.timeout)
     try:
+        if args.all_contexts:
+            return contexts.watch_all_contexts(args, selector, stop, out, on_broken_pipe, startup)
         return _watch(args, selector, args.shard, stop, out, on_broken_pipe, startup)
     finally:
         startup.close()

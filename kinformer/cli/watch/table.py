@@ -1,17 +1,20 @@
 """What ``kinformer watch`` prints: one line per event, or a kubectl-style table of the cache.
 
-:class:`EventPrinter` is the informer's event handler (``TYPE namespace/name resourceVersion``);
-:func:`print_table` prints ``--once``'s table with kubectl's short ages. Both write to a text
+:class:`EventPrinter` is the informer's event handler (``TYPE namespace/name resourceVersion``),
+:class:`ClusterEventPrinter` the same with the cluster first; :func:`print_table` and
+:func:`print_cluster_table` print ``--once``'s table with kubectl's short ages. All write to a text
 stream given to them, never to ``sys.stdout`` directly.
 """
 
 from __future__ import annotations
 
 import datetime
-from collections.abc import Callable, Sequence
+import threading
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any, TextIO
 
 from kinformer import handlers, meta
+from kinformer.cluster_handlers import ClusterEventHandler
 
 
 class EventPrinter:
@@ -25,6 +28,7 @@ class EventPrinter:
     def __init__(self, out: TextIO, on_broken_pipe: Callable[[], None] | None = None) -> None:
         self._out = out
         self._on_broken_pipe = on_broken_pipe
+        self._lock = threading.Lock()  # one line at a time, whichever thread prints it
 
     def on_add(self, obj: Any, is_in_initial_list: bool = False) -> None:
         self._print("ADDED", obj)
@@ -37,24 +41,62 @@ class EventPrinter:
     def on_delete(self, obj: Any) -> None:
         self._print("DELETED", handlers.deleted_object(obj))
 
-    def _print(self, event: str, obj: Any) -> None:
-        line = f"{event:<9} {_key(obj):<48} {meta.resource_version(obj) or ''}\n"
+    def _print(self, event: str, obj: Any, prefix: str = "") -> None:
+        line = f"{prefix}{event:<9} {_key(obj):<48} {meta.resource_version(obj) or ''}\n"
         try:
-            self._out.write(line)
-            self._out.flush()
+            with self._lock:
+                self._out.write(line)
+                self._out.flush()
         except (BrokenPipeError, ValueError):
             if self._on_broken_pipe is not None:
                 self._on_broken_pipe()
 
 
+class ClusterEventPrinter(ClusterEventHandler):
+    """:class:`EventPrinter`'s lines with the cluster first, padded to ``cluster_width``, for a
+    multi-cluster informer (whose handler runs on one thread, whatever the clusters)."""
+
+    def __init__(self, out: TextIO, cluster_width: int,
+                 on_broken_pipe: Callable[[], None] | None = None) -> None:
+        self._printer = EventPrinter(out, on_broken_pipe)
+        self._width = cluster_width
+
+    def on_add(self, cluster: str, obj: Any) -> None:
+        self._printer._print("ADDED", obj, self._prefix(cluster))
+
+    def on_update(self, cluster: str, old: Any, new: Any) -> None:
+        if meta.resource_version(old) != meta.resource_version(new):
+            self._printer._print("MODIFIED", new, self._prefix(cluster))
+
+    def on_delete(self, cluster: str, obj: Any) -> None:
+        self._printer._print("DELETED", handlers.deleted_object(obj), self._prefix(cluster))
+
+    def _prefix(self, cluster: str) -> str:
+        return f"{cluster:<{self._width}}   "
+
+
 def print_table(out: TextIO, objs: Sequence[Any], show_namespace: bool, now: datetime.datetime) -> None:
     """Print ``objs`` sorted by namespace and name as a kubectl-style table; nothing for none."""
-    header = (["NAMESPACE"] if show_namespace else []) + ["NAME", "RESOURCEVERSION", "AGE"]
+    _print_rows(out, [], {"": objs}, show_namespace, now)
+
+
+def print_cluster_table(out: TextIO, by_cluster: Mapping[str, Sequence[Any]], show_namespace: bool,
+                        now: datetime.datetime) -> None:
+    """Print each cluster's objects as one kubectl-style table with a CLUSTER column first,
+    sorted by cluster (in the order given), namespace and name; nothing for none."""
+    _print_rows(out, ["CLUSTER"], by_cluster, show_namespace, now)
+
+
+def _print_rows(out: TextIO, first: list[str], by_cluster: Mapping[str, Sequence[Any]],
+                show_namespace: bool, now: datetime.datetime) -> None:
+    header = first + (["NAMESPACE"] if show_namespace else []) + ["NAME", "RESOURCEVERSION", "AGE"]
     rows = [header]
-    for obj in sorted(objs, key=meta.namespace_and_name):
-        row = [meta.namespace(obj)] if show_namespace else []
-        row += [meta.name(obj), meta.resource_version(obj) or "", _age(_created(obj), now)]
-        rows.append(row)
+    for cluster, objs in by_cluster.items():
+        for obj in sorted(objs, key=meta.namespace_and_name):
+            row = [cluster] if first else []
+            row += [meta.namespace(obj)] if show_namespace else []
+            row += [meta.name(obj), meta.resource_version(obj) or "", _age(_created(obj), now)]
+            rows.append(row)
     if len(rows) == 1:
         return
     widths = [max(len(r[i]) for r in rows) for i in range(len(header))]

@@ -1,0 +1,166 @@
+"""``kinformer watch RESOURCE --all-contexts`` in subprocesses, against a kubeconfig whose
+contexts are FakeAPIServers: a CLUSTER column first, -A/-n/-l as for one cluster, and a context
+that cannot be reached shows as an error line for that cluster while the others go on."""
+
+from __future__ import annotations
+
+import json
+import queue
+import subprocess
+import sys
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+from typing import IO, Any
+
+import pytest
+from helpers import cm
+
+from kinformer.gvr import GroupVersionResource
+from kinformer.testing import FakeAPIServer
+
+CONFIGMAPS = GroupVersionResource("", "v1", "configmaps")
+TIMEOUT = 30.0  # seconds any one command or line may take before the test fails
+
+
+def merged_kubeconfig(path: Path, servers: dict[str, FakeAPIServer], current: str) -> str:
+    """One kubeconfig holding each server's ``kubeconfig()`` under its own context name."""
+    merged: dict[str, Any] = {"apiVersion": "v1", "kind": "Config", "clusters": [], "users": [],
+                              "contexts": [], "current-context": current, "preferences": {}}
+    for name, server in servers.items():
+        document = server.kubeconfig()
+        merged["clusters"].append({"name": name, "cluster": document["clusters"][0]["cluster"]})
+        merged["users"].append({"name": name, "user": document["users"][0]["user"]})
+        merged["contexts"].append({"name": name, "context": {"cluster": name, "user": name,
+                                                             "namespace": "default"}})
+    path.write_text(json.dumps(merged))
+    return str(path)
+
+
+@pytest.fixture
+def fleet() -> Iterator[dict[str, FakeAPIServer]]:
+    """Three servers under the contexts east, west and down; down is stopped (its port kept)."""
+    servers = {name: FakeAPIServer().start() for name in ("east", "west", "down")}
+    servers["down"].stop()
+    try:
+        yield servers
+    finally:
+        for server in servers.values():
+            server.stop()
+
+
+def kinformer(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "kinformer", *args], capture_output=True, text=True,
+                          timeout=TIMEOUT, stdin=subprocess.DEVNULL)
+
+
+def rows(text: str) -> list[list[str]]:
+    return [line.split() for line in text.splitlines()]
+
+
+def test_once_prints_every_reachable_cluster_first_and_an_error_line_for_the_unreachable(
+    fleet: dict[str, FakeAPIServer], tmp_path: Path,
+) -> None:
+    east = fleet["east"].create(CONFIGMAPS, cm("app", None, "default"))
+    west = fleet["west"].create(CONFIGMAPS, cm("app", None, "kube-system"))
+    kubeconfig = merged_kubeconfig(tmp_path / "kubeconfig", fleet, "east")
+    result = kinformer("watch", "cm", "--all-contexts", "-A", "--once", "--kubeconfig", kubeconfig)
+    assert result.returncode == 4, result.stderr  # the unreachable context's code
+    table = rows(result.stdout)
+    assert table[0] == ["CLUSTER", "NAMESPACE", "NAME", "RESOURCEVERSION", "AGE"]
+    assert [row[:4] for row in table[1:]] == [
+        ["east", "default", "app", east["metadata"]["resourceVersion"]],
+        ["west", "kube-system", "app", west["metadata"]["resourceVersion"]],
+    ]
+    errors = [line for line in result.stderr.splitlines() if line.startswith("error:")]
+    assert errors == [f"error: cluster down: unable to connect to the server at {fleet['down'].url}: "
+                      "discovery /api: connection refused"]
+
+
+def test_once_keeps_the_namespace_and_selector_semantics_in_every_cluster(
+    fleet: dict[str, FakeAPIServer], tmp_path: Path,
+) -> None:
+    fleet["down"].start()
+    for name, server in fleet.items():
+        server.create(CONFIGMAPS, cm(f"web-{name}", None, "default", app="web"))
+        server.create(CONFIGMAPS, cm(f"db-{name}", None, "default", app="db"))
+        server.create(CONFIGMAPS, cm(f"web-{name}", None, "kube-system", app="web"))
+    kubeconfig = merged_kubeconfig(tmp_path / "kubeconfig", fleet, "west")
+    # no -n: the current context's namespace, in every cluster; -l is sent to every server
+    result = kinformer("watch", "cm", "--all-contexts", "--once", "-l", "app=web", "--kubeconfig", kubeconfig)
+    assert result.returncode == 0, result.stderr
+    table = rows(result.stdout)
+    assert table[0] == ["CLUSTER", "NAME", "RESOURCEVERSION", "AGE"]
+    every_web = [["east", "web-east"], ["west", "web-west"], ["down", "web-down"]]
+    assert [row[:2] for row in table[1:]] == every_web
+    result = kinformer("watch", "cm", "--all-contexts", "--once", "-n", "kube-system",
+                       "--kubeconfig", kubeconfig)
+    assert [row[:2] for row in rows(result.stdout)[1:]] == every_web
+    assert len(rows(kinformer("watch", "cm", "--all-contexts", "--once", "-A", "--kubeconfig",
+                              kubeconfig).stdout)) == 1 + 3 * 3
+
+
+def test_all_contexts_refuses_one_context_an_embedded_server_and_a_shard(tmp_path: Path) -> None:
+    for extra in (["--context", "east"], ["--embedded"], ["--shard", "0/2"]):
+        result = kinformer("watch", "cm", "--all-contexts", *extra)
+        assert result.returncode == 2, extra
+        assert "--all-contexts cannot be combined" in result.stderr
+
+
+def test_a_missing_kubeconfig_is_a_config_error(tmp_path: Path) -> None:
+    result = kinformer("watch", "cm", "--all-contexts", "--kubeconfig", str(tmp_path / "none"))
+    assert result.returncode == 7
+    assert "cannot read kubeconfig" in result.stderr
+
+
+class Lines:
+    """A stream's lines, read on a plain thread into a queue."""
+
+    def __init__(self, stream: IO[str]) -> None:
+        self._queue: queue.Queue[str | None] = queue.Queue()
+        self._thread = threading.Thread(target=self._read, args=(stream,), daemon=True)
+        self._thread.start()
+
+    def _read(self, stream: IO[str]) -> None:
+        for line in stream:
+            self._queue.put(line.rstrip("\n"))
+        self._queue.put(None)
+
+    def next_matching(self, text: str) -> str:
+        while True:
+            line = self._queue.get(timeout=TIMEOUT)
+            assert line is not None, f"output ended before a line with {text!r}"
+            if text in line:
+                return line
+
+
+def test_streaming_prints_each_cluster_first_and_an_unreachable_one_joins_when_it_answers(
+    fleet: dict[str, FakeAPIServer], tmp_path: Path,
+) -> None:
+    fleet["east"].create(CONFIGMAPS, cm("before", None, "default"))
+    kubeconfig = merged_kubeconfig(tmp_path / "kubeconfig", fleet, "east")
+    process = subprocess.Popen(
+        [sys.executable, "-m", "kinformer", "watch", "configmaps", "--all-contexts",
+         "--kubeconfig", kubeconfig],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, stdin=subprocess.DEVNULL)
+    assert process.stdout is not None and process.stderr is not None
+    out, err = Lines(process.stdout), Lines(process.stderr)
+    try:
+        assert out.next_matching("default/before").split()[:3] == ["east", "ADDED", "default/before"]
+        assert "unable to connect" in err.next_matching("error: cluster down:")
+        made = fleet["west"].create(CONFIGMAPS, cm("west-one", None, "default"))
+        assert out.next_matching("west-one").split() == [
+            "west", "ADDED", "default/west-one", made["metadata"]["resourceVersion"]]
+        fleet["down"].start()  # its informer retries with backoff and lists it
+        fleet["down"].create(CONFIGMAPS, cm("late", None, "default"))
+        assert out.next_matching("default/late").split()[:3] == ["down", "ADDED", "default/late"]
+        fleet["east"].update(CONFIGMAPS, cm("before", None, "default", data={"a": "1"}))
+        assert out.next_matching("MODIFIED").split()[:3] == ["east", "MODIFIED", "default/before"]
+        process.terminate()
+        assert process.wait(TIMEOUT) == 0
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait(10)
+        process.stdout.close()
+        process.stderr.close()
