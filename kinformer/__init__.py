@@ -35,15 +35,9 @@ from kinformer.cache.store import (
     split_meta_namespace_key,
 )
 from kinformer.cache.thread_safe_store import ThreadSafeStore
+from kinformer.client.channel_watch import ChannelWatch
 from kinformer.client.discovery import CachedDiscoveryClient, DiscoveryResult
-from kinformer.client.interface import (
-    ChannelWatch,
-    ListerWatcher,
-    ListOptions,
-    ListResult,
-    Watch,
-    WatchEvent,
-)
+from kinformer.client.listerwatcher import ListerWatcher, ListOptions, ListResult, Watch, WatchEvent
 from kinformer.client.listwatch import ListWatch
 from kinformer.context import Context, as_context, context_for_channel
 from kinformer.errors import (
@@ -66,7 +60,6 @@ from kinformer.errors import (
     NotFoundError,
     ServerError,
     ShardSelectorError,
-    ShutDown,
     StoppedError,
     SyncTimeoutError,
     TerminalError,
@@ -260,7 +253,6 @@ __all__ = [  # noqa: RUF022 (grouped by area, as the API reference is)
     "NotFoundError",
     "ServerError",
     "ShardSelectorError",
-    "ShutDown",
     "StoppedError",
     "SyncTimeoutError",
     "TerminalError",

@@ -34,7 +34,7 @@ from __future__ import annotations
 import itertools
 import logging
 import threading
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from typing import Any
 
 from kinformer import _checks, _gc, _threads, context, errors, meta, processor, sharding
@@ -56,7 +56,6 @@ JOIN_TIMEOUT = 30.0  # reflector and delta loop close their own streams; this on
 
 PROFILES = ("modern", "classic")  # client-go 1.36's informer, and the one up to client-go 1.32
 
-IndexFunc = Callable[[Any], list[str]]
 _DELETED = delta_fifo.DeltaType.DELETED
 _REPLACED_ALL = delta_fifo.DeltaType.REPLACED_ALL
 _SYNC_ALL = delta_fifo.DeltaType.SYNC_ALL
@@ -77,7 +76,7 @@ class ResourceEventHandlerRegistration:
 
     __slots__ = ("_informer", "_listener")
 
-    def __init__(self, informer: SharedIndexInformer, listener: processor.Listener) -> None:
+    def __init__(self, informer: SharedIndexInformer, listener: processor.ProcessorListener) -> None:
         self._informer = informer
         self._listener = listener
 
@@ -198,7 +197,7 @@ class SharedIndexInformer:
         lister_watcher: Any,
         example_object: Any = None,
         default_event_handler_resync_period: float = 0,
-        indexers: Mapping[str, IndexFunc] | None = None,
+        indexers: store.Indexers | None = None,
         *,
         clock: Clock = REAL_CLOCK,
         name: str | None = None,
@@ -432,7 +431,7 @@ class SharedIndexInformer:
         """The cache (also before run, empty)."""
         return self._indexer
 
-    def add_indexers(self, indexers: Mapping[str, IndexFunc]) -> None:
+    def add_indexers(self, indexers: store.Indexers) -> None:
         """Add indexes, before or after start; raises StoppedError once stopped."""
         with self._start_lock:
             if self._stopped:
@@ -484,7 +483,7 @@ class SharedIndexInformer:
                     else:
                         self._resync_check_period = period
                         self._processor.resync_check_period_changed(period)
-            listener = processor.Listener(
+            listener = processor.ProcessorListener(
                 handler,
                 period,
                 processor.effective_resync_period(period, self._resync_check_period),

@@ -5,9 +5,10 @@ client-go's ``sharedProcessor`` and ``processorListener``. The informer's delta 
 notification), and a first list taken whole into the cache comes through
 :meth:`SharedProcessor.distribute_initial`; both only append to each listener's unbounded
 buffer, so a slow or stuck handler never stalls the watch or the other handlers. Each
-:class:`Listener` has one delivery thread (``kinformer-handler-<informer>-<n>``) calling its
-handler in order, outside every kinformer lock. The processor also decides which listeners take
-part in a resync (:meth:`SharedProcessor.should_resync`, called by the reflector's resync timer).
+:class:`ProcessorListener` has one delivery thread (``kinformer-handler-<informer>-<n>``)
+calling its handler in order, outside every kinformer lock. The processor also decides which
+listeners take part in a resync (:meth:`SharedProcessor.should_resync`, called by the reflector's
+resync timer).
 """
 
 from __future__ import annotations
@@ -42,7 +43,7 @@ class Notification(NamedTuple):
     second: Any = None
 
 
-class Listener:
+class ProcessorListener:
     """One handler, its buffer and its delivery thread.
 
     ``add`` never blocks on the handler. Notifications are delivered in order, one at a time;
@@ -214,13 +215,14 @@ class SharedProcessor:
         self._clock = clock
         self._name = name
         self._lock = threading.Lock()  # guards _listeners, _running, _stopped, _threads
-        self._listeners: dict[Listener, bool] = {}  # listener -> syncing (gets equal-RV updates)
+        # listener -> syncing (it gets the equal-resourceVersion updates of a resync)
+        self._listeners: dict[ProcessorListener, bool] = {}
         self._running = False
         self._stopped = False
         self._threads: list[threading.Thread] = []
         self._numbers = itertools.count(1)
 
-    def add_listener(self, listener: Listener) -> None:
+    def add_listener(self, listener: ProcessorListener) -> None:
         """Register ``listener`` (syncing until the next resync check) and start it if running.
 
         Raises StoppedError once the processor stopped.
@@ -235,7 +237,7 @@ class SharedProcessor:
             if self._running:
                 self._start(listener)
 
-    def remove_listener(self, listener: Listener) -> bool:
+    def remove_listener(self, listener: ProcessorListener) -> bool:
         """Unregister and close ``listener``; False when it was not registered."""
         with self._lock:
             found = self._listeners.pop(listener, None) is not None
@@ -330,11 +332,11 @@ class SharedProcessor:
                     listener.requested_resync_period, check_period
                 )
 
-    def listeners(self) -> list[Listener]:
+    def listeners(self) -> list[ProcessorListener]:
         with self._lock:
             return list(self._listeners)
 
-    def _start(self, listener: Listener) -> None:
+    def _start(self, listener: ProcessorListener) -> None:
         name = _threads.thread_name("handler", f"{self._name}-{next(self._numbers)}")
         self._threads.append(listener.start(name))
 

@@ -12,7 +12,8 @@ import pytest
 
 import kinformer
 from kinformer import Context, errors, processor
-from kinformer.client.interface import ChannelWatch, ListOptions, ListResult
+from kinformer.client.channel_watch import ChannelWatch
+from kinformer.client.listerwatcher import ListOptions, ListResult
 from kinformer.client.listwatch import ListWatch
 from kinformer.handlers import ResourceEventHandlerFuncs
 from kinformer.informer import SharedIndexInformer

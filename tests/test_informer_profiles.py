@@ -19,7 +19,7 @@ from kinformer import errors
 from kinformer.cache.delta_fifo import DeltaFIFO, Deltas
 from kinformer.cache.real_fifo import RealFIFO
 from kinformer.cache.store import DeletedFinalStateUnknown
-from kinformer.client.interface import WatchEvent
+from kinformer.client.listerwatcher import WatchEvent
 from kinformer.informer import SharedIndexInformer
 from kinformer.testing import FakeClock, wait_for
 

@@ -12,7 +12,8 @@ import pytest
 from helpers import ScriptedSource, cm, running
 
 from kinformer import _gc, _json
-from kinformer.client.interface import ChannelWatch, ListOptions, ListResult
+from kinformer.client.channel_watch import ChannelWatch
+from kinformer.client.listerwatcher import ListOptions, ListResult
 from kinformer.client.listwatch import ListWatch
 from kinformer.handlers import wait_for_cache_sync
 from kinformer.informer import SharedIndexInformer

@@ -162,7 +162,12 @@ class Store(Protocol):
 
 @runtime_checkable
 class IndexedStore(Store, Protocol):
-    """A :class:`Store` with secondary indices (client-go ``Indexer``)."""
+    """A :class:`Store` with secondary indices: client-go's ``Indexer`` interface.
+
+    In kinformer :class:`Indexer` is the class that implements it (client-go's ``cache``
+    struct); this protocol is the interface, so listers and other readers accept any store
+    that indexes.
+    """
 
     def index(self, index_name: str, obj: Any) -> builtins.list[Any]: ...
     def index_keys(self, index_name: str, indexed_value: str) -> builtins.list[str]: ...

@@ -46,7 +46,7 @@ REQUEST_TIMEOUT = 10.0  # seconds per Lease request at most; a renewal gets only
 JOIN_TIMEOUT = 30.0
 WRITES_KEPT = 16  # own renewals remembered until the watch shows them; a few renew intervals
 
-Listener = Callable[[sharding.ShardSelector], object]
+SelectorListener = Callable[[sharding.ShardSelector], object]
 _LABEL_VALUE = re.compile(r"(?:[A-Za-z0-9](?:[-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?)\Z")
 
 
@@ -133,7 +133,7 @@ class ShardCoordinator:
         self._lock = threading.Lock()  # guards the fields below
         self._selector = sharding.ShardSelector.empty()
         self._members: list[str] = []
-        self._listeners: list[Listener] = []
+        self._listeners: list[SelectorListener] = []
         self._started = False
         # only touched by the run thread: Lease key -> (resourceVersion, when it was seen change)
         self._observed: dict[str, tuple[str, float]] = {}
@@ -156,7 +156,7 @@ class ShardCoordinator:
         with self._lock:
             return list(self._members)
 
-    def add_listener(self, fn: Listener) -> None:
+    def add_listener(self, fn: SelectorListener) -> None:
         """Call ``fn(selector)`` whenever this member's selector changes (not now)."""
         with self._lock:
             self._listeners.append(fn)

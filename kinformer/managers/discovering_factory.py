@@ -20,7 +20,7 @@ import contextlib
 import logging
 import queue
 import threading
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable
 from typing import Any, Protocol, runtime_checkable
 
 from kinformer import _checks, _threads, context, errors, factory, informer, meta
@@ -145,7 +145,7 @@ class DiscoveringDynamicSharedInformerFactory:
         poll_interval: float = DEFAULT_POLL_INTERVAL,
         *,
         clock: Clock = REAL_CLOCK,
-        indexers: Mapping[str, informer.IndexFunc] | None = None,
+        indexers: store.Indexers | None = None,
         watch_crds: bool = True,
         discovery: client_discovery.CachedDiscoveryClient | None = None,
         profile: str = "modern",

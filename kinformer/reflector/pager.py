@@ -16,9 +16,9 @@ from typing import Any, NamedTuple
 
 from kinformer import context as _context
 from kinformer import errors
-from kinformer.client import interface
+from kinformer.client import listerwatcher
 
-log = logging.getLogger("kinformer.reflector.reflector")  # one logger for all of the reflector's parts
+log = logging.getLogger(__name__)
 
 DEFAULT_PAGE_SIZE = 500  # client-go's pager default
 
@@ -26,7 +26,7 @@ DEFAULT_PAGE_SIZE = 500  # client-go's pager default
 class Pages(NamedTuple):
     """One whole list: its result, and whether it came in more than one page."""
 
-    result: interface.ListResult
+    result: listerwatcher.ListResult
     paginated: bool
 
 
@@ -48,13 +48,13 @@ def page_size(configured: int, paginated_before: bool, rv: str) -> int:
 
 
 def list_all(
-    lister: interface.ListerWatcher,
+    lister: listerwatcher.ListerWatcher,
     rv: str,
     limit: int,
     ctx: _context.Context,
     name: str,
     shard_selector: str = "",
-    on_page: Callable[[interface.ListResult], list[Any]] | None = None,
+    on_page: Callable[[listerwatcher.ListResult], list[Any]] | None = None,
 ) -> Pages | None:
     """Every page of one list at ``rv`` (``limit`` 0: one request); None once ``ctx`` is cancelled.
 
@@ -65,9 +65,9 @@ def list_all(
     carries ``shard_selector``; the joined result keeps the first page's ``shard_info``.
     ``on_page``, when given, makes the objects each page contributes, as the page arrives.
     """
-    first = interface.list_with_context(
+    first = listerwatcher.list_with_context(
         lister,
-        interface.ListOptions(resource_version=rv, limit=limit or None, shard_selector=shard_selector),
+        listerwatcher.ListOptions(resource_version=rv, limit=limit or None, shard_selector=shard_selector),
         ctx,
     )
     if not first.continue_token:
@@ -78,21 +78,21 @@ def list_all(
     while token:
         if ctx.cancelled():
             return None
-        options = interface.ListOptions(
+        options = listerwatcher.ListOptions(
             limit=limit or None, continue_token=token, shard_selector=shard_selector)
         try:
-            page = interface.list_with_context(lister, options, ctx)
+            page = listerwatcher.list_with_context(lister, options, ctx)
         except Exception as exc:
             if not errors.is_expired(exc):
                 raise
             log.warning(
                 "reflector %s: continuation page expired; listing everything at rv=%r", name, rv
             )
-            full = interface.list_with_context(
-                lister, interface.ListOptions(resource_version=rv, shard_selector=shard_selector), ctx)
+            full = listerwatcher.list_with_context(
+                lister, listerwatcher.ListOptions(resource_version=rv, shard_selector=shard_selector), ctx)
             return Pages(full if on_page is None else full._replace(items=on_page(full)), True)
         items.extend(page.items if on_page is None else on_page(page))
         token = page.continue_token
         checked = checked and page.checked
     return Pages(
-        interface.ListResult(items, first.resource_version, "", first.shard_info, checked), True)
+        listerwatcher.ListResult(items, first.resource_version, "", first.shard_info, checked), True)

@@ -33,7 +33,7 @@ from kinformer import backoff as _backoff
 from kinformer import clock as _clock
 from kinformer import context as _context
 from kinformer.cache import store as _store
-from kinformer.client import interface
+from kinformer.client import listerwatcher
 from kinformer.metrics import provider as _metrics
 from kinformer.reflector import pager, watch
 
@@ -132,7 +132,7 @@ class _WatchAbort:
 
     def __init__(self, on_end: Callable[[], object] | None = None) -> None:
         self._lock = threading.Lock()  # guards the fields below; once ended, no watch stays open
-        self._watch: interface.Watch | None = None
+        self._watch: listerwatcher.Watch | None = None
         self._error: BaseException | None = None
         self._ended = False
         self._on_end = on_end  # called by end_round: wakes a round that waits without a watch
@@ -167,7 +167,7 @@ class _WatchAbort:
         if current is not None:
             current.close()
 
-    def attach(self, current: interface.Watch | None) -> None:
+    def attach(self, current: listerwatcher.Watch | None) -> None:
         """``current`` is now being read (None: none is); closed at once after an abort."""
         with self._lock:
             self._watch = current
@@ -201,7 +201,7 @@ class Reflector:
     unexpected exception (a bug in a ListerWatcher) is logged with its traceback and handled
     like a failed list: the reflector keeps going with backoff rather than dying silently.
     Stopping during a list discards its result. A ListerWatcher whose ``list`` and ``watch``
-    take a context (:func:`~kinformer.client.interface.takes_context`, as the HTTP one does) has a list
+    take a context (:func:`~kinformer.client.listerwatcher.takes_context`, as the HTTP one does) has a list
     or watch start still waiting for the server broken off by the stop; with any other, that
     request runs to its end before ``run`` returns.
 
@@ -220,7 +220,7 @@ class Reflector:
 
     def __init__(
         self,
-        lister_watcher: interface.ListerWatcher,
+        lister_watcher: listerwatcher.ListerWatcher,
         store: Any,
         resync_period: float = 0.0,
         name: str | None = None,
@@ -539,7 +539,7 @@ class Reflector:
             ) from exc
         self._mark_synced(result.resource_version)
 
-    def _in_shard(self, result: interface.ListResult) -> list[Any]:
+    def _in_shard(self, result: listerwatcher.ListResult) -> list[Any]:
         """The listed items of this reflector's shard; filtered here when the server did not.
 
         A server that shards echoes the selector as the list's ``shardInfo``; one without the
@@ -574,7 +574,7 @@ class Reflector:
             raise _StopRequested()
         return pages
 
-    def _transformed(self, page: interface.ListResult) -> list[Any]:
+    def _transformed(self, page: listerwatcher.ListResult) -> list[Any]:
         """A page's objects through the transform, as the page arrives; an object without a
         name is left as it is, for the check after the list to skip.
 
@@ -596,10 +596,10 @@ class Reflector:
 
     # -- WATCH (client-go watch, handleWatch) ------------------------------------------------
 
-    def _watch_options(self, rv: str) -> interface.ListOptions:
+    def _watch_options(self, rv: str) -> listerwatcher.ListOptions:
         """A watch from ``rv`` with bookmarks and a timeout in [min, 2*min) seconds."""
         low = self._min_watch_timeout
-        return interface.ListOptions(
+        return listerwatcher.ListOptions(
             resource_version=rv,
             allow_watch_bookmarks=True,
             timeout_seconds=int(low + self._rand() * low),

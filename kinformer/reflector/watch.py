@@ -23,9 +23,9 @@ from typing import Any
 from kinformer import _threads, errors, meta
 from kinformer import clock as _clock
 from kinformer import context as _context
-from kinformer.client import interface
+from kinformer.client import listerwatcher
 
-log = logging.getLogger("kinformer.reflector.reflector")  # one logger for all of the reflector's parts
+log = logging.getLogger(__name__)
 
 INITIAL_EVENTS_WARN_EVERY = 10.0  # WatchList: how often to say we are still waiting for the end bookmark
 
@@ -75,14 +75,14 @@ class OpenWatch:
     A WatchList stream is read twice, its initial events then the rest, through one iterator.
     """
 
-    watch: interface.Watch
-    iterator: Iterator[interface.WatchEvent]
+    watch: listerwatcher.Watch
+    iterator: Iterator[listerwatcher.WatchEvent]
     started: float
 
 
 def open_watch(
-    lister_watcher: interface.ListerWatcher,
-    options: interface.ListOptions,
+    lister_watcher: listerwatcher.ListerWatcher,
+    options: listerwatcher.ListOptions,
     ctx: _context.Context,
     clock: _clock.Clock,
 ) -> OpenWatch:
@@ -92,7 +92,7 @@ def open_watch(
     takes a context. The start time is taken before the request: connecting counts as watch time.
     """
     started = clock.now()
-    watch = interface.watch_with_context(lister_watcher, options, ctx)
+    watch = listerwatcher.watch_with_context(lister_watcher, options, ctx)
     return OpenWatch(watch, iter(watch), started)
 
 
@@ -110,7 +110,7 @@ def is_dropped(error: BaseException) -> bool:
 
 def is_initial_events_end(obj: Any) -> bool:
     """Whether ``obj`` carries the annotation that ends a WatchList stream's initial events."""
-    return meta.annotations(obj).get(interface.INITIAL_EVENTS_END_ANNOTATION) == "true"
+    return meta.annotations(obj).get(listerwatcher.INITIAL_EVENTS_END_ANNOTATION) == "true"
 
 
 def handle_any_watch(
@@ -167,7 +167,7 @@ def handle_any_watch(
                 return WatchEnd(WatchOutcome.STOPPED, events)
             event_type = event.type
             if event_type == "ERROR":
-                return WatchEnd(WatchOutcome.FAILED, events, interface.error_from_event(event))
+                return WatchEnd(WatchOutcome.FAILED, events, listerwatcher.error_from_event(event))
             obj = event.object
             if well_formed(obj) and event_type in actions:
                 rv = obj["metadata"].get("resourceVersion", "")  # the usual decoded event

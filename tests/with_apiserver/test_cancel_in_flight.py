@@ -14,7 +14,7 @@ import kubernetes
 import pytest
 from helpers import running
 
-from kinformer.client.interface import ListOptions, takes_context
+from kinformer.client.listerwatcher import ListOptions, takes_context
 from kinformer.client.listwatch import ListWatch
 from kinformer.context import Context
 from kinformer.gvr import GroupVersionResource

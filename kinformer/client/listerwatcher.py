@@ -3,17 +3,15 @@
 A :class:`ListerWatcher` is what a :class:`~kinformer.Reflector` pulls from:
 ``list(options) -> ListResult`` and ``watch(options) -> Watch``, where a :class:`Watch` yields
 :class:`WatchEvent` values (client-go's ``cache.ListerWatcher``, apimachinery's
-``metav1.ListOptions`` and ``watch.Interface``). :class:`ChannelWatch` is a watch fed by hand,
-like client-go's ``watch.FakeWatcher``, for scripted ListerWatchers. This module sits below
-both implementations, :class:`~kinformer.ListWatch` (:mod:`kinformer.client.listwatch`) and
-the HTTP one (:mod:`kinformer.client.resource`), and the reflector depends on it alone.
+``metav1.ListOptions`` and ``watch.Interface``). This module sits below every implementation:
+:class:`~kinformer.ListWatch` (:mod:`kinformer.client.listwatch`), the HTTP one
+(:mod:`kinformer.client.resource`) and the hand-fed :class:`~kinformer.ChannelWatch`
+(:mod:`kinformer.client.channel_watch`); the reflector depends on it alone.
 """
 
 from __future__ import annotations
 
 import dataclasses
-import queue
-import threading
 from collections.abc import Callable, Iterator
 from typing import Any, NamedTuple, Protocol, TypeVar, runtime_checkable
 
@@ -166,62 +164,3 @@ def error_from_event(event: WatchEvent) -> errors.APIError:
     status = event.object if isinstance(event.object, dict) else {}
     code = status.get("code")
     return errors.api_error_from_status(code if isinstance(code, int) else 500, status)
-
-
-class ChannelWatch:
-    """A watch fed by hand: :meth:`send` events, :meth:`end` the stream (client-go's FakeWatcher).
-
-    Thread-safe; the feeding thread never blocks (the buffer is unbounded). Iteration yields
-    events in the order sent and returns after :meth:`end` or :meth:`close`; events still
-    buffered when ``close()`` is called are dropped, as a closed connection drops them.
-    An exception passed to :meth:`fail` is raised by the iteration after the events before it.
-    """
-
-    _END = object()
-
-    def __init__(self) -> None:
-        self._queue: queue.SimpleQueue[Any] = queue.SimpleQueue()
-        self._closed = threading.Event()
-
-    def send(self, event: WatchEvent) -> None:
-        self._queue.put(event)
-
-    def add(self, obj: Any) -> None:
-        self.send(WatchEvent("ADDED", obj))
-
-    def modify(self, obj: Any) -> None:
-        self.send(WatchEvent("MODIFIED", obj))
-
-    def delete(self, obj: Any) -> None:
-        self.send(WatchEvent("DELETED", obj))
-
-    def bookmark(self, obj: Any) -> None:
-        self.send(WatchEvent("BOOKMARK", obj))
-
-    def error(self, status: dict[str, Any]) -> None:
-        self.send(WatchEvent("ERROR", status))
-
-    def fail(self, exc: BaseException) -> None:
-        """Make the iteration raise ``exc`` (a broken connection, a bad line)."""
-        self._queue.put(exc)
-
-    def end(self) -> None:
-        """End the stream cleanly after the events already sent."""
-        self._queue.put(self._END)
-
-    def close(self) -> None:
-        self._closed.set()
-        self._queue.put(self._END)
-
-    @property
-    def closed(self) -> bool:
-        return self._closed.is_set()
-
-    def __iter__(self) -> Iterator[WatchEvent]:
-        while not self._closed.is_set():
-            item = self._queue.get()
-            if item is self._END or self._closed.is_set():
-                return
-            if isinstance(item, BaseException):
-                raise item
-            yield item
