@@ -40,6 +40,7 @@ from typing import Any
 from kinformer import _checks, _gc, _threads, context, errors, meta, processor, sharding
 from kinformer.cache import delta_fifo, mutation_detector, real_fifo, store
 from kinformer.cache.thread_safe_store import NOT_APPLIED
+from kinformer.client import listerwatcher
 from kinformer.clock import REAL_CLOCK, Clock
 from kinformer.gvr import GroupVersionResource
 from kinformer.handlers import ResourceEventHandler, wait_for_cache_sync
@@ -112,7 +113,7 @@ class _ReflectorStore:
     first again) or the informer stops. Called by the reflector's thread only.
     """
 
-    __slots__ = ("_fifo", "_first", "_pause", "add", "bookmark", "delete", "resync", "update")
+    __slots__ = ("_fifo", "_first", "_pause", "add", "delete", "resync", "update")
 
     def __init__(self, fifo: _Fifo, pause: _gc.HeldPause) -> None:
         self._fifo = fifo
@@ -122,8 +123,6 @@ class _ReflectorStore:
         self.update = fifo.update
         self.delete = fifo.delete
         self.resync = fifo.resync
-        if isinstance(fifo, real_fifo.RealFIFO):  # the reflector hands on bookmarks when it can
-            self.bookmark = fifo.bookmark
 
     def replace(self, objs: Any, resource_version: str = "") -> None:
         fifo, pause = self._fifo, self._pause
@@ -142,12 +141,31 @@ class _ReflectorStore:
             pause.end(freeze_first=fifo.has_synced())
 
 
-def _default_name(lister_watcher: Any) -> str:
+class _BookmarkingReflectorStore(_ReflectorStore):
+    """A RealFIFO as its reflector writes to it: bookmarks go on to the FIFO too."""
+
+    __slots__ = ("bookmark",)
+
+    def __init__(self, fifo: real_fifo.RealFIFO, pause: _gc.HeldPause) -> None:
+        super().__init__(fifo, pause)
+        self.bookmark = fifo.bookmark
+
+
+def _default_name(lister_watcher: listerwatcher.ListerWatcher) -> str:
     """``v1/configmaps`` for a lister-watcher that says what it lists, else ``#<n>``."""
-    resource = getattr(lister_watcher, "resource", None)
+    resource = _described(lister_watcher)[0]
     if isinstance(resource, GroupVersionResource):
         return "/".join(part for part in (resource.group, resource.version, resource.resource) if part)
     return f"#{next(_ids)}"
+
+
+def _described(
+    lister_watcher: listerwatcher.ListerWatcher,
+) -> tuple[GroupVersionResource | None, sharding.ShardSelector | None]:
+    """What ``lister_watcher`` lists and the shard it brings, when it says (ListWatch does)."""
+    if isinstance(lister_watcher, listerwatcher.DescribedListerWatcher):
+        return lister_watcher.resource, lister_watcher.shard_selector
+    return None, None
 
 
 class SharedIndexInformer:
@@ -194,7 +212,7 @@ class SharedIndexInformer:
 
     def __init__(
         self,
-        lister_watcher: Any,
+        lister_watcher: listerwatcher.ListerWatcher,
         example_object: Any = None,
         default_event_handler_resync_period: float = 0,
         indexers: store.Indexers | None = None,
@@ -238,8 +256,7 @@ class SharedIndexInformer:
         self._watch_error_handler: reflector.WatchErrorHandler | None = None
         self._fifo: _Fifo | None = None
         self._reflector: reflector.Reflector | None = None
-        self._shard_selector: sharding.ShardSelector | None = getattr(
-            lister_watcher, "shard_selector", None)
+        self._shard_selector = _described(lister_watcher)[1]
 
     @property
     def name(self) -> str:
@@ -279,7 +296,8 @@ class SharedIndexInformer:
             pause = _gc.HeldPause()  # the first list's; see _ReflectorStore
             refl = reflector.Reflector(
                 self._lister_watcher,
-                _ReflectorStore(fifo, pause),
+                (_BookmarkingReflectorStore(fifo, pause) if isinstance(fifo, real_fifo.RealFIFO)
+                 else _ReflectorStore(fifo, pause)),
                 self._resync_check_period,
                 self._name,
                 should_resync=self._processor.should_resync,
@@ -388,7 +406,7 @@ class SharedIndexInformer:
             raise TypeError(f"not a ShardSelector: {selector!r}")
         with self._start_lock:
             if selector is None:
-                selector = getattr(self._lister_watcher, "shard_selector", None)
+                selector = _described(self._lister_watcher)[1]
             self._shard_selector = selector
             refl = None if self._stopped else self._reflector
         if refl is not None:

@@ -966,3 +966,32 @@ def test_a_failing_resync_check_ends_the_watch_and_relists() -> None:
 def test_an_unnamed_reflector_is_named_after_the_line_that_built_it() -> None:
     reflector = Reflector(ListWatch(lambda o: ListResult([], ""), lambda o: []), Indexer())
     assert reflector.name.startswith("test_reflector.py:")
+
+
+def test_a_lister_watcher_with_a_ctx_parameter_gets_the_run_context_and_one_without_does_not() -> None:
+    seen: list[Any] = []
+
+    class KeywordOnly:
+        def list(self, options: ListOptions, *, ctx: Context | None = None) -> ListResult:
+            seen.append(ctx)
+            return ListResult([], "5")
+
+        def watch(self, options: ListOptions, *, ctx: Context | None = None) -> ChannelWatch:
+            seen.append(ctx)
+            return ChannelWatch()
+
+    class OptionsOnly:
+        def list(self, options: ListOptions) -> ListResult:
+            seen.append("list")
+            return ListResult([], "5")
+
+        def watch(self, options: ListOptions) -> ChannelWatch:
+            seen.append("watch")
+            return ChannelWatch()
+
+    for lister_watcher in (KeywordOnly(), OptionsOnly()):
+        seen.clear()
+        reflector = Reflector(lister_watcher, Indexer(), name="ctx")
+        with running(reflector.run) as ctx:
+            assert wait_for(lambda: len(seen) == 2, TIMEOUT)
+        assert seen == ([ctx, ctx] if isinstance(lister_watcher, KeywordOnly) else ["list", "watch"])

@@ -12,11 +12,13 @@ A :class:`ListerWatcher` is what a :class:`~kinformer.Reflector` pulls from:
 from __future__ import annotations
 
 import dataclasses
+import inspect
 from collections.abc import Callable, Iterator
 from typing import Any, NamedTuple, Protocol, TypeVar, runtime_checkable
 
 from kinformer import context as _context
-from kinformer import errors
+from kinformer import errors, sharding
+from kinformer import gvr as _gvr
 
 EVENT_TYPES = frozenset({"ADDED", "MODIFIED", "DELETED", "BOOKMARK", "ERROR"})
 INITIAL_EVENTS_END_ANNOTATION = "k8s.io/initial-events-end"  # ends a WatchList's initial events
@@ -106,10 +108,11 @@ class Watch(Protocol):
 class ListerWatcher(Protocol):
     """What a Reflector lists and watches from.
 
-    A ``list`` or ``watch`` marked with :func:`takes_context` also accepts a keyword ``ctx``
-    (a :class:`~kinformer.Context`): cancelling it breaks off that request, even one
-    still waiting for the server's answer. The Reflector passes its stop context to such
-    methods (see :func:`list_with_context`); unmarked methods are called with the options alone.
+    A ``list`` or ``watch`` with a keyword parameter ``ctx`` (as those of
+    :meth:`ListWatch.for_resource <kinformer.ListWatch.for_resource>` have) gets the reflector's
+    stop :class:`~kinformer.Context`: cancelling it must make a request in flight, even one
+    still waiting for the server's answer, raise promptly. Others are called with the options
+    alone (:func:`with_context` decides once which is which).
     """
 
     def list(self, options: ListOptions) -> ListResult:
@@ -121,42 +124,69 @@ class ListerWatcher(Protocol):
         ...
 
 
-_F = TypeVar("_F", bound=Callable[..., Any])
-_TAKES_CONTEXT = "_kinformer_takes_context"
+@runtime_checkable
+class DescribedListerWatcher(ListerWatcher, Protocol):
+    """A ListerWatcher that says what it lists and which shard it brings, as ListWatch does.
 
-
-def takes_context(func: _F) -> _F:
-    """Mark ``func`` (a list or watch callable) as accepting a keyword ``ctx`` that cancels it.
-
-    Cancelling ``ctx`` while the request runs must make the call raise (any error) promptly.
+    ``resource`` is the resource type every request lists and watches, ``shard_selector`` the
+    shard every request carries; either is None when there is nothing to say. An informer over
+    it is named after the resource and starts on that shard.
     """
-    setattr(func, _TAKES_CONTEXT, True)
-    return func
+
+    resource: _gvr.GroupVersionResource | None
+    shard_selector: sharding.ShardSelector | None
 
 
-def accepts_context(func: Any) -> bool:
-    """Whether ``func`` was marked with :func:`takes_context`."""
-    return getattr(func, _TAKES_CONTEXT, False) is True
+class ContextListerWatcher(Protocol):
+    """A ListerWatcher whose ``list`` and ``watch`` take the caller's context: what the
+    reflector calls, made by :func:`with_context`."""
+
+    def list(self, options: ListOptions, *, ctx: _context.Context | None = None) -> ListResult: ...
+
+    def watch(self, options: ListOptions, *, ctx: _context.Context | None = None) -> Watch: ...
 
 
-def list_with_context(
-    lister: ListerWatcher, options: ListOptions, ctx: _context.Context | None
-) -> ListResult:
-    """``lister.list(options)``, passing ``ctx`` when the method is marked :func:`takes_context`."""
-    method = lister.list
-    if ctx is not None and accepts_context(method):
-        return method(options, ctx=ctx)  # type: ignore[call-arg]
-    return method(options)
+_R = TypeVar("_R")
+_BY_KEYWORD = (inspect.Parameter.POSITIONAL_OR_KEYWORD, inspect.Parameter.KEYWORD_ONLY)
 
 
-def watch_with_context(
-    lister: ListerWatcher, options: ListOptions, ctx: _context.Context | None
-) -> Watch:
-    """``lister.watch(options)``, passing ``ctx`` when the method is marked :func:`takes_context`."""
-    method = lister.watch
-    if ctx is not None and accepts_context(method):
-        return method(options, ctx=ctx)  # type: ignore[call-arg]
-    return method(options)
+def taking_context(func: Callable[..., _R]) -> Callable[..., _R]:
+    """``func`` (a list or watch callable) as one called ``func(options, ctx=ctx)``.
+
+    ``func`` itself when its signature has a ``ctx`` parameter that can be passed by keyword;
+    otherwise a function that drops ``ctx`` and calls ``func(options)``. Decided once, here,
+    not on every request.
+    """
+    try:
+        parameter = inspect.signature(func).parameters.get("ctx")
+    except (TypeError, ValueError):  # no signature to read (a builtin): it takes no ctx
+        parameter = None
+    if parameter is not None and parameter.kind in _BY_KEYWORD:
+        return func
+
+    def without_context(options: ListOptions, *, ctx: _context.Context | None = None) -> _R:
+        return func(options)
+
+    return without_context
+
+
+class _WithContext:
+    """The list and watch of a ListerWatcher, each as :func:`taking_context` made it."""
+
+    __slots__ = ("list", "watch")
+
+    def __init__(self, lister_watcher: ListerWatcher) -> None:
+        self.list = taking_context(lister_watcher.list)
+        self.watch = taking_context(lister_watcher.watch)
+
+
+def with_context(lister_watcher: ListerWatcher) -> ContextListerWatcher:
+    """``lister_watcher`` with a ``list`` and ``watch`` that take a keyword ``ctx``.
+
+    A method with a ``ctx`` parameter gets it; one without is called with the options alone.
+    The reflector adapts its ListerWatcher so once, when it is made.
+    """
+    return _WithContext(lister_watcher)
 
 
 def error_from_event(event: WatchEvent) -> errors.APIError:

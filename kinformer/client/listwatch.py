@@ -52,10 +52,10 @@ class ListWatch:
     """A :class:`ListerWatcher` from two callables, ``list_func(options)`` and ``watch_func(options)``.
 
     ``watch_func`` may return a :class:`Watch` or any iterable of :class:`WatchEvent`.
-    Thread-safety is that of the callables. A callable marked
-    :func:`~kinformer.client.listerwatcher.takes_context` (as the HTTP ones of :meth:`for_resource`
-    are) gets the ``ctx`` passed to :meth:`list` or :meth:`watch`, so cancelling it breaks off a
-    request in flight.
+    Thread-safety is that of the callables. A callable with a ``ctx`` parameter (as the HTTP
+    ones of :meth:`for_resource` have) gets the ``ctx`` passed to :meth:`list` or
+    :meth:`watch`, so cancelling it breaks off a request in flight; whether it has one is read
+    once, here.
     """
 
     def __init__(
@@ -65,25 +65,22 @@ class ListWatch:
     ) -> None:
         self.list_func = list_func
         self.watch_func = watch_func
+        self._list = listerwatcher.taking_context(list_func)
+        self._watch = listerwatcher.taking_context(watch_func)
         # the shard every request carries (for_resource); an informer over this starts with it
         self.shard_selector: sharding.ShardSelector | None = None
         self.resource: _gvr.GroupVersionResource | None = None  # what it lists, when known
 
-    @listerwatcher.takes_context
     def list(
         self, options: listerwatcher.ListOptions, ctx: _context.Context | None = None
     ) -> listerwatcher.ListResult:
-        if ctx is not None and listerwatcher.accepts_context(self.list_func):
-            return self.list_func(options, ctx=ctx)  # type: ignore[call-arg]
-        return self.list_func(options)
+        result: listerwatcher.ListResult = self._list(options, ctx=ctx)
+        return result
 
-    @listerwatcher.takes_context
     def watch(
         self, options: listerwatcher.ListOptions, ctx: _context.Context | None = None
     ) -> listerwatcher.Watch:
-        if ctx is not None and listerwatcher.accepts_context(self.watch_func):
-            return as_watch(self.watch_func(options, ctx=ctx))  # type: ignore[call-arg]
-        return as_watch(self.watch_func(options))
+        return as_watch(self._watch(options, ctx=ctx))
 
     @classmethod
     def for_resource(

@@ -77,7 +77,6 @@ class HTTPResource:
                 options = tweaked
         return options
 
-    @listerwatcher.takes_context
     def list(
         self, options: listerwatcher.ListOptions, ctx: _context.Context | None = None
     ) -> listerwatcher.ListResult:
@@ -126,7 +125,6 @@ class HTTPResource:
                 shard_info = info["selector"]
         return listerwatcher.ListResult(items, rv, token, shard_info, checked=True)
 
-    @listerwatcher.takes_context
     def watch(
         self, options: listerwatcher.ListOptions, ctx: _context.Context | None = None
     ) -> HTTPWatch:

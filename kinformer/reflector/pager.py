@@ -48,7 +48,7 @@ def page_size(configured: int, paginated_before: bool, rv: str) -> int:
 
 
 def list_all(
-    lister: listerwatcher.ListerWatcher,
+    lister: listerwatcher.ContextListerWatcher,
     rv: str,
     limit: int,
     ctx: _context.Context,
@@ -59,16 +59,15 @@ def list_all(
     """Every page of one list at ``rv`` (``limit`` 0: one request); None once ``ctx`` is cancelled.
 
     Blocks on the requests, on the caller's thread. ``ctx`` is looked at between pages, and
-    cancelling it breaks off a request in flight when the lister takes a context (the request
-    then raises). A continuation page that expired falls back to one full list at ``rv``; any
+    cancelling it breaks off a request in flight when the lister takes it (the request then
+    raises). A continuation page that expired falls back to one full list at ``rv``; any
     other error propagates. ``name`` is the reflector's, for the log line. Every request
     carries ``shard_selector``; the joined result keeps the first page's ``shard_info``.
     ``on_page``, when given, makes the objects each page contributes, as the page arrives.
     """
-    first = listerwatcher.list_with_context(
-        lister,
+    first = lister.list(
         listerwatcher.ListOptions(resource_version=rv, limit=limit or None, shard_selector=shard_selector),
-        ctx,
+        ctx=ctx,
     )
     if not first.continue_token:
         return Pages(first if on_page is None else first._replace(items=on_page(first)), False)
@@ -81,15 +80,15 @@ def list_all(
         options = listerwatcher.ListOptions(
             limit=limit or None, continue_token=token, shard_selector=shard_selector)
         try:
-            page = listerwatcher.list_with_context(lister, options, ctx)
+            page = lister.list(options, ctx=ctx)
         except Exception as exc:
             if not errors.is_expired(exc):
                 raise
             log.warning(
                 "reflector %s: continuation page expired; listing everything at rv=%r", name, rv
             )
-            full = listerwatcher.list_with_context(
-                lister, listerwatcher.ListOptions(resource_version=rv, shard_selector=shard_selector), ctx)
+            full = lister.list(
+                listerwatcher.ListOptions(resource_version=rv, shard_selector=shard_selector), ctx=ctx)
             return Pages(full if on_page is None else full._replace(items=on_page(full)), True)
         items.extend(page.items if on_page is None else on_page(page))
         token = page.continue_token

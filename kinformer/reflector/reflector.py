@@ -35,7 +35,7 @@ from kinformer import context as _context
 from kinformer.cache import store as _store
 from kinformer.client import listerwatcher
 from kinformer.metrics import provider as _metrics
-from kinformer.reflector import pager, watch
+from kinformer.reflector import pager, sink, watch
 
 log = logging.getLogger(__name__)
 
@@ -179,11 +179,12 @@ class _WatchAbort:
 class Reflector:
     """Lists and watches one resource and mirrors it into ``store``, until stopped.
 
-    ``store`` is duck-typed: ``replace(items, resource_version)``, ``add``, ``update``,
-    ``delete`` and ``resync()``; ``update_resource_version(rv)`` and ``bookmark(rv)`` are called
-    when present. Store calls happen on the thread running :meth:`run`, in event order; a store
-    error on a watch event is logged and the event still counts. A listed object without a
-    string metadata.name is logged and never stored.
+    ``store`` is a :class:`~kinformer.reflector.sink.ReflectorStore` (a FIFO, or any
+    :class:`~kinformer.Store`): ``replace(items, resource_version)``, ``add``, ``update``,
+    ``delete`` and ``resync()``; ``bookmark(rv)`` and ``update_resource_version(rv)`` are
+    called when it has them, which is checked once, here. Store calls happen on the thread
+    running :meth:`run`, in event order; a store error on a watch event is logged and the event
+    still counts. A listed object without a string metadata.name is logged and never stored.
 
     :meth:`run` blocks until ``stop`` fires and returns only after joining every thread it
     started (the resync timer, the WatchList bookmark timer); stopping closes the open watch
@@ -201,8 +202,8 @@ class Reflector:
     unexpected exception (a bug in a ListerWatcher) is logged with its traceback and handled
     like a failed list: the reflector keeps going with backoff rather than dying silently.
     Stopping during a list discards its result. A ListerWatcher whose ``list`` and ``watch``
-    take a context (:func:`~kinformer.client.listerwatcher.takes_context`, as the HTTP one does) has a list
-    or watch start still waiting for the server broken off by the stop; with any other, that
+    take a ``ctx`` (see :class:`~kinformer.ListerWatcher`; the HTTP one does) has a list or
+    watch start still waiting for the server broken off by the stop; with any other, that
     request runs to its end before ``run`` returns.
 
     Durations (``resync_period``, ``min_watch_timeout``, ``initial_events_timeout``,
@@ -221,7 +222,7 @@ class Reflector:
     def __init__(
         self,
         lister_watcher: listerwatcher.ListerWatcher,
-        store: Any,
+        store: sink.ReflectorStore,
         resync_period: float = 0.0,
         name: str | None = None,
         *,
@@ -238,9 +239,9 @@ class Reflector:
         shard_selector: sharding.ShardSelector | None = None,
         transform: Callable[[Any], Any] | None = None,
     ) -> None:
-        self._lw = lister_watcher
+        self._lw = listerwatcher.with_context(lister_watcher)
         self._transform = transform
-        self._store = store
+        self._store = sink.Sink.of(store)
         self._resync_period = _checks.seconds("resync_period", resync_period)
         self.name = name or _caller_name()
         self._should_resync = should_resync
@@ -260,7 +261,9 @@ class Reflector:
 
         self._last_version = watch.LastVersion()  # written by the run thread only; read without a lock
         # a ListWatch.for_resource(shard_selector=...) brings its shard: the one to go back to
-        self._base_shard: sharding.ShardSelector | None = getattr(lister_watcher, "shard_selector", None)
+        self._base_shard: sharding.ShardSelector | None = None
+        if isinstance(lister_watcher, listerwatcher.DescribedListerWatcher):
+            self._base_shard = lister_watcher.shard_selector
         self._lock = threading.Lock()  # guards the fields below
         self._last_error: BaseException | None = None
         self._synced_once = False
@@ -764,8 +767,8 @@ class Reflector:
             with _gc.paused():
                 temporary = _store.new_store(_store.deletion_handling_meta_namespace_key_func)
                 end = watch.handle_initial_events(
-                    ctx, opened, temporary, self.name, self._clock, self._initial_events_timeout,
-                    keep=self._client_filter(), transform=self._transform,
+                    ctx, opened, sink.Sink.of(temporary), self.name, self._clock,
+                    self._initial_events_timeout, keep=self._client_filter(), transform=self._transform,
                 )
                 if end.outcome is _Outcome.INITIAL_EVENTS_END:
                     objects = temporary.list()

@@ -24,6 +24,7 @@ from kinformer import _threads, errors, meta
 from kinformer import clock as _clock
 from kinformer import context as _context
 from kinformer.client import listerwatcher
+from kinformer.reflector import sink
 
 log = logging.getLogger(__name__)
 
@@ -81,7 +82,7 @@ class OpenWatch:
 
 
 def open_watch(
-    lister_watcher: listerwatcher.ListerWatcher,
+    lister_watcher: listerwatcher.ContextListerWatcher,
     options: listerwatcher.ListOptions,
     ctx: _context.Context,
     clock: _clock.Clock,
@@ -89,10 +90,10 @@ def open_watch(
     """Start a watch; blocks until the server answers, raises what it refused with.
 
     Cancelling ``ctx`` breaks off a start the server has not answered when the ListerWatcher
-    takes a context. The start time is taken before the request: connecting counts as watch time.
+    takes it. The start time is taken before the request: connecting counts as watch time.
     """
     started = clock.now()
-    watch = listerwatcher.watch_with_context(lister_watcher, options, ctx)
+    watch = lister_watcher.watch(options, ctx=ctx)
     return OpenWatch(watch, iter(watch), started)
 
 
@@ -116,7 +117,7 @@ def is_initial_events_end(obj: Any) -> bool:
 def handle_any_watch(
     ctx: _context.Context,
     opened: OpenWatch,
-    store: Any,
+    store: sink.Sink,
     name: str,
     last_version: LastVersion,
     *,
@@ -146,16 +147,14 @@ def handle_any_watch(
     ``transform``, the store gets ``transform(obj)`` of each event it would get; an error there
     is logged as a store error is.
     """
-    bookmark = getattr(store, "bookmark", None)
-    if not callable(bookmark):
-        bookmark = None
-    actions: dict[str, Callable[[Any], None] | None] = {
+    bookmark = store.bookmark
+    actions: dict[str, Callable[[Any], object] | None] = {
         "ADDED": store.add,
         "MODIFIED": store.update,
         "DELETED": store.delete,
         "BOOKMARK": None,
     }
-    take_version = getattr(store, "update_resource_version", None)
+    take_version = store.update_resource_version
     well_formed = meta.is_well_formed
     # a line per change, but none per initial event: like a list, they are summed up once
     debug = log.isEnabledFor(logging.DEBUG) and not exit_on_initial_events_end
@@ -223,7 +222,7 @@ def handle_any_watch(
 def handle_initial_events(
     ctx: _context.Context,
     opened: OpenWatch,
-    store: Any,
+    store: sink.Sink,
     name: str,
     clock: _clock.Clock,
     timeout: float,
