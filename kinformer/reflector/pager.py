@@ -4,8 +4,8 @@ client-go's ``tools/pager`` (``ListPager.ListWithAlloc`` with ``FullListIfExpire
 reflector uses it, with the page-size rule of the reflector's ``list``: a list is asked for in
 pages of ``limit`` objects and the pages are joined into one :class:`~kinformer.ListResult` at
 the first page's resourceVersion; a continuation token that expired (410) falls back to one full
-list at the original version. :mod:`kinformer.reflector.reflector` calls :func:`list_all` for every
-list and relist; the requests go through its :class:`~kinformer.ListerWatcher`.
+list at the original version. :mod:`kinformer.reflector.listing` calls :func:`list_all` for every
+list and relist; the requests go through the reflector's :class:`~kinformer.ListerWatcher`.
 """
 
 from __future__ import annotations

@@ -3,11 +3,13 @@
 client-go's ``handleAnyWatch`` and its two callers, ``handleWatch`` and ``handleListWatch``:
 :func:`handle_any_watch` reads the events of one open watch, checks each once through
 :mod:`kinformer.meta`, applies it to a store, tracks its resourceVersion (:class:`LastVersion`),
-and returns how the stream ended as a :class:`WatchEnd`. The :class:`~kinformer.Reflector`
-(:mod:`kinformer.reflector.reflector`) calls it with its own store for every watch, and through
-:func:`handle_initial_events` with a temporary store for the initial events of a WatchList
-(``sendInitialEvents``) stream, which end at the bookmark annotated ``k8s.io/initial-events-end``.
-What to do about an ending (watch again, back off, relist, list instead) is the reflector's.
+and returns how the stream ended as a :class:`WatchEnd`. The reflector's watch loop
+(:mod:`kinformer.reflector.watch_loop`) calls it with the reflector's store for every watch, and
+its WatchList sync (:mod:`kinformer.reflector.watch_list`) through :func:`handle_initial_events`
+with a temporary store for the initial events of a ``sendInitialEvents`` stream, which end at the
+bookmark annotated ``k8s.io/initial-events-end``. What to do about an ending (watch again, back
+off, relist, list instead) is theirs. :func:`open_watch` starts each watch the same way for
+both.
 """
 
 from __future__ import annotations
@@ -57,16 +59,19 @@ class WatchEnd:
 
 
 class LastVersion:
-    """The last resourceVersion a reflector has seen: where :func:`handle_any_watch` tracks it.
+    """The last resourceVersion a reflector has seen, and whether the server still has it.
 
-    Only the thread reading the watch writes :attr:`value`; any thread may read it. It is one
-    reference, replaced whole, so neither side takes a lock.
+    :func:`handle_any_watch` tracks :attr:`value`; :attr:`unavailable` is set when a list or
+    a stream found that version gone or too new, so the next one asks for the current version
+    (""). Only the reflector's run thread writes either; any thread may read :attr:`value`. Each
+    is one reference, replaced whole, so neither side takes a lock.
     """
 
-    __slots__ = ("value",)
+    __slots__ = ("unavailable", "value")
 
     def __init__(self, value: str = "") -> None:
         self.value = value
+        self.unavailable = False
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
