@@ -12,6 +12,7 @@ is layered: the base modules (errors, context, clock, gvr, meta), then ``cache/`
 
 import logging
 
+from kinformer.appliers import InformerProfile
 from kinformer.backoff import Backoff, BackoffManager
 from kinformer.cache.delta_fifo import Delta, DeltaFIFO, Deltas, DeltaType
 from kinformer.cache.labels import Selector, everything, parse_selector, selector_from_dict
@@ -23,6 +24,7 @@ from kinformer.cache.store import (
     ExplicitKey,
     IndexedStore,
     Indexer,
+    InformerIndexer,
     KeyListerGetter,
     ObjectName,
     Store,
@@ -139,6 +141,7 @@ __all__ = [  # noqa: RUF022 (grouped by area, as the API reference is)
     "ExplicitKey",
     "IndexedStore",
     "Indexer",
+    "InformerIndexer",
     "KeyListerGetter",
     "ObjectName",
     "Store",
@@ -179,6 +182,7 @@ __all__ = [  # noqa: RUF022 (grouped by area, as the API reference is)
     "GenericInformer",
     "GenericLister",
     "GenericNamespaceLister",
+    "InformerProfile",
     "ResourceEventHandler",
     "ResourceEventHandlerDetailedFuncs",
     "ResourceEventHandlerFuncs",

@@ -7,12 +7,13 @@ lasts until the list is queued, a :class:`HeldPause` from there until the inform
 and a synced informer's cache is frozen (:func:`freeze`) so that later collections do not walk
 it again. This module is the mechanism; when to pause is each caller's decision.
 
-A frozen object that is part of a reference cycle is never collected, and a stopped informer is
-such a cycle holding its whole cache: so an informer that stops reports it
-(:func:`informer_stopped`), which gives everything kinformer froze back to the collector, and no
-freeze happens while a stopped informer is still alive, since it would keep it for good. The
-first pause after a stop starts with one full collection, before the list's objects exist, so a
-stopped informer that was already dropped does not hold the next freeze back.
+A frozen object that is part of a reference cycle is never collected, and the cache of a stopped
+informer may well be held by such a cycle (its reflector's, its FIFO's): so an informer that
+stops reports its cache (:func:`informer_stopped`), which gives everything kinformer froze back
+to the collector, and no freeze happens while the cache of a stopped informer is still alive,
+since it would keep it for good. The first pause after a stop starts with one full collection,
+before the list's objects exist, so a cache that was already dropped does not hold the next
+freeze back.
 
 Pauses nest across threads and always restore the collector's earlier state, even on errors.
 Callers: the HTTP decoder (``client/``), the reflector's list, and the informer, which holds a
@@ -43,7 +44,7 @@ _depth = 0
 _was_enabled = False
 _frozen = False  # gc.freeze() called here since the last gc.unfreeze()
 _collect_first = False  # an informer stopped: the next outermost pause begins with a collection
-_stopped_informers: weakref.WeakSet[Any] = weakref.WeakSet()  # stopped and not yet reclaimed
+_stopped_informers: weakref.WeakSet[Any] = weakref.WeakSet()  # their caches, not yet reclaimed
 _held = threading.local()  # .block: the innermost hold_first_pause block on this thread, if any
 
 
@@ -90,7 +91,8 @@ def freeze() -> bool:
     Called once a cache is synced: later collections no longer walk it, so their cost stays
     that of the young objects. Frozen objects are still freed by reference counting; cyclic
     garbage that exists at this moment stays until :func:`informer_stopped` unfreezes it. Does
-    nothing (False) while a stopped informer is alive: frozen, it could never be reclaimed.
+    nothing (False) while a stopped informer's cache is alive: frozen, it could never be
+    reclaimed.
     """
     global _frozen
     with _lock:
@@ -101,16 +103,17 @@ def freeze() -> bool:
     return True
 
 
-def informer_stopped(informer: object) -> None:
-    """Give what :func:`freeze` froze back to the collector: ``informer`` has stopped.
+def informer_stopped(cache: object) -> None:
+    """Give what :func:`freeze` froze back to the collector: the informer of ``cache`` stopped.
 
-    A stopped informer and its cache become garbage once its owner drops it, but they are a
-    reference cycle that the collector never looks at while frozen. Until ``informer`` is
-    reclaimed, :func:`freeze` refuses; the next outermost :func:`pause` collects first.
+    A stopped informer's cache becomes garbage once its owner drops the informer, but a
+    reference cycle may hold it, which the collector never looks at while frozen. Until
+    ``cache`` is reclaimed, :func:`freeze` refuses; the next outermost :func:`pause` collects
+    first.
     """
     global _frozen, _collect_first
     with _lock:
-        _stopped_informers.add(informer)
+        _stopped_informers.add(cache)
         _collect_first = True
         if _frozen:
             gc.unfreeze()

@@ -215,8 +215,7 @@ class DynamicSharedInformerFactory:
         shard_selector: sharding.ShardSelector | None = None,
         detect_mutations: bool | None = None,
     ) -> None:
-        informer.check_profile(profile)
-        self._profile = profile
+        self._profile = informer.check_profile(profile)
         self._detect_mutations = detect_mutations
         self._shard_selector = shard_selector
         self._client = client

@@ -141,8 +141,8 @@ def test_an_object_failing_to_index_in_the_initial_list_still_ends_the_pause(
 
 
 def test_a_first_list_larger_than_a_batch_reaches_cache_index_and_handler_in_list_order() -> None:
+    from kinformer.appliers import INITIAL_BATCH
     from kinformer.handlers import ResourceEventHandlerDetailedFuncs
-    from kinformer.informer import INITIAL_BATCH
 
     objs = [cm(f"o{i:05d}", shard=str(i % 3)) for i in range(INITIAL_BATCH * 2 + 7)]
     seen: list[tuple[str, bool]] = []
@@ -168,8 +168,8 @@ def test_a_queued_first_list_is_applied_a_batch_at_a_time_with_the_collector_pau
     caplog: pytest.LogCaptureFixture,
 ) -> None:
     """An index function failing on one object keeps the list out of the cache's one-step route."""
+    from kinformer.appliers import INITIAL_BATCH
     from kinformer.handlers import ResourceEventHandlerDetailedFuncs
-    from kinformer.informer import INITIAL_BATCH
 
     objs = [cm(f"o{i:05d}") for i in range(INITIAL_BATCH * 2 + 7)]
     collector_on_inside: list[bool] = []
@@ -250,15 +250,16 @@ def test_no_freeze_while_a_stopped_informer_is_alive_and_none_once_it_is_dropped
 
 
 def test_the_next_list_collects_a_dropped_stopped_informer_and_freezes_again() -> None:
-    # the classic informer is a reference cycle (its FIFO holds one of its methods)
+    # the classic informer's cache is held by a reference cycle (its reflector's parts hold
+    # the reflector's methods, and through its store the FIFO, whose known objects it is)
     first, first_kept = synced_then_stopped("a", profile="classic")
-    owner = weakref.ref(first)
+    owner = weakref.ref(first.get_indexer())
     gc.disable()  # no collection of its own between the drop and the next list
     del first
     gc.enable()
     assert owner() is not None  # a cycle: only a collection reclaims it
     informer, kept = synced_then_stopped("b")
-    # the next list began with a collection, so the informer above was not frozen again
+    # the next list began with a collection, so the cache above was not frozen again
     assert owner() is None
     assert first_kept[0]() is None
     del informer

@@ -43,6 +43,7 @@ class IndexedMap:
     """
 
     __slots__ = (
+        "__weakref__",  # the collector policy tracks a stopped informer's cache (kinformer._gc)
         "_fns",
         "_indexers",
         "_indices",

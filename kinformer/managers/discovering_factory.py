@@ -150,8 +150,7 @@ class DiscoveringDynamicSharedInformerFactory:
         discovery: client_discovery.CachedDiscoveryClient | None = None,
         profile: str = "modern",
     ) -> None:
-        informer.check_profile(profile)
-        self._profile = profile
+        self._profile = informer.check_profile(profile)
         self._client = client
         self._filter = filter_func or (lambda gvr: True)
         self._resync = _checks.seconds("resync", resync)
