@@ -13,12 +13,10 @@ transaction, a relist in one step) and ``"classic"`` (client-go up to 1.32: a
 the FIFO and how what it pops reaches the cache, is an applier of :mod:`kinformer.appliers`,
 picked once in :meth:`SharedIndexInformer.run`; the delta loop here only pops through it.
 
-The cyclic collector stays off over the first list; the policy is here, the mechanism in
-``_gc.py``. The reflector's ``_gc.hold_first_pause`` keeps the pause of the list's first decode
-until ``replace`` returns, and :class:`_ReflectorStore` holds a pause of its own from the start
-of ``replace`` until the list is applied; the synced cache is then frozen out of the collector's
-reach (``_gc.freeze``). A list that fails, or a stop, ends the pause without freezing, and a
-stop gives back what was frozen (``_gc.informer_stopped``).
+The cyclic collector stays off over the informer's lists, and its synced cache is frozen: the
+policy is :mod:`kinformer.collector_policy`, which wraps the ListerWatcher, the store and the
+watch error handler the informer hands its reflector; a stop ends every pause and gives back
+what was frozen (``_gc.informer_stopped``).
 """
 
 from __future__ import annotations
@@ -29,8 +27,8 @@ import threading
 from collections.abc import Callable
 from typing import Any
 
-from kinformer import _checks, _gc, _threads, appliers, context, errors, processor, sharding
-from kinformer.cache import mutation_detector, real_fifo, store
+from kinformer import _checks, _gc, _threads, appliers, collector_policy, context, errors, processor, sharding
+from kinformer.cache import mutation_detector, store
 from kinformer.client import listerwatcher
 from kinformer.clock import REAL_CLOCK, Clock
 from kinformer.gvr import GroupVersionResource
@@ -80,56 +78,6 @@ class ResourceEventHandlerRegistration:
 
     def __repr__(self) -> str:
         return f"<ResourceEventHandlerRegistration {self._listener.handler!r}>"
-
-
-class _ReflectorStore:
-    """The informer's FIFO as its reflector writes to it: the first list under a collector pause.
-
-    ``add``, ``update``, ``delete``, ``resync`` and (a RealFIFO's) ``bookmark`` are the FIFO's
-    own bound methods, so a watch event costs no extra call. ``replace`` begins ``pause`` for
-    the informer's first list, before the FIFO keys it, unless the FIFO is
-    closed; the pause ends when that
-    list is applied (here if the FIFO took it whole, else in the delta loop once synced), with
-    the cache frozen, or without freezing when ``replace`` fails (the next list is then the
-    first again) or the informer stops. Called by the reflector's thread only.
-    """
-
-    __slots__ = ("_fifo", "_first", "_pause", "add", "delete", "resync", "update")
-
-    def __init__(self, fifo: appliers.FIFO, pause: _gc.HeldPause) -> None:
-        self._fifo = fifo
-        self._pause = pause
-        self._first = True  # no list applied yet: the next replace is the first list
-        self.add = fifo.add
-        self.update = fifo.update
-        self.delete = fifo.delete
-        self.resync = fifo.resync
-
-    def replace(self, objs: Any, resource_version: str = "") -> None:
-        fifo, pause = self._fifo, self._pause
-        hold = self._first and not fifo.is_closed()
-        if hold:
-            self._first = False
-            pause.begin()
-        try:
-            fifo.replace(objs, resource_version)
-        except BaseException:
-            if hold:
-                self._first = True
-                pause.end()
-            raise
-        if hold and (fifo.has_synced() or fifo.is_closed()):  # nothing left for the delta loop
-            pause.end(freeze_first=fifo.has_synced())
-
-
-class _BookmarkingReflectorStore(_ReflectorStore):
-    """A RealFIFO as its reflector writes to it: bookmarks go on to the FIFO too."""
-
-    __slots__ = ("bookmark",)
-
-    def __init__(self, fifo: real_fifo.RealFIFO, pause: _gc.HeldPause) -> None:
-        super().__init__(fifo, pause)
-        self.bookmark = fifo.bookmark
 
 
 def _new_indexer(
@@ -270,16 +218,16 @@ class SharedIndexInformer:
             applier = appliers.new_applier(
                 self._profile, self._indexer, self._processor, self._block_deltas, self._name)
             fifo = applier.fifo
-            pause = _gc.HeldPause()  # the first list's; see _ReflectorStore
+            # the collector policy wraps what the reflector gets: see collector_policy
+            pauses = collector_policy.ListPauses()
             refl = reflector.Reflector(
-                self._lister_watcher,
-                (_BookmarkingReflectorStore(fifo, pause) if isinstance(fifo, real_fifo.RealFIFO)
-                 else _ReflectorStore(fifo, pause)),
+                collector_policy.PausingListerWatcher(self._lister_watcher, pauses),
+                collector_policy.pausing_store(fifo, pauses),
                 self._resync_check_period,
                 self._name,
                 should_resync=self._processor.should_resync,
                 clock=self._clock,
-                watch_error_handler=self._watch_error_handler,
+                watch_error_handler=collector_policy.ending_pauses(pauses, self._watch_error_handler),
                 shard_selector=self._shard_selector,
                 transform=self._transform,
             )
@@ -293,7 +241,7 @@ class SharedIndexInformer:
         threads = [
             _threads.spawn(refl.run, _threads.thread_name("reflector", self._name), inner),
             _threads.spawn(
-                self._delta_loop, _threads.thread_name("deltas", self._name), applier, pause, inner
+                self._delta_loop, _threads.thread_name("deltas", self._name), applier, pauses, inner
             ),
         ]
         if self._detector is not None:
@@ -306,7 +254,7 @@ class SharedIndexInformer:
             fifo.close()
             inner.cancel()
             _threads.join_all(threads, JOIN_TIMEOUT)
-            pause.end()
+            pauses.end_all()
             _gc.informer_stopped(self._indexer)  # no longer frozen: reclaimed once dropped
             self._processor.stop(processor.LISTENER_JOIN_TIMEOUT)
             gauges.remove()
@@ -508,13 +456,15 @@ class SharedIndexInformer:
 
     # -- the delta loop -------------------------------------------------------------------------
 
-    def _delta_loop(self, applier: appliers.Applier, pause: _gc.HeldPause, ctx: context.Context) -> None:
+    def _delta_loop(
+        self, applier: appliers.Applier, pauses: collector_policy.ListPauses, ctx: context.Context
+    ) -> None:
         """Pop and apply deltas until stopped; end the first list's collector pause once applied."""
-        fifo = applier.fifo
+        fifo, first = applier.fifo, pauses.first
         try:
             while not ctx.cancelled():
-                if pause.held and fifo.has_synced():
-                    pause.end(freeze_first=True)
+                if first.held and fifo.has_synced():
+                    first.end(freeze_first=True)
                 try:
                     applier.pop(POP_TIMEOUT)
                 except errors.FIFOClosedError:
@@ -524,7 +474,7 @@ class SharedIndexInformer:
                 except Exception:
                     log.exception("informer %s: failed to process deltas; object dropped", self._name)
         finally:
-            pause.end()
+            first.end()
 
     def __repr__(self) -> str:
         state = "stopped" if self._stopped else "running" if self._started else "new"

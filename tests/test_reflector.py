@@ -8,7 +8,6 @@ WatchList initial sync and the resync timer, with the backoff waits visible on t
 
 from __future__ import annotations
 
-import gc
 import logging
 import queue
 import threading
@@ -877,49 +876,6 @@ def test_a_watch_list_dropped_before_its_end_bookmark_streams_again() -> None:
         assert wait_for(lambda: names(h.store.list()) == ["b"], TIMEOUT)
     finally:
         h.stop()
-
-
-def test_no_collection_runs_while_watch_list_initial_events_pile_up() -> None:
-    """As over a list: the collector would walk the growing set of initial objects again and
-    again, and a large WatchList took several times as long as a list of the same objects."""
-    collections: list[int] = []
-    marks: dict[str, int] = {}
-
-    def count(phase: str, info: dict[str, Any]) -> None:
-        if phase == "start":
-            collections.append(info["generation"])
-
-    def initial_events() -> Iterator[WatchEvent]:
-        marks["first event"] = len(collections)
-        for i in range(3000):  # enough allocations for many young collections, if enabled
-            yield WatchEvent("ADDED", cm(f"c{i}", str(i + 1), data={"k": str(i)}))
-        yield WatchEvent("BOOKMARK", bookmark("5000", end=True))
-
-    watches = [initial_events()]
-
-    def watch(options: ListOptions) -> Any:
-        return watches.pop() if watches else ChannelWatch()  # then one open until stopped
-
-    class Counting(Indexer):
-        def replace(self, items: Any, resource_version: str = "") -> None:
-            marks["stored"] = len(collections)
-            super().replace(items, resource_version)
-
-    store = Counting()
-    reflector = Reflector(ListWatch(lambda options: ListResult([], "1"), watch), store,
-                          name="test", use_watch_list=True)
-    ctx = Context()
-    thread = threading.Thread(target=reflector.run, args=(ctx,), name="test-run")
-    gc.callbacks.append(count)
-    try:
-        thread.start()
-        assert wait_for(reflector.has_synced_once, TIMEOUT)
-    finally:
-        gc.callbacks.remove(count)
-        ctx.cancel()
-        thread.join(TIMEOUT)
-    assert len(store.list()) == 3000
-    assert marks["stored"] == marks["first event"]
 
 
 def test_internal_errors_on_a_watch_are_retried_in_place_within_the_configured_window() -> None:

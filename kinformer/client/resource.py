@@ -16,7 +16,7 @@ import threading
 from collections.abc import Callable, Iterator
 from typing import Any
 
-from kinformer import _checks, _gc, _json, errors, meta
+from kinformer import _checks, _json, errors, meta
 from kinformer import context as _context
 from kinformer import gvr as _gvr
 from kinformer.client import listerwatcher, rest
@@ -86,12 +86,11 @@ class HTTPResource:
         data = self._client.request(
             "GET", self._path, query=options.query(), timeout=self._timeout, ctx=ctx, what=what
         ).read()
-        with _gc.paused():
-            try:
-                body = _json.loads(data)
-            except ValueError as exc:
-                log.warning("%s: response is not JSON: %s", what, exc)
-                raise errors.DecodeError(f"{what}: response is not JSON") from exc
+        try:
+            body = _json.loads_bulk(data)
+        except ValueError as exc:
+            log.warning("%s: response is not JSON: %s", what, exc)
+            raise errors.DecodeError(f"{what}: response is not JSON") from exc
         if not isinstance(body, dict) or not isinstance(body.get("items"), list):
             log.warning("%s: response is not a list (no items)", what)
             raise errors.DecodeError(f"{what}: response is not a list (no items)")

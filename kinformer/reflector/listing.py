@@ -14,8 +14,8 @@ from __future__ import annotations
 import logging
 from typing import Any
 
-from kinformer import _gc, errors, meta
 from kinformer import context as _context
+from kinformer import errors, meta
 from kinformer.client import listerwatcher
 from kinformer.reflector import failures, pager
 from kinformer.reflector import shared as _shared
@@ -66,12 +66,7 @@ class Lister:
     def sync(self, ctx: _context.Context) -> None:
         """List everything and replace the store's content with it; raises what the list failed
         with, :class:`~kinformer.reflector.failures.StopRequested` when stopped meanwhile."""
-        rv = self.relist_resource_version()
-        # no collection from the list's first decode until the list is queued: a big list
-        # allocates millions of objects and frees none, and the collector would walk them
-        # repeatedly; the request itself, waiting on the network, runs with the collector on
-        with _gc.hold_first_pause():
-            self._list_and_replace(ctx, rv)
+        self._list_and_replace(ctx, self.relist_resource_version())
 
     def _list_and_replace(self, ctx: _context.Context, rv: str) -> None:
         """List at ``rv`` (at "" once more when ``rv`` is gone, too new or refused), then replace."""
@@ -133,20 +128,15 @@ class Lister:
 
     def _transformed(self, page: listerwatcher.ListResult) -> list[Any]:
         """A page's objects through the transform, as the page arrives; an object without a
-        name is left as it is, for the check after the list to skip.
-
-        Under a collector pause, which :meth:`sync`'s ``hold_first_pause`` keeps until the
-        list is stored, whether or not the ListerWatcher paused for its decode.
-        """
+        name is left as it is, for the check after the list to skip."""
         transform = self._shared.transform
         assert transform is not None
         try:
-            with _gc.paused():
-                if page.checked:  # the usual HTTP page: every object checked already
-                    return [transform(obj) for obj in page.items]
-                fit = meta.is_well_formed
-                return [transform(obj) if fit(obj) or meta.has_name(obj) else obj
-                        for obj in page.items]
+            if page.checked:  # the usual HTTP page: every object checked already
+                return [transform(obj) for obj in page.items]
+            fit = meta.is_well_formed
+            return [transform(obj) if fit(obj) or meta.has_name(obj) else obj
+                    for obj in page.items]
         except Exception as exc:
             raise errors.KinformerError(
                 f"reflector {self.name}: transform failed on a listed object: {exc}") from exc

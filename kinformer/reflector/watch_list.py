@@ -14,7 +14,6 @@ from __future__ import annotations
 import dataclasses
 import logging
 
-from kinformer import _gc
 from kinformer import context as _context
 from kinformer.cache import store as _store
 from kinformer.reflector import failures, sink, watch, watch_loop
@@ -74,36 +73,33 @@ class WatchListSync:
                 log.warning("reflector %s: watch-list failed: %s; listing instead", self.name, exc)
                 return None
             shared.metrics.watches.inc()
-            # as over a list: no collection while the initial events pile up and go to the
-            # store, where the informer holds a pause of its own until they are applied
-            with _gc.paused():
-                temporary = _store.new_store(_store.deletion_handling_meta_namespace_key_func)
-                end = watch.handle_initial_events(
-                    ctx, opened, sink.Sink.of(temporary), self.name, shared.clock, self._timeout,
-                    keep=shared.shard.client_filter(), transform=shared.transform,
-                )
-                if end.outcome is _Outcome.INITIAL_EVENTS_END:
-                    objects = temporary.list()
-                    try:
-                        shared.store.replace(objects, end.resource_version)
-                    except Exception as exc:
-                        opened.watch.close()
-                        shared.record_error(exc)
-                        log.warning(
-                            "reflector %s: unable to sync watch-list result: %s; listing instead",
-                            self.name,
-                            exc,
-                        )
-                        return None
-                    shared.version.unavailable = False
-                    shared.synced(end.resource_version)
-                    log.debug(
-                        "reflector %s: watch-list synced %d items at rv=%s",
+            temporary = _store.new_store(_store.deletion_handling_meta_namespace_key_func)
+            end = watch.handle_initial_events(
+                ctx, opened, sink.Sink.of(temporary), self.name, shared.clock, self._timeout,
+                keep=shared.shard.client_filter(), transform=shared.transform,
+            )
+            if end.outcome is _Outcome.INITIAL_EVENTS_END:
+                objects = temporary.list()
+                try:
+                    shared.store.replace(objects, end.resource_version)
+                except Exception as exc:
+                    opened.watch.close()
+                    shared.record_error(exc)
+                    log.warning(
+                        "reflector %s: unable to sync watch-list result: %s; listing instead",
                         self.name,
-                        len(objects),
-                        end.resource_version,
+                        exc,
                     )
-                    return opened
+                    return None
+                shared.version.unavailable = False
+                shared.synced(end.resource_version)
+                log.debug(
+                    "reflector %s: watch-list synced %d items at rv=%s",
+                    self.name,
+                    len(objects),
+                    end.resource_version,
+                )
+                return opened
             opened.watch.close()
             if end.outcome is _Outcome.STOPPED or ctx.cancelled():
                 raise failures.StopRequested()
