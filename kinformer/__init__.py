@@ -80,7 +80,7 @@ from kinformer.handlers import (
     deleted_object,
     wait_for_cache_sync,
 )
-from kinformer.informer import ResourceEventHandlerRegistration, SharedIndexInformer
+from kinformer.informer import SharedIndexInformer
 from kinformer.leaderelection import (
     LeaderElectionConfig,
     LeaderElectionRecord,
@@ -105,6 +105,7 @@ from kinformer.metrics import (
     informers_synced_check,
     leader_election_check,
 )
+from kinformer.processor import ResourceEventHandlerRegistration
 from kinformer.reflector import Reflector
 from kinformer.sharding import ShardSelector, fnv1a_64
 from kinformer.transforms import chain, strip_managed_fields

@@ -38,46 +38,12 @@ from kinformer.reflector import reflector
 
 log = logging.getLogger(__name__)
 
-MINIMUM_RESYNC_PERIOD = 1.0  # client-go's floor: a smaller period would replay the cache in a busy loop
 POP_TIMEOUT = 1.0  # the delta loop looks at its stop signal at least this often
 JOIN_TIMEOUT = 30.0  # reflector and delta loop close their own streams; this only bounds a bug
 
 PROFILES = tuple(p.value for p in appliers.InformerProfile)  # "modern" (client-go 1.36), "classic"
 
 _ids = itertools.count(1)
-
-
-class ResourceEventHandlerRegistration:
-    """What :meth:`SharedIndexInformer.add_event_handler` returns; pass it to ``remove_event_handler``.
-
-    ``has_synced()`` is True once the informer synced and this handler returned from every
-    ``on_add`` of the initial list (or, for a late handler, of the replay of the cache).
-    """
-
-    __slots__ = ("_informer", "_listener")
-
-    def __init__(self, informer: SharedIndexInformer, listener: processor.ProcessorListener) -> None:
-        self._informer = informer
-        self._listener = listener
-
-    @property
-    def handler(self) -> ResourceEventHandler:
-        return self._listener.handler
-
-    @property
-    def resync_period(self) -> float:
-        """The effective resync period of this handler in seconds (0: never)."""
-        return self._listener.resync_period
-
-    def has_synced(self) -> bool:
-        return self._listener.has_synced()
-
-    def pending(self) -> int:
-        """How many notifications wait to be delivered to this handler."""
-        return self._listener.pending()
-
-    def __repr__(self) -> str:
-        return f"<ResourceEventHandlerRegistration {self._listener.handler!r}>"
 
 
 def _new_indexer(
@@ -383,13 +349,13 @@ class SharedIndexInformer:
 
     # -- handlers -------------------------------------------------------------------------------
 
-    def add_event_handler(self, handler: ResourceEventHandler) -> ResourceEventHandlerRegistration:
+    def add_event_handler(self, handler: ResourceEventHandler) -> processor.ResourceEventHandlerRegistration:
         """Register ``handler`` with the informer's default resync period."""
         return self.add_event_handler_with_resync_period(handler, self._default_resync)
 
     def add_event_handler_with_resync_period(
         self, handler: ResourceEventHandler, resync_period: float
-    ) -> ResourceEventHandlerRegistration:
+    ) -> processor.ResourceEventHandlerRegistration:
         """Register ``handler``, asking for a resync every ``resync_period`` seconds (0: never).
 
         A period under a second is raised to one. One shorter than the informer's check period
@@ -405,54 +371,37 @@ class SharedIndexInformer:
                 raise errors.StoppedError(
                     f"handler {handler!r} was not added to shared informer because it has stopped already"
                 )
-            if period > 0:
-                if period < MINIMUM_RESYNC_PERIOD:
-                    log.warning(
-                        "resync period %.3fs is too small; changing it to %.1fs",
-                        period,
-                        MINIMUM_RESYNC_PERIOD,
-                    )
-                    period = MINIMUM_RESYNC_PERIOD
-                if period < self._resync_check_period:
-                    if self._started:
-                        log.warning(
-                            "resync period %.1fs is smaller than the started informer's check "
-                            "period %.1fs; changing it to %.1fs",
-                            period,
-                            self._resync_check_period,
-                            self._resync_check_period,
-                        )
-                        period = self._resync_check_period
-                    else:
-                        self._resync_check_period = period
-                        self._processor.resync_check_period_changed(period)
+            period, check = processor.resync_periods(period, self._resync_check_period, self._started)
+            if check != self._resync_check_period:  # lowered for this handler, before run
+                self._resync_check_period = check
+                self._processor.resync_check_period_changed(check)
             listener = processor.ProcessorListener(
                 handler,
                 period,
-                processor.effective_resync_period(period, self._resync_check_period),
+                processor.effective_resync_period(period, check),
                 self._clock.now(),
                 self.has_synced,
             )
             if not self._started:
                 self._processor.add_listener(listener)
-                return ResourceEventHandlerRegistration(self, listener)
+                return processor.ResourceEventHandlerRegistration(self, listener)
             with self._block_deltas:
                 self._processor.add_listener(listener)
                 listener.add_initial(self._indexer.list())
-            return ResourceEventHandlerRegistration(self, listener)
+            return processor.ResourceEventHandlerRegistration(self, listener)
 
-    def remove_event_handler(self, registration: ResourceEventHandlerRegistration) -> None:
+    def remove_event_handler(self, registration: processor.ResourceEventHandlerRegistration) -> None:
         """Unregister a handler; idempotent. Its buffered notifications are dropped.
 
         A callback already running finishes on its own thread. Raises TypeError for something
         that is not a registration of an informer.
         """
-        if not isinstance(registration, ResourceEventHandlerRegistration):
+        if not isinstance(registration, processor.ResourceEventHandlerRegistration):
             raise TypeError(f"not an event handler registration: {registration!r}")
-        if registration._informer is not self:
+        if registration.owner is not self:
             return
         with self._block_deltas:
-            self._processor.remove_listener(registration._listener)
+            self._processor.remove_listener(registration.listener)
 
     # -- the delta loop -------------------------------------------------------------------------
 

@@ -8,7 +8,8 @@ buffer, so a slow or stuck handler never stalls the watch or the other handlers.
 :class:`ProcessorListener` has one delivery thread (``kinformer-handler-<informer>-<n>``)
 calling its handler in order, outside every kinformer lock. The processor also decides which
 listeners take part in a resync (:meth:`SharedProcessor.should_resync`, called by the reflector's
-resync timer).
+resync timer), with client-go's rules for the periods handlers ask for (:func:`resync_periods`).
+A handler's :class:`ResourceEventHandlerRegistration` is the handle of its listener.
 """
 
 from __future__ import annotations
@@ -31,6 +32,7 @@ UPDATE = "update"
 DELETE = "delete"
 INITIAL = "initial"  # a whole initial list at once: ``first`` is its objects, each an on_add(obj, True)
 
+MINIMUM_RESYNC_PERIOD = 1.0  # client-go's floor: a smaller period would replay the cache in a busy loop
 LISTENER_JOIN_TIMEOUT = 5.0  # a handler stuck this long after stop is named in a warning, not waited for
 
 
@@ -203,6 +205,41 @@ class ProcessorListener:
             self.handler.on_delete(item.first)
 
 
+class ResourceEventHandlerRegistration:
+    """What :meth:`SharedIndexInformer.add_event_handler <kinformer.SharedIndexInformer.add_event_handler>`
+    returns; pass it to ``remove_event_handler``.
+
+    ``has_synced()`` is True once the informer synced and this handler returned from every
+    ``on_add`` of the initial list (or, for a late handler, of the replay of the cache).
+    ``owner`` is the informer it belongs to, ``listener`` its :class:`ProcessorListener`.
+    """
+
+    __slots__ = ("listener", "owner")
+
+    def __init__(self, owner: object, listener: ProcessorListener) -> None:
+        self.owner = owner
+        self.listener = listener
+
+    @property
+    def handler(self) -> ResourceEventHandler:
+        return self.listener.handler
+
+    @property
+    def resync_period(self) -> float:
+        """The effective resync period of this handler in seconds (0: never)."""
+        return self.listener.resync_period
+
+    def has_synced(self) -> bool:
+        return self.listener.has_synced()
+
+    def pending(self) -> int:
+        """How many notifications wait to be delivered to this handler."""
+        return self.listener.pending()
+
+    def __repr__(self) -> str:
+        return f"<ResourceEventHandlerRegistration {self.listener.handler!r}>"
+
+
 class SharedProcessor:
     """The set of listeners of one informer and the threads delivering to them.
 
@@ -339,6 +376,31 @@ class SharedProcessor:
     def _start(self, listener: ProcessorListener) -> None:
         name = _threads.thread_name("handler", f"{self._name}-{next(self._numbers)}")
         self._threads.append(listener.start(name))
+
+
+def resync_periods(requested: float, check_period: float, started: bool) -> tuple[float, float]:
+    """client-go's ``AddEventHandlerWithResyncPeriod`` rules: ``(period, check_period)`` for a
+    handler asking for ``requested`` seconds from an informer checking every ``check_period``.
+
+    A period under :data:`MINIMUM_RESYNC_PERIOD` is raised to it. One shorter than the check
+    period lowers the check period before the informer ``started``, and is raised to it after.
+    0 (never) changes nothing.
+    """
+    period = requested
+    if period <= 0:
+        return period, check_period
+    if period < MINIMUM_RESYNC_PERIOD:
+        log.warning("resync period %.3fs is too small; changing it to %.1fs",
+                    period, MINIMUM_RESYNC_PERIOD)
+        period = MINIMUM_RESYNC_PERIOD
+    if period >= check_period:
+        return period, check_period
+    if not started:
+        return period, period
+    log.warning(
+        "resync period %.1fs is smaller than the started informer's check period %.1fs; "
+        "changing it to %.1fs", period, check_period, check_period)
+    return check_period, check_period
 
 
 def effective_resync_period(desired: float, check_period: float) -> float:
