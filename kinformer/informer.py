@@ -203,7 +203,7 @@ class SharedIndexInformer:
         # synced and object count, read when metrics are collected: no cost per event
         gauges = metrics_provider.informer_gauges(self._name, self.has_synced, self._indexer.__len__)
         inner = context.Context(f"informer-{self._name}")
-        self._processor.run()
+        self._processor.start()
         threads = [
             _threads.spawn(refl.run, _threads.thread_name("reflector", self._name), inner),
             _threads.spawn(

@@ -243,7 +243,7 @@ class ResourceEventHandlerRegistration:
 class SharedProcessor:
     """The set of listeners of one informer and the threads delivering to them.
 
-    Thread-safe. Listeners added before :meth:`run` start with it; later ones start at once.
+    Thread-safe. Listeners added before :meth:`start` start with it; later ones start at once.
     :meth:`stop` closes every listener and joins their threads with a bounded wait, naming any
     still running in a warning; a stopped processor accepts no new listener.
     """
@@ -315,8 +315,8 @@ class SharedProcessor:
                 if syncing or not sync:
                     listener.add(notification)
 
-    def run(self) -> None:
-        """Start the delivery threads of the listeners registered so far. Does not block."""
+    def start(self) -> None:
+        """Start the delivery threads of the listeners registered so far; returns at once."""
         with self._lock:
             if self._running or self._stopped:
                 return

@@ -155,7 +155,7 @@ class Running:
             "test", served.source(), controllers, clock=self.clock, stop_timeout=stop_timeout
         )
         self.ctx = Context()
-        self.thread = threading.Thread(target=self.manager.start, args=(self.ctx,))
+        self.thread = threading.Thread(target=self.manager.run, args=(self.ctx,))
         self.thread.start()
 
     def stop(self) -> None:
@@ -365,6 +365,8 @@ def test_start_accepts_an_event_and_runs_only_once(served: Served, factory: Fact
     assert instance.stopped()
     with pytest.raises(errors.AlreadyStartedError):
         manager.start(stop)
+    with pytest.raises(errors.AlreadyStartedError):  # run is start under another name
+        manager.run(stop)
 
 
 def test_a_generic_controller_runs_and_stops_under_the_manager(served: Served) -> None:

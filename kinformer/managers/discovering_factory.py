@@ -134,7 +134,7 @@ class DiscoveringDynamicSharedInformerFactory:
         ddsif = DiscoveringDynamicSharedInformerFactory(api_client, lambda gvr: gvr.group == "example.com")
         ddsif.start(ctx)  # a thread of its own, until ctx is cancelled
         manager = ControllerManager("demo", ddsif.informer_source(), controllers)
-        manager.start(ctx)  # blocks until ctx is cancelled
+        manager.run(ctx)  # blocks until ctx is cancelled
     """
 
     def __init__(
