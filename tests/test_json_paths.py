@@ -9,7 +9,7 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from helpers import ScriptedSource, cm, running, step_when_waiting
+from helpers import cm, running, step_when_waiting
 
 from kinformer import _gc, _json, collector_policy, errors
 from kinformer.cache.real_fifo import RealFIFO
@@ -19,7 +19,7 @@ from kinformer.client.listwatch import ListWatch
 from kinformer.handlers import wait_for_cache_sync
 from kinformer.informer import SharedIndexInformer
 from kinformer.reflector.reflector import Reflector
-from kinformer.testing import FakeClock, wait_for
+from kinformer.testing import FakeClock, ScriptedSource, wait_for
 
 TIMEOUT = 5.0
 _permanent_at_start = 0
