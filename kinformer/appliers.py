@@ -95,6 +95,11 @@ class Applier:
         self._processor = shared_processor
         self._lock = lock
         self._name = name
+        self.fifo = self._new_fifo()
+
+    def _new_fifo(self) -> FIFO:
+        """Make this profile's FIFO (called once, by the constructor)."""
+        raise NotImplementedError
 
     def pop(self, timeout: float) -> None:
         """Pop the next batch of the FIFO and apply it; blocks for at most ``timeout`` seconds.
@@ -172,17 +177,11 @@ class ClassicApplier(Applier):
 
     __slots__ = ("_delta_fifo",)
 
-    def __init__(
-        self,
-        indexer: store.InformerIndexer,
-        shared_processor: processor.SharedProcessor,
-        lock: threading.Lock,
-        name: str,
-    ) -> None:
-        super().__init__(indexer, shared_processor, lock, name)
+    def _new_fifo(self) -> FIFO:
         self._delta_fifo = delta_fifo.DeltaFIFO(
-            store.meta_namespace_key_func, indexer, True, None, take_first_list=self._take_first_list)
-        self.fifo = self._delta_fifo
+            store.meta_namespace_key_func, self._indexer, True, None,
+            take_first_list=self._take_first_list)
+        return self._delta_fifo
 
     def pop(self, timeout: float) -> None:
         fifo = self._delta_fifo
@@ -238,16 +237,9 @@ class ModernApplier(Applier):
 
     __slots__ = ("_real_fifo",)
 
-    def __init__(
-        self,
-        indexer: store.InformerIndexer,
-        shared_processor: processor.SharedProcessor,
-        lock: threading.Lock,
-        name: str,
-    ) -> None:
-        super().__init__(indexer, shared_processor, lock, name)
+    def _new_fifo(self) -> FIFO:
         self._real_fifo = real_fifo.RealFIFO(store.meta_namespace_key_func, None, None)
-        self.fifo = self._real_fifo
+        return self._real_fifo
 
     def pop(self, timeout: float) -> None:
         self._real_fifo.pop_batch(self._process_batch, self._process_single, timeout)
