@@ -51,8 +51,15 @@ class ListPauses:
         self.first = _gc.HeldPause()
         self.first_pending = True  # no list applied yet: the next replace is the first list
 
+    def stopped(self, cache: object) -> None:
+        """The informer stopped: end both pauses without freezing, and give what was frozen
+        back to the collector, so ``cache`` is reclaimed once dropped (see
+        :func:`kinformer._gc.informer_stopped`)."""
+        self.end_all()
+        _gc.informer_stopped(cache)
+
     def end_all(self) -> None:
-        """End both pauses without freezing: the informer stops."""
+        """End both pauses without freezing."""
         self.listing.end()
         self.first.end()
 

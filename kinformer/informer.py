@@ -16,7 +16,7 @@ picked once in :meth:`SharedIndexInformer.run`; the delta loop here only pops th
 The cyclic collector stays off over the informer's lists, and its synced cache is frozen: the
 policy is :mod:`kinformer.collector_policy`, which wraps the ListerWatcher, the store and the
 watch error handler the informer hands its reflector; a stop ends every pause and gives back
-what was frozen (``_gc.informer_stopped``).
+what was frozen.
 """
 
 from __future__ import annotations
@@ -27,7 +27,7 @@ import threading
 from collections.abc import Callable
 from typing import Any
 
-from kinformer import _checks, _gc, _threads, appliers, collector_policy, context, errors, processor, sharding
+from kinformer import _checks, _threads, appliers, collector_policy, context, errors, processor, sharding
 from kinformer.cache import mutation_detector, store
 from kinformer.client import listerwatcher
 from kinformer.clock import REAL_CLOCK, Clock
@@ -220,8 +220,7 @@ class SharedIndexInformer:
             fifo.close()
             inner.cancel()
             _threads.join_all(threads, JOIN_TIMEOUT)
-            pauses.end_all()
-            _gc.informer_stopped(self._indexer)  # no longer frozen: reclaimed once dropped
+            pauses.stopped(self._indexer)  # no longer frozen: reclaimed once dropped
             self._processor.stop(processor.LISTENER_JOIN_TIMEOUT)
             gauges.remove()
             with self._start_lock:
