@@ -33,7 +33,7 @@ import urllib3
 from _cluster import CONFIGMAPS, PODS, SENT_ANNOTATION, ServerProcess, path, stop_official
 
 from kinformer import _json
-from kinformer.client.interface import ListResult
+from kinformer.client.listerwatcher import ListResult
 from kinformer.client.listwatch import ListWatch
 from kinformer.gvr import GroupVersionResource
 from kinformer.handlers import ResourceEventHandlerFuncs

@@ -13,6 +13,7 @@ is layered: the base modules (errors, context, clock, gvr, meta), then ``cache/`
 
 import logging
 
+from kinformer.appliers import InformerProfile
 from kinformer.backoff import Backoff, BackoffManager
 from kinformer.cache.cluster import (
     CLUSTER_AND_NAMESPACE_INDEX,
@@ -35,6 +36,7 @@ from kinformer.cache.store import (
     ExplicitKey,
     IndexedStore,
     Indexer,
+    InformerIndexer,
     KeyListerGetter,
     ObjectName,
     Store,
@@ -47,15 +49,9 @@ from kinformer.cache.store import (
     split_meta_namespace_key,
 )
 from kinformer.cache.thread_safe_store import ThreadSafeStore
+from kinformer.client.channel_watch import ChannelWatch
 from kinformer.client.discovery import CachedDiscoveryClient, DiscoveryResult
-from kinformer.client.interface import (
-    ChannelWatch,
-    ListerWatcher,
-    ListOptions,
-    ListResult,
-    Watch,
-    WatchEvent,
-)
+from kinformer.client.listerwatcher import ListerWatcher, ListOptions, ListResult, Watch, WatchEvent
 from kinformer.client.listwatch import ListWatch
 from kinformer.cluster_handlers import ClusterEventHandler, ClusterEventHandlerFuncs
 from kinformer.clusters import (
@@ -89,7 +85,6 @@ from kinformer.errors import (
     NotFoundError,
     ServerError,
     ShardSelectorError,
-    ShutDown,
     StoppedError,
     SyncTimeoutError,
     TerminalError,
@@ -108,7 +103,7 @@ from kinformer.handlers import (
     deleted_object,
     wait_for_cache_sync,
 )
-from kinformer.informer import ResourceEventHandlerRegistration, SharedIndexInformer
+from kinformer.informer import SharedIndexInformer
 from kinformer.leaderelection import (
     LeaderElectionConfig,
     LeaderElectionRecord,
@@ -133,6 +128,7 @@ from kinformer.metrics import (
     informers_synced_check,
     leader_election_check,
 )
+from kinformer.processor import ResourceEventHandlerRegistration
 from kinformer.reflector import Reflector
 from kinformer.sharding import ShardSelector, fnv1a_64
 from kinformer.transforms import chain, strip_managed_fields
@@ -169,6 +165,7 @@ __all__ = [  # noqa: RUF022 (grouped by area, as the API reference is)
     "ExplicitKey",
     "IndexedStore",
     "Indexer",
+    "InformerIndexer",
     "KeyListerGetter",
     "ObjectName",
     "Store",
@@ -209,6 +206,7 @@ __all__ = [  # noqa: RUF022 (grouped by area, as the API reference is)
     "GenericInformer",
     "GenericLister",
     "GenericNamespaceLister",
+    "InformerProfile",
     "ResourceEventHandler",
     "ResourceEventHandlerDetailedFuncs",
     "ResourceEventHandlerFuncs",
@@ -304,7 +302,6 @@ __all__ = [  # noqa: RUF022 (grouped by area, as the API reference is)
     "NotFoundError",
     "ServerError",
     "ShardSelectorError",
-    "ShutDown",
     "StoppedError",
     "SyncTimeoutError",
     "TerminalError",

@@ -1,22 +1,23 @@
-"""The process's cyclic-collector policy around big caches: the one owner of ``gc`` state.
+"""The cyclic collector's state around big caches: the one owner of ``gc`` state, the mechanism.
 
 A big first list allocates millions of objects and frees none, and the collector, walking the
-growing cache again and again, not the parser, sets the decode floor. So the list path pauses it
-(:func:`paused` around a decode, :func:`hold_first_pause` around a whole list so the pause
-lasts until the list is queued, a :class:`HeldPause` from there until the informer applied it),
-and a synced informer's cache is frozen (:func:`freeze`) so that later collections do not walk
-it again. This module is the mechanism; when to pause is each caller's decision.
+growing cache again and again, not the parser, sets the decode floor. So an informer pauses it
+over its lists (:func:`paused` around a block, a :class:`HeldPause` begun on one thread and
+ended on any), and a synced informer's cache is frozen (:func:`freeze`) so that later
+collections do not walk it again. This module is the mechanism; when to pause is the informer's
+collector policy (:mod:`kinformer.collector_policy`), its one user in the library.
 
-A frozen object that is part of a reference cycle is never collected, and a stopped informer is
-such a cycle holding its whole cache: so an informer that stops reports it
-(:func:`informer_stopped`), which gives everything kinformer froze back to the collector, and no
-freeze happens while a stopped informer is still alive, since it would keep it for good. The
-first pause after a stop starts with one full collection, before the list's objects exist, so a
-stopped informer that was already dropped does not hold the next freeze back.
+A frozen object that is part of a reference cycle is never collected, and the cache of a stopped
+informer may well be held by such a cycle (its reflector's, its FIFO's): so an informer that
+stops reports its cache (:func:`informer_stopped`), which gives everything kinformer froze back
+to the collector, and no freeze happens while the cache of a stopped informer is still alive,
+since it would keep it for good. The first pause after a stop starts with one full collection,
+before the list's objects exist, so a cache that was already dropped does not hold the next
+freeze back.
 
 Pauses nest across threads and always restore the collector's earlier state, even on errors.
-Callers: the HTTP decoder (``client/``), the reflector's list, and the informer, which holds a
-:class:`HeldPause` over its first list and freezes its cache once synced (``informer.py``).
+The client and the reflector never import this module (an import-linter contract says so); the
+test server (``testing/``) pauses around its own bulk work.
 """
 
 from __future__ import annotations
@@ -28,23 +29,12 @@ import weakref
 from collections.abc import Iterator
 from typing import Any
 
-
-class _HeldBlock:
-    """One :func:`hold_first_pause` block: whether its first pause is being held."""
-
-    __slots__ = ("holding",)
-
-    def __init__(self) -> None:
-        self.holding = False
-
-
 _lock = threading.Lock()  # guards the collector's state below, and its enabled state while paused
 _depth = 0
 _was_enabled = False
 _frozen = False  # gc.freeze() called here since the last gc.unfreeze()
 _collect_first = False  # an informer stopped: the next outermost pause begins with a collection
-_stopped_informers: weakref.WeakSet[Any] = weakref.WeakSet()  # stopped and not yet reclaimed
-_held = threading.local()  # .block: the innermost hold_first_pause block on this thread, if any
+_stopped_informers: weakref.WeakSet[Any] = weakref.WeakSet()  # their caches, not yet reclaimed
 
 
 def pause() -> None:
@@ -55,11 +45,6 @@ def pause() -> None:
     one :func:`resume`, on every path (use ``try``/``finally``, or :func:`paused`).
     """
     global _depth, _was_enabled, _collect_first
-    block: _HeldBlock | None = getattr(_held, "block", None)
-    pauses = 1
-    if block is not None and not block.holding:  # the first pause in a held block: hold one more
-        block.holding = True
-        pauses = 2
     with _lock:
         collect = _depth == 0 and _collect_first and len(_stopped_informers) > 0
         if collect:
@@ -70,7 +55,7 @@ def pause() -> None:
         if _depth == 0:
             _was_enabled = gc.isenabled()
             gc.disable()
-        _depth += pauses
+        _depth += 1
 
 
 def resume() -> None:
@@ -90,7 +75,8 @@ def freeze() -> bool:
     Called once a cache is synced: later collections no longer walk it, so their cost stays
     that of the young objects. Frozen objects are still freed by reference counting; cyclic
     garbage that exists at this moment stays until :func:`informer_stopped` unfreezes it. Does
-    nothing (False) while a stopped informer is alive: frozen, it could never be reclaimed.
+    nothing (False) while a stopped informer's cache is alive: frozen, it could never be
+    reclaimed.
     """
     global _frozen
     with _lock:
@@ -101,16 +87,17 @@ def freeze() -> bool:
     return True
 
 
-def informer_stopped(informer: object) -> None:
-    """Give what :func:`freeze` froze back to the collector: ``informer`` has stopped.
+def informer_stopped(cache: object) -> None:
+    """Give what :func:`freeze` froze back to the collector: the informer of ``cache`` stopped.
 
-    A stopped informer and its cache become garbage once its owner drops it, but they are a
-    reference cycle that the collector never looks at while frozen. Until ``informer`` is
-    reclaimed, :func:`freeze` refuses; the next outermost :func:`pause` collects first.
+    A stopped informer's cache becomes garbage once its owner drops the informer, but a
+    reference cycle may hold it, which the collector never looks at while frozen. Until
+    ``cache`` is reclaimed, :func:`freeze` refuses; the next outermost :func:`pause` collects
+    first.
     """
     global _frozen, _collect_first
     with _lock:
-        _stopped_informers.add(informer)
+        _stopped_informers.add(cache)
         _collect_first = True
         if _frozen:
             gc.unfreeze()
@@ -146,26 +133,6 @@ class HeldPause:
             self.held = False
             if freeze_first:
                 freeze()
-            resume()
-
-
-@contextlib.contextmanager
-def hold_first_pause() -> Iterator[None]:
-    """Keep the first pause begun on this thread inside the block until the block ends.
-
-    The reflector wraps a list in it: the request and the download, which may wait on the
-    network for as long as the read timeout, run with the collector on; the lister's first
-    pause (around its decode) then lasts until the list is queued, so no collection walks the
-    decoded objects in between. A lister that never pauses leaves the collector alone.
-    """
-    outer = getattr(_held, "block", None)
-    block = _HeldBlock()
-    _held.block = block
-    try:
-        yield
-    finally:
-        _held.block = outer
-        if block.holding:
             resume()
 
 

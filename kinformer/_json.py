@@ -1,14 +1,19 @@
 """JSON decoding and encoding for the HTTP path: orjson when it is installed, stdlib otherwise.
 
 ``KINFORMER_JSON=stdlib`` in the environment (read at import) or :func:`use_stdlib` forces the
-standard library, so both paths stay tested. What the cyclic collector does around a big decode
-is :mod:`kinformer._gc`'s business, not this module's.
+standard library, so both paths stay tested. A big body (a whole list) is decoded with
+:func:`loads_bulk`, before which a caller higher up may act on its own thread
+(:func:`before_bulk_decodes`) without the decoder knowing why: the informer pauses the cyclic
+collector there (:mod:`kinformer.collector_policy`).
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
+import threading
+from collections.abc import Callable, Iterator
 from types import ModuleType
 from typing import Any
 
@@ -19,6 +24,8 @@ except ImportError:  # pragma: no cover
     _orjson = None
 
 _use_orjson = _orjson is not None and os.environ.get("KINFORMER_JSON", "").lower() != "stdlib"
+_hooks = threading.local()  # .before: what this thread calls before each bulk decode, if set
+
 
 def use_stdlib(force: bool = True) -> None:
     """Decode and encode with the standard library (``force=False``: orjson again if available)."""
@@ -46,3 +53,27 @@ def dumps(obj: Any) -> bytes:
         result: bytes = _orjson.dumps(obj)
         return result
     return json.dumps(obj, separators=(",", ":"), ensure_ascii=False).encode("utf-8")
+
+
+@contextlib.contextmanager
+def before_bulk_decodes(hook: Callable[[], object]) -> Iterator[None]:
+    """Call ``hook()`` before every :func:`loads_bulk` this thread makes inside the block.
+
+    Blocks nest: the innermost hook is the one called, and the outer one is back after it. A
+    hook that raises fails the decode.
+    """
+    outer = getattr(_hooks, "before", None)
+    _hooks.before = hook
+    try:
+        yield
+    finally:
+        _hooks.before = outer
+
+
+def loads_bulk(data: bytes | bytearray | memoryview | str) -> Any:
+    """:func:`loads` of a big body (a list), after calling this thread's hook of
+    :func:`before_bulk_decodes`, if any."""
+    hook = getattr(_hooks, "before", None)
+    if hook is not None:
+        hook()
+    return loads(data)

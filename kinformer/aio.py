@@ -34,7 +34,8 @@ from types import TracebackType
 from typing import Any, NamedTuple, Protocol
 
 from kinformer import _checks, handlers
-from kinformer.informer import ResourceEventHandlerRegistration, SharedIndexInformer
+from kinformer.informer import SharedIndexInformer
+from kinformer.processor import ResourceEventHandlerRegistration
 
 DEFAULT_MAXSIZE = 1000  # notifications waiting in a stream before the handler's thread waits
 ADDED, MODIFIED, DELETED = "ADDED", "MODIFIED", "DELETED"

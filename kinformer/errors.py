@@ -9,7 +9,6 @@
       LifecycleError
         AlreadyStartedError                 a second start/run, or a setter after start
         StoppedError                        an operation on something already stopped
-      ShutDown                              WorkQueue.get after shut_down
       SyncTimeoutError(TimeoutError)        a wait for cache sync ran out of time
       IndexerError(KeyError)                an unknown index name
       IndexerConflictError(ValueError)      add_indexers with a name that exists
@@ -84,10 +83,6 @@ class AlreadyStartedError(LifecycleError):
 
 class StoppedError(LifecycleError):
     """An operation on a component that has already stopped."""
-
-
-class ShutDown(KinformerError):
-    """The work queue is shutting down and has nothing more to hand out."""
 
 
 class SyncTimeoutError(KinformerError, TimeoutError):

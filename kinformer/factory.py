@@ -23,7 +23,7 @@ from typing import Any
 from kinformer import _checks, _threads, context, handlers, informer, sharding
 from kinformer.cache import store
 from kinformer.cache.lister import GenericLister
-from kinformer.client import interface, listwatch
+from kinformer.client import listerwatcher, listwatch
 from kinformer.gvr import GroupVersionResource
 
 log = logging.getLogger(__name__)
@@ -208,14 +208,14 @@ class DynamicSharedInformerFactory:
         client: Any,
         default_resync: float = 0,
         namespace: str = "",
-        tweak_list_options: Callable[[interface.ListOptions], interface.ListOptions | None] | None = None,
+        tweak_list_options: Callable[[listerwatcher.ListOptions], listerwatcher.ListOptions | None]
+        | None = None,
         *,
         profile: str = "modern",
         shard_selector: sharding.ShardSelector | None = None,
         detect_mutations: bool | None = None,
     ) -> None:
-        informer.check_profile(profile)
-        self._profile = profile
+        self._profile = informer.check_profile(profile)
         self._detect_mutations = detect_mutations
         self._shard_selector = shard_selector
         self._client = client

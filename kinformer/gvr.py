@@ -55,8 +55,7 @@ class GroupVersionResource:
 
     @classmethod
     def from_api_version(cls, api_version: str, resource: str) -> GroupVersionResource:
-        group, version = split_group_version(api_version)
-        return cls(group, version, resource)
+        return cls(*split_group_version(api_version), resource)
 
     def __str__(self) -> str:
         return f"{self.group}/{self.version}, Resource={self.resource}"
@@ -76,8 +75,7 @@ class GroupVersionKind:
 
     @classmethod
     def from_api_version(cls, api_version: str, kind: str) -> GroupVersionKind:
-        group, version = split_group_version(api_version)
-        return cls(group, version, kind)
+        return cls(*split_group_version(api_version), kind)
 
     def __str__(self) -> str:
         return f"{self.group}/{self.version}, Kind={self.kind}"

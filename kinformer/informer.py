@@ -6,27 +6,17 @@ notifications to the processor (``processor.py``), which delivers them to each h
 (``handlers.py``) on its own thread. Listers (``cache/lister.py``) read the indexer; factories
 (``factory.py``) run one informer per resource.
 
-Two profiles, as client-go has had them. ``"modern"`` (the default, client-go 1.36's): a
-:class:`~kinformer.RealFIFO` in atomic mode, one delta per event in arrival order; a batch of up
-to 1,000 deltas of distinct keys goes into the cache in one transaction before any handler hears
-of it, a relist (``ReplacedAll``) replaces the whole cache in one step before its notifications
-go out, and the FIFO lock is let go while a batch is applied. ``"classic"`` (client-go up to
-1.32): a :class:`~kinformer.DeltaFIFO` that merges each key's pending changes, described next.
+Two profiles, as client-go has had them (:class:`~kinformer.InformerProfile`): ``"modern"``
+(the default, client-go 1.36's: a :class:`~kinformer.RealFIFO`, batches applied in one cache
+transaction, a relist in one step) and ``"classic"`` (client-go up to 1.32: a
+:class:`~kinformer.DeltaFIFO` merging each key's pending changes). What differs between them,
+the FIFO and how what it pops reaches the cache, is an applier of :mod:`kinformer.appliers`,
+picked once in :meth:`SharedIndexInformer.run`; the delta loop here only pops through it.
 
-In the classic profile the first list takes one route into the cache: the FIFO's ``replace``
-keys it and hands it whole to the FIFO's ``take_first_list`` option (here
-:meth:`SharedIndexInformer._take_first_list`), which stores every object in one pass
-(``Indexer.add_new``) and queues each handler's ``on_add(obj, True)`` at once, so the informer
-is synced when ``replace`` returns. When that cannot be (an index function fails, a key is
-listed twice), the FIFO queues the list and the delta loop pops it like any other change, a
-batch at a time; a batch of new keys still goes into the cache in one transaction.
-
-The cyclic collector stays off over the first list; the policy is here, the mechanism in
-``_gc.py``. The reflector's ``_gc.hold_first_pause`` keeps the pause of the list's first decode
-until ``replace`` returns, and :class:`_ReflectorStore` holds a pause of its own from the start
-of ``replace`` until the list is applied; the synced cache is then frozen out of the collector's
-reach (``_gc.freeze``). A list that fails, or a stop, ends the pause without freezing, and a
-stop gives back what was frozen (``_gc.informer_stopped``).
+The cyclic collector stays off over the informer's lists, and its synced cache is frozen: the
+policy is :mod:`kinformer.collector_policy`, which wraps the ListerWatcher, the store and the
+watch error handler the informer hands its reflector; a stop ends every pause and gives back
+what was frozen.
 """
 
 from __future__ import annotations
@@ -34,12 +24,12 @@ from __future__ import annotations
 import itertools
 import logging
 import threading
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from typing import Any
 
-from kinformer import _checks, _gc, _threads, context, errors, meta, processor, sharding
-from kinformer.cache import delta_fifo, mutation_detector, real_fifo, store
-from kinformer.cache.thread_safe_store import NOT_APPLIED
+from kinformer import _checks, _threads, appliers, collector_policy, context, errors, processor, sharding
+from kinformer.cache import mutation_detector, store
+from kinformer.client import listerwatcher
 from kinformer.clock import REAL_CLOCK, Clock
 from kinformer.gvr import GroupVersionResource
 from kinformer.handlers import ResourceEventHandler, wait_for_cache_sync
@@ -48,107 +38,40 @@ from kinformer.reflector import reflector
 
 log = logging.getLogger(__name__)
 
-MINIMUM_RESYNC_PERIOD = 1.0  # client-go's floor: a smaller period would replay the cache in a busy loop
-INITIAL_BATCH = 1000  # items of a queued first list applied per FIFO lock hold
-STEADY_BATCH = 1000  # keys applied per FIFO lock hold once synced
 POP_TIMEOUT = 1.0  # the delta loop looks at its stop signal at least this often
 JOIN_TIMEOUT = 30.0  # reflector and delta loop close their own streams; this only bounds a bug
 
-PROFILES = ("modern", "classic")  # client-go 1.36's informer, and the one up to client-go 1.32
+PROFILES = tuple(p.value for p in appliers.InformerProfile)  # "modern" (client-go 1.36), "classic"
 
-IndexFunc = Callable[[Any], list[str]]
-_DELETED = delta_fifo.DeltaType.DELETED
-_REPLACED_ALL = delta_fifo.DeltaType.REPLACED_ALL
-_SYNC_ALL = delta_fifo.DeltaType.SYNC_ALL
-_BOOKMARK = delta_fifo.DeltaType.BOOKMARK
-_Fifo = delta_fifo.DeltaFIFO | real_fifo.RealFIFO
-_ADD, _UPDATE, _DELETE = processor.ADD, processor.UPDATE, processor.DELETE
-_Notification = processor.Notification
-_new_notification = tuple.__new__  # builds a Notification without NamedTuple.__new__'s frame
 _ids = itertools.count(1)
 
 
-class ResourceEventHandlerRegistration:
-    """What :meth:`SharedIndexInformer.add_event_handler` returns; pass it to ``remove_event_handler``.
-
-    ``has_synced()`` is True once the informer synced and this handler returned from every
-    ``on_add`` of the initial list (or, for a late handler, of the replay of the cache).
-    """
-
-    __slots__ = ("_informer", "_listener")
-
-    def __init__(self, informer: SharedIndexInformer, listener: processor.Listener) -> None:
-        self._informer = informer
-        self._listener = listener
-
-    @property
-    def handler(self) -> ResourceEventHandler:
-        return self._listener.handler
-
-    @property
-    def resync_period(self) -> float:
-        """The effective resync period of this handler in seconds (0: never)."""
-        return self._listener.resync_period
-
-    def has_synced(self) -> bool:
-        return self._listener.has_synced()
-
-    def pending(self) -> int:
-        """How many notifications wait to be delivered to this handler."""
-        return self._listener.pending()
-
-    def __repr__(self) -> str:
-        return f"<ResourceEventHandlerRegistration {self._listener.handler!r}>"
+def _new_indexer(
+    indexers: store.Indexers | None, detector: mutation_detector.MutationDetector | None
+) -> store.Indexer:
+    """The informer's cache, made in this one place: an :class:`~kinformer.Indexer` keyed by
+    ``namespace/name`` with ``indexers``, telling ``detector`` what it caches when there is one."""
+    key_func = store.deletion_handling_meta_namespace_key_func
+    if detector is not None:
+        return mutation_detector.CheckedIndexer(key_func, dict(indexers or {}), detector)
+    return store.Indexer(key_func, dict(indexers or {}))
 
 
-class _ReflectorStore:
-    """The informer's FIFO as its reflector writes to it: the first list under a collector pause.
-
-    ``add``, ``update``, ``delete``, ``resync`` and (a RealFIFO's) ``bookmark`` are the FIFO's
-    own bound methods, so a watch event costs no extra call. ``replace`` begins ``pause`` for
-    the informer's first list, before the FIFO keys it, unless the FIFO is
-    closed; the pause ends when that
-    list is applied (here if the FIFO took it whole, else in the delta loop once synced), with
-    the cache frozen, or without freezing when ``replace`` fails (the next list is then the
-    first again) or the informer stops. Called by the reflector's thread only.
-    """
-
-    __slots__ = ("_fifo", "_first", "_pause", "add", "bookmark", "delete", "resync", "update")
-
-    def __init__(self, fifo: _Fifo, pause: _gc.HeldPause) -> None:
-        self._fifo = fifo
-        self._pause = pause
-        self._first = True  # no list applied yet: the next replace is the first list
-        self.add = fifo.add
-        self.update = fifo.update
-        self.delete = fifo.delete
-        self.resync = fifo.resync
-        if isinstance(fifo, real_fifo.RealFIFO):  # the reflector hands on bookmarks when it can
-            self.bookmark = fifo.bookmark
-
-    def replace(self, objs: Any, resource_version: str = "") -> None:
-        fifo, pause = self._fifo, self._pause
-        hold = self._first and not fifo.is_closed()
-        if hold:
-            self._first = False
-            pause.begin()
-        try:
-            fifo.replace(objs, resource_version)
-        except BaseException:
-            if hold:
-                self._first = True
-                pause.end()
-            raise
-        if hold and (fifo.has_synced() or fifo.is_closed()):  # nothing left for the delta loop
-            pause.end(freeze_first=fifo.has_synced())
-
-
-def _default_name(lister_watcher: Any) -> str:
+def _default_name(lister_watcher: listerwatcher.ListerWatcher) -> str:
     """``v1/configmaps`` for a lister-watcher that says what it lists, else ``#<n>``."""
-    resource = getattr(lister_watcher, "resource", None)
+    resource = _described(lister_watcher)[0]
     if isinstance(resource, GroupVersionResource):
         return "/".join(part for part in (resource.group, resource.version, resource.resource) if part)
     return f"#{next(_ids)}"
+
+
+def _described(
+    lister_watcher: listerwatcher.ListerWatcher,
+) -> tuple[GroupVersionResource | None, sharding.ShardSelector | None]:
+    """What ``lister_watcher`` lists and the shard it brings, when it says (ListWatch does)."""
+    if isinstance(lister_watcher, listerwatcher.DescribedListerWatcher):
+        return lister_watcher.resource, lister_watcher.shard_selector
+    return None, None
 
 
 class SharedIndexInformer:
@@ -195,10 +118,10 @@ class SharedIndexInformer:
 
     def __init__(
         self,
-        lister_watcher: Any,
+        lister_watcher: listerwatcher.ListerWatcher,
         example_object: Any = None,
         default_event_handler_resync_period: float = 0,
-        indexers: Mapping[str, IndexFunc] | None = None,
+        indexers: store.Indexers | None = None,
         *,
         clock: Clock = REAL_CLOCK,
         name: str | None = None,
@@ -206,26 +129,17 @@ class SharedIndexInformer:
         detect_mutations: bool | None = None,
         mutation_check_period: float = 1.0,
     ) -> None:
-        check_profile(profile)
-        if not mutation_check_period > 0 or mutation_check_period == float("inf"):
-            raise errors.ConfigurationError(
-                f"mutation_check_period must be a positive number of seconds, got "
-                f"{mutation_check_period!r}")
-        self._profile = profile
+        self._profile = check_profile(profile)
         self._lister_watcher = lister_watcher
         self.example_object = example_object
         self._name = name or _default_name(lister_watcher)
         self._clock = clock
-        key_func = store.deletion_handling_meta_namespace_key_func
-        self._detector: mutation_detector.MutationDetector | None = None
         self._mutation_check_period = _checks.seconds(
             "mutation_check_period", mutation_check_period, positive=True)
+        self._detector: mutation_detector.MutationDetector | None = None
         if mutation_detector.enabled(detect_mutations):  # else a plain Indexer: nothing to pay
             self._detector = mutation_detector.MutationDetector(self._name)
-            self._indexer: store.Indexer = mutation_detector.CheckedIndexer(
-                key_func, dict(indexers or {}), self._detector)
-        else:
-            self._indexer = store.Indexer(key_func, dict(indexers or {}))
+        self._indexer = _new_indexer(indexers, self._detector)
         self._default_resync = _checks.seconds(
             "default_event_handler_resync_period", default_event_handler_resync_period)
         self._resync_check_period = self._default_resync
@@ -237,18 +151,18 @@ class SharedIndexInformer:
         self._stopped = False
         self._transform: Callable[[Any], Any] | None = None
         self._watch_error_handler: reflector.WatchErrorHandler | None = None
-        self._fifo: _Fifo | None = None
+        self._fifo: appliers.FIFO | None = None
         self._reflector: reflector.Reflector | None = None
-        self._shard_selector: sharding.ShardSelector | None = getattr(
-            lister_watcher, "shard_selector", None)
+        self._shard_selector = _described(lister_watcher)[1]
 
     @property
     def name(self) -> str:
         return self._name
 
     @property
-    def profile(self) -> str:
-        """``"modern"`` or ``"classic"``: which of client-go's informers this one follows."""
+    def profile(self) -> appliers.InformerProfile:
+        """Which of client-go's informers this one follows; equal to ``"modern"`` or
+        ``"classic"``."""
         return self._profile
 
     # -- lifecycle ------------------------------------------------------------------------------
@@ -264,28 +178,22 @@ class SharedIndexInformer:
             if self._started:
                 log.warning("informer %s: run more than once is not allowed", self._name)
                 return
-            fifo: _Fifo
-            # the reflector applies the transform as objects arrive (a list page by page), so
-            # the FIFO needs none: what it drops is freed while the list still downloads
-            if self._profile == "modern":
-                fifo = real_fifo.RealFIFO(store.meta_namespace_key_func, None, None)
-            else:
-                fifo = delta_fifo.DeltaFIFO(
-                    store.meta_namespace_key_func,
-                    self._indexer,
-                    True,
-                    None,
-                    take_first_list=self._take_first_list,
-                )
-            pause = _gc.HeldPause()  # the first list's; see _ReflectorStore
+            # the profile's FIFO and how popped deltas reach the cache; the reflector applies
+            # the transform as objects arrive (a list page by page), so the FIFO needs none:
+            # what it drops is freed while the list still downloads
+            applier = appliers.new_applier(
+                self._profile, self._indexer, self._processor, self._block_deltas, self._name)
+            fifo = applier.fifo
+            # the collector policy wraps what the reflector gets: see collector_policy
+            pauses = collector_policy.ListPauses()
             refl = reflector.Reflector(
-                self._lister_watcher,
-                _ReflectorStore(fifo, pause),
+                collector_policy.PausingListerWatcher(self._lister_watcher, pauses),
+                collector_policy.pausing_store(fifo, pauses),
                 self._resync_check_period,
                 self._name,
                 should_resync=self._processor.should_resync,
                 clock=self._clock,
-                watch_error_handler=self._watch_error_handler,
+                watch_error_handler=collector_policy.ending_pauses(pauses, self._watch_error_handler),
                 shard_selector=self._shard_selector,
                 transform=self._transform,
             )
@@ -295,11 +203,11 @@ class SharedIndexInformer:
         # synced and object count, read when metrics are collected: no cost per event
         gauges = metrics_provider.informer_gauges(self._name, self.has_synced, self._indexer.__len__)
         inner = context.Context(f"informer-{self._name}")
-        self._processor.run()
+        self._processor.start()
         threads = [
             _threads.spawn(refl.run, _threads.thread_name("reflector", self._name), inner),
             _threads.spawn(
-                self._delta_loop, _threads.thread_name("deltas", self._name), fifo, pause, inner
+                self._delta_loop, _threads.thread_name("deltas", self._name), applier, pauses, inner
             ),
         ]
         if self._detector is not None:
@@ -312,8 +220,7 @@ class SharedIndexInformer:
             fifo.close()
             inner.cancel()
             _threads.join_all(threads, JOIN_TIMEOUT)
-            pause.end()
-            _gc.informer_stopped(self)  # no longer frozen: reclaimed once dropped
+            pauses.stopped(self._indexer)  # no longer frozen: reclaimed once dropped
             self._processor.stop(processor.LISTENER_JOIN_TIMEOUT)
             gauges.remove()
             with self._start_lock:
@@ -389,7 +296,7 @@ class SharedIndexInformer:
             raise TypeError(f"not a ShardSelector: {selector!r}")
         with self._start_lock:
             if selector is None:
-                selector = getattr(self._lister_watcher, "shard_selector", None)
+                selector = _described(self._lister_watcher)[1]
             self._shard_selector = selector
             refl = None if self._stopped else self._reflector
         if refl is not None:
@@ -432,7 +339,7 @@ class SharedIndexInformer:
         """The cache (also before run, empty)."""
         return self._indexer
 
-    def add_indexers(self, indexers: Mapping[str, IndexFunc]) -> None:
+    def add_indexers(self, indexers: store.Indexers) -> None:
         """Add indexes, before or after start; raises StoppedError once stopped."""
         with self._start_lock:
             if self._stopped:
@@ -441,13 +348,13 @@ class SharedIndexInformer:
 
     # -- handlers -------------------------------------------------------------------------------
 
-    def add_event_handler(self, handler: ResourceEventHandler) -> ResourceEventHandlerRegistration:
+    def add_event_handler(self, handler: ResourceEventHandler) -> processor.ResourceEventHandlerRegistration:
         """Register ``handler`` with the informer's default resync period."""
         return self.add_event_handler_with_resync_period(handler, self._default_resync)
 
     def add_event_handler_with_resync_period(
         self, handler: ResourceEventHandler, resync_period: float
-    ) -> ResourceEventHandlerRegistration:
+    ) -> processor.ResourceEventHandlerRegistration:
         """Register ``handler``, asking for a resync every ``resync_period`` seconds (0: never).
 
         A period under a second is raised to one. One shorter than the informer's check period
@@ -463,69 +370,51 @@ class SharedIndexInformer:
                 raise errors.StoppedError(
                     f"handler {handler!r} was not added to shared informer because it has stopped already"
                 )
-            if period > 0:
-                if period < MINIMUM_RESYNC_PERIOD:
-                    log.warning(
-                        "resync period %.3fs is too small; changing it to %.1fs",
-                        period,
-                        MINIMUM_RESYNC_PERIOD,
-                    )
-                    period = MINIMUM_RESYNC_PERIOD
-                if period < self._resync_check_period:
-                    if self._started:
-                        log.warning(
-                            "resync period %.1fs is smaller than the started informer's check "
-                            "period %.1fs; changing it to %.1fs",
-                            period,
-                            self._resync_check_period,
-                            self._resync_check_period,
-                        )
-                        period = self._resync_check_period
-                    else:
-                        self._resync_check_period = period
-                        self._processor.resync_check_period_changed(period)
-            listener = processor.Listener(
+            period, check = processor.resync_periods(period, self._resync_check_period, self._started)
+            if check != self._resync_check_period:  # lowered for this handler, before run
+                self._resync_check_period = check
+                self._processor.resync_check_period_changed(check)
+            listener = processor.ProcessorListener(
                 handler,
                 period,
-                processor.effective_resync_period(period, self._resync_check_period),
+                processor.effective_resync_period(period, check),
                 self._clock.now(),
                 self.has_synced,
             )
             if not self._started:
                 self._processor.add_listener(listener)
-                return ResourceEventHandlerRegistration(self, listener)
+                return processor.ResourceEventHandlerRegistration(self, listener)
             with self._block_deltas:
                 self._processor.add_listener(listener)
                 listener.add_initial(self._indexer.list())
-            return ResourceEventHandlerRegistration(self, listener)
+            return processor.ResourceEventHandlerRegistration(self, listener)
 
-    def remove_event_handler(self, registration: ResourceEventHandlerRegistration) -> None:
+    def remove_event_handler(self, registration: processor.ResourceEventHandlerRegistration) -> None:
         """Unregister a handler; idempotent. Its buffered notifications are dropped.
 
         A callback already running finishes on its own thread. Raises TypeError for something
         that is not a registration of an informer.
         """
-        if not isinstance(registration, ResourceEventHandlerRegistration):
+        if not isinstance(registration, processor.ResourceEventHandlerRegistration):
             raise TypeError(f"not an event handler registration: {registration!r}")
-        if registration._informer is not self:
+        if registration.owner is not self:
             return
         with self._block_deltas:
-            self._processor.remove_listener(registration._listener)
+            self._processor.remove_listener(registration.listener)
 
     # -- the delta loop -------------------------------------------------------------------------
 
-    def _delta_loop(self, fifo: _Fifo, pause: _gc.HeldPause, ctx: context.Context) -> None:
+    def _delta_loop(
+        self, applier: appliers.Applier, pauses: collector_policy.ListPauses, ctx: context.Context
+    ) -> None:
         """Pop and apply deltas until stopped; end the first list's collector pause once applied."""
+        fifo, first = applier.fifo, pauses.first
         try:
             while not ctx.cancelled():
-                if pause.held and fifo.has_synced():
-                    pause.end(freeze_first=True)
+                if first.held and fifo.has_synced():
+                    first.end(freeze_first=True)
                 try:
-                    if isinstance(fifo, real_fifo.RealFIFO):
-                        fifo.pop_batch(self._process_batch, self._process_single, POP_TIMEOUT)
-                    else:
-                        limit = STEADY_BATCH if fifo.has_synced() else INITIAL_BATCH
-                        fifo.pop_batch(self._handle_batch, limit, timeout=POP_TIMEOUT)
+                    applier.pop(POP_TIMEOUT)
                 except errors.FIFOClosedError:
                     return
                 except TimeoutError:
@@ -533,231 +422,14 @@ class SharedIndexInformer:
                 except Exception:
                     log.exception("informer %s: failed to process deltas; object dropped", self._name)
         finally:
-            pause.end()
-
-    def _take_first_list(self, items: dict[str, Any]) -> bool:
-        """Store a whole first list, keyed, and queue ``on_add(obj, True)`` for each handler.
-
-        The FIFO's ``take_first_list``: runs on the reflector's thread under the FIFO lock. False,
-        with nothing changed, when a key is cached already or an index function fails (the list
-        is then queued, and applying it logs and drops the object that fails).
-        """
-        with self._block_deltas:
-            return self._add_new_locked(items)
-
-    def _handle_batch(self, batch: list[list[delta_fifo.Delta]], is_in_initial_list: bool) -> None:
-        """Apply popped keys in queue order (under the FIFO lock), then notify each handler once.
-
-        A batch of a queued first list in which every item is a single add of a key not cached
-        yet goes into the cache in one transaction, as a first list taken whole does: the same
-        outcome as applying its items one by one.
-        """
-        with self._block_deltas:
-            if is_in_initial_list and self._add_new_locked(_new_items(batch, self._indexer.key_of)):
-                return
-            self._apply_all(batch, is_in_initial_list)
-
-    def _add_new_locked(self, items: dict[str, Any] | None) -> bool:
-        """Add objects under keys not cached yet, all or none, then queue ``on_add(obj, True)``.
-
-        Call with ``_block_deltas`` held; a handler added later replays the cache instead, under
-        the same lock. False, with nothing changed, for None, a key cached already or an index
-        function that fails.
-        """
-        if items is None:
-            return False
-        try:
-            if not self._indexer.add_new(items):
-                return False
-        except Exception:
-            return False
-        if self._processor.listeners():
-            self._processor.distribute_initial(list(items.values()))
-        return True
-
-    def _apply_all(self, batch: list[list[delta_fifo.Delta]], is_in_initial_list: bool) -> None:
-        """Apply each key's deltas oldest first, then hand every handler its notifications at once.
-
-        Call with ``_block_deltas`` held. The cache takes every change before any handler hears
-        of the batch; an error aborts only the rest of that key's deltas (logged, object
-        dropped), and the notifications of the changes already made are still delivered.
-        """
-        out: list[processor.Notification] = []
-        sync_at: list[int] = []  # positions in ``out`` of equal-resourceVersion updates
-        apply = self._apply
-        for deltas in batch:
-            try:
-                apply(deltas, is_in_initial_list, out, sync_at)
-            except Exception:
-                log.exception("informer %s: failed to process deltas; object dropped", self._name)
-        if not out:
-            return
-        initial = 0
-        if is_in_initial_list:
-            initial = sum(1 for n in out if n[0] == _ADD and n[2])
-        self._processor.distribute_batch(out, sync_at, initial)
-
-    def _apply(
-        self,
-        deltas: list[delta_fifo.Delta],
-        is_in_initial_list: bool,
-        out: list[processor.Notification],
-        sync_at: list[int],
-    ) -> None:
-        """Apply one key's deltas to the cache, appending their notifications to ``out``."""
-        indexer = self._indexer
-        append = out.append
-        for delta_type, obj in deltas:
-            if delta_type == _DELETED:
-                indexer.delete(obj)
-                append(_new_notification(_Notification, (_DELETE, obj, None)))
-                continue
-            key = indexer.key_of(obj)
-            old = indexer.get_by_key(key)
-            indexer.update(obj, key)
-            if old is not None:
-                if meta.resource_version(old) == meta.resource_version(obj):
-                    sync_at.append(len(out))
-                append(_new_notification(_Notification, (_UPDATE, old, obj)))
-            else:
-                append(_new_notification(_Notification, (_ADD, obj, is_in_initial_list)))
-
-    # -- the modern profile's delta processing -------------------------------------------------
-
-    def _process_single(self, deltas: list[delta_fifo.Delta], is_in_initial_list: bool) -> None:
-        """Apply one popped delta of the RealFIFO: a whole relist, a resync, a bookmark or a change.
-
-        Runs on the delta loop's thread, without the FIFO lock.
-        """
-        delta_type, obj = deltas[0]
-        with self._block_deltas:
-            if delta_type is _REPLACED_ALL:
-                self._replace_all_locked(obj, is_in_initial_list)
-            elif delta_type is _SYNC_ALL:
-                cached = self._indexer.list()
-                notifications = [_new_notification(_Notification, (_UPDATE, o, o)) for o in cached]
-                self._processor.distribute_batch(notifications, list(range(len(cached))), 0)
-            elif delta_type is _BOOKMARK:
-                self._indexer.bookmark(obj.resource_version)
-            else:
-                self._apply_all([deltas], is_in_initial_list)
-
-    def _process_batch(self, batch: list[list[delta_fifo.Delta]], is_in_initial_list: bool) -> None:
-        """Apply a batch of changes to distinct keys in one cache transaction, then notify.
-
-        A change whose key or index values cannot be computed is logged and dropped; the
-        others are applied, and only those are notified, in batch order.
-        """
-        indexer = self._indexer
-        changes: list[tuple[str, Any, bool]] = []
-        for ((delta_type, obj),) in batch:
-            try:
-                key = indexer.key_of(obj)
-            except errors.KeyFuncError:
-                log.exception("informer %s: failed to process deltas; object dropped", self._name)
-                continue
-            changes.append((key, obj, delta_type is _DELETED))
-        with self._block_deltas:
-            olds = indexer.apply_batch(changes)
-            out: list[processor.Notification] = []
-            sync_at: list[int] = []
-            initial = self._notify_applied(changes, olds, is_in_initial_list, out, sync_at)
-            if out:
-                self._processor.distribute_batch(out, sync_at, initial)
-
-    def _notify_applied(
-        self,
-        changes: list[tuple[str, Any, bool]],
-        olds: list[Any],
-        is_in_initial_list: bool,
-        out: list[processor.Notification],
-        sync_at: list[int],
-    ) -> int:
-        """Append the notifications of ``changes`` as ``Indexer.apply_batch`` applied them.
-
-        ``olds`` is what apply_batch returned: a deletion notifies ``on_delete``, a write to a
-        key not cached before ``on_add``, any other ``on_update`` (its position goes to
-        ``sync_at`` when the resourceVersion did not change); a change that was not applied is
-        logged. Returns how many of the notifications are initial-list adds.
-        """
-        initial = 0
-        for (key, obj, delete), old in zip(changes, olds, strict=True):
-            if old is NOT_APPLIED:
-                log.error("informer %s: index function failed for %s; object dropped",
-                          self._name, key)
-            elif delete:
-                out.append(_new_notification(_Notification, (_DELETE, obj, None)))
-            elif old is None:
-                out.append(_new_notification(_Notification, (_ADD, obj, is_in_initial_list)))
-                initial += is_in_initial_list
-            else:
-                if meta.resource_version(old) == meta.resource_version(obj):
-                    sync_at.append(len(out))
-                out.append(_new_notification(_Notification, (_UPDATE, old, obj)))
-        return initial
-
-    def _replace_all_locked(self, info: real_fifo.ReplacedAllInfo, is_in_initial_list: bool) -> None:
-        """Make a whole list the cache's content in one step, then notify: deletions first.
-
-        Objects cached but not listed reach ``on_delete`` as DeletedFinalStateUnknown with
-        their last cached state; listed ones ``on_update`` (cached before) or ``on_add``, in
-        list order. Handlers reading the cache meanwhile see the complete new list. Call with
-        ``_block_deltas`` held.
-        """
-        indexer, items = self._indexer, info.items
-        current = indexer.snapshot() if len(indexer) else {}
-        first = not current and self._add_new_quietly(items)  # into an empty cache: one pass
-        if not first:
-            gone = [key for key in current if key not in items]
-            changes: list[tuple[str, Any, bool]] = [(key, None, True) for key in gone]
-            changes += [(key, obj, False) for key, obj in items.items()]
-            olds = indexer.apply_batch(changes)
-        indexer.bookmark(info.resource_version)
-        if first and is_in_initial_list:  # the handlers get one item for the whole list
-            self._processor.distribute_initial(list(items.values()))
-            return
-        out: list[processor.Notification] = []
-        sync_at: list[int] = []
-        initial = 0
-        if first:
-            out = [_new_notification(_Notification, (_ADD, obj, False)) for obj in items.values()]
-        else:
-            for key in gone:
-                dfsu = store.DeletedFinalStateUnknown(key, current[key])
-                out.append(_new_notification(_Notification, (_DELETE, dfsu, None)))
-            initial = self._notify_applied(
-                changes[len(gone):], olds[len(gone):], is_in_initial_list, out, sync_at)
-        if out:
-            self._processor.distribute_batch(out, sync_at, initial)
-
-    def _add_new_quietly(self, items: dict[str, Any]) -> bool:
-        """``Indexer.add_new``, False (nothing changed) also when an index function fails."""
-        try:
-            return self._indexer.add_new(items)
-        except Exception:
-            return False
+            first.end()
 
     def __repr__(self) -> str:
         state = "stopped" if self._stopped else "running" if self._started else "new"
         return f"<SharedIndexInformer {self._name} {state} objects={len(self._indexer)}>"
 
 
-def check_profile(profile: str) -> None:
-    """Raise :class:`~kinformer.ConfigurationError` (a ValueError) unless ``profile`` is one of PROFILES."""
-    if profile not in PROFILES:
-        raise errors.ConfigurationError(
-            f"unknown informer profile {profile!r}: use 'modern' or 'classic'")
-
-
-def _new_items(batch: list[list[delta_fifo.Delta]], key_of: Callable[[Any], str]) -> dict[str, Any] | None:
-    """``{key: object}`` when every item of ``batch`` is a single add, else None (also on a key error)."""
-    items: dict[str, Any] = {}
-    try:
-        for deltas in batch:
-            if len(deltas) != 1 or deltas[0][0] == _DELETED:
-                return None
-            obj = deltas[0][1]
-            items[key_of(obj)] = obj
-    except errors.KeyFuncError:
-        return None
-    return items if len(items) == len(batch) else None
+def check_profile(profile: str) -> appliers.InformerProfile:
+    """``profile`` as an :class:`~kinformer.InformerProfile`; raises
+    :class:`~kinformer.ConfigurationError` (a ValueError) unless it is one of PROFILES."""
+    return appliers.InformerProfile.of(profile)

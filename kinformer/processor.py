@@ -5,9 +5,11 @@ client-go's ``sharedProcessor`` and ``processorListener``. The informer's delta 
 notification), and a first list taken whole into the cache comes through
 :meth:`SharedProcessor.distribute_initial`; both only append to each listener's unbounded
 buffer, so a slow or stuck handler never stalls the watch or the other handlers. Each
-:class:`Listener` has one delivery thread (``kinformer-handler-<informer>-<n>``) calling its
-handler in order, outside every kinformer lock. The processor also decides which listeners take
-part in a resync (:meth:`SharedProcessor.should_resync`, called by the reflector's resync timer).
+:class:`ProcessorListener` has one delivery thread (``kinformer-handler-<informer>-<n>``)
+calling its handler in order, outside every kinformer lock. The processor also decides which
+listeners take part in a resync (:meth:`SharedProcessor.should_resync`, called by the reflector's
+resync timer), with client-go's rules for the periods handlers ask for (:func:`resync_periods`).
+A handler's :class:`ResourceEventHandlerRegistration` is the handle of its listener.
 """
 
 from __future__ import annotations
@@ -30,6 +32,7 @@ UPDATE = "update"
 DELETE = "delete"
 INITIAL = "initial"  # a whole initial list at once: ``first`` is its objects, each an on_add(obj, True)
 
+MINIMUM_RESYNC_PERIOD = 1.0  # client-go's floor: a smaller period would replay the cache in a busy loop
 LISTENER_JOIN_TIMEOUT = 5.0  # a handler stuck this long after stop is named in a warning, not waited for
 
 
@@ -42,7 +45,7 @@ class Notification(NamedTuple):
     second: Any = None
 
 
-class Listener:
+class ProcessorListener:
     """One handler, its buffer and its delivery thread.
 
     ``add`` never blocks on the handler. Notifications are delivered in order, one at a time;
@@ -202,10 +205,45 @@ class Listener:
             self.handler.on_delete(item.first)
 
 
+class ResourceEventHandlerRegistration:
+    """What :meth:`SharedIndexInformer.add_event_handler <kinformer.SharedIndexInformer.add_event_handler>`
+    returns; pass it to ``remove_event_handler``.
+
+    ``has_synced()`` is True once the informer synced and this handler returned from every
+    ``on_add`` of the initial list (or, for a late handler, of the replay of the cache).
+    ``owner`` is the informer it belongs to, ``listener`` its :class:`ProcessorListener`.
+    """
+
+    __slots__ = ("listener", "owner")
+
+    def __init__(self, owner: object, listener: ProcessorListener) -> None:
+        self.owner = owner
+        self.listener = listener
+
+    @property
+    def handler(self) -> ResourceEventHandler:
+        return self.listener.handler
+
+    @property
+    def resync_period(self) -> float:
+        """The effective resync period of this handler in seconds (0: never)."""
+        return self.listener.resync_period
+
+    def has_synced(self) -> bool:
+        return self.listener.has_synced()
+
+    def pending(self) -> int:
+        """How many notifications wait to be delivered to this handler."""
+        return self.listener.pending()
+
+    def __repr__(self) -> str:
+        return f"<ResourceEventHandlerRegistration {self.listener.handler!r}>"
+
+
 class SharedProcessor:
     """The set of listeners of one informer and the threads delivering to them.
 
-    Thread-safe. Listeners added before :meth:`run` start with it; later ones start at once.
+    Thread-safe. Listeners added before :meth:`start` start with it; later ones start at once.
     :meth:`stop` closes every listener and joins their threads with a bounded wait, naming any
     still running in a warning; a stopped processor accepts no new listener.
     """
@@ -214,13 +252,14 @@ class SharedProcessor:
         self._clock = clock
         self._name = name
         self._lock = threading.Lock()  # guards _listeners, _running, _stopped, _threads
-        self._listeners: dict[Listener, bool] = {}  # listener -> syncing (gets equal-RV updates)
+        # listener -> syncing (it gets the equal-resourceVersion updates of a resync)
+        self._listeners: dict[ProcessorListener, bool] = {}
         self._running = False
         self._stopped = False
         self._threads: list[threading.Thread] = []
         self._numbers = itertools.count(1)
 
-    def add_listener(self, listener: Listener) -> None:
+    def add_listener(self, listener: ProcessorListener) -> None:
         """Register ``listener`` (syncing until the next resync check) and start it if running.
 
         Raises StoppedError once the processor stopped.
@@ -235,7 +274,7 @@ class SharedProcessor:
             if self._running:
                 self._start(listener)
 
-    def remove_listener(self, listener: Listener) -> bool:
+    def remove_listener(self, listener: ProcessorListener) -> bool:
         """Unregister and close ``listener``; False when it was not registered."""
         with self._lock:
             found = self._listeners.pop(listener, None) is not None
@@ -276,8 +315,8 @@ class SharedProcessor:
                 if syncing or not sync:
                     listener.add(notification)
 
-    def run(self) -> None:
-        """Start the delivery threads of the listeners registered so far. Does not block."""
+    def start(self) -> None:
+        """Start the delivery threads of the listeners registered so far; returns at once."""
         with self._lock:
             if self._running or self._stopped:
                 return
@@ -330,13 +369,38 @@ class SharedProcessor:
                     listener.requested_resync_period, check_period
                 )
 
-    def listeners(self) -> list[Listener]:
+    def listeners(self) -> list[ProcessorListener]:
         with self._lock:
             return list(self._listeners)
 
-    def _start(self, listener: Listener) -> None:
+    def _start(self, listener: ProcessorListener) -> None:
         name = _threads.thread_name("handler", f"{self._name}-{next(self._numbers)}")
         self._threads.append(listener.start(name))
+
+
+def resync_periods(requested: float, check_period: float, started: bool) -> tuple[float, float]:
+    """client-go's ``AddEventHandlerWithResyncPeriod`` rules: ``(period, check_period)`` for a
+    handler asking for ``requested`` seconds from an informer checking every ``check_period``.
+
+    A period under :data:`MINIMUM_RESYNC_PERIOD` is raised to it. One shorter than the check
+    period lowers the check period before the informer ``started``, and is raised to it after.
+    0 (never) changes nothing.
+    """
+    period = requested
+    if period <= 0:
+        return period, check_period
+    if period < MINIMUM_RESYNC_PERIOD:
+        log.warning("resync period %.3fs is too small; changing it to %.1fs",
+                    period, MINIMUM_RESYNC_PERIOD)
+        period = MINIMUM_RESYNC_PERIOD
+    if period >= check_period:
+        return period, check_period
+    if not started:
+        return period, period
+    log.warning(
+        "resync period %.1fs is smaller than the started informer's check period %.1fs; "
+        "changing it to %.1fs", period, check_period, check_period)
+    return check_period, check_period
 
 
 def effective_resync_period(desired: float, check_period: float) -> float:

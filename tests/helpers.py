@@ -1,14 +1,15 @@
 """Helpers shared by the whole suite, so no test file writes its own copy.
 
 Object builders (:func:`cm`, :func:`cm_manifest`, :func:`crd`) and their sorted names and keys
-(:func:`names`, :func:`keys`), a recording event handler (:class:`Recorder`), a scripted server
-for informers (:class:`ScriptedSource`), a runner for anything with ``run(stop)``
-(:func:`running`), fake-clock steps (:func:`step_when_waiting`, :func:`clock_waits`) and, for the
-tests in ``with_apiserver/``, requests through the official client's ``ApiClient``
-(:func:`request`, :func:`create_cm`, :func:`api_error`), plain HTTP exchanges
-(:func:`http_exchange`), clients (:func:`client_for`, :func:`client_with_token`), the live
-client threads (:func:`client_threads`) and a server that accepts connections and never answers
-(:class:`SilentServer`).
+(:func:`names`, :func:`keys`), an informer over kinformer's shipped test fakes with a recording
+handler on it (:func:`recorded_informer`, over ``kinformer.testing.ScriptedSource`` and
+``Recorder``), a runner for anything with ``run(stop)`` (:class:`Background`, and
+:func:`running` for a ``with`` block), fake-clock steps (:func:`step_when_waiting`,
+:func:`clock_waits`) and, for the tests in ``with_apiserver/``, requests through the official
+client's ``ApiClient`` (:func:`request`, :func:`create_cm`, :func:`api_error`), plain HTTP
+exchanges (:func:`http_exchange`), clients (:func:`client_for`, :func:`client_with_token`), the
+live client threads (:func:`client_threads`) and a server that accepts connections and never
+answers (:class:`SilentServer`).
 
 Test files in ``tests/`` and ``tests/with_apiserver/`` import it as ``helpers``: pytest's default
 ("prepend") import mode puts ``tests/`` on ``sys.path`` when it loads ``tests/conftest.py``, which
@@ -21,7 +22,6 @@ from __future__ import annotations
 import contextlib
 import importlib.util
 import json
-import queue
 import socket
 import subprocess
 import sys
@@ -35,17 +35,14 @@ from typing import Any
 import pytest
 
 from kinformer import (
-    ChannelWatch,
     Context,
-    DeletedFinalStateUnknown,
     GroupVersionResource,
-    ListOptions,
-    ListResult,
-    ListWatch,
+    SharedIndexInformer,
     _threads,
     meta_namespace_key_func,
 )
-from kinformer.testing import FakeAPIServer, FakeClock, wait_for
+from kinformer.testing import FakeAPIServer, FakeClock, Recorder, ScriptedSource, wait_for
+from kinformer.testing.recorder import describe as describe
 
 TIMEOUT = 5.0  # seconds any one wait for a thread may take before the test fails
 EXAMPLES = Path(__file__).resolve().parents[1] / "docs" / "examples"
@@ -132,14 +129,6 @@ def crd(
     }
 
 
-def describe(obj: Any) -> str:
-    """``name`` followed by ``resourceVersion`` (``"a1"``), or ``DFSU(key)`` for a tombstone:
-    short enough to compare whole lists of events at once."""
-    if isinstance(obj, DeletedFinalStateUnknown):
-        return f"DFSU({obj.key})"
-    return f"{obj['metadata']['name']}{obj['metadata'].get('resourceVersion', '')}"
-
-
 def name_of(obj: Any) -> str:
     """``metadata.name`` alone, for objects whose resourceVersion the server chose."""
     return str(obj["metadata"]["name"])
@@ -158,89 +147,53 @@ def keys(objs: Any) -> list[str]:
 # -- handlers, sources and runners -------------------------------------------------------------
 
 
-class Recorder:
-    """A ResourceEventHandler that queues every call as a short tuple for the test to take.
+def recorded_informer(
+    *items: Any, handler: Recorder | None = None, resync_period: float | None = None,
+    **informer_kwargs: Any,
+) -> tuple[ScriptedSource, SharedIndexInformer, Recorder]:
+    """A SharedIndexInformer over a ScriptedSource of ``items`` with a Recorder registered on it:
+    ``(source, informer, handler)``, not started. ``handler`` (default a fresh Recorder) is
+    added with ``resync_period`` when given, else with the informer's default;
+    ``informer_kwargs`` go to the informer."""
+    source = ScriptedSource(*items)
+    informer = SharedIndexInformer(source.lister_watcher, **informer_kwargs)
+    handler = handler if handler is not None else Recorder()
+    if resync_period is None:
+        informer.add_event_handler(handler)
+    else:
+        informer.add_event_handler_with_resync_period(handler, resync_period)
+    return source, informer, handler
 
-    ``("add", describe(obj), is_in_initial_list)``, ``("update", describe(old), describe(new))``
-    and ``("delete", describe(obj))``, with ``describe`` given (default :func:`describe`).
-    Callbacks run on the informer's delivery thread; ``entered`` is set by the first one, and
-    with a ``gate`` every callback waits for it to be set before it records. With a ``probe``,
-    every callback then calls it with its object (the new one of an update), still on the
-    delivery thread, and appends the answer to ``probed`` before the event is queued: what the
-    cache held while a handler ran. :meth:`next` and :meth:`take` block for at most TIMEOUT.
+
+class Background:
+    """``run(stop)`` on a thread of its own until :meth:`stop`: how a test runs a component.
+
+    ``stop`` (default: a fresh :class:`~kinformer.Context`) is the signal handed to ``run``,
+    kept as :attr:`signal`. :meth:`stop` cancels (or sets) it, and the test fails unless ``run``
+    returned within ``deadline`` seconds (default twice TIMEOUT); a test of how promptly ``run``
+    stops gives its own.
     """
 
     def __init__(
         self,
-        describe: Callable[[Any], str] = describe,
-        gate: threading.Event | None = None,
-        probe: Callable[[Any], Any] | None = None,
+        run: Callable[[Any], object],
+        stop: Context | threading.Event | None = None,
+        *,
+        deadline: float = TIMEOUT * 2,
     ) -> None:
-        self.describe = describe
-        self.gate = gate
-        self.probe = probe
-        self.probed: list[Any] = []
-        self.entered = threading.Event()
-        self.events: queue.Queue[tuple[Any, ...]] = queue.Queue()
+        self.run = run
+        self.signal: Context | threading.Event = stop if stop is not None else Context()
+        self.deadline = deadline
+        self.thread = threading.Thread(target=run, args=(self.signal,), name="test-run")
+        self.thread.start()
 
-    def _record(self, obj: Any, *event: Any) -> None:
-        self.entered.set()
-        if self.gate is not None:
-            self.gate.wait()
-        if self.probe is not None:
-            self.probed.append(self.probe(obj))
-        self.events.put(event)
-
-    def on_add(self, obj: Any, is_in_initial_list: bool) -> None:
-        self._record(obj, "add", self.describe(obj), is_in_initial_list)
-
-    def on_update(self, old: Any, new: Any) -> None:
-        self._record(new, "update", self.describe(old), self.describe(new))
-
-    def on_delete(self, obj: Any) -> None:
-        self._record(obj, "delete", self.describe(obj))
-
-    def next(self) -> tuple[Any, ...]:
-        """The oldest event not taken yet, waiting for it if need be."""
-        return self.events.get(timeout=TIMEOUT)
-
-    def take(self, count: int) -> list[tuple[Any, ...]]:
-        """The next ``count`` events, in the order they were delivered."""
-        return [self.next() for _ in range(count)]
-
-    def quiet(self) -> bool:
-        """True if every event delivered so far has been taken."""
-        return self.events.empty()
-
-
-class ScriptedSource:
-    """A scripted API server for one resource type, offered as ``lister_watcher``.
-
-    A list answers ``items`` at resourceVersion ``rv`` (or raises ``list_error`` when set); each
-    watch opens a :class:`ChannelWatch` that the test takes with :meth:`next_watch` and feeds.
-    The test may change ``items``, ``rv`` and ``list_error`` between requests.
-    """
-
-    def __init__(self, *items: Any, rv: int = 10) -> None:
-        self.items = list(items)
-        self.rv = rv
-        self.list_error: BaseException | None = None
-        self._watches: queue.Queue[ChannelWatch] = queue.Queue()
-        self.lister_watcher = ListWatch(self.list, self.watch)
-
-    def list(self, options: ListOptions) -> ListResult:
-        if self.list_error is not None:
-            raise self.list_error
-        return ListResult(list(self.items), str(self.rv))
-
-    def watch(self, options: ListOptions) -> ChannelWatch:
-        watch = ChannelWatch()
-        self._watches.put(watch)
-        return watch
-
-    def next_watch(self) -> ChannelWatch:
-        """The oldest watch the test has not taken yet, waiting up to TIMEOUT for it to open."""
-        return self._watches.get(timeout=TIMEOUT)
+    def stop(self) -> None:
+        if isinstance(self.signal, Context):
+            self.signal.cancel()
+        else:
+            self.signal.set()
+        self.thread.join(self.deadline)
+        assert not self.thread.is_alive(), f"{self.run} did not return within {self.deadline} s of stop"
 
 
 @contextmanager
@@ -250,24 +203,13 @@ def running(
     *,
     deadline: float = TIMEOUT * 2,
 ) -> Iterator[Any]:
-    """Call ``run(stop)`` on a thread for the body of the ``with``, which gets ``stop``.
-
-    ``stop`` defaults to a fresh :class:`~kinformer.Context`. On the way out it is cancelled
-    (or set), and ``run`` must return within ``deadline`` seconds (default twice TIMEOUT), or
-    the test fails: a test of how promptly ``run`` stops gives its own.
-    """
-    stop = stop if stop is not None else Context()
-    thread = threading.Thread(target=run, args=(stop,), name="test-run")
-    thread.start()
+    """A :class:`Background` run of ``run(stop)`` for the body of the ``with``, which gets
+    ``stop``; stopped on the way out."""
+    background = Background(run, stop, deadline=deadline)
     try:
-        yield stop
+        yield background.signal
     finally:
-        if isinstance(stop, Context):
-            stop.cancel()
-        else:
-            stop.set()
-        thread.join(deadline)
-        assert not thread.is_alive(), f"{run} did not return within {deadline} s of stop"
+        background.stop()
 
 
 def client_threads() -> list[str]:

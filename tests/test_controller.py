@@ -7,9 +7,9 @@ import threading
 from collections.abc import Callable, Iterator
 
 import pytest
-from helpers import clock_waits
+from helpers import Background, clock_waits
 
-from kinformer import Context, errors
+from kinformer import errors
 from kinformer.cache.store import DeletedFinalStateUnknown
 from kinformer.managers.controller import Controller, Result
 from kinformer.testing.clock import FakeClock
@@ -19,7 +19,7 @@ from kinformer.workqueue import ItemExponentialFailureRateLimiter, RateLimitingQ
 TIMEOUT = 5.0
 
 
-class Recorder:
+class Reconciles:
     """A reconciler whose outcome per call is scripted; each call is reported on ``calls``."""
 
     def __init__(self, *outcomes: Callable[[str], Result | None]) -> None:
@@ -53,44 +53,37 @@ def requeue_after(seconds: float) -> Callable[[str], Result]:
     return lambda key: Result(requeue_after=seconds)
 
 
-class Running:
+class Running(Background):
     """A controller on a fake clock, run on a thread for the duration of a test."""
 
-    def __init__(self, reconciler: Recorder, workers: int = 1) -> None:
+    def __init__(self, reconciler: Reconciles, workers: int = 1) -> None:
         self.clock = FakeClock()
         self.queue: RateLimitingQueue[str] = RateLimitingQueue(
             ItemExponentialFailureRateLimiter(1.0, 60.0), self.clock, name="test"
         )
         self.controller = Controller("test", reconciler, queue=self.queue, workers=workers)
-        self.ctx = Context()
-        self.thread = threading.Thread(target=self.controller.run, args=(self.ctx,))
-        self.thread.start()
-
-    def stop(self) -> None:
-        self.ctx.cancel()
-        self.thread.join(TIMEOUT)
-        assert not self.thread.is_alive()
+        super().__init__(self.controller.run)
 
 
 @pytest.fixture
-def recorder() -> Recorder:
-    return Recorder()
+def recorder() -> Reconciles:
+    return Reconciles()
 
 
 @pytest.fixture
-def running(recorder: Recorder) -> Iterator[Running]:
+def running(recorder: Reconciles) -> Iterator[Running]:
     running = Running(recorder)
     yield running
     running.stop()
 
 
-def test_a_successful_reconcile_forgets_the_key(running: Running, recorder: Recorder) -> None:
+def test_a_successful_reconcile_forgets_the_key(running: Running, recorder: Reconciles) -> None:
     running.controller.enqueue("default/a")
     assert recorder.next_call() == "default/a"
     assert running.queue.num_requeues("default/a") == 0
 
 
-def test_a_failed_reconcile_is_retried_with_backoff(running: Running, recorder: Recorder) -> None:
+def test_a_failed_reconcile_is_retried_with_backoff(running: Running, recorder: Reconciles) -> None:
     recorder.outcomes = [fail, fail]
     running.controller.enqueue("default/a")
     assert recorder.next_call() == "default/a"
@@ -105,7 +98,7 @@ def test_a_failed_reconcile_is_retried_with_backoff(running: Running, recorder: 
     assert wait_for(lambda: running.queue.num_requeues("default/a") == 0)  # the third call succeeded
 
 
-def test_a_terminal_error_is_not_retried(running: Running, recorder: Recorder) -> None:
+def test_a_terminal_error_is_not_retried(running: Running, recorder: Reconciles) -> None:
     recorder.outcomes = [give_up]
     running.controller.enqueue("default/bad")
     running.controller.enqueue("default/b")
@@ -115,7 +108,9 @@ def test_a_terminal_error_is_not_retried(running: Running, recorder: Recorder) -
     assert not running.clock.has_waiters()  # nothing scheduled for a retry
 
 
-def test_requeue_after_reconciles_the_key_again_after_the_delay(running: Running, recorder: Recorder) -> None:
+def test_requeue_after_reconciles_the_key_again_after_the_delay(
+    running: Running, recorder: Reconciles
+) -> None:
     recorder.outcomes = [requeue_after(30.0)]
     running.controller.enqueue("default/a")
     assert recorder.next_call() == "default/a"
@@ -125,7 +120,7 @@ def test_requeue_after_reconciles_the_key_again_after_the_delay(running: Running
 
 
 def test_each_key_is_reconciled_once_per_add_across_workers() -> None:
-    recorder = Recorder()
+    recorder = Reconciles()
     running = Running(recorder, workers=3)
     try:
         keys = [f"default/{i}" for i in range(30)]
@@ -151,12 +146,12 @@ def test_workers_are_named_after_the_controller_and_joined_on_stop(running: Runn
 def test_a_controller_runs_only_once(running: Running) -> None:
     running.stop()
     with pytest.raises(errors.AlreadyStartedError):
-        running.controller.run(running.ctx)
+        running.controller.run(running.signal)
 
 
 def test_the_event_handler_enqueues_object_keys() -> None:
     queue: RateLimitingQueue[str] = RateLimitingQueue(clock=FakeClock())
-    handler = Controller("keys", Recorder(), queue=queue).event_handler()
+    handler = Controller("keys", Reconciles(), queue=queue).event_handler()
     pod = {"metadata": {"namespace": "default", "name": "a"}}
     handler.on_add(pod, True)
     handler.on_update(pod, {"metadata": {"namespace": "default", "name": "b"}})

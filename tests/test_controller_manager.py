@@ -144,8 +144,8 @@ class Factory:
         return instance
 
 
-class Running:
-    """A ControllerManager started on a thread, on a fake clock."""
+class Running(helpers.Background):
+    """A ControllerManager run on a thread, on a fake clock."""
 
     def __init__(
         self, served: Served, controllers: dict[str, ManagedController], stop_timeout: float = TIMEOUT
@@ -154,14 +154,7 @@ class Running:
         self.manager = ControllerManager(
             "test", served.source(), controllers, clock=self.clock, stop_timeout=stop_timeout
         )
-        self.ctx = Context()
-        self.thread = threading.Thread(target=self.manager.start, args=(self.ctx,))
-        self.thread.start()
-
-    def stop(self) -> None:
-        self.ctx.cancel()
-        self.thread.join(TIMEOUT)
-        assert not self.thread.is_alive()
+        super().__init__(self.manager.run)
 
 
 @pytest.fixture
@@ -356,15 +349,13 @@ def test_start_accepts_an_event_and_runs_only_once(served: Served, factory: Fact
     served.serve(WIDGETS, synced=True)
     manager = ControllerManager("event", served.source(), {"w": ManagedController({WIDGETS}, factory.create)})
     stop = threading.Event()
-    thread = threading.Thread(target=manager.start, args=(stop,))
-    thread.start()
-    instance = factory.started(1)
-    stop.set()
-    thread.join(TIMEOUT)
-    assert not thread.is_alive()
+    with helpers.running(manager.start, stop):
+        instance = factory.started(1)
     assert instance.stopped()
     with pytest.raises(errors.AlreadyStartedError):
         manager.start(stop)
+    with pytest.raises(errors.AlreadyStartedError):  # run is start under another name
+        manager.run(stop)
 
 
 def test_a_generic_controller_runs_and_stops_under_the_manager(served: Served) -> None:

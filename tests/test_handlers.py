@@ -18,6 +18,7 @@ from kinformer.handlers import (
     deleted_object,
     wait_for_cache_sync,
 )
+from kinformer.testing import Recorder
 
 
 def is_web(obj: Any) -> bool:
@@ -48,7 +49,7 @@ def test_detailed_funcs_pass_the_initial_list_flag() -> None:
 
 
 def test_filter_turns_an_object_leaving_the_filter_into_a_delete_of_the_old_object() -> None:
-    inner = helpers.Recorder()
+    inner = Recorder()
     old, new = helpers.cm("x", 1, app="web"), helpers.cm("x", 2, app="db")
     FilteringResourceEventHandler(is_web, inner).on_update(old, new)
     assert inner.take(1) == [("delete", "x1")]
@@ -56,7 +57,7 @@ def test_filter_turns_an_object_leaving_the_filter_into_a_delete_of_the_old_obje
 
 
 def test_filter_turns_an_object_entering_the_filter_into_an_add_not_in_initial_list() -> None:
-    inner = helpers.Recorder()
+    inner = Recorder()
     old, new = helpers.cm("x", 1, app="db"), helpers.cm("x", 2, app="web")
     FilteringResourceEventHandler(is_web, inner).on_update(old, new)
     assert inner.take(1) == [("add", "x2", False)]
@@ -64,7 +65,7 @@ def test_filter_turns_an_object_entering_the_filter_into_an_add_not_in_initial_l
 
 
 def test_filter_forwards_updates_within_and_drops_updates_outside() -> None:
-    inner = helpers.Recorder()
+    inner = Recorder()
     handler = FilteringResourceEventHandler(is_web, inner)
     handler.on_update(helpers.cm("x", 1, app="web"), helpers.cm("x", 2, app="web"))
     handler.on_update(helpers.cm("y", 1, app="db"), helpers.cm("y", 2, app="db"))
@@ -73,7 +74,7 @@ def test_filter_forwards_updates_within_and_drops_updates_outside() -> None:
 
 
 def test_filter_keeps_the_initial_list_flag_of_adds() -> None:
-    inner = helpers.Recorder()
+    inner = Recorder()
     handler = FilteringResourceEventHandler(is_web, inner)
     handler.on_add(helpers.cm("x", app="web"), True)
     handler.on_add(helpers.cm("y", app="db"), True)
@@ -88,7 +89,7 @@ def test_filter_sees_the_tombstone_of_a_missed_delete() -> None:
         seen.append(obj)
         return is_web(obj)
 
-    inner = helpers.Recorder()
+    inner = Recorder()
     tombstone = DeletedFinalStateUnknown("ns/x", helpers.cm("x", app="web"))
     FilteringResourceEventHandler(web_filter, inner).on_delete(tombstone)
     assert seen == [tombstone]
@@ -136,7 +137,7 @@ def test_wait_for_cache_sync_keeps_checking_until_every_cache_synced() -> None:
 
 
 def test_filtering_handler_passes_the_initial_list_flag_through_and_skips_what_never_matched() -> None:
-    inner = helpers.Recorder()
+    inner = Recorder()
     handler = kinformer.FilteringResourceEventHandler(
         filter_func=lambda o: o["metadata"].get("labels", {}).get("app") == "web", handler=inner
     )

@@ -12,19 +12,20 @@ import pytest
 
 import kinformer
 from kinformer import Context, errors, processor
-from kinformer.client.interface import ChannelWatch, ListOptions, ListResult
+from kinformer.client.channel_watch import ChannelWatch
+from kinformer.client.listerwatcher import ListOptions, ListResult
 from kinformer.client.listwatch import ListWatch
 from kinformer.handlers import ResourceEventHandlerFuncs
 from kinformer.informer import SharedIndexInformer
-from kinformer.testing import FakeClock, wait_for
+from kinformer.testing import FakeClock, Recorder, ScriptedSource, wait_for
 
 TIMEOUT = 5.0
 
 
 def test_initial_list_fills_the_cache_and_reaches_handlers_as_initial_adds() -> None:
-    source = helpers.ScriptedSource(helpers.cm("a", 1), helpers.cm("b", 2))
+    source = ScriptedSource(helpers.cm("a", 1), helpers.cm("b", 2))
     informer = SharedIndexInformer(source.lister_watcher, name="initial")
-    handler = helpers.Recorder()
+    handler = Recorder()
     registration = informer.add_event_handler(handler)
     assert not informer.has_synced() and not registration.has_synced()
     with helpers.running(informer.run):
@@ -37,13 +38,13 @@ def test_initial_list_fills_the_cache_and_reaches_handlers_as_initial_adds() -> 
 
 
 def test_watch_events_reach_the_cache_before_the_handlers() -> None:
-    source = helpers.ScriptedSource(helpers.cm("a", 1), helpers.cm("b", 2))
+    source = ScriptedSource(helpers.cm("a", 1), helpers.cm("b", 2))
     informer = SharedIndexInformer(source.lister_watcher, name="order")
 
     def cached(obj: Any) -> Any:
         return informer.get_indexer().get_by_key(f"ns/{obj['metadata']['name']}")
 
-    handler = helpers.Recorder(probe=cached)
+    handler = Recorder(probe=cached)
     informer.add_event_handler(handler)
     with helpers.running(informer.run):
         watch = source.next_watch()
@@ -60,10 +61,8 @@ def test_watch_events_reach_the_cache_before_the_handlers() -> None:
 
 def test_relist_after_an_expired_watch_reports_vanished_objects_as_tombstones() -> None:
     clock = FakeClock()
-    source = helpers.ScriptedSource(helpers.cm("a", 1), helpers.cm("b", 2))
-    informer = SharedIndexInformer(source.lister_watcher, name="relist", clock=clock)
-    handler = helpers.Recorder()
-    informer.add_event_handler(handler)
+    source, informer, handler = helpers.recorded_informer(
+        helpers.cm("a", 1), helpers.cm("b", 2), name="relist", clock=clock)
     with helpers.running(informer.run):
         watch = source.next_watch()
         handler.take(2)
@@ -78,15 +77,15 @@ def test_relist_after_an_expired_watch_reports_vanished_objects_as_tombstones() 
 
 
 def test_late_handler_gets_the_cache_as_initial_adds_and_nothing_else() -> None:
-    source = helpers.ScriptedSource(helpers.cm("a", 1), helpers.cm("b", 2))
+    source = ScriptedSource(helpers.cm("a", 1), helpers.cm("b", 2))
     informer = SharedIndexInformer(source.lister_watcher, name="late")
-    early = helpers.Recorder()
+    early = Recorder()
     informer.add_event_handler(early)
     with helpers.running(informer.run):
         watch = source.next_watch()
         early.take(2)
         gate = threading.Event()
-        late = helpers.Recorder(gate=gate)
+        late = Recorder(gate=gate)
         registration = informer.add_event_handler(late)
         assert not registration.has_synced()  # its initial adds have not returned yet
         gate.set()
@@ -98,11 +97,11 @@ def test_late_handler_gets_the_cache_as_initial_adds_and_nothing_else() -> None:
 
 
 def test_a_stuck_handler_stalls_neither_the_cache_nor_other_handlers() -> None:
-    source = helpers.ScriptedSource(helpers.cm("a", 1))
+    source = ScriptedSource(helpers.cm("a", 1))
     informer = SharedIndexInformer(source.lister_watcher, name="stuck")
     gate = threading.Event()
-    stuck = helpers.Recorder(gate=gate)
-    healthy = helpers.Recorder()
+    stuck = Recorder(gate=gate)
+    healthy = Recorder()
     stuck_registration = informer.add_event_handler(stuck)
     informer.add_event_handler(healthy)
     with helpers.running(informer.run):
@@ -120,7 +119,7 @@ def test_a_stuck_handler_stalls_neither_the_cache_nor_other_handlers() -> None:
 
 
 def test_a_raising_handler_is_logged_and_keeps_receiving(caplog: pytest.LogCaptureFixture) -> None:
-    source = helpers.ScriptedSource(helpers.cm("a", 1))
+    source = ScriptedSource(helpers.cm("a", 1))
     informer = SharedIndexInformer(source.lister_watcher, name="raising")
     received: queue.Queue[str] = queue.Queue()
 
@@ -139,7 +138,7 @@ def test_run_returns_despite_a_handler_stuck_forever_and_names_it(
     caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setattr(processor, "LISTENER_JOIN_TIMEOUT", 0.2)
-    source = helpers.ScriptedSource(helpers.cm("a", 1))
+    source = ScriptedSource(helpers.cm("a", 1))
     informer = SharedIndexInformer(source.lister_watcher, name="forever")
     gate = threading.Event()
     entered = threading.Event()
@@ -158,7 +157,7 @@ def test_run_returns_despite_a_handler_stuck_forever_and_names_it(
 
 
 def test_run_twice_warns_and_returns_at_once(caplog: pytest.LogCaptureFixture) -> None:
-    source = helpers.ScriptedSource()
+    source = ScriptedSource()
     informer = SharedIndexInformer(source.lister_watcher, name="twice")
     with helpers.running(informer.run, threading.Event()):
         assert informer.wait_for_sync(timeout=TIMEOUT)
@@ -171,18 +170,18 @@ def test_run_twice_warns_and_returns_at_once(caplog: pytest.LogCaptureFixture) -
 
 
 def test_a_stopped_informer_refuses_handlers_and_indexers() -> None:
-    informer = SharedIndexInformer(helpers.ScriptedSource().lister_watcher, name="stopped")
+    informer = SharedIndexInformer(ScriptedSource().lister_watcher, name="stopped")
     with helpers.running(informer.run):
         assert informer.wait_for_sync(timeout=TIMEOUT)
     assert informer.is_stopped()
     with pytest.raises(errors.StoppedError):
-        informer.add_event_handler(helpers.Recorder())
+        informer.add_event_handler(Recorder())
     with pytest.raises(errors.StoppedError):
         informer.add_indexers({"by-name": lambda o: [o["metadata"]["name"]]})
 
 
 def test_indexers_can_be_added_after_start() -> None:
-    source = helpers.ScriptedSource(helpers.cm("a", 1, app="web"))
+    source = ScriptedSource(helpers.cm("a", 1, app="web"))
     informer = SharedIndexInformer(source.lister_watcher, name="indexers")
     with helpers.running(informer.run):
         assert informer.wait_for_sync(timeout=TIMEOUT)
@@ -191,7 +190,7 @@ def test_indexers_can_be_added_after_start() -> None:
 
 
 def test_the_classic_first_list_is_cached_and_synced_before_the_watch_starts() -> None:
-    source = helpers.ScriptedSource(helpers.cm("c", 3), helpers.cm("a", 1), helpers.cm("b", 2))
+    source = ScriptedSource(helpers.cm("c", 3), helpers.cm("a", 1), helpers.cm("b", 2))
     seen_at_watch: list[tuple[bool, list[str]]] = []
 
     def watch(options: ListOptions) -> ChannelWatch:
@@ -199,7 +198,7 @@ def test_the_classic_first_list_is_cached_and_synced_before_the_watch_starts() -
         return source.watch(options)
 
     informer = SharedIndexInformer(ListWatch(source.list, watch), name="first-list", profile="classic")
-    handler = helpers.Recorder()
+    handler = Recorder()
     informer.add_event_handler(handler)
     with helpers.running(informer.run):
         source.next_watch()
@@ -219,10 +218,8 @@ def test_the_classic_first_list_is_cached_and_synced_before_the_watch_starts() -
 def test_a_key_listed_twice_is_cached_with_its_last_object(
     profile: str, expected: list[tuple[str, ...]]
 ) -> None:
-    source = helpers.ScriptedSource(helpers.cm("a", 1), helpers.cm("b", 1), helpers.cm("a", 2))
-    informer = SharedIndexInformer(source.lister_watcher, name="listed-twice", profile=profile)
-    handler = helpers.Recorder()
-    informer.add_event_handler(handler)
+    _, informer, handler = helpers.recorded_informer(
+        helpers.cm("a", 1), helpers.cm("b", 1), helpers.cm("a", 2), name="listed-twice", profile=profile)
     with helpers.running(informer.run):
         assert informer.wait_for_sync(timeout=TIMEOUT)
         assert handler.take(len(expected)) == expected
@@ -230,7 +227,7 @@ def test_a_key_listed_twice_is_cached_with_its_last_object(
 
 
 def test_the_first_list_is_transformed_once_per_object() -> None:
-    source = helpers.ScriptedSource(helpers.cm("a", 1), helpers.cm("b", 2))
+    source = ScriptedSource(helpers.cm("a", 1), helpers.cm("b", 2))
     informer = SharedIndexInformer(source.lister_watcher, name="transform-once")
     calls: list[str] = []
 
@@ -253,10 +250,9 @@ def test_an_index_function_failing_on_one_listed_object_drops_only_that_object(
             raise ValueError("no app label")
         return ["web"]
 
-    source = helpers.ScriptedSource(helpers.cm("a", 1), helpers.cm("b", 2), helpers.cm("c", 3))
-    informer = SharedIndexInformer(source.lister_watcher, indexers={"app": by_app}, name="bad-index")
-    handler = helpers.Recorder()
-    informer.add_event_handler(handler)
+    _, informer, handler = helpers.recorded_informer(
+        helpers.cm("a", 1), helpers.cm("b", 2), helpers.cm("c", 3), indexers={"app": by_app},
+        name="bad-index")
     with caplog.at_level(logging.ERROR, logger="kinformer"), helpers.running(informer.run):
         assert informer.wait_for_sync(timeout=TIMEOUT)
         assert handler.take(2) == [("add", "a1", True), ("add", "c3", True)]
@@ -268,7 +264,7 @@ def test_an_index_function_failing_on_one_listed_object_drops_only_that_object(
 def test_transform_applies_before_caching() -> None:
     listed = helpers.cm("a", 1)
     listed["metadata"]["managedFields"] = [{"manager": "kubectl"}]
-    source = helpers.ScriptedSource(listed)
+    source = ScriptedSource(listed)
     informer = SharedIndexInformer(source.lister_watcher, name="transform")
 
     def strip(obj: Any) -> Any:
@@ -309,7 +305,7 @@ def test_a_paged_list_is_transformed_page_by_page_as_the_pages_arrive(profile: s
 
 
 def test_watch_events_are_transformed_once_each() -> None:
-    source = helpers.ScriptedSource(helpers.cm("a", 1), helpers.cm("b", 2))
+    source = ScriptedSource(helpers.cm("a", 1), helpers.cm("b", 2))
     informer = SharedIndexInformer(source.lister_watcher, name="watch-transform")
     calls: list[str] = []
 
@@ -318,7 +314,7 @@ def test_watch_events_are_transformed_once_each() -> None:
         return {**obj, "marked": True}
 
     informer.set_transform(mark)
-    handler = helpers.Recorder()
+    handler = Recorder()
     informer.add_event_handler(handler)
     deleted: list[Any] = []
     informer.add_event_handler(ResourceEventHandlerFuncs(delete_func=deleted.append))
@@ -336,9 +332,9 @@ def test_watch_events_are_transformed_once_each() -> None:
 
 
 def test_removed_handler_hears_nothing_more_and_removal_is_idempotent() -> None:
-    source = helpers.ScriptedSource(helpers.cm("a", 1))
+    source = ScriptedSource(helpers.cm("a", 1))
     informer = SharedIndexInformer(source.lister_watcher, name="remove")
-    removed, kept = helpers.Recorder(), helpers.Recorder()
+    removed, kept = Recorder(), Recorder()
     registration = informer.add_event_handler(removed)
     informer.add_event_handler(kept)
     with helpers.running(informer.run):
@@ -356,7 +352,7 @@ def test_removed_handler_hears_nothing_more_and_removal_is_idempotent() -> None:
 
 def test_last_error_shows_a_failing_list_until_a_list_succeeds() -> None:
     clock = FakeClock()
-    source = helpers.ScriptedSource(helpers.cm("a", 1))
+    source = ScriptedSource(helpers.cm("a", 1))
     source.list_error = errors.ForbiddenError(403, "Forbidden", 'configmaps is forbidden')
     informer = SharedIndexInformer(source.lister_watcher, name="forbidden", clock=clock)
     with helpers.running(informer.run):
@@ -371,9 +367,9 @@ def test_last_error_shows_a_failing_list_until_a_list_succeeds() -> None:
 
 def test_resync_reaches_only_handlers_that_asked_for_it() -> None:
     clock = FakeClock()
-    source = helpers.ScriptedSource(helpers.cm("a", 1))
+    source = ScriptedSource(helpers.cm("a", 1))
     informer = SharedIndexInformer(source.lister_watcher, None, 10, name="resync", clock=clock)
-    resyncing, quiet = helpers.Recorder(), helpers.Recorder()
+    resyncing, quiet = Recorder(), Recorder()
     informer.add_event_handler(resyncing)
     informer.add_event_handler_with_resync_period(quiet, 0)
     with helpers.running(informer.run):
@@ -389,19 +385,19 @@ def test_resync_reaches_only_handlers_that_asked_for_it() -> None:
 
 
 def test_resync_periods_follow_the_informer_check_period() -> None:
-    never = SharedIndexInformer(helpers.ScriptedSource().lister_watcher, None, 0, name="never")
-    assert never.add_event_handler_with_resync_period(helpers.Recorder(), 30).resync_period == 0
+    never = SharedIndexInformer(ScriptedSource().lister_watcher, None, 0, name="never")
+    assert never.add_event_handler_with_resync_period(Recorder(), 30).resync_period == 0
 
-    lowered = SharedIndexInformer(helpers.ScriptedSource().lister_watcher, None, 10, name="lowered")
-    older = lowered.add_event_handler(helpers.Recorder())
-    newer = lowered.add_event_handler_with_resync_period(helpers.Recorder(), 5)
-    tiny = lowered.add_event_handler_with_resync_period(helpers.Recorder(), 0.1)
+    lowered = SharedIndexInformer(ScriptedSource().lister_watcher, None, 10, name="lowered")
+    older = lowered.add_event_handler(Recorder())
+    newer = lowered.add_event_handler_with_resync_period(Recorder(), 5)
+    tiny = lowered.add_event_handler_with_resync_period(Recorder(), 0.1)
     assert (older.resync_period, newer.resync_period, tiny.resync_period) == (10, 5, 1)
 
-    started = SharedIndexInformer(helpers.ScriptedSource().lister_watcher, None, 10, name="started")
+    started = SharedIndexInformer(ScriptedSource().lister_watcher, None, 10, name="started")
     with helpers.running(started.run):
         assert started.wait_for_sync(timeout=TIMEOUT)
-        assert started.add_event_handler_with_resync_period(helpers.Recorder(), 5).resync_period == 10
+        assert started.add_event_handler_with_resync_period(Recorder(), 5).resync_period == 10
 
 
 # What follows was the acceptance suite's: it calls kinformer's public names only, with the
@@ -409,14 +405,14 @@ def test_resync_periods_follow_the_informer_check_period() -> None:
 
 
 def test_informer_runs_on_an_event_syncs_and_delivers_initial_adds() -> None:
-    source = helpers.ScriptedSource(helpers.cm("a"), helpers.cm("b"))
+    source = ScriptedSource(helpers.cm("a"), helpers.cm("b"))
     informer = kinformer.SharedIndexInformer(
         source.lister_watcher,
         example_object=None,
         default_event_handler_resync_period=0,
         indexers={kinformer.NAMESPACE_INDEX: kinformer.meta_namespace_index_func},
     )
-    handler = helpers.Recorder()
+    handler = Recorder()
     registration = informer.add_event_handler(handler)
     assert not informer.has_synced()
     assert informer.last_sync_resource_version() == ""
@@ -436,12 +432,8 @@ def test_informer_runs_on_an_event_syncs_and_delivers_initial_adds() -> None:
 
 def test_an_informer_without_resync_never_resyncs_whatever_a_handler_asks() -> None:
     clock = FakeClock()
-    source = helpers.ScriptedSource(helpers.cm("x"))
-    informer = kinformer.SharedIndexInformer(
-        source.lister_watcher, default_event_handler_resync_period=0, clock=clock
-    )
-    handler = helpers.Recorder()
-    informer.add_event_handler_with_resync_period(handler, 30)
+    source, informer, handler = helpers.recorded_informer(
+        helpers.cm("x"), default_event_handler_resync_period=0, clock=clock, resync_period=30)
     with helpers.running(informer.run):
         assert wait_for(informer.has_synced, helpers.TIMEOUT)
         assert handler.next() == ("add", "x1", True)
@@ -453,11 +445,11 @@ def test_an_informer_without_resync_never_resyncs_whatever_a_handler_asks() -> N
 
 def test_a_shorter_handler_period_before_start_lowers_the_check_period_only_for_itself() -> None:
     clock = FakeClock()
-    source = helpers.ScriptedSource(helpers.cm("x"))
+    source = ScriptedSource(helpers.cm("x"))
     informer = kinformer.SharedIndexInformer(
         source.lister_watcher, default_event_handler_resync_period=10, clock=clock
     )
-    slow, fast = helpers.Recorder(), helpers.Recorder()
+    slow, fast = Recorder(), Recorder()
     informer.add_event_handler(slow)
     informer.add_event_handler_with_resync_period(fast, 5)
     with helpers.running(informer.run):
@@ -475,14 +467,14 @@ def test_a_shorter_handler_period_before_start_lowers_the_check_period_only_for_
 
 def test_a_shorter_handler_period_after_start_is_raised_to_the_check_period() -> None:
     clock = FakeClock()
-    source = helpers.ScriptedSource(helpers.cm("x"))
+    source = ScriptedSource(helpers.cm("x"))
     informer = kinformer.SharedIndexInformer(
         source.lister_watcher, default_event_handler_resync_period=10, clock=clock
     )
     with helpers.running(informer.run):
         assert wait_for(informer.has_synced, helpers.TIMEOUT)
         watch = source.next_watch()
-        late = helpers.Recorder()
+        late = Recorder()
         informer.add_event_handler_with_resync_period(late, 5)
         assert late.next() == ("add", "x1", True)
         helpers.step_when_waiting(clock, 5)
@@ -494,12 +486,8 @@ def test_a_shorter_handler_period_after_start_is_raised_to_the_check_period() ->
 
 def test_a_sub_second_handler_resync_period_is_raised_to_one_second() -> None:
     clock = FakeClock()
-    source = helpers.ScriptedSource(helpers.cm("x"))
-    informer = kinformer.SharedIndexInformer(
-        source.lister_watcher, default_event_handler_resync_period=1, clock=clock
-    )
-    handler = helpers.Recorder()
-    informer.add_event_handler_with_resync_period(handler, 0.2)
+    source, informer, handler = helpers.recorded_informer(
+        helpers.cm("x"), default_event_handler_resync_period=1, clock=clock, resync_period=0.2)
     with helpers.running(informer.run):
         assert wait_for(informer.has_synced, helpers.TIMEOUT)
         assert handler.next() == ("add", "x1", True)
@@ -513,10 +501,7 @@ def test_a_sub_second_handler_resync_period_is_raised_to_one_second() -> None:
 
 def test_a_relist_of_unchanged_objects_reaches_handlers_as_equal_updates_and_new_ones_as_late_adds() -> None:
     clock = FakeClock()
-    source = helpers.ScriptedSource(helpers.cm("x"))
-    informer = kinformer.SharedIndexInformer(source.lister_watcher, clock=clock)
-    handler = helpers.Recorder()
-    informer.add_event_handler(handler)
+    source, informer, handler = helpers.recorded_informer(helpers.cm("x"), clock=clock)
     with helpers.running(informer.run):
         assert wait_for(informer.has_synced, helpers.TIMEOUT)
         assert handler.next() == ("add", "x1", True)
@@ -527,12 +512,12 @@ def test_a_relist_of_unchanged_objects_reaches_handlers_as_equal_updates_and_new
 
 
 def test_a_stuck_handler_neither_blocks_other_handlers_nor_counts_as_synced() -> None:
-    source = helpers.ScriptedSource(helpers.cm("a"))
+    source = ScriptedSource(helpers.cm("a"))
     informer = kinformer.SharedIndexInformer(source.lister_watcher)
     gate = threading.Event()
-    stuck = helpers.Recorder(gate=gate)
+    stuck = Recorder(gate=gate)
     stuck_registration = informer.add_event_handler(stuck)
-    fast = helpers.Recorder()
+    fast = Recorder()
     informer.add_event_handler(fast)
     with helpers.running(informer.run):
         try:
@@ -559,10 +544,7 @@ def test_a_stuck_handler_neither_blocks_other_handlers_nor_counts_as_synced() ->
 def test_deletes_of_unknown_objects_and_repeated_deletes_per_profile(
     profile: str, expected: list[tuple[str, ...]]
 ) -> None:
-    source = helpers.ScriptedSource(helpers.cm("a"))
-    informer = kinformer.SharedIndexInformer(source.lister_watcher, profile=profile)
-    handler = helpers.Recorder()
-    informer.add_event_handler(handler)
+    source, informer, handler = helpers.recorded_informer(helpers.cm("a"), profile=profile)
     with helpers.running(informer.run):
         assert wait_for(informer.has_synced, helpers.TIMEOUT)
         assert handler.next() == ("add", "a1", True)
@@ -579,10 +561,7 @@ def test_bad_objects_and_event_types_are_logged_at_warning_and_never_cached(
     caplog: pytest.LogCaptureFixture,
 ) -> None:
     nameless = {"kind": "ConfigMap", "metadata": {"namespace": "ns", "resourceVersion": "3"}}
-    source = helpers.ScriptedSource(helpers.cm("a"), nameless)
-    informer = kinformer.SharedIndexInformer(source.lister_watcher)
-    handler = helpers.Recorder()
-    informer.add_event_handler(handler)
+    source, informer, handler = helpers.recorded_informer(helpers.cm("a"), nameless)
     caplog.set_level(logging.WARNING)
     with helpers.running(informer.run):
         assert wait_for(informer.has_synced, helpers.TIMEOUT)
@@ -602,10 +581,7 @@ def test_bad_objects_and_event_types_are_logged_at_warning_and_never_cached(
 
 def test_an_object_whose_name_is_not_a_string_is_never_cached(caplog: pytest.LogCaptureFixture) -> None:
     garbage = {"metadata": {"name": ["ghost"], "namespace": "ns", "resourceVersion": "3"}}
-    source = helpers.ScriptedSource(helpers.cm("a"), garbage)
-    informer = kinformer.SharedIndexInformer(source.lister_watcher)
-    handler = helpers.Recorder()
-    informer.add_event_handler(handler)
+    source, informer, handler = helpers.recorded_informer(helpers.cm("a"), garbage)
     caplog.set_level(logging.WARNING)
     with helpers.running(informer.run):
         assert wait_for(informer.has_synced, helpers.TIMEOUT)

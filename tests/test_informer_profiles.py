@@ -19,9 +19,9 @@ from kinformer import errors
 from kinformer.cache.delta_fifo import DeltaFIFO, Deltas
 from kinformer.cache.real_fifo import RealFIFO
 from kinformer.cache.store import DeletedFinalStateUnknown
-from kinformer.client.interface import WatchEvent
+from kinformer.client.listerwatcher import WatchEvent
 from kinformer.informer import SharedIndexInformer
-from kinformer.testing import FakeClock, wait_for
+from kinformer.testing import FakeClock, Recorder, ScriptedSource, wait_for
 
 cm = helpers.cm
 TIMEOUT = helpers.TIMEOUT
@@ -56,17 +56,14 @@ class GatedIndex:
         return [name]
 
 
-def gated_informer(index: GatedIndex) -> tuple[SharedIndexInformer, helpers.ScriptedSource,
-                                                helpers.Recorder]:
-    source = helpers.ScriptedSource()
-    informer = SharedIndexInformer(source.lister_watcher, indexers={"name": index})
-    handler = helpers.Recorder()
-    informer.add_event_handler(handler)
+def gated_informer(index: GatedIndex) -> tuple[SharedIndexInformer, ScriptedSource,
+                                                Recorder]:
+    source, informer, handler = helpers.recorded_informer(indexers={"name": index})
     return informer, source, handler
 
 
 def test_an_unknown_profile_is_a_value_error_naming_both() -> None:
-    source = helpers.ScriptedSource()
+    source = ScriptedSource()
     with pytest.raises(ValueError, match="'modern' or 'classic'"):
         SharedIndexInformer(source.lister_watcher, profile="fast")
     with pytest.raises(errors.ConfigurationError):
@@ -74,7 +71,7 @@ def test_an_unknown_profile_is_a_value_error_naming_both() -> None:
 
 
 def test_the_modern_profile_is_the_default() -> None:
-    assert SharedIndexInformer(helpers.ScriptedSource().lister_watcher).profile == "modern"
+    assert SharedIndexInformer(ScriptedSource().lister_watcher).profile == "modern"
 
 
 @pytest.mark.parametrize(
@@ -119,11 +116,11 @@ def test_modern_handlers_hear_changes_in_arrival_order_while_the_delta_loop_was_
 
 
 def test_a_modern_relist_replaces_the_cache_in_one_step_before_its_notifications() -> None:
-    source = helpers.ScriptedSource(cm("a", 1), cm("b", 1))
+    source = ScriptedSource(cm("a", 1), cm("b", 1))
     clock = FakeClock()
     informer = SharedIndexInformer(source.lister_watcher, clock=clock)
     lister = informer.get_indexer()
-    handler = helpers.Recorder(describe, probe=lambda _obj: sorted(map(helpers.describe, lister.list())))
+    handler = Recorder(describe, probe=lambda _obj: sorted(map(helpers.describe, lister.list())))
     informer.add_event_handler(handler)
     with helpers.running(informer.run):
         assert informer.wait_for_sync(TIMEOUT)
@@ -139,12 +136,12 @@ def test_a_modern_relist_replaces_the_cache_in_one_step_before_its_notifications
 
 
 def test_a_modern_resync_is_one_pass_over_the_cache_as_sync_updates() -> None:
-    source = helpers.ScriptedSource(cm("a", 1), cm("b", 2))
+    source = ScriptedSource(cm("a", 1), cm("b", 2))
     clock = FakeClock()
     informer = SharedIndexInformer(source.lister_watcher, None, 10, clock=clock)
-    handler = helpers.Recorder()
+    handler = Recorder()
     informer.add_event_handler(handler)
-    quiet = helpers.Recorder()
+    quiet = Recorder()
     informer.add_event_handler_with_resync_period(quiet, 0)  # never resyncs
     with helpers.running(informer.run):
         assert informer.wait_for_sync(TIMEOUT)
@@ -157,7 +154,7 @@ def test_a_modern_resync_is_one_pass_over_the_cache_as_sync_updates() -> None:
 
 
 def test_modern_bookmarks_move_the_caches_resource_version() -> None:
-    source = helpers.ScriptedSource(cm("a", 5), rv=7)
+    source = ScriptedSource(cm("a", 5), rv=7)
     informer = SharedIndexInformer(source.lister_watcher)
     lister = informer.get_indexer()
     with helpers.running(informer.run):

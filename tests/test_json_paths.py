@@ -9,14 +9,17 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from helpers import ScriptedSource, cm, running
+from helpers import cm, running, step_when_waiting
 
-from kinformer import _gc, _json
-from kinformer.client.interface import ChannelWatch, ListOptions, ListResult
+from kinformer import _gc, _json, collector_policy, errors
+from kinformer.cache.real_fifo import RealFIFO
+from kinformer.client.channel_watch import ChannelWatch
+from kinformer.client.listerwatcher import ListOptions, ListResult, WatchEvent
 from kinformer.client.listwatch import ListWatch
 from kinformer.handlers import wait_for_cache_sync
 from kinformer.informer import SharedIndexInformer
-from kinformer.testing import wait_for
+from kinformer.reflector.reflector import Reflector
+from kinformer.testing import FakeClock, ScriptedSource, wait_for
 
 TIMEOUT = 5.0
 _permanent_at_start = 0
@@ -140,8 +143,8 @@ def test_an_object_failing_to_index_in_the_initial_list_still_ends_the_pause(
 
 
 def test_a_first_list_larger_than_a_batch_reaches_cache_index_and_handler_in_list_order() -> None:
+    from kinformer.appliers import INITIAL_BATCH
     from kinformer.handlers import ResourceEventHandlerDetailedFuncs
-    from kinformer.informer import INITIAL_BATCH
 
     objs = [cm(f"o{i:05d}", shard=str(i % 3)) for i in range(INITIAL_BATCH * 2 + 7)]
     seen: list[tuple[str, bool]] = []
@@ -167,8 +170,8 @@ def test_a_queued_first_list_is_applied_a_batch_at_a_time_with_the_collector_pau
     caplog: pytest.LogCaptureFixture,
 ) -> None:
     """An index function failing on one object keeps the list out of the cache's one-step route."""
+    from kinformer.appliers import INITIAL_BATCH
     from kinformer.handlers import ResourceEventHandlerDetailedFuncs
-    from kinformer.informer import INITIAL_BATCH
 
     objs = [cm(f"o{i:05d}") for i in range(INITIAL_BATCH * 2 + 7)]
     collector_on_inside: list[bool] = []
@@ -249,15 +252,16 @@ def test_no_freeze_while_a_stopped_informer_is_alive_and_none_once_it_is_dropped
 
 
 def test_the_next_list_collects_a_dropped_stopped_informer_and_freezes_again() -> None:
-    # the classic informer is a reference cycle (its FIFO holds one of its methods)
+    # the classic informer's cache is held by a reference cycle (its reflector's parts hold
+    # the reflector's methods, and through its store the FIFO, whose known objects it is)
     first, first_kept = synced_then_stopped("a", profile="classic")
-    owner = weakref.ref(first)
+    owner = weakref.ref(first.get_indexer())
     gc.disable()  # no collection of its own between the drop and the next list
     del first
     gc.enable()
     assert owner() is not None  # a cycle: only a collection reclaims it
     informer, kept = synced_then_stopped("b")
-    # the next list began with a collection, so the informer above was not frozen again
+    # the next list began with a collection, so the cache above was not frozen again
     assert owner() is None
     assert first_kept[0]() is None
     del informer
@@ -273,8 +277,8 @@ def test_the_list_request_runs_with_the_collector_on_and_its_first_decode_pauses
     def list_func(options: ListOptions) -> ListResult:
         in_request.set()
         answer.wait(TIMEOUT)
-        with _gc.paused():  # what the HTTP lister does around its decode
-            body = _json.loads(b'{"items": [{"metadata": {"namespace": "ns", "name": "a"}}]}')
+        # what the HTTP lister decodes a list with
+        body = _json.loads_bulk(b'{"items": [{"metadata": {"namespace": "ns", "name": "a"}}]}')
         seen["after the decode"] = gc.isenabled()
         return ListResult(body["items"], "10")
 
@@ -297,21 +301,115 @@ def test_the_list_request_runs_with_the_collector_on_and_its_first_decode_pauses
     assert gc.isenabled()
 
 
-def test_a_held_pause_nests_and_a_block_without_a_pause_changes_nothing() -> None:
-    with _gc.hold_first_pause():
-        assert gc.isenabled()
+def test_a_bulk_decode_calls_the_hook_of_its_own_thread_the_innermost_one() -> None:
+    calls: list[str] = []
+    assert _json.loads_bulk(b"[1]") == [1]  # no hook: nothing called
+    with _json.before_bulk_decodes(lambda: calls.append("outer")):
+        _json.loads_bulk(b"{}")
+        with _json.before_bulk_decodes(lambda: calls.append("inner")):
+            _json.loads_bulk(b"{}")
+            other = threading.Thread(target=_json.loads_bulk, args=(b"{}",))
+            other.start()
+            other.join(TIMEOUT)
+        _json.loads_bulk(b"{}")
+        _json.loads(b"{}")  # a small decode is no bulk decode
+    _json.loads_bulk(b"{}")
+    assert calls == ["outer", "inner", "outer"]
+
+
+def test_a_relist_is_paused_from_its_decode_until_queued_and_a_failed_one_backs_off_unpaused() -> None:
+    clock = FakeClock()
+    source = ScriptedSource(cm("a"))
+    during: list[bool] = []
+
+    def list_func(options: ListOptions) -> ListResult:
+        result = source.list(options)
+        _json.loads_bulk(b"[]")  # the decode the HTTP lister makes
+        during.append(gc.isenabled())
+        if len(during) == 3:
+            raise errors.DecodeError("a list item that does not decode")
+        return result
+
+    informer = SharedIndexInformer(ListWatch(list_func, source.watch), clock=clock)
+    with running(informer.run, threading.Event()):
+        assert informer.wait_for_sync(TIMEOUT)
+        for lists in (2, 3):  # the relist after the second 410 fails after its decode
+            source.next_watch().error({"kind": "Status", "code": 410, "reason": "Expired"})
+            step_when_waiting(clock)  # the backoff before relisting
+            assert wait_for(lambda: len(during) == lists, TIMEOUT)  # noqa: B023
+        assert wait_for(lambda: informer.backoff_remaining() is not None, TIMEOUT)
+        assert gc.isenabled()  # backing off after the failed relist: the collector is on
+        step_when_waiting(clock)
+        source.next_watch()
+        assert wait_for(gc.isenabled, TIMEOUT)  # the relist was queued: its pause is over
+    assert during == [False, False, False, False]
     assert gc.isenabled()
-    with _gc.hold_first_pause():
-        with _gc.paused():
-            with _gc.hold_first_pause():  # an inner block holds its own first pause
-                with _gc.paused():
-                    pass
-                assert not gc.isenabled()
-            assert not gc.isenabled()
-        assert not gc.isenabled()  # held until the outer block ends
+
+
+def test_a_watch_list_stream_is_paused_until_its_initial_state_is_queued_or_it_ends() -> None:
+    pauses = collector_policy.ListPauses()
+    source = ScriptedSource()
+    lister_watcher = collector_policy.PausingListerWatcher(source.lister_watcher, pauses)
+    plain = lister_watcher.watch(ListOptions(resource_version="5"))
+    assert gc.isenabled()  # an ordinary watch begins no pause, and is handed on as it is
+    assert plain is source.next_watch()
+    stream = lister_watcher.watch(ListOptions(send_initial_events=True))
+    assert not gc.isenabled()  # its initial events pile up paused
+    channel = source.next_watch()
+    channel.add(cm("a"))
+    channel.end()
+    assert [event.type for event in stream] == ["ADDED"]
+    assert gc.isenabled()  # the stream ended before its end bookmark: the pause is over
+    store = collector_policy.pausing_store(RealFIFO(), pauses)
+    lister_watcher.watch(ListOptions(send_initial_events=True))
+    assert pauses.listing.held
+    store.replace([cm("a")], "7")  # the initial state, queued: the stream's pause ends
+    assert not pauses.listing.held
+    assert pauses.first.held and not gc.isenabled()  # the first list's, until it is applied
+    pauses.end_all()
     assert gc.isenabled()
-    with pytest.raises(RuntimeError), _gc.hold_first_pause():
-        _gc.pause()
-        _gc.resume()
-        raise RuntimeError("boom")
-    assert gc.isenabled()
+
+
+def test_no_collection_runs_while_the_initial_events_of_an_informers_watch_list_pile_up() -> None:
+    """As over a list: the collector would walk the growing set of initial objects again and
+    again, and a large WatchList took several times as long as a list of the same objects."""
+    collections: list[int] = []
+    marks: dict[str, int] = {}
+
+    def count(phase: str, info: dict[str, Any]) -> None:
+        if phase == "start":
+            collections.append(info["generation"])
+
+    def initial_events() -> Iterator[WatchEvent]:
+        marks["first event"] = len(collections)
+        for i in range(3000):  # enough allocations for many young collections, if enabled
+            yield WatchEvent("ADDED", cm(f"c{i}", i + 1, data={"k": str(i)}))
+        yield WatchEvent("BOOKMARK", {"metadata": {
+            "resourceVersion": "5000", "annotations": {"k8s.io/initial-events-end": "true"}}})
+
+    watches = [initial_events()]
+
+    def watch(options: ListOptions) -> Any:
+        return watches.pop() if watches else ChannelWatch()  # then one open until stopped
+
+    class Counting(RealFIFO):
+        def replace(self, objs: Any, resource_version: str = "") -> None:
+            marks["stored"] = len(collections)
+            super().replace(objs, resource_version)
+
+    # what an informer hands its reflector, over a stream of initial events
+    pauses = collector_policy.ListPauses()
+    fifo = Counting()
+    reflector = Reflector(
+        collector_policy.PausingListerWatcher(
+            ListWatch(lambda options: ListResult([], "1"), watch), pauses),
+        collector_policy.pausing_store(fifo, pauses), name="test", use_watch_list=True)
+    gc.callbacks.append(count)
+    try:
+        with running(reflector.run):
+            assert wait_for(reflector.has_synced_once, TIMEOUT)
+    finally:
+        gc.callbacks.remove(count)
+        pauses.end_all()
+    assert len(fifo.list()) == 0 and len(fifo) == 1  # one ReplacedAll of the 3,000 objects
+    assert marks["stored"] == marks["first event"]

@@ -8,7 +8,6 @@ WatchList initial sync and the resync timer, with the backoff waits visible on t
 
 from __future__ import annotations
 
-import gc
 import logging
 import queue
 import threading
@@ -22,7 +21,8 @@ from kubernetes.client import V1ConfigMap, V1ObjectMeta
 from kinformer import errors
 from kinformer.cache.delta_fifo import DeltaFIFO, DeltaType
 from kinformer.cache.store import Indexer
-from kinformer.client.interface import ChannelWatch, ListOptions, ListResult, WatchEvent
+from kinformer.client.channel_watch import ChannelWatch
+from kinformer.client.listerwatcher import ListOptions, ListResult, WatchEvent
 from kinformer.client.listwatch import ListWatch
 from kinformer.context import Context
 from kinformer.reflector.reflector import Reflector
@@ -878,49 +878,6 @@ def test_a_watch_list_dropped_before_its_end_bookmark_streams_again() -> None:
         h.stop()
 
 
-def test_no_collection_runs_while_watch_list_initial_events_pile_up() -> None:
-    """As over a list: the collector would walk the growing set of initial objects again and
-    again, and a large WatchList took several times as long as a list of the same objects."""
-    collections: list[int] = []
-    marks: dict[str, int] = {}
-
-    def count(phase: str, info: dict[str, Any]) -> None:
-        if phase == "start":
-            collections.append(info["generation"])
-
-    def initial_events() -> Iterator[WatchEvent]:
-        marks["first event"] = len(collections)
-        for i in range(3000):  # enough allocations for many young collections, if enabled
-            yield WatchEvent("ADDED", cm(f"c{i}", str(i + 1), data={"k": str(i)}))
-        yield WatchEvent("BOOKMARK", bookmark("5000", end=True))
-
-    watches = [initial_events()]
-
-    def watch(options: ListOptions) -> Any:
-        return watches.pop() if watches else ChannelWatch()  # then one open until stopped
-
-    class Counting(Indexer):
-        def replace(self, items: Any, resource_version: str = "") -> None:
-            marks["stored"] = len(collections)
-            super().replace(items, resource_version)
-
-    store = Counting()
-    reflector = Reflector(ListWatch(lambda options: ListResult([], "1"), watch), store,
-                          name="test", use_watch_list=True)
-    ctx = Context()
-    thread = threading.Thread(target=reflector.run, args=(ctx,), name="test-run")
-    gc.callbacks.append(count)
-    try:
-        thread.start()
-        assert wait_for(reflector.has_synced_once, TIMEOUT)
-    finally:
-        gc.callbacks.remove(count)
-        ctx.cancel()
-        thread.join(TIMEOUT)
-    assert len(store.list()) == 3000
-    assert marks["stored"] == marks["first event"]
-
-
 def test_internal_errors_on_a_watch_are_retried_in_place_within_the_configured_window() -> None:
     h = Harness(max_internal_error_retry_duration=30.0).start()
     try:
@@ -965,3 +922,32 @@ def test_a_failing_resync_check_ends_the_watch_and_relists() -> None:
 def test_an_unnamed_reflector_is_named_after_the_line_that_built_it() -> None:
     reflector = Reflector(ListWatch(lambda o: ListResult([], ""), lambda o: []), Indexer())
     assert reflector.name.startswith("test_reflector.py:")
+
+
+def test_a_lister_watcher_with_a_ctx_parameter_gets_the_run_context_and_one_without_does_not() -> None:
+    seen: list[Any] = []
+
+    class KeywordOnly:
+        def list(self, options: ListOptions, *, ctx: Context | None = None) -> ListResult:
+            seen.append(ctx)
+            return ListResult([], "5")
+
+        def watch(self, options: ListOptions, *, ctx: Context | None = None) -> ChannelWatch:
+            seen.append(ctx)
+            return ChannelWatch()
+
+    class OptionsOnly:
+        def list(self, options: ListOptions) -> ListResult:
+            seen.append("list")
+            return ListResult([], "5")
+
+        def watch(self, options: ListOptions) -> ChannelWatch:
+            seen.append("watch")
+            return ChannelWatch()
+
+    for lister_watcher in (KeywordOnly(), OptionsOnly()):
+        seen.clear()
+        reflector = Reflector(lister_watcher, Indexer(), name="ctx")
+        with running(reflector.run) as ctx:
+            assert wait_for(lambda: len(seen) == 2, TIMEOUT)
+        assert seen == ([ctx, ctx] if isinstance(lister_watcher, KeywordOnly) else ["list", "watch"])

@@ -316,11 +316,9 @@ class DeltaFIFO(FIFOBase):
         lock = self._lock
         lock.acquire()
         try:
-            queue = self._queue
-            if not queue:
+            if not self._queue:
                 self._wait_for_locked(self._queue, timeout)
-            key = queue.popleft()
-            deltas = self._items.pop(key)
+            deltas = self._items.pop(self._queue.popleft())
             is_in_initial_list = not self._synced
             if self._initial_population_count > 0:
                 self._initial_population_count -= 1

@@ -17,6 +17,8 @@ from typing import Any
 from kinformer import _checks, errors
 from kinformer.cache.store import DeletedFinalStateUnknown, KeyFunc, KeyListerGetter
 
+log = logging.getLogger(__name__)
+
 TransformFunc = Callable[[Any], Any]
 """Applied once to every incoming object before it is queued."""
 
@@ -68,7 +70,6 @@ class FIFOBase:
     def _known_object(self, known: KeyListerGetter, key: str, during: str) -> Any | None:
         """The known object under ``key``; None, with a warning, when the lookup failed or the
         object vanished from ``known`` since its key was listed (``during`` names the step)."""
-        log = logging.getLogger(type(self).__module__)
         try:
             obj = known.get_by_key(key)
         except Exception:

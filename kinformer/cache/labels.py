@@ -61,25 +61,24 @@ def validate_label_key(key: str) -> str | None:
             )
     if not name:
         return f"key {key!r}: name part must be non-empty"
-    if len(name) > _QUALIFIED_NAME_MAX:
-        return f"key {key!r}: name part must be no more than {_QUALIFIED_NAME_MAX} characters"
-    if not _NAME_RE.match(name):
-        return (
-            f"key {key!r}: name part must consist of alphanumeric characters, '-', '_' or '.', "
-            "and must start and end with an alphanumeric character"
-        )
-    return None
+    return _name_problem(name, f"key {key!r}: name part")
 
 
 def validate_label_value(value: str) -> str | None:
     """Return why ``value`` is not a valid label value, or None when it is (empty is valid)."""
     if not value:
         return None
-    if len(value) > _QUALIFIED_NAME_MAX:
-        return f"value {value!r}: must be no more than {_QUALIFIED_NAME_MAX} characters"
-    if not _NAME_RE.match(value):
+    return _name_problem(value, f"value {value!r}:")
+
+
+def _name_problem(text: str, subject: str) -> str | None:
+    """Why ``text`` is no valid name part of a label key, nor label value; ``subject`` starts
+    the answer."""
+    if len(text) > _QUALIFIED_NAME_MAX:
+        return f"{subject} must be no more than {_QUALIFIED_NAME_MAX} characters"
+    if not _NAME_RE.match(text):
         return (
-            f"value {value!r}: must consist of alphanumeric characters, '-', '_' or '.', "
+            f"{subject} must consist of alphanumeric characters, '-', '_' or '.', "
             "and must start and end with an alphanumeric character"
         )
     return None

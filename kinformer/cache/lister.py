@@ -32,7 +32,7 @@ class GenericLister:
 
     __slots__ = ("_gvr", "_indexer")
 
-    def __init__(self, indexer: Any, gvr: GroupVersionResource) -> None:
+    def __init__(self, indexer: store.IndexedStore, gvr: GroupVersionResource) -> None:
         self._indexer = indexer
         self._gvr = gvr
 
@@ -64,7 +64,7 @@ class GenericNamespaceLister:
 
     __slots__ = ("_gvr", "_indexer", "_namespace")
 
-    def __init__(self, indexer: Any, gvr: GroupVersionResource, namespace: str) -> None:
+    def __init__(self, indexer: store.IndexedStore, gvr: GroupVersionResource, namespace: str) -> None:
         self._indexer = indexer
         self._gvr = gvr
         self._namespace = namespace

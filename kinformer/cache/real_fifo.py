@@ -101,8 +101,7 @@ def _appender(action: DeltaType, doc: str) -> Callable[[RealFIFO, Any], None]:
         lock.acquire()
         try:
             self._populated = True
-            if not self._synced and self._initial_population_count == 0:
-                self._synced = True
+            self._synced = self._synced or self._initial_population_count == 0
             self._items.append(entry)
             if self._waiting:
                 self._cond.notify()

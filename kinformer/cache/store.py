@@ -11,7 +11,7 @@ or the official client's model objects (``obj.metadata.name``), read through ``k
 from __future__ import annotations
 
 import builtins
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol, runtime_checkable
 
@@ -26,6 +26,7 @@ __all__ = [
     "IndexedStore",
     "Indexer",
     "Indexers",
+    "InformerIndexer",
     "KeyFunc",
     "KeyListerGetter",
     "ObjectName",
@@ -162,7 +163,12 @@ class Store(Protocol):
 
 @runtime_checkable
 class IndexedStore(Store, Protocol):
-    """A :class:`Store` with secondary indices (client-go ``Indexer``)."""
+    """A :class:`Store` with secondary indices: client-go's ``Indexer`` interface.
+
+    In kinformer :class:`Indexer` is the class that implements it (client-go's ``cache``
+    struct); this protocol is the interface, so listers and other readers accept any store
+    that indexes.
+    """
 
     def index(self, index_name: str, obj: Any) -> builtins.list[Any]: ...
     def index_keys(self, index_name: str, indexed_value: str) -> builtins.list[str]: ...
@@ -170,6 +176,31 @@ class IndexedStore(Store, Protocol):
     def by_index(self, index_name: str, indexed_value: str) -> builtins.list[Any]: ...
     def get_indexers(self) -> Mapping[str, IndexFunc]: ...
     def add_indexers(self, indexers: Indexers) -> None: ...
+
+
+@runtime_checkable
+class InformerIndexer(IndexedStore, Protocol):
+    """What a :class:`~kinformer.SharedIndexInformer` needs of its cache: client-go's ``Indexer``
+    interface (:class:`IndexedStore`) plus the keyed and batched writes its appliers make.
+
+    :class:`Indexer` implements it (and :class:`~kinformer.cache.mutation_detector.CheckedIndexer`
+    on top); so must any other cache an informer is to keep. ``key_of`` raises
+    :class:`~kinformer.KeyFuncError`; ``update(obj, key)`` takes the key ``key_of`` gave;
+    ``add_new`` stores many new keys at once, all or none (False when a key is cached already);
+    ``apply_batch`` applies ``(key, obj, delete)`` changes of distinct keys in one transaction
+    and returns, per change, the object the key held before (None when none), or
+    :data:`~kinformer.cache.thread_safe_store.NOT_APPLIED` for a write whose index function
+    failed; ``snapshot`` copies the whole content; ``bookmark`` notes a resourceVersion reached
+    with nothing changed.
+    """
+
+    def key_of(self, obj: Any) -> str: ...
+    def update(self, obj: Any, key: str | None = None) -> None: ...
+    def add_new(self, items: dict[str, Any]) -> bool: ...
+    def apply_batch(self, changes: Sequence[tuple[str, Any, bool]]) -> builtins.list[Any]: ...
+    def snapshot(self) -> dict[str, Any]: ...
+    def bookmark(self, resource_version: str) -> None: ...
+    def __len__(self) -> int: ...
 
 
 class KeyListerGetter(Protocol):
@@ -268,5 +299,5 @@ def new_indexer(
     return Indexer(key_func, indexers)
 
 
-def _check_protocols(indexer: Indexer) -> tuple[Store, IndexedStore, KeyListerGetter]:
-    return indexer, indexer, indexer  # mypy proves Indexer satisfies every seam
+def _check_protocols(indexer: Indexer) -> tuple[Store, IndexedStore, InformerIndexer, KeyListerGetter]:
+    return indexer, indexer, indexer, indexer  # mypy proves Indexer satisfies every seam

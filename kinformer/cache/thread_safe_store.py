@@ -43,6 +43,7 @@ class IndexedMap:
     """
 
     __slots__ = (
+        "__weakref__",  # the collector policy tracks a stopped informer's cache (kinformer._gc)
         "_fns",
         "_indexers",
         "_indices",
@@ -151,12 +152,7 @@ class IndexedMap:
                         index[v][key] = obj
                     continue
                 _unindex(index, key, old)
-            for v in new:
-                bucket = index.get(v)
-                if bucket is None:
-                    index[v] = {key: obj}
-                else:
-                    bucket[key] = obj
+            _put_each(index, new, key, obj)
 
     def add_new(self, items: dict[str, Any]) -> bool:
         """Store many objects under keys not stored yet, in one pass and one lock hold.
@@ -475,22 +471,26 @@ def _index_into(
 ) -> None:
     """Add ``((key, obj), values)`` entries for keys not indexed yet to one index."""
     for (key, obj), vals in entries:
-        if len(vals) == 1:
-            v = vals[0]
-            key_values[key] = v
+        if len(vals) != 1:  # several values: the rare case, kept as a tuple
+            key_values[key] = new = tuple(vals)
+            _put_each(index, new, key, obj)
+        else:  # the usual case, inlined: one value, kept as itself
+            key_values[key] = v = vals[0]
             bucket = index.get(v)
             if bucket is None:
                 index[v] = {key: obj}
             else:
                 bucket[key] = obj
-            continue
-        key_values[key] = tuple(vals)
-        for v in vals:
-            bucket = index.get(v)
-            if bucket is None:
-                index[v] = {key: obj}
-            else:
-                bucket[key] = obj
+
+
+def _put_each(index: _Index, values: Iterable[str], key: str, obj: Any) -> None:
+    """Put ``obj`` under ``key`` in one index, under each of ``values``."""
+    for v in values:
+        bucket = index.get(v)
+        if bucket is None:
+            index[v] = {key: obj}
+        else:
+            bucket[key] = obj
 
 
 def _unindex(index: _Index, key: str, values: Any) -> None:

@@ -23,7 +23,7 @@ from typing import Any
 from kinformer.cli import options
 from kinformer.testing.apiserver import FakeAPIServer
 
-log = logging.getLogger("kinformer.serve")
+log = logging.getLogger(__name__)
 
 TOKEN_ENV = "KINFORMER_SERVE_TOKEN"
 ALL_CLUSTERS_CONTEXT = "kinformer-all-clusters"  # with --logical-clusters: list and watch all

@@ -5,7 +5,7 @@ and a watch callable into the :class:`~kinformer.ListerWatcher` a Reflector pull
 :meth:`ListWatch.for_resource` builds the one that lists and watches a resource collection
 through the official client (:class:`~kinformer.client.resource.HTTPResource` over the request
 path of :mod:`kinformer.client.rest`). The protocol and its value types live below, in
-:mod:`kinformer.client.interface`.
+:mod:`kinformer.client.listerwatcher`.
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ from typing import Any
 from kinformer import context as _context
 from kinformer import errors, sharding
 from kinformer import gvr as _gvr
-from kinformer.client import interface, resource, rest
+from kinformer.client import listerwatcher, resource, rest
 
 DEFAULT_READ_TIMEOUT = 60.0  # seconds of silence that mark a watch dead; above the bookmark interval
 DEFAULT_CONNECT_TIMEOUT = rest.DEFAULT_CONNECT_TIMEOUT
@@ -27,23 +27,23 @@ DEFAULT_CONNECT_TIMEOUT = rest.DEFAULT_CONNECT_TIMEOUT
 class _IterableWatch:
     """Wraps a plain iterable of events into a :class:`Watch`; ``close`` stops between events."""
 
-    def __init__(self, events: Iterable[interface.WatchEvent]) -> None:
+    def __init__(self, events: Iterable[listerwatcher.WatchEvent]) -> None:
         self._events = events
         self._closed = threading.Event()
 
     def close(self) -> None:
         self._closed.set()
 
-    def __iter__(self) -> Iterator[interface.WatchEvent]:
+    def __iter__(self) -> Iterator[listerwatcher.WatchEvent]:
         for event in self._events:
             if self._closed.is_set():
                 return
             yield event
 
 
-def as_watch(result: Any) -> interface.Watch:
+def as_watch(result: Any) -> listerwatcher.Watch:
     """``result`` if it is a :class:`Watch`, else a Watch over the iterable it is."""
-    if isinstance(result, interface.Watch) and not inspect.isgenerator(result):
+    if isinstance(result, listerwatcher.Watch) and not inspect.isgenerator(result):
         return result  # a generator has close() too, but it cannot be closed while it runs
     return _IterableWatch(result)
 
@@ -52,38 +52,35 @@ class ListWatch:
     """A :class:`ListerWatcher` from two callables, ``list_func(options)`` and ``watch_func(options)``.
 
     ``watch_func`` may return a :class:`Watch` or any iterable of :class:`WatchEvent`.
-    Thread-safety is that of the callables. A callable marked
-    :func:`~kinformer.client.interface.takes_context` (as the HTTP ones of :meth:`for_resource`
-    are) gets the ``ctx`` passed to :meth:`list` or :meth:`watch`, so cancelling it breaks off a
-    request in flight.
+    Thread-safety is that of the callables. A callable with a ``ctx`` parameter (as the HTTP
+    ones of :meth:`for_resource` have) gets the ``ctx`` passed to :meth:`list` or
+    :meth:`watch`, so cancelling it breaks off a request in flight; whether it has one is read
+    once, here.
     """
 
     def __init__(
         self,
-        list_func: Callable[[interface.ListOptions], interface.ListResult],
-        watch_func: Callable[[interface.ListOptions], Any],
+        list_func: Callable[[listerwatcher.ListOptions], listerwatcher.ListResult],
+        watch_func: Callable[[listerwatcher.ListOptions], Any],
     ) -> None:
         self.list_func = list_func
         self.watch_func = watch_func
+        self._list = listerwatcher.taking_context(list_func)
+        self._watch = listerwatcher.taking_context(watch_func)
         # the shard every request carries (for_resource); an informer over this starts with it
         self.shard_selector: sharding.ShardSelector | None = None
         self.resource: _gvr.GroupVersionResource | None = None  # what it lists, when known
 
-    @interface.takes_context
     def list(
-        self, options: interface.ListOptions, ctx: _context.Context | None = None
-    ) -> interface.ListResult:
-        if ctx is not None and interface.accepts_context(self.list_func):
-            return self.list_func(options, ctx=ctx)  # type: ignore[call-arg]
-        return self.list_func(options)
+        self, options: listerwatcher.ListOptions, ctx: _context.Context | None = None
+    ) -> listerwatcher.ListResult:
+        result: listerwatcher.ListResult = self._list(options, ctx=ctx)
+        return result
 
-    @interface.takes_context
     def watch(
-        self, options: interface.ListOptions, ctx: _context.Context | None = None
-    ) -> interface.Watch:
-        if ctx is not None and interface.accepts_context(self.watch_func):
-            return as_watch(self.watch_func(options, ctx=ctx))  # type: ignore[call-arg]
-        return as_watch(self.watch_func(options))
+        self, options: listerwatcher.ListOptions, ctx: _context.Context | None = None
+    ) -> listerwatcher.Watch:
+        return as_watch(self._watch(options, ctx=ctx))
 
     @classmethod
     def for_resource(
@@ -94,7 +91,7 @@ class ListWatch:
         label_selector: str | None = None,
         field_selector: str | None = None,
         read_timeout: float = DEFAULT_READ_TIMEOUT,
-        tweak_list_options: Callable[[interface.ListOptions], interface.ListOptions | None]
+        tweak_list_options: Callable[[listerwatcher.ListOptions], listerwatcher.ListOptions | None]
         | None = None,
         connect_timeout: float = DEFAULT_CONNECT_TIMEOUT,
         shard_selector: sharding.ShardSelector | str | None = None,

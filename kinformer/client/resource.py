@@ -5,7 +5,7 @@
 (so host, credentials, TLS, proxy and cancellation all come from there), decodes the JSON
 itself (objects stay dicts) and checks what it decoded with :mod:`kinformer.meta`.
 :class:`HTTPWatch` reads one chunked watch response and splits it into events itself. The value
-types it returns are those of :mod:`kinformer.client.interface`.
+types it returns are those of :mod:`kinformer.client.listerwatcher`.
 """
 
 from __future__ import annotations
@@ -16,16 +16,16 @@ import threading
 from collections.abc import Callable, Iterator
 from typing import Any
 
-from kinformer import _checks, _gc, _json, errors, meta
+from kinformer import _checks, _json, errors, meta
 from kinformer import context as _context
 from kinformer import gvr as _gvr
-from kinformer.client import interface, rest
+from kinformer.client import listerwatcher, rest
 
-log = logging.getLogger("kinformer.client.listwatch")  # the name it always had: configs name it
+log = logging.getLogger(__name__)
 
 _READ_CHUNK = 256 * 1024  # bytes per read of a watch stream; a read returns as soon as data arrives
-_EVENT_TYPES = interface.EVENT_TYPES
-_WatchEvent = interface.WatchEvent
+_EVENT_TYPES = listerwatcher.EVENT_TYPES
+_WatchEvent = listerwatcher.WatchEvent
 _new_event = tuple.__new__  # builds a WatchEvent without NamedTuple.__new__'s frame
 
 
@@ -49,7 +49,7 @@ class HTTPResource:
         field_selector: str | None,
         read_timeout: float,
         connect_timeout: float,
-        tweak: Callable[[interface.ListOptions], interface.ListOptions | None] | None,
+        tweak: Callable[[listerwatcher.ListOptions], listerwatcher.ListOptions | None] | None,
         shard_selector: str = "",
     ) -> None:
         self._client = client
@@ -63,7 +63,7 @@ class HTTPResource:
         self._shard_selector = shard_selector
         self._api_version = gvr.version if gvr.group == "" else f"{gvr.group}/{gvr.version}"
 
-    def _options(self, options: interface.ListOptions) -> interface.ListOptions:
+    def _options(self, options: listerwatcher.ListOptions) -> listerwatcher.ListOptions:
         options = dataclasses.replace(options)
         if self._label_selector is not None and options.label_selector is None:
             options.label_selector = self._label_selector
@@ -77,22 +77,20 @@ class HTTPResource:
                 options = tweaked
         return options
 
-    @interface.takes_context
     def list(
-        self, options: interface.ListOptions, ctx: _context.Context | None = None
-    ) -> interface.ListResult:
+        self, options: listerwatcher.ListOptions, ctx: _context.Context | None = None
+    ) -> listerwatcher.ListResult:
         """One list request; cancelling ``ctx`` breaks it off (it raises TransportError)."""
         options = self._options(options)
         what = f"list {self._gvr.group_resource}"  # once: the request, the error messages, item checks
         data = self._client.request(
             "GET", self._path, query=options.query(), timeout=self._timeout, ctx=ctx, what=what
         ).read()
-        with _gc.paused():
-            try:
-                body = _json.loads(data)
-            except ValueError as exc:
-                log.warning("%s: response is not JSON: %s", what, exc)
-                raise errors.DecodeError(f"{what}: response is not JSON") from exc
+        try:
+            body = _json.loads_bulk(data)
+        except ValueError as exc:
+            log.warning("%s: response is not JSON: %s", what, exc)
+            raise errors.DecodeError(f"{what}: response is not JSON") from exc
         if not isinstance(body, dict) or not isinstance(body.get("items"), list):
             log.warning("%s: response is not a list (no items)", what)
             raise errors.DecodeError(f"{what}: response is not a list (no items)")
@@ -124,11 +122,10 @@ class HTTPResource:
             info = metadata.get("shardInfo")
             if isinstance(info, dict) and isinstance(info.get("selector"), str):
                 shard_info = info["selector"]
-        return interface.ListResult(items, rv, token, shard_info, checked=True)
+        return listerwatcher.ListResult(items, rv, token, shard_info, checked=True)
 
-    @interface.takes_context
     def watch(
-        self, options: interface.ListOptions, ctx: _context.Context | None = None
+        self, options: listerwatcher.ListOptions, ctx: _context.Context | None = None
     ) -> HTTPWatch:
         """Open a watch; cancelling ``ctx`` before the response arrives breaks the request off.
 
@@ -152,7 +149,7 @@ class HTTPWatch:
     :class:`~kinformer.DecodeError`; an event cut off by the end of the stream ends it quietly;
     a broken connection, or silence for longer than the read timeout, raises
     :class:`~kinformer.TransportError`. ERROR events are yielded (see
-    :func:`~kinformer.client.interface.error_from_event`).
+    :func:`~kinformer.client.listerwatcher.error_from_event`).
     """
 
     def __init__(self, response: rest.Response, subject: str) -> None:
@@ -172,7 +169,7 @@ class HTTPWatch:
         if not iterating:  # else the reading thread releases the connection on its way out
             self._response.release()
 
-    def __iter__(self) -> Iterator[interface.WatchEvent]:
+    def __iter__(self) -> Iterator[listerwatcher.WatchEvent]:
         pending = b""
         with self._lock:
             self._iterating = True
@@ -206,7 +203,7 @@ class HTTPWatch:
         finally:
             self._response.release()
 
-    def _decode_tail(self, tail: bytes) -> interface.WatchEvent | None:
+    def _decode_tail(self, tail: bytes) -> listerwatcher.WatchEvent | None:
         """The event in what followed the last newline when the stream ended, if it is whole.
 
         The server ends every event with a newline; text after the last one that is not JSON
@@ -219,7 +216,7 @@ class HTTPWatch:
             return None
         return self._decode(tail)
 
-    def _decode(self, line: bytes) -> interface.WatchEvent:
+    def _decode(self, line: bytes) -> listerwatcher.WatchEvent:
         try:
             raw = _json.loads(line)
         except ValueError as exc:

@@ -20,8 +20,9 @@ from typing import Any
 
 from kinformer import _checks, _threads, context, errors, handlers, informer, sharding
 from kinformer.cache import store
+from kinformer.cache.thread_safe_store import IndexFunc
 from kinformer.client import rest
-from kinformer.client.interface import ListOptions
+from kinformer.client.listerwatcher import ListOptions
 from kinformer.clusters import provider as _provider
 from kinformer.clusters.informer import MultiClusterInformer
 from kinformer.clusters.member import STOP_TIMEOUT, Fleet, Member
@@ -70,7 +71,7 @@ class MultiClusterInformerFactory:
         provider: Any,
         default_resync: float = 0,
         profile: str = "modern",
-        indexers: Mapping[str, informer.IndexFunc] | None = None,
+        indexers: Mapping[str, IndexFunc] | None = None,
         *,
         namespace: str = "",
         tweak_list_options: Callable[[ListOptions], ListOptions | None] | None = None,

@@ -23,7 +23,8 @@ from kinformer.cache.cluster_lister import GenericClusterLister
 from kinformer.clusters.delivery import HandlerDelivery
 from kinformer.clusters.member import Fleet, Member
 from kinformer.gvr import GroupVersionResource
-from kinformer.informer import ResourceEventHandlerRegistration, SharedIndexInformer
+from kinformer.informer import SharedIndexInformer
+from kinformer.processor import ResourceEventHandlerRegistration
 
 log = logging.getLogger(__name__)
 

@@ -24,11 +24,12 @@ from typing import Any
 
 from kinformer import _threads, context, factory, informer
 from kinformer.cache import store
+from kinformer.cache.thread_safe_store import IndexFunc
 from kinformer.client import listwatch
-from kinformer.client.interface import ListOptions
+from kinformer.client.listerwatcher import ListOptions
 from kinformer.clusters.delivery import Engagement
 from kinformer.gvr import GroupVersionResource
-from kinformer.informer import IndexFunc, SharedIndexInformer
+from kinformer.informer import SharedIndexInformer
 
 log = logging.getLogger(__name__)
 

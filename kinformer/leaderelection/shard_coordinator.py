@@ -2,8 +2,10 @@
 
 Every member of a shard group keeps a ``coordination.k8s.io/v1`` Lease named
 ``<group>-<identity>`` and labelled ``kinformer.io/shard-group=<group>``, renewed every
-``renew_interval``, and watches the group's Leases with a reflector. Live members sorted by
-identity split the hash space equally: member *i* of *n* owns ``ShardSelector.for_shard(i, n)``.
+``renew_interval`` through the package's Lease client
+(:mod:`kinformer.leaderelection.lease_client`), and watches the group's Leases with a reflector,
+reading them through :mod:`kinformer.meta`. Live members sorted by identity split the hash space
+equally: member *i* of *n* owns ``ShardSelector.for_shard(i, n)``.
 A member that stops deletes its Lease, so the others take its range at once; one that dies is
 dropped once its Lease has not changed for ``lease_duration``.
 
@@ -29,13 +31,13 @@ import threading
 from collections.abc import Callable
 from typing import Any
 
-from kinformer import _checks, _threads, errors, sharding
+from kinformer import _checks, _threads, errors, meta, sharding
 from kinformer import backoff as _backoff
 from kinformer import clock as _clock
 from kinformer import context as _context
 from kinformer.cache import store
-from kinformer.client import listwatch, rest
-from kinformer.leaderelection.lease_lock import LEASES
+from kinformer.client import listwatch
+from kinformer.leaderelection import lease_client
 from kinformer.leaderelection.record import format_micro_time, lease_seconds
 from kinformer.reflector import reflector
 
@@ -46,7 +48,7 @@ REQUEST_TIMEOUT = 10.0  # seconds per Lease request at most; a renewal gets only
 JOIN_TIMEOUT = 30.0
 WRITES_KEPT = 16  # own renewals remembered until the watch shows them; a few renew intervals
 
-Listener = Callable[[sharding.ShardSelector], object]
+SelectorListener = Callable[[sharding.ShardSelector], object]
 _LABEL_VALUE = re.compile(r"(?:[A-Za-z0-9](?:[-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?)\Z")
 
 
@@ -116,9 +118,8 @@ class ShardCoordinator:
         self._renew_interval = float(renew_interval)
         self._field = field
         self._clock = clock or _clock.REAL_CLOCK
-        self._rest = rest.Client(client)
         self._name = lease_name(group, identity)
-        self._collection = rest.resource_path(LEASES, namespace)
+        self._lease = lease_client.LeaseClient(client, namespace, self._name)  # this member's own
         self._wake = threading.Event()  # a Lease of the group changed, or stop
         self._leases = _Leases(self._wake)
         # the group's few Leases, relisted within a renew interval after any failure: a member
@@ -126,18 +127,17 @@ class ShardCoordinator:
         retry = _backoff.Backoff(duration=min(_backoff.BACKOFF_INITIAL, self._renew_interval),
                                  cap=self._renew_interval)
         self._reflector = reflector.Reflector(
-            listwatch.ListWatch.for_resource(client, LEASES, namespace,
+            listwatch.ListWatch.for_resource(client, lease_client.LEASES, namespace,
                                              label_selector=f"{GROUP_LABEL}={group}"),
             self._leases, name=f"shards-{self._name}", clock=self._clock,
             backoff=_backoff.BackoffManager(retry, clock=self._clock))
         self._lock = threading.Lock()  # guards the fields below
         self._selector = sharding.ShardSelector.empty()
         self._members: list[str] = []
-        self._listeners: list[Listener] = []
+        self._listeners: list[SelectorListener] = []
         self._started = False
         # only touched by the run thread: Lease key -> (resourceVersion, when it was seen change)
         self._observed: dict[str, tuple[str, float]] = {}
-        self._lease: dict[str, Any] | None = None  # this member's Lease as last written
         self._own_key = f"{namespace}/{self._name}"
         self._valid_until = float("-inf")  # last successful renewal's start + lease_duration
         self._written: dict[str, float] = {}  # resourceVersion of a recent renewal -> its start
@@ -156,7 +156,7 @@ class ShardCoordinator:
         with self._lock:
             return list(self._members)
 
-    def add_listener(self, fn: Listener) -> None:
+    def add_listener(self, fn: SelectorListener) -> None:
         """Call ``fn(selector)`` whenever this member's selector changes (not now)."""
         with self._lock:
             self._listeners.append(fn)
@@ -211,8 +211,7 @@ class ShardCoordinator:
     def _wrote(self, started: float) -> None:
         """A renewal that began at ``started`` succeeded: remember its resourceVersion."""
         self._valid_until = started + self._lease_duration
-        version = str(((self._lease or {}).get("metadata") or {}).get("resourceVersion", ""))
-        self._written[version] = started
+        self._written[self._lease.resource_version] = started
         while len(self._written) > WRITES_KEPT:
             del self._written[next(iter(self._written))]
 
@@ -221,9 +220,8 @@ class ShardCoordinator:
         liveness runs out (the next time to recompute without an event)."""
         leases: list[tuple[str, str, float]] = []  # (key, identity, when it was seen change)
         for lease in self._leases.list():
-            metadata = lease.get("metadata") or {}
-            key = f"{metadata.get('namespace', '')}/{metadata.get('name', '')}"
-            version = str(metadata.get("resourceVersion", ""))
+            key = f"{meta.namespace(lease)}/{meta.name(lease)}"
+            version = meta.resource_version(lease) or ""
             observed = self._observed.get(key)
             if observed is None or observed[0] != version:
                 observed = (version, now)
@@ -232,7 +230,7 @@ class ShardCoordinator:
                 self._seen_own = max(self._seen_own, self._written.get(version, float("-inf")))
             spec = lease.get("spec") or {}
             holder = spec.get("holderIdentity")
-            identity = holder if isinstance(holder, str) and holder else str(metadata.get("name"))
+            identity = holder if isinstance(holder, str) and holder else meta.name(lease)
             leases.append((key, identity, observed[1]))
         seen = {key for key, _, _ in leases}
         for key in [k for k in self._observed if k not in seen]:
@@ -277,72 +275,47 @@ class ShardCoordinator:
         Each request may take ``timeout`` seconds.
         """
         now = format_micro_time(datetime.datetime.now(datetime.timezone.utc))
+        lease = self._lease
         try:
-            if self._lease is None:
-                self._lease = self._create(now, ctx, timeout)
+            if lease.lease is None:
+                self._create(now, ctx, timeout)
             else:
-                body = dict(self._lease)
-                body["spec"] = {**(body.get("spec") or {}), "renewTime": now}
-                path = f"{self._collection}/{self._name}"
                 try:
-                    self._lease = self._send("PUT", path, body, ctx, timeout)
+                    lease.update({"renewTime": now}, ctx=ctx, timeout=timeout)
                 except errors.NotFoundError:  # deleted under us: create it again
-                    self._lease = self._create(now, ctx, timeout)
+                    self._create(now, ctx, timeout)
                 except errors.ConflictError:  # written by someone else: take the latest, retry
-                    self._lease = self._send("GET", path, None, ctx, timeout)
+                    lease.get(ctx=ctx, timeout=timeout)
                     return False
             return True
         except Exception as exc:
             if not ctx.cancelled():
-                log.warning("shard coordinator %s: renewing lease %s/%s failed: %s",
-                            self.identity, self.namespace, self._name, exc)
+                log.warning("shard coordinator %s: renewing lease %s failed: %s",
+                            self.identity, lease.describe(), exc)
             return False
 
-    def _create(self, now: str, ctx: _context.Context, timeout: float) -> dict[str, Any]:
+    def _create(self, now: str, ctx: _context.Context, timeout: float) -> None:
         spec = {"holderIdentity": self.identity,
                 "leaseDurationSeconds": lease_seconds(self._lease_duration),
                 "acquireTime": now, "renewTime": now}
-        body = {
-            "apiVersion": "coordination.k8s.io/v1",
-            "kind": "Lease",
-            "metadata": {"name": self._name, "namespace": self.namespace,
-                         "labels": {GROUP_LABEL: self.group}},
-            "spec": spec,
-        }
-        path = f"{self._collection}/{self._name}"
+        labels = {GROUP_LABEL: self.group}
         try:
-            return self._send("POST", self._collection, body, ctx, timeout)
+            self._lease.create(spec, labels=labels, ctx=ctx, timeout=timeout)
         except errors.ConflictError:  # left over from an earlier run: take it over
-            current = self._send("GET", path, None, ctx, timeout)
-            current["metadata"].setdefault("labels", {})[GROUP_LABEL] = self.group
-            current["spec"] = {**(current.get("spec") or {}), **spec}
-            return self._send("PUT", path, current, ctx, timeout)
+            self._lease.get(ctx=ctx, timeout=timeout)
+            self._lease.update(spec, labels=labels, ctx=ctx, timeout=timeout)
 
     def _delete(self) -> None:
         """Delete this member's Lease so the others take its range at once (best effort)."""
-        if self._lease is None:
+        lease = self._lease
+        if lease.lease is None:
             return
         try:
-            self._send("DELETE", f"{self._collection}/{self._name}", None, None, REQUEST_TIMEOUT)
-        except errors.NotFoundError:
-            pass
+            lease.delete(timeout=REQUEST_TIMEOUT)
         except Exception as exc:
-            log.warning("shard coordinator %s: deleting lease %s/%s failed: %s; it expires "
-                        "after %.0fs", self.identity, self.namespace, self._name, exc,
+            log.warning("shard coordinator %s: deleting lease %s failed: %s; it expires "
+                        "after %.0fs", self.identity, lease.describe(), exc,
                         self._lease_duration)
-        self._lease = None
-
-    def _send(
-        self, method: str, path: str, body: Any, ctx: _context.Context | None, timeout: float
-    ) -> dict[str, Any]:
-        """One Lease request of at most ``timeout`` seconds a step; the object answered."""
-        where = f"{method} lease {self.namespace}/{self._name}"
-        seconds = max(timeout, 0.001)
-        answer = self._rest.request_json(
-            method, path, body=body, timeout=(seconds, seconds), ctx=ctx, what=where)
-        if not isinstance(answer, dict):
-            raise errors.DecodeError(f"{where}: response is not an object")
-        return answer
 
 
 class _Leases(store.Indexer):

@@ -66,7 +66,8 @@ class _Running:
 class ControllerManager:
     """Runs each managed controller exactly while all the resources it requires are synced.
 
-    ``start(ctx)`` blocks until ``ctx`` (a Context or threading.Event) is cancelled. It
+    ``run(ctx)`` blocks until ``ctx`` (a Context or threading.Event) is cancelled; ``start(ctx)``,
+    kcp's name for it, is the same and blocks too (the one ``start`` of kinformer that does). It
     subscribes to ``informer_source`` under :attr:`name` (thread
     ``kinformer-notifications-<name>`` forwards notifications), reconciles at once, then on
     every notification: a controller whose required resources all have synced informers is
@@ -75,9 +76,9 @@ class ControllerManager:
     kcp); when one disappears or falls out of sync the controller's context is cancelled and
     its thread joined, and a fresh instance is created when they return. A failed reconcile or
     ``create`` is logged and retried with backoff. On cancel every controller is stopped and
-    joined before ``start`` returns. ``running_controllers`` is thread-safe. A manager starts
-    once (:class:`~kinformer.AlreadyStartedError`). ``stop_timeout`` and ``resync_interval``
-    are finite seconds, else :class:`~kinformer.ConfigurationError`.
+    joined before ``run`` returns. ``running_controllers`` is thread-safe. A manager runs once,
+    by either name (:class:`~kinformer.AlreadyStartedError`). ``stop_timeout`` and
+    ``resync_interval`` are finite seconds, else :class:`~kinformer.ConfigurationError`.
 
     Example, with ``ddsif`` a :class:`~kinformer.DiscoveringDynamicSharedInformerFactory`,
     ``new_widget_controller(ctx)`` returning the function that runs the controller, and ``ctx``
@@ -86,7 +87,7 @@ class ControllerManager:
         widgets = GroupVersionResource("example.com", "v1", "widgets")
         manager = ControllerManager("cluster-1", ddsif.informer_source(),
                                     {"widgets": ManagedController({widgets}, new_widget_controller)})
-        manager.start(ctx)  # blocks until ctx is cancelled
+        manager.run(ctx)  # blocks until ctx is cancelled
     """
 
     def __init__(
@@ -118,6 +119,10 @@ class ControllerManager:
             return set(self._running)
 
     def start(self, ctx: context.StopSignal) -> None:
+        """:meth:`run`, under kcp's name: blocks until ``ctx`` is cancelled."""
+        self.run(ctx)
+
+    def run(self, ctx: context.StopSignal) -> None:
         """Manage the controllers until ``ctx`` is cancelled; return once all of them were joined."""
         with self._lock:
             if self._started:

@@ -20,7 +20,7 @@ import contextlib
 import logging
 import queue
 import threading
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable
 from typing import Any, Protocol, runtime_checkable
 
 from kinformer import _checks, _threads, context, errors, factory, informer, meta
@@ -134,7 +134,7 @@ class DiscoveringDynamicSharedInformerFactory:
         ddsif = DiscoveringDynamicSharedInformerFactory(api_client, lambda gvr: gvr.group == "example.com")
         ddsif.start(ctx)  # a thread of its own, until ctx is cancelled
         manager = ControllerManager("demo", ddsif.informer_source(), controllers)
-        manager.start(ctx)  # blocks until ctx is cancelled
+        manager.run(ctx)  # blocks until ctx is cancelled
     """
 
     def __init__(
@@ -145,13 +145,12 @@ class DiscoveringDynamicSharedInformerFactory:
         poll_interval: float = DEFAULT_POLL_INTERVAL,
         *,
         clock: Clock = REAL_CLOCK,
-        indexers: Mapping[str, informer.IndexFunc] | None = None,
+        indexers: store.Indexers | None = None,
         watch_crds: bool = True,
         discovery: client_discovery.CachedDiscoveryClient | None = None,
         profile: str = "modern",
     ) -> None:
-        informer.check_profile(profile)
-        self._profile = profile
+        self._profile = informer.check_profile(profile)
         self._client = client
         self._filter = filter_func or (lambda gvr: True)
         self._resync = _checks.seconds("resync", resync)

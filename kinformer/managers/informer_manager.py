@@ -17,7 +17,6 @@ import dataclasses
 import logging
 import threading
 from collections.abc import Iterable
-from types import TracebackType
 from typing import Any
 
 from kinformer import context, errors, factory, handlers
@@ -237,12 +236,7 @@ class InformerManager:
         self.start()
         return self
 
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
+    def __exit__(self, *exc_info: object) -> None:
         self.stop()
 
     def wait_for_cache_sync(self, timeout: float | None = None) -> bool:

@@ -3,11 +3,13 @@
 client-go's ``handleAnyWatch`` and its two callers, ``handleWatch`` and ``handleListWatch``:
 :func:`handle_any_watch` reads the events of one open watch, checks each once through
 :mod:`kinformer.meta`, applies it to a store, tracks its resourceVersion (:class:`LastVersion`),
-and returns how the stream ended as a :class:`WatchEnd`. The :class:`~kinformer.Reflector`
-(:mod:`kinformer.reflector.reflector`) calls it with its own store for every watch, and through
-:func:`handle_initial_events` with a temporary store for the initial events of a WatchList
-(``sendInitialEvents``) stream, which end at the bookmark annotated ``k8s.io/initial-events-end``.
-What to do about an ending (watch again, back off, relist, list instead) is the reflector's.
+and returns how the stream ended as a :class:`WatchEnd`. The reflector's watch loop
+(:mod:`kinformer.reflector.watch_loop`) calls it with the reflector's store for every watch, and
+its WatchList sync (:mod:`kinformer.reflector.watch_list`) through :func:`handle_initial_events`
+with a temporary store for the initial events of a ``sendInitialEvents`` stream, which end at the
+bookmark annotated ``k8s.io/initial-events-end``. What to do about an ending (watch again, back
+off, relist, list instead) is theirs. :func:`open_watch` starts each watch the same way for
+both.
 """
 
 from __future__ import annotations
@@ -23,9 +25,10 @@ from typing import Any
 from kinformer import _threads, errors, meta
 from kinformer import clock as _clock
 from kinformer import context as _context
-from kinformer.client import interface
+from kinformer.client import listerwatcher
+from kinformer.reflector import sink
 
-log = logging.getLogger("kinformer.reflector.reflector")  # one logger for all of the reflector's parts
+log = logging.getLogger(__name__)
 
 INITIAL_EVENTS_WARN_EVERY = 10.0  # WatchList: how often to say we are still waiting for the end bookmark
 
@@ -56,16 +59,19 @@ class WatchEnd:
 
 
 class LastVersion:
-    """The last resourceVersion a reflector has seen: where :func:`handle_any_watch` tracks it.
+    """The last resourceVersion a reflector has seen, and whether the server still has it.
 
-    Only the thread reading the watch writes :attr:`value`; any thread may read it. It is one
-    reference, replaced whole, so neither side takes a lock.
+    :func:`handle_any_watch` tracks :attr:`value`; :attr:`unavailable` is set when a list or
+    a stream found that version gone or too new, so the next one asks for the current version
+    (""). Only the reflector's run thread writes either; any thread may read :attr:`value`. Each
+    is one reference, replaced whole, so neither side takes a lock.
     """
 
-    __slots__ = ("value",)
+    __slots__ = ("unavailable", "value")
 
     def __init__(self, value: str = "") -> None:
         self.value = value
+        self.unavailable = False
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -75,24 +81,24 @@ class OpenWatch:
     A WatchList stream is read twice, its initial events then the rest, through one iterator.
     """
 
-    watch: interface.Watch
-    iterator: Iterator[interface.WatchEvent]
+    watch: listerwatcher.Watch
+    iterator: Iterator[listerwatcher.WatchEvent]
     started: float
 
 
 def open_watch(
-    lister_watcher: interface.ListerWatcher,
-    options: interface.ListOptions,
+    lister_watcher: listerwatcher.ContextListerWatcher,
+    options: listerwatcher.ListOptions,
     ctx: _context.Context,
     clock: _clock.Clock,
 ) -> OpenWatch:
     """Start a watch; blocks until the server answers, raises what it refused with.
 
     Cancelling ``ctx`` breaks off a start the server has not answered when the ListerWatcher
-    takes a context. The start time is taken before the request: connecting counts as watch time.
+    takes it. The start time is taken before the request: connecting counts as watch time.
     """
     started = clock.now()
-    watch = interface.watch_with_context(lister_watcher, options, ctx)
+    watch = lister_watcher.watch(options, ctx=ctx)
     return OpenWatch(watch, iter(watch), started)
 
 
@@ -110,13 +116,13 @@ def is_dropped(error: BaseException) -> bool:
 
 def is_initial_events_end(obj: Any) -> bool:
     """Whether ``obj`` carries the annotation that ends a WatchList stream's initial events."""
-    return meta.annotations(obj).get(interface.INITIAL_EVENTS_END_ANNOTATION) == "true"
+    return meta.annotations(obj).get(listerwatcher.INITIAL_EVENTS_END_ANNOTATION) == "true"
 
 
 def handle_any_watch(
     ctx: _context.Context,
     opened: OpenWatch,
-    store: Any,
+    store: sink.Sink,
     name: str,
     last_version: LastVersion,
     *,
@@ -146,16 +152,14 @@ def handle_any_watch(
     ``transform``, the store gets ``transform(obj)`` of each event it would get; an error there
     is logged as a store error is.
     """
-    bookmark = getattr(store, "bookmark", None)
-    if not callable(bookmark):
-        bookmark = None
-    actions: dict[str, Callable[[Any], None] | None] = {
+    bookmark = store.bookmark
+    actions: dict[str, Callable[[Any], object] | None] = {
         "ADDED": store.add,
         "MODIFIED": store.update,
         "DELETED": store.delete,
         "BOOKMARK": None,
     }
-    take_version = getattr(store, "update_resource_version", None)
+    take_version = store.update_resource_version
     well_formed = meta.is_well_formed
     # a line per change, but none per initial event: like a list, they are summed up once
     debug = log.isEnabledFor(logging.DEBUG) and not exit_on_initial_events_end
@@ -167,7 +171,7 @@ def handle_any_watch(
                 return WatchEnd(WatchOutcome.STOPPED, events)
             event_type = event.type
             if event_type == "ERROR":
-                return WatchEnd(WatchOutcome.FAILED, events, interface.error_from_event(event))
+                return WatchEnd(WatchOutcome.FAILED, events, listerwatcher.error_from_event(event))
             obj = event.object
             if well_formed(obj) and event_type in actions:
                 rv = obj["metadata"].get("resourceVersion", "")  # the usual decoded event
@@ -223,7 +227,7 @@ def handle_any_watch(
 def handle_initial_events(
     ctx: _context.Context,
     opened: OpenWatch,
-    store: Any,
+    store: sink.Sink,
     name: str,
     clock: _clock.Clock,
     timeout: float,

@@ -1,7 +1,10 @@
-"""Test helpers shipped with kinformer: a fake clock, a Kubernetes API server on loopback."""
+"""Test helpers shipped with kinformer: a Kubernetes API server on loopback, a fake clock, a
+scripted ListerWatcher and a recording event handler."""
 
 from kinformer.testing.apiserver import FakeAPIServer
 from kinformer.testing.clock import FakeClock
+from kinformer.testing.recorder import Recorder
+from kinformer.testing.scripted_source import ScriptedSource
 from kinformer.testing.waiting import wait_for
 
-__all__ = ["FakeAPIServer", "FakeClock", "wait_for"]
+__all__ = ["FakeAPIServer", "FakeClock", "Recorder", "ScriptedSource", "wait_for"]

@@ -28,7 +28,6 @@ import ssl
 import tempfile
 import threading
 from collections.abc import Iterable, Iterator, Mapping
-from types import TracebackType
 from typing import Any
 
 from kinformer import _checks, _gc, _threads, errors
@@ -233,12 +232,7 @@ class FakeAPIServer:
     def __enter__(self) -> FakeAPIServer:
         return self.start()
 
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
+    def __exit__(self, *exc_info: object) -> None:
         self.stop()
 
     @property

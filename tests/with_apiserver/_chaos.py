@@ -29,7 +29,7 @@ from kinformer.cache.store import (
     deletion_handling_meta_namespace_key_func,
     meta_namespace_index_func,
 )
-from kinformer.client.interface import ListOptions, ListResult
+from kinformer.client.listerwatcher import ListOptions, ListResult
 from kinformer.client.listwatch import ListWatch
 from kinformer.gvr import GroupVersionResource
 from kinformer.informer import SharedIndexInformer

@@ -14,7 +14,6 @@ from typing import Any
 import pytest
 from helpers import (
     TIMEOUT,
-    Recorder,
     crd,
     create_cm,
     delete_cm,
@@ -41,7 +40,7 @@ from kinformer import (
     SharedIndexInformer,
     wait_for_cache_sync,
 )
-from kinformer.testing import FakeAPIServer, FakeClock, wait_for
+from kinformer.testing import FakeAPIServer, FakeClock, Recorder, wait_for
 
 CONFIGMAPS = GroupVersionResource("", "v1", "configmaps")
 SECRETS = GroupVersionResource("", "v1", "secrets")

@@ -10,10 +10,10 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from helpers import TIMEOUT, Recorder, cm
+from helpers import TIMEOUT, cm
 
 from kinformer import ConfigurationError, Context, GroupVersionResource, ListWatch, SharedIndexInformer, aio
-from kinformer.testing import FakeAPIServer
+from kinformer.testing import FakeAPIServer, Recorder
 
 CONFIGMAPS = GroupVersionResource("", "v1", "configmaps")
 

@@ -20,7 +20,7 @@ from helpers import client_with_token
 
 from kinformer import errors
 from kinformer.client.discovery import CachedDiscoveryClient
-from kinformer.client.interface import ListOptions
+from kinformer.client.listerwatcher import ListOptions
 from kinformer.client.listwatch import ListWatch
 from kinformer.context import Context
 from kinformer.factory import DynamicSharedInformerFactory

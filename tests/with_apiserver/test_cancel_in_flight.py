@@ -14,7 +14,7 @@ import kubernetes
 import pytest
 from helpers import running
 
-from kinformer.client.interface import ListOptions, takes_context
+from kinformer.client.listerwatcher import ListOptions
 from kinformer.client.listwatch import ListWatch
 from kinformer.context import Context
 from kinformer.gvr import GroupVersionResource
@@ -35,12 +35,10 @@ class Announcing:
         self.listing = threading.Event()
         self.watching = threading.Event()
 
-    @takes_context
     def list(self, options: ListOptions, ctx: Context | None = None) -> Any:
         self.listing.set()
         return self.inner.list(options, ctx=ctx)
 
-    @takes_context
     def watch(self, options: ListOptions, ctx: Context | None = None) -> Any:
         self.watching.set()
         return self.inner.watch(options, ctx=ctx)

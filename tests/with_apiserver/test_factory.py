@@ -9,7 +9,7 @@ from helpers import create_cm, names
 from kubernetes import client as k8s
 
 from kinformer import Context, _threads
-from kinformer.client.interface import ListOptions
+from kinformer.client.listerwatcher import ListOptions
 from kinformer.factory import DynamicSharedInformerFactory
 from kinformer.gvr import GroupVersionResource
 from kinformer.handlers import ResourceEventHandlerFuncs

@@ -22,7 +22,7 @@ import kinformer
 from kinformer import _json, errors
 from kinformer.backoff import Backoff, BackoffManager
 from kinformer.cache.store import Indexer
-from kinformer.client.interface import ListOptions, WatchEvent, error_from_event
+from kinformer.client.listerwatcher import ListOptions, WatchEvent, error_from_event
 from kinformer.client.listwatch import ListWatch
 from kinformer.client.resource import HTTPWatch
 from kinformer.gvr import GroupVersionResource
@@ -162,7 +162,7 @@ def test_a_list_body_that_is_not_a_list_of_objects_is_a_decode_error(
 ) -> None:
     server.responder = lambda h: h.send_body(200, body)
     lw = ListWatch.for_resource(helpers.client_for(server.url), CONFIGMAPS)
-    with caplog.at_level(logging.WARNING, logger="kinformer.client.listwatch"), pytest.raises(
+    with caplog.at_level(logging.WARNING, logger="kinformer.client.resource"), pytest.raises(
         errors.DecodeError
     ):
         lw.list(ListOptions())

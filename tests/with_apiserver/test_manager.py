@@ -11,14 +11,14 @@ import sys
 import threading
 from typing import Any
 
-from helpers import Recorder, client_threads, crd, create_cm, name_of
+from helpers import client_threads, crd, create_cm, name_of
 from kubernetes import client as k8s
 
 from kinformer import Context, _threads
 from kinformer.gvr import APIResourceMeta, GroupVersionKind, GroupVersionResource
 from kinformer.handlers import ResourceEventHandlerFuncs
 from kinformer.managers.informer_manager import InformerManager, strip_managed_fields
-from kinformer.testing import FakeAPIServer, wait_for
+from kinformer.testing import FakeAPIServer, Recorder, wait_for
 
 CONFIGMAPS = GroupVersionResource("", "v1", "configmaps")
 SECRETS = GroupVersionResource("", "v1", "secrets")

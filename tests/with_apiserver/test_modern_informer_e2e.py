@@ -7,10 +7,10 @@ import threading
 from typing import Any
 
 import pytest
-from helpers import Recorder, create_cm, running
+from helpers import create_cm, running
 
 from kinformer import GroupVersionResource, ListWatch, SharedIndexInformer
-from kinformer.testing import FakeAPIServer
+from kinformer.testing import FakeAPIServer, Recorder
 from kinformer.testing.clock import FakeClock
 from kinformer.testing.waiting import wait_for
 

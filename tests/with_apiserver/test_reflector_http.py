@@ -17,7 +17,7 @@ from helpers import cm, cm_manifest
 from kinformer import errors
 from kinformer.backoff import Backoff, BackoffManager
 from kinformer.cache.store import Indexer
-from kinformer.client.interface import ListOptions
+from kinformer.client.listerwatcher import ListOptions
 from kinformer.client.listwatch import ListWatch
 from kinformer.context import Context
 from kinformer.gvr import GroupVersionResource

@@ -124,6 +124,22 @@ def test_a_member_whose_lease_stops_changing_is_dropped_after_the_lease_duration
     assert seen[-2:] == [ShardSelector.for_shard(0, 1), ShardSelector.empty()]
 
 
+def test_a_member_takes_over_the_lease_an_earlier_run_of_it_left_behind(
+    api_client: Any, apiserver: FakeAPIServer
+) -> None:
+    apiserver.create(LEASES, {  # its own Lease, from before a crash, without the group label
+        "metadata": {"name": "workers-a", "namespace": "default", "labels": {"team": "x"}},
+        "spec": {"holderIdentity": "a-before", "leaseDurationSeconds": 30}})
+    with members(api_client, "a") as started:
+        member = started["a"][0]
+        assert wait_for(lambda: member.members() == ["a"], TIMEOUT)
+        assert member.selector() == ShardSelector.for_shard(0, 1)
+        lease = apiserver.get(LEASES, "default", "workers-a")
+        assert lease["metadata"]["labels"] == {"team": "x", "kinformer.io/shard-group": "workers"}
+        assert lease["spec"]["holderIdentity"] == "a"
+        assert lease["spec"]["leaseDurationSeconds"] == 1
+
+
 def test_a_member_whose_renewals_hang_owns_nothing_once_its_lease_runs_out(
     api_client: Any, apiserver: FakeAPIServer
 ) -> None:

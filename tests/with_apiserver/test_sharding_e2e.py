@@ -14,7 +14,7 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from helpers import Recorder, create_cm, delete_cm, request, running
+from helpers import create_cm, delete_cm, request, running
 
 from kinformer import (
     DynamicSharedInformerFactory,
@@ -24,7 +24,7 @@ from kinformer import (
     SharedIndexInformer,
 )
 from kinformer.cache.store import DeletedFinalStateUnknown
-from kinformer.testing import FakeAPIServer
+from kinformer.testing import FakeAPIServer, Recorder
 from kinformer.testing.waiting import wait_for
 
 CONFIGMAPS = GroupVersionResource("", "v1", "configmaps")

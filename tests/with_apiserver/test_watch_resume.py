@@ -13,11 +13,11 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from helpers import Recorder, create_cm
+from helpers import create_cm
 
 from kinformer import GroupVersionResource, ListWatch, SharedIndexInformer
 from kinformer.context import Context
-from kinformer.testing import FakeAPIServer
+from kinformer.testing import FakeAPIServer, Recorder
 from kinformer.testing.clock import FakeClock
 from kinformer.testing.waiting import wait_for
 

@@ -174,7 +174,7 @@ class Demo:
         self.manager.start()
         self.ddsif.start(self.ctx)
         self.threads.append(_threads.spawn(self._discovery_loop, _threads.thread_name("demo", "discovery")))
-        self.threads.append(_threads.spawn(self.controllers.start,
+        self.threads.append(_threads.spawn(self.controllers.run,
                                            _threads.thread_name("demo", "controllers"), self.ctx))
 
     def _discover(self) -> None:

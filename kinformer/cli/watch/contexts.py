@@ -34,7 +34,7 @@ from kinformer.cli.watch.exits import (
     CommandError,
     command_error,
 )
-from kinformer.client.interface import ListOptions
+from kinformer.client.listerwatcher import ListOptions
 from kinformer.clusters.factory import MultiClusterInformerFactory
 from kinformer.clusters.informer import MultiClusterInformer
 from kinformer.clusters.kubeconfig import KubeconfigContextsProvider

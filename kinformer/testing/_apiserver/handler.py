@@ -51,7 +51,7 @@ from kinformer.testing._apiserver.request import Request
 from kinformer.testing._apiserver.resources import ResourceType
 from kinformer.testing._apiserver.status import StatusError
 
-log = logging.getLogger("kinformer.testing.apiserver")
+log = logging.getLogger(__name__)
 
 
 class Handler(http.server.BaseHTTPRequestHandler):

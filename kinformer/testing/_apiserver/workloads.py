@@ -135,18 +135,27 @@ def _pod(obj: dict[str, Any]) -> None:
         spec["enableServiceLinks"] = True
 
 
+def _rolling_update(spec: dict[str, Any], field: str) -> dict[str, Any] | None:
+    """The ``rollingUpdate`` of the update strategy in ``spec[field]``, defaulting the strategy's
+    type to RollingUpdate; None when the strategy is of another type."""
+    strategy = _dict(spec.get(field))
+    if strategy is None:
+        strategy = spec[field] = {}
+    if _unset(strategy, "type"):
+        strategy["type"] = "RollingUpdate"
+    if strategy["type"] != "RollingUpdate":
+        return None
+    rolling = _dict(strategy.get("rollingUpdate"))
+    if rolling is None:
+        rolling = strategy["rollingUpdate"] = {}
+    return rolling
+
+
 def _deployment(spec: dict[str, Any]) -> None:
     if spec.get("replicas") is None:
         spec["replicas"] = 1
-    strategy = _dict(spec.get("strategy"))
-    if strategy is None:
-        strategy = spec["strategy"] = {}
-    if _unset(strategy, "type"):
-        strategy["type"] = "RollingUpdate"
-    if strategy["type"] == "RollingUpdate":
-        rolling = _dict(strategy.get("rollingUpdate"))
-        if rolling is None:
-            rolling = strategy["rollingUpdate"] = {}
+    rolling = _rolling_update(spec, "strategy")
+    if rolling is not None:
         for key in ("maxUnavailable", "maxSurge"):
             if rolling.get(key) is None:
                 rolling[key] = "25%"
@@ -157,15 +166,8 @@ def _deployment(spec: dict[str, Any]) -> None:
 
 
 def _daemon_set(spec: dict[str, Any]) -> None:
-    strategy = _dict(spec.get("updateStrategy"))
-    if strategy is None:
-        strategy = spec["updateStrategy"] = {}
-    if _unset(strategy, "type"):
-        strategy["type"] = "RollingUpdate"
-    if strategy["type"] == "RollingUpdate":
-        rolling = _dict(strategy.get("rollingUpdate"))
-        if rolling is None:
-            rolling = strategy["rollingUpdate"] = {}
+    rolling = _rolling_update(spec, "updateStrategy")
+    if rolling is not None:
         if rolling.get("maxUnavailable") is None:
             rolling["maxUnavailable"] = 1
         if rolling.get("maxSurge") is None:

@@ -1,0 +1,377 @@
+"""How an informer applies what its FIFO pops to its cache, and tells its handlers: one applier
+per profile.
+
+client-go's ``processDeltas`` (``controller.go``) and the shared informer's
+``HandleDeltas``/``HandleBatchDeltas``, as two classes picked once, when an informer runs
+(:func:`new_applier`). Each builds the FIFO of its profile and pops it
+(:meth:`Applier.pop`); the informer's delta loop (:mod:`kinformer.informer`) only calls that.
+
+- :class:`ModernApplier` (:attr:`InformerProfile.MODERN`, client-go 1.36's): a
+  :class:`~kinformer.RealFIFO` in atomic mode; a batch of changes to distinct keys goes into the
+  cache in one transaction (``apply_batch``), a relist (``ReplacedAll``) replaces the whole cache
+  in one step, deletions first, and the FIFO lock is let go meanwhile.
+- :class:`ClassicApplier` (:attr:`InformerProfile.CLASSIC`, client-go up to 1.32): a
+  :class:`~kinformer.DeltaFIFO` merging each key's pending changes; a first list is taken whole
+  (``take_first_list``) when it can be, and a queued one is applied a batch at a time.
+
+Both write to the cache through the :class:`~kinformer.cache.store.InformerIndexer` protocol and
+hand notifications to the :class:`~kinformer.processor.SharedProcessor`, all under the
+informer's delta lock, which a late handler takes to replay the cache.
+"""
+
+from __future__ import annotations
+
+import enum
+import logging
+import threading
+from collections.abc import Callable
+from typing import Any
+
+from kinformer import errors, meta, processor
+from kinformer.cache import delta_fifo, real_fifo, store
+from kinformer.cache.thread_safe_store import NOT_APPLIED
+
+log = logging.getLogger(__name__)
+
+INITIAL_BATCH = 1000  # items of a queued first list applied per FIFO lock hold
+STEADY_BATCH = 1000  # keys applied per FIFO lock hold once synced
+
+FIFO = delta_fifo.DeltaFIFO | real_fifo.RealFIFO
+
+_DELETED = delta_fifo.DeltaType.DELETED
+_REPLACED_ALL = delta_fifo.DeltaType.REPLACED_ALL
+_SYNC_ALL = delta_fifo.DeltaType.SYNC_ALL
+_BOOKMARK = delta_fifo.DeltaType.BOOKMARK
+_ADD, _UPDATE, _DELETE = processor.ADD, processor.UPDATE, processor.DELETE
+_Notification = processor.Notification
+_new_notification = tuple.__new__  # builds a Notification without NamedTuple.__new__'s frame
+
+
+class InformerProfile(str, enum.Enum):
+    """Which of client-go's informers a :class:`~kinformer.SharedIndexInformer` follows.
+
+    A ``str`` enum: ``"modern"`` and ``"classic"`` are accepted wherever a profile is, and
+    compare equal to the members.
+    """
+
+    MODERN = "modern"  # client-go 1.36: RealFIFO, atomic, batched, lock let go while applying
+    CLASSIC = "classic"  # client-go up to 1.32: DeltaFIFO, per-key merging
+
+    def __str__(self) -> str:
+        return self.value
+
+    @classmethod
+    def of(cls, profile: str) -> InformerProfile:
+        """The member named ``profile``; :class:`~kinformer.ConfigurationError` (a ValueError)
+        for anything else."""
+        try:
+            return cls(profile)
+        except ValueError:
+            raise errors.ConfigurationError(
+                f"unknown informer profile {profile!r}: use 'modern' or 'classic'") from None
+
+
+class Applier:
+    """Applies popped deltas to the cache and queues the handlers' notifications.
+
+    Runs on the informer's delta loop thread (and, for a classic first list, on the reflector's,
+    inside the FIFO's ``replace``). Every change to the cache and every notification happens
+    under ``lock``, the informer's delta lock; the cache takes every change of a batch before
+    any handler hears of it.
+    """
+
+    __slots__ = ("_indexer", "_lock", "_name", "_processor", "fifo")
+
+    fifo: FIFO
+
+    def __init__(
+        self,
+        indexer: store.InformerIndexer,
+        shared_processor: processor.SharedProcessor,
+        lock: threading.Lock,
+        name: str,
+    ) -> None:
+        self._indexer = indexer
+        self._processor = shared_processor
+        self._lock = lock
+        self._name = name
+        self.fifo = self._new_fifo()
+
+    def _new_fifo(self) -> FIFO:
+        """Make this profile's FIFO (called once, by the constructor)."""
+        raise NotImplementedError
+
+    def pop(self, timeout: float) -> None:
+        """Pop the next batch of the FIFO and apply it; blocks for at most ``timeout`` seconds.
+
+        Raises ``TimeoutError`` when nothing came, :class:`~kinformer.FIFOClosedError` once the
+        FIFO is closed and drained.
+        """
+        raise NotImplementedError
+
+    def _add_new(self, items: dict[str, Any]) -> bool:
+        """``InformerIndexer.add_new``; False (nothing changed) also when an index function fails."""
+        try:
+            return self._indexer.add_new(items)
+        except Exception:
+            return False
+
+    def _apply_all(self, batch: list[list[delta_fifo.Delta]], is_in_initial_list: bool) -> None:
+        """Apply each key's deltas oldest first, then hand every handler its notifications at once.
+
+        Call with the lock held. The cache takes every change before any handler hears of the
+        batch; an error aborts only the rest of that key's deltas (logged, object dropped), and
+        the notifications of the changes already made are still delivered.
+        """
+        out: list[processor.Notification] = []
+        sync_at: list[int] = []  # positions in ``out`` of equal-resourceVersion updates
+        apply = self._apply
+        for deltas in batch:
+            try:
+                apply(deltas, is_in_initial_list, out, sync_at)
+            except Exception:
+                log.exception("informer %s: failed to process deltas; object dropped", self._name)
+        if not out:
+            return
+        initial = 0
+        if is_in_initial_list:
+            initial = sum(1 for n in out if n[0] == _ADD and n[2])
+        self._processor.distribute_batch(out, sync_at, initial)
+
+    def _apply(
+        self,
+        deltas: list[delta_fifo.Delta],
+        is_in_initial_list: bool,
+        out: list[processor.Notification],
+        sync_at: list[int],
+    ) -> None:
+        """Apply one key's deltas to the cache, appending their notifications to ``out``."""
+        indexer = self._indexer
+        append = out.append
+        for delta_type, obj in deltas:
+            if delta_type == _DELETED:
+                indexer.delete(obj)
+                append(_new_notification(_Notification, (_DELETE, obj, None)))
+                continue
+            key = indexer.key_of(obj)
+            old = indexer.get_by_key(key)
+            indexer.update(obj, key)
+            if old is not None:
+                if meta.resource_version(old) == meta.resource_version(obj):
+                    sync_at.append(len(out))
+                append(_new_notification(_Notification, (_UPDATE, old, obj)))
+            else:
+                append(_new_notification(_Notification, (_ADD, obj, is_in_initial_list)))
+
+
+class ClassicApplier(Applier):
+    """The classic profile's applier, over a :class:`~kinformer.DeltaFIFO` it makes.
+
+    A first list skips the queue when it can: the FIFO's ``replace`` hands it, keyed, to
+    :meth:`_take_first_list`, which stores every object in one pass (``add_new``) and queues
+    each handler's ``on_add(obj, True)`` at once, so the informer is synced when ``replace``
+    returns. When that cannot be (an index function fails, a key is listed twice), the FIFO
+    queues the list and :meth:`pop` applies it a batch at a time; a batch of new keys still
+    goes into the cache in one transaction.
+    """
+
+    __slots__ = ("_delta_fifo",)
+
+    def _new_fifo(self) -> FIFO:
+        self._delta_fifo = delta_fifo.DeltaFIFO(
+            store.meta_namespace_key_func, self._indexer, True, None,
+            take_first_list=self._take_first_list)
+        return self._delta_fifo
+
+    def pop(self, timeout: float) -> None:
+        fifo = self._delta_fifo
+        limit = STEADY_BATCH if fifo.has_synced() else INITIAL_BATCH
+        fifo.pop_batch(self._handle_batch, limit, timeout=timeout)
+
+    def _take_first_list(self, items: dict[str, Any]) -> bool:
+        """Store a whole first list, keyed, and queue ``on_add(obj, True)`` for each handler.
+
+        The FIFO's ``take_first_list``: runs on the reflector's thread under the FIFO lock. False,
+        with nothing changed, when a key is cached already or an index function fails (the list
+        is then queued, and applying it logs and drops the object that fails).
+        """
+        with self._lock:
+            return self._add_new_and_notify(items)
+
+    def _handle_batch(self, batch: list[list[delta_fifo.Delta]], is_in_initial_list: bool) -> None:
+        """Apply popped keys in queue order (under the FIFO lock), then notify each handler once.
+
+        A batch of a queued first list in which every item is a single add of a key not cached
+        yet goes into the cache in one transaction, as a first list taken whole does: the same
+        outcome as applying its items one by one.
+        """
+        with self._lock:
+            if is_in_initial_list:
+                items = _new_items(batch, self._indexer.key_of)
+                if items is not None and self._add_new_and_notify(items):
+                    return
+            self._apply_all(batch, is_in_initial_list)
+
+    def _add_new_and_notify(self, items: dict[str, Any]) -> bool:
+        """Add objects under keys not cached yet, all or none, then queue ``on_add(obj, True)``.
+
+        Call with the lock held; a handler added later replays the cache instead, under the
+        same lock. False, with nothing changed, for a key cached already or an index function
+        that fails.
+        """
+        if not self._add_new(items):
+            return False
+        if self._processor.listeners():
+            self._processor.distribute_initial(list(items.values()))
+        return True
+
+
+class ModernApplier(Applier):
+    """The modern profile's applier, over an atomic :class:`~kinformer.RealFIFO` it makes.
+
+    A batch of changes to distinct keys is one cache transaction; a ``ReplacedAll`` makes a
+    whole list the cache's content in one step before any handler hears of it (an empty cache
+    takes it in one pass); a ``SyncAll`` replays the cache as updates; a ``Bookmark`` moves the
+    cache's resourceVersion. The FIFO lock is let go while a batch is applied.
+    """
+
+    __slots__ = ("_real_fifo",)
+
+    def _new_fifo(self) -> FIFO:
+        self._real_fifo = real_fifo.RealFIFO(store.meta_namespace_key_func, None, None)
+        return self._real_fifo
+
+    def pop(self, timeout: float) -> None:
+        self._real_fifo.pop_batch(self._process_batch, self._process_single, timeout)
+
+    def _process_single(self, deltas: list[delta_fifo.Delta], is_in_initial_list: bool) -> None:
+        """Apply one popped delta of the RealFIFO: a whole relist, a resync, a bookmark or a change.
+
+        Runs on the delta loop's thread, without the FIFO lock.
+        """
+        delta_type, obj = deltas[0]
+        with self._lock:
+            if delta_type is _REPLACED_ALL:
+                self._replace_all_locked(obj, is_in_initial_list)
+            elif delta_type is _SYNC_ALL:
+                cached = self._indexer.list()
+                notifications = [_new_notification(_Notification, (_UPDATE, o, o)) for o in cached]
+                self._processor.distribute_batch(notifications, list(range(len(cached))), 0)
+            elif delta_type is _BOOKMARK:
+                self._indexer.bookmark(obj.resource_version)
+            else:
+                self._apply_all([deltas], is_in_initial_list)
+
+    def _process_batch(self, batch: list[list[delta_fifo.Delta]], is_in_initial_list: bool) -> None:
+        """Apply a batch of changes to distinct keys in one cache transaction, then notify.
+
+        A change whose key or index values cannot be computed is logged and dropped; the
+        others are applied, and only those are notified, in batch order.
+        """
+        indexer = self._indexer
+        changes: list[tuple[str, Any, bool]] = []
+        for ((delta_type, obj),) in batch:
+            try:
+                key = indexer.key_of(obj)
+            except errors.KeyFuncError:
+                log.exception("informer %s: failed to process deltas; object dropped", self._name)
+                continue
+            changes.append((key, obj, delta_type is _DELETED))
+        with self._lock:
+            olds = indexer.apply_batch(changes)
+            out: list[processor.Notification] = []
+            sync_at: list[int] = []
+            initial = self._notify_applied(changes, olds, is_in_initial_list, out, sync_at)
+            if out:
+                self._processor.distribute_batch(out, sync_at, initial)
+
+    def _notify_applied(
+        self,
+        changes: list[tuple[str, Any, bool]],
+        olds: list[Any],
+        is_in_initial_list: bool,
+        out: list[processor.Notification],
+        sync_at: list[int],
+    ) -> int:
+        """Append the notifications of ``changes`` as ``apply_batch`` applied them.
+
+        ``olds`` is what apply_batch returned: a deletion notifies ``on_delete``, a write to a
+        key not cached before ``on_add``, any other ``on_update`` (its position goes to
+        ``sync_at`` when the resourceVersion did not change); a change that was not applied is
+        logged. Returns how many of the notifications are initial-list adds.
+        """
+        initial = 0
+        for (key, obj, delete), old in zip(changes, olds, strict=True):
+            if old is NOT_APPLIED:
+                log.error("informer %s: index function failed for %s; object dropped",
+                          self._name, key)
+            elif delete:
+                out.append(_new_notification(_Notification, (_DELETE, obj, None)))
+            elif old is None:
+                out.append(_new_notification(_Notification, (_ADD, obj, is_in_initial_list)))
+                initial += is_in_initial_list
+            else:
+                if meta.resource_version(old) == meta.resource_version(obj):
+                    sync_at.append(len(out))
+                out.append(_new_notification(_Notification, (_UPDATE, old, obj)))
+        return initial
+
+    def _replace_all_locked(self, info: real_fifo.ReplacedAllInfo, is_in_initial_list: bool) -> None:
+        """Make a whole list the cache's content in one step, then notify: deletions first.
+
+        Objects cached but not listed reach ``on_delete`` as DeletedFinalStateUnknown with
+        their last cached state; listed ones ``on_update`` (cached before) or ``on_add``, in
+        list order. Handlers reading the cache meanwhile see the complete new list. Call with
+        the lock held.
+        """
+        indexer, items = self._indexer, info.items
+        current = indexer.snapshot() if len(indexer) else {}
+        first = not current and self._add_new(items)  # into an empty cache: one pass
+        if not first:
+            gone = [key for key in current if key not in items]
+            changes: list[tuple[str, Any, bool]] = [(key, None, True) for key in gone]
+            changes += [(key, obj, False) for key, obj in items.items()]
+            olds = indexer.apply_batch(changes)
+        indexer.bookmark(info.resource_version)
+        if first and is_in_initial_list:  # the handlers get one item for the whole list
+            self._processor.distribute_initial(list(items.values()))
+            return
+        out: list[processor.Notification] = []
+        sync_at: list[int] = []
+        initial = 0
+        if first:
+            out = [_new_notification(_Notification, (_ADD, obj, False)) for obj in items.values()]
+        else:
+            for key in gone:
+                dfsu = store.DeletedFinalStateUnknown(key, current[key])
+                out.append(_new_notification(_Notification, (_DELETE, dfsu, None)))
+            initial = self._notify_applied(
+                changes[len(gone):], olds[len(gone):], is_in_initial_list, out, sync_at)
+        if out:
+            self._processor.distribute_batch(out, sync_at, initial)
+
+
+def new_applier(
+    profile: InformerProfile,
+    indexer: store.InformerIndexer,
+    shared_processor: processor.SharedProcessor,
+    lock: threading.Lock,
+    name: str,
+) -> Applier:
+    """The applier of ``profile``, with its FIFO, over ``indexer`` and ``shared_processor``."""
+    kind = ModernApplier if profile is InformerProfile.MODERN else ClassicApplier
+    return kind(indexer, shared_processor, lock, name)
+
+
+def _new_items(batch: list[list[delta_fifo.Delta]], key_of: Callable[[Any], str]) -> dict[str, Any] | None:
+    """``{key: object}`` when every item of ``batch`` is a single add, else None (also on a key error)."""
+    items: dict[str, Any] = {}
+    try:
+        for deltas in batch:
+            if len(deltas) != 1 or deltas[0][0] == _DELETED:
+                return None
+            obj = deltas[0][1]
+            items[key_of(obj)] = obj
+    except errors.KeyFuncError:
+        return None
+    return items if len(items) == len(batch) else None

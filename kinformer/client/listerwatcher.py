@@ -1,0 +1,196 @@
+"""The list-and-watch seam: the ListerWatcher protocol and the values that cross it.
+
+A :class:`ListerWatcher` is what a :class:`~kinformer.Reflector` pulls from:
+``list(options) -> ListResult`` and ``watch(options) -> Watch``, where a :class:`Watch` yields
+:class:`WatchEvent` values (client-go's ``cache.ListerWatcher``, apimachinery's
+``metav1.ListOptions`` and ``watch.Interface``). This module sits below every implementation:
+:class:`~kinformer.ListWatch` (:mod:`kinformer.client.listwatch`), the HTTP one
+(:mod:`kinformer.client.resource`) and the hand-fed :class:`~kinformer.ChannelWatch`
+(:mod:`kinformer.client.channel_watch`); the reflector depends on it alone.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import inspect
+from collections.abc import Callable, Iterator
+from typing import Any, NamedTuple, Protocol, TypeVar, runtime_checkable
+
+from kinformer import context as _context
+from kinformer import errors, sharding
+from kinformer import gvr as _gvr
+
+EVENT_TYPES = frozenset({"ADDED", "MODIFIED", "DELETED", "BOOKMARK", "ERROR"})
+INITIAL_EVENTS_END_ANNOTATION = "k8s.io/initial-events-end"  # ends a WatchList's initial events
+
+
+@dataclasses.dataclass
+class ListOptions:
+    """The query of one list or watch request (``metav1.ListOptions``); ``None`` means unset."""
+
+    resource_version: str | None = None
+    resource_version_match: str | None = None
+    limit: int | None = None
+    continue_token: str | None = None
+    label_selector: str | None = None
+    field_selector: str | None = None
+    timeout_seconds: int | None = None
+    allow_watch_bookmarks: bool | None = None
+    send_initial_events: bool | None = None
+    shard_selector: str = ""  # sent as shardSelector (see kinformer.sharding); "" for none
+
+    def query(self) -> list[tuple[str, str]]:
+        """The URL query parameters for these options, in a stable order."""
+        params: list[tuple[str, str]] = []
+        if self.label_selector:
+            params.append(("labelSelector", self.label_selector))
+        if self.field_selector:
+            params.append(("fieldSelector", self.field_selector))
+        if self.resource_version is not None and self.resource_version != "":
+            params.append(("resourceVersion", self.resource_version))
+        if self.resource_version_match:
+            params.append(("resourceVersionMatch", self.resource_version_match))
+        if self.limit:
+            params.append(("limit", str(self.limit)))
+        if self.continue_token:
+            params.append(("continue", self.continue_token))
+        if self.timeout_seconds is not None:
+            params.append(("timeoutSeconds", str(self.timeout_seconds)))
+        if self.allow_watch_bookmarks:
+            params.append(("allowWatchBookmarks", "true"))
+        if self.send_initial_events is not None:
+            params.append(("sendInitialEvents", "true" if self.send_initial_events else "false"))
+        if self.shard_selector:
+            params.append(("shardSelector", self.shard_selector))
+        return params
+
+
+class ListResult(NamedTuple):
+    """One list answer (or one page of it): the objects, the list's RV and the continue token.
+
+    ``shard_info`` is the selector a server that shards lists echoed (``metadata.shardInfo``),
+    None when it did not shard the list. ``checked`` says the ListerWatcher already made sure
+    every item is fit for a cache (:func:`kinformer.meta.is_well_formed`), so the reflector need
+    not look again.
+    """
+
+    items: list[Any]
+    resource_version: str
+    continue_token: str = ""
+    shard_info: str | None = None
+    checked: bool = False
+
+
+class WatchEvent(NamedTuple):
+    """One watch event: ``type`` is ADDED, MODIFIED, DELETED, BOOKMARK or ERROR.
+
+    For ERROR, ``object`` is the ``Status`` the server sent (see :func:`error_from_event`).
+    """
+
+    type: str
+    object: Any
+
+
+@runtime_checkable
+class Watch(Protocol):
+    """An open watch: iterate for events; ``close()`` ends it.
+
+    Iteration blocks until the next event and stops when the stream ends or the watch is
+    closed. ``close()`` is idempotent and may be called from any thread; a blocked iteration
+    returns promptly afterwards.
+    """
+
+    def __iter__(self) -> Iterator[WatchEvent]: ...
+
+    def close(self) -> None: ...
+
+
+class ListerWatcher(Protocol):
+    """What a Reflector lists and watches from.
+
+    A ``list`` or ``watch`` with a keyword parameter ``ctx`` (as those of
+    :meth:`ListWatch.for_resource <kinformer.ListWatch.for_resource>` have) gets the reflector's
+    stop :class:`~kinformer.Context`: cancelling it must make a request in flight, even one
+    still waiting for the server's answer, raise promptly. Others are called with the options
+    alone (:func:`with_context` decides once which is which).
+    """
+
+    def list(self, options: ListOptions) -> ListResult:
+        """One list request (one page when ``options.limit`` is set); raises typed errors."""
+        ...
+
+    def watch(self, options: ListOptions) -> Watch:
+        """Open a watch; raises typed errors when the server refuses it."""
+        ...
+
+
+@runtime_checkable
+class DescribedListerWatcher(ListerWatcher, Protocol):
+    """A ListerWatcher that says what it lists and which shard it brings, as ListWatch does.
+
+    ``resource`` is the resource type every request lists and watches, ``shard_selector`` the
+    shard every request carries; either is None when there is nothing to say. An informer over
+    it is named after the resource and starts on that shard.
+    """
+
+    resource: _gvr.GroupVersionResource | None
+    shard_selector: sharding.ShardSelector | None
+
+
+class ContextListerWatcher(Protocol):
+    """A ListerWatcher whose ``list`` and ``watch`` take the caller's context: what the
+    reflector calls, made by :func:`with_context`."""
+
+    def list(self, options: ListOptions, *, ctx: _context.Context | None = None) -> ListResult: ...
+
+    def watch(self, options: ListOptions, *, ctx: _context.Context | None = None) -> Watch: ...
+
+
+_R = TypeVar("_R")
+_BY_KEYWORD = (inspect.Parameter.POSITIONAL_OR_KEYWORD, inspect.Parameter.KEYWORD_ONLY)
+
+
+def taking_context(func: Callable[..., _R]) -> Callable[..., _R]:
+    """``func`` (a list or watch callable) as one called ``func(options, ctx=ctx)``.
+
+    ``func`` itself when its signature has a ``ctx`` parameter that can be passed by keyword;
+    otherwise a function that drops ``ctx`` and calls ``func(options)``. Decided once, here,
+    not on every request.
+    """
+    try:
+        parameter = inspect.signature(func).parameters.get("ctx")
+    except (TypeError, ValueError):  # no signature to read (a builtin): it takes no ctx
+        parameter = None
+    if parameter is not None and parameter.kind in _BY_KEYWORD:
+        return func
+
+    def without_context(options: ListOptions, *, ctx: _context.Context | None = None) -> _R:
+        return func(options)
+
+    return without_context
+
+
+class _WithContext:
+    """The list and watch of a ListerWatcher, each as :func:`taking_context` made it."""
+
+    __slots__ = ("list", "watch")
+
+    def __init__(self, lister_watcher: ListerWatcher) -> None:
+        self.list = taking_context(lister_watcher.list)
+        self.watch = taking_context(lister_watcher.watch)
+
+
+def with_context(lister_watcher: ListerWatcher) -> ContextListerWatcher:
+    """``lister_watcher`` with a ``list`` and ``watch`` that take a keyword ``ctx``.
+
+    A method with a ``ctx`` parameter gets it; one without is called with the options alone.
+    The reflector adapts its ListerWatcher so once, when it is made.
+    """
+    return _WithContext(lister_watcher)
+
+
+def error_from_event(event: WatchEvent) -> errors.APIError:
+    """The typed error an ERROR event stands for (a 410 ``Status`` gives a GoneError)."""
+    status = event.object if isinstance(event.object, dict) else {}
+    code = status.get("code")
+    return errors.api_error_from_status(code if isinstance(code, int) else 500, status)

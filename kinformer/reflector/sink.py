@@ -1,0 +1,76 @@
+"""What a reflector writes to: the store seam, its optional parts, and their methods looked up once.
+
+client-go's reflector writes to a ``cache.Store``: ``add``, ``update`` and ``delete`` for watch
+events, ``replace`` after a list, ``resync`` on its timer. :class:`ReflectorStore` is that writing
+half. A store may also take bookmarks (:class:`BookmarkTaker`: the RealFIFO queues them, the
+Indexer notes them) and every resourceVersion the watch reaches (:class:`ResourceVersionUpdater`,
+client-go's ``ResourceVersionUpdater``). A :class:`Sink` checks which, once, when a reflector is
+made, and holds the bound methods its list (:mod:`kinformer.reflector.reflector`) and its watch
+handler (:mod:`kinformer.reflector.watch`) call.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable
+from typing import Any, Protocol, runtime_checkable
+
+
+class ReflectorStore(Protocol):
+    """What a reflector writes to: the writing half of client-go's ``Store``.
+
+    A FIFO inside an informer, or any :class:`~kinformer.Store` such as an
+    :class:`~kinformer.Indexer`. Calls come from the reflector's one thread, in event order.
+    """
+
+    def add(self, obj: Any) -> None: ...
+
+    def update(self, obj: Any) -> None: ...
+
+    def delete(self, obj: Any) -> None: ...
+
+    def replace(self, objs: list[Any], resource_version: str) -> None: ...
+
+    def resync(self) -> None: ...
+
+
+@runtime_checkable
+class BookmarkTaker(Protocol):
+    """A store told of each watch bookmark: nothing changed up to ``resource_version``."""
+
+    def bookmark(self, resource_version: str) -> None: ...
+
+
+@runtime_checkable
+class ResourceVersionUpdater(Protocol):
+    """A store told of every resourceVersion the watch reaches (client-go's
+    ``ResourceVersionUpdater``)."""
+
+    def update_resource_version(self, resource_version: str) -> None: ...
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class Sink:
+    """A store's methods as a reflector calls them, looked up once; the optional ones None
+    when the store lacks them."""
+
+    add: Callable[[Any], object]
+    update: Callable[[Any], object]
+    delete: Callable[[Any], object]
+    replace: Callable[[list[Any], str], object]
+    resync: Callable[[], object]
+    bookmark: Callable[[str], object] | None
+    update_resource_version: Callable[[str], object] | None
+
+    @classmethod
+    def of(cls, store: ReflectorStore) -> Sink:
+        """``store``'s methods; ``bookmark`` and ``update_resource_version`` when it has them."""
+        return cls(
+            store.add,
+            store.update,
+            store.delete,
+            store.replace,
+            store.resync,
+            store.bookmark if isinstance(store, BookmarkTaker) else None,
+            store.update_resource_version if isinstance(store, ResourceVersionUpdater) else None,
+        )

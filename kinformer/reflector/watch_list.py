@@ -1,0 +1,122 @@
+"""A reflector's WatchList initial sync: the initial state streamed through a watch, not listed.
+
+client-go's ``reflector.watchList`` with ``handleListWatch`` (the ``WatchListClient`` feature):
+one watch with ``sendInitialEvents=true`` and ``resourceVersionMatch=NotOlderThan`` sends every
+object as an ADDED event, then a bookmark annotated ``k8s.io/initial-events-end``.
+:class:`WatchListSync` gathers those events in a temporary store and, at the bookmark, replaces
+the reflector's store with them at its version; the same watch is then read on by the watch loop
+(:mod:`kinformer.reflector.watch_loop`). When streaming does not work the reflector lists instead
+(:mod:`kinformer.reflector.listing`).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+
+from kinformer import context as _context
+from kinformer.cache import store as _store
+from kinformer.reflector import failures, sink, watch, watch_loop
+from kinformer.reflector import shared as _shared
+
+log = logging.getLogger(__name__)
+
+_Outcome = watch.WatchOutcome
+
+
+class WatchListSync:
+    """Streams the initial state of one reflector's resource into its store.
+
+    Runs on the reflector's thread only. Errors go to ``shared.record_error``, each stream
+    started counts in ``shared.metrics.watches``, and ``shared.synced(rv)`` is told when the
+    store took the stream's initial state; the stream gets ``timeout`` seconds to send it.
+    """
+
+    __slots__ = ("_shared", "_timeout", "name")
+
+    def __init__(self, shared: _shared.Shared, timeout: float) -> None:
+        self._shared = shared
+        self.name = shared.name
+        self._timeout = timeout
+
+    def sync(self, ctx: _context.Context) -> watch.OpenWatch | None:
+        """Stream the initial state through a watch into the store; the open watch, or None.
+
+        The watch asks for ``sendInitialEvents`` and its events build up in a temporary store
+        until the end bookmark, whose version the store is then replaced at; the same watch is
+        read on by the watch loop. A refused connection or a 429 backs off and streams again;
+        a version gone or too new streams again at once from the current one, as does a stream
+        closed cleanly or dropped before its end bookmark. Anything else, a stream that ends at
+        once, or no end bookmark within ``initial_events_timeout`` returns None: list instead.
+        Raises :class:`~kinformer.reflector.failures.StopRequested` once stopped.
+        """
+        shared = self._shared
+        while not ctx.cancelled():
+            rv = "" if shared.version.unavailable else shared.version.value
+            options = dataclasses.replace(
+                shared.watch_options(rv), resource_version_match="NotOlderThan", send_initial_events=True
+            )
+            try:
+                opened = watch.open_watch(shared.lw, options, ctx, shared.clock)
+            except Exception as exc:
+                if ctx.cancelled():
+                    raise failures.StopRequested() from exc
+                shared.record_error(exc)
+                if failures.backs_off(exc):
+                    log.warning("reflector %s: watch-list start failed: %s; backing off", self.name, exc)
+                    if shared.backoff.wait(ctx):
+                        raise failures.StopRequested() from exc
+                    continue
+                if failures.version_unavailable(exc):
+                    shared.version.unavailable = True
+                    continue
+                log.warning("reflector %s: watch-list failed: %s; listing instead", self.name, exc)
+                return None
+            shared.metrics.watches.inc()
+            temporary = _store.new_store(_store.deletion_handling_meta_namespace_key_func)
+            end = watch.handle_initial_events(
+                ctx, opened, sink.Sink.of(temporary), self.name, shared.clock, self._timeout,
+                keep=shared.shard.client_filter(), transform=shared.transform,
+            )
+            if end.outcome is _Outcome.INITIAL_EVENTS_END:
+                objects = temporary.list()
+                try:
+                    shared.store.replace(objects, end.resource_version)
+                except Exception as exc:
+                    opened.watch.close()
+                    shared.record_error(exc)
+                    log.warning(
+                        "reflector %s: unable to sync watch-list result: %s; listing instead",
+                        self.name,
+                        exc,
+                    )
+                    return None
+                shared.version.unavailable = False
+                shared.synced(end.resource_version)
+                log.debug(
+                    "reflector %s: watch-list synced %d items at rv=%s",
+                    self.name,
+                    len(objects),
+                    end.resource_version,
+                )
+                return opened
+            opened.watch.close()
+            if end.outcome is _Outcome.STOPPED or ctx.cancelled():
+                raise failures.StopRequested()
+            if end.outcome in (_Outcome.CLOSED, _Outcome.DROPPED):
+                how = "closed" if end.outcome is _Outcome.CLOSED else f"dropped ({end.error})"
+                if end.events > 0 or shared.clock.now() - opened.started >= watch_loop.VERY_SHORT_WATCH:
+                    log.warning(
+                        "reflector %s: watch-list %s before its end bookmark; retrying", self.name, how
+                    )
+                    continue
+                log.warning("reflector %s: watch-list %s at once; listing instead", self.name, how)
+                return None
+            assert end.error is not None  # FAILED or TIMED_OUT
+            shared.record_error(end.error)
+            if end.outcome is _Outcome.FAILED and failures.version_unavailable(end.error):
+                shared.version.unavailable = True
+                continue
+            log.warning("reflector %s: watch-list ended: %s; listing instead", self.name, end.error)
+            return None
+        raise failures.StopRequested()
