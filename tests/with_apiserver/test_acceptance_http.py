@@ -38,6 +38,7 @@ from kinformer import (
     ManagedController,
     NotFoundError,
     SharedIndexInformer,
+    _threads,
     wait_for_cache_sync,
 )
 from kinformer.testing import FakeAPIServer, FakeClock, Recorder, wait_for
@@ -292,13 +293,15 @@ def test_each_static_registration_adds_a_handler(api: Any) -> None:
 
 
 def test_setting_the_parent_stop_event_stops_the_managers_informers(api: Any) -> None:
+    before = set(_threads.kinformer_threads())
     stop = threading.Event()
     manager = InformerManager(api, 0, stop)
     manager.add_dynamic_resources([CM], Recorder(), True)
     manager.start()
     assert manager.wait_for_cache_sync(timeout=TIMEOUT)
     assert manager.lister(CONFIGMAPS).list() == []
-    stop.set()  # no stop(): the suite's thread-leak check sees the informers end on their own
+    stop.set()  # no stop(): the informers and the bridging thread end on their own
+    assert wait_for(lambda: not set(_threads.kinformer_threads()) - before, timeout=TIMEOUT)
     assert manager.is_informer_synced(SECRETS) is False
     manager.start()  # after the parent stopped, nothing starts again
     assert manager.is_informer_synced(SECRETS) is False
