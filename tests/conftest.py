@@ -6,7 +6,10 @@ every test file, here or in ``with_apiserver/``, can ``import helpers``.
 
 from __future__ import annotations
 
+import sys
+import threading
 import time
+import traceback
 from collections.abc import Iterator
 from typing import Any
 
@@ -27,8 +30,18 @@ def no_leaked_threads() -> Iterator[None]:
     leaked = [t for t in _threads.kinformer_threads() if t not in before]
     for thread in leaked:
         thread.join(max(0.0, deadline - time.monotonic()))
-    alive = [t.name for t in leaked if t.is_alive()]
-    assert not alive, f"test leaked kinformer threads: {alive}"
+    alive = [t for t in leaked if t.is_alive()]
+    assert not alive, f"test leaked kinformer threads: {[t.name for t in alive]}\n{_stacks(alive)}"
+
+
+def _stacks(threads: list[threading.Thread]) -> str:
+    """Where each thread is now: what a leak report needs to be fixed from a CI log alone."""
+    frames = sys._current_frames()
+    return "\n".join(
+        f"--- {t.name}\n" + "".join(traceback.format_stack(frames[t.ident]))
+        for t in threads
+        if t.ident in frames
+    )
 
 
 @pytest.fixture
