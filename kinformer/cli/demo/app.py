@@ -20,17 +20,15 @@ from __future__ import annotations
 
 import argparse
 import logging
-import signal
 import sys
 import threading
 import time
 from collections.abc import Callable
-from types import FrameType
 from typing import Any, TextIO
 
 from kinformer import _threads, context, errors, factory, meta
 from kinformer.cli import options
-from kinformer.cli.demo import controllers, display, fleet, queue_metrics, replicas, workload
+from kinformer.cli.demo import controllers, display, fleet, queue_metrics, replicas, signals, workload
 from kinformer.client import rest
 from kinformer.client.discovery import CachedDiscoveryClient
 from kinformer.gvr import APIResourceMeta, GroupVersionResource
@@ -316,26 +314,14 @@ def run(args: argparse.Namespace) -> int:
     if args.clusters is not None:
         return fleet.run(args)
     options = workload.Options(args.duration, args.objects, args.rate, args.faults, args.seed)
-    stop = threading.Event()
-
-    def on_signal(signum: int, frame: FrameType | None) -> None:
-        stop.set()
-        signal.signal(signum, previous[signum])  # a second Ctrl-C interrupts at once
-
-    previous: dict[int, Any] = {sig: signal.signal(sig, on_signal) for sig in (signal.SIGINT, signal.SIGTERM)}
     out = sys.stdout
     screen = display.Display(out, out.isatty())
-    root = logging.getLogger()
-    saved_handlers = root.handlers[:]
-    if screen.tty:
-        root.handlers = [display.WarningCollector(screen, informer_names())]
-    try:
-        return _run(options, stop, screen, out)
-    finally:
-        screen.close()
-        root.handlers = saved_handlers
-        for sig, handler in previous.items():
-            signal.signal(sig, handler)
+    collector = [display.WarningCollector(screen, informer_names())] if screen.tty else None
+    with signals.stop_on_signals() as stop, signals.root_log_handlers(collector):
+        try:
+            return _run(options, stop, screen, out)
+        finally:
+            screen.close()
 
 
 def _run(options: workload.Options, stop: threading.Event, screen: display.Display, out: TextIO) -> int:

@@ -23,17 +23,15 @@ import argparse
 import collections
 import dataclasses
 import logging
-import signal
 import sys
 import textwrap
 import threading
 import time
 from collections.abc import Callable
-from types import FrameType
 from typing import Any, TextIO
 
 from kinformer import _threads, context, meta
-from kinformer.cli.demo import display, workload
+from kinformer.cli.demo import display, signals, workload
 from kinformer.cli.demo.fleet_workload import (
     HUB_NAMESPACE,
     Churn,
@@ -274,27 +272,15 @@ def run(args: argparse.Namespace) -> int:
     The options were checked when parsed (``--clusters`` from 1 to
     :data:`~kinformer.cli.demo.app.MAX_CLUSTERS`).
     """
-    stop = threading.Event()
-
-    def on_signal(signum: int, frame: FrameType | None) -> None:
-        stop.set()
-        signal.signal(signum, previous[signum])  # a second Ctrl-C interrupts at once
-
-    previous: dict[int, Any] = {sig: signal.signal(sig, on_signal) for sig in (signal.SIGINT, signal.SIGTERM)}
     out = sys.stdout
     screen = display.Screen(out, out.isatty())
-    root = logging.getLogger()
-    saved_handlers = root.handlers[:]
     warnings = _Warnings()
-    if screen.tty:
-        root.handlers = [display.WarningCollector(warnings)]
-    try:
-        return _run(args, stop, out, screen, warnings)
-    finally:
-        screen.close()
-        root.handlers = saved_handlers
-        for sig, handler in previous.items():
-            signal.signal(sig, handler)
+    collector = [display.WarningCollector(warnings)] if screen.tty else None
+    with signals.stop_on_signals() as stop, signals.root_log_handlers(collector):
+        try:
+            return _run(args, stop, out, screen, warnings)
+        finally:
+            screen.close()
 
 
 class _Warnings:

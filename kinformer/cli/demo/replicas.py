@@ -20,17 +20,15 @@ import collections
 import contextlib
 import logging
 import random
-import signal
 import sys
 import textwrap
 import threading
 import time
-from types import FrameType
 from typing import Any, TextIO
 
 from kinformer import _threads, context, errors
 from kinformer.cache.lister import GenericLister
-from kinformer.cli.demo import display, workload
+from kinformer.cli.demo import display, signals, workload
 from kinformer.gvr import APIResourceMeta, GroupVersionKind
 from kinformer.leaderelection import LeaderElectionConfig, LeaderElector, LeaseLock
 from kinformer.managers.controller import Controller
@@ -151,18 +149,8 @@ def run(args: argparse.Namespace) -> int:
     The options were checked when parsed (``--replicas`` at least 2, ``--handover-every``
     positive).
     """
-    stop = threading.Event()
-
-    def on_signal(signum: int, frame: FrameType | None) -> None:
-        stop.set()
-        signal.signal(signum, previous[signum])  # a second Ctrl-C interrupts at once
-
-    previous: dict[int, Any] = {sig: signal.signal(sig, on_signal) for sig in (signal.SIGINT, signal.SIGTERM)}
-    try:
+    with signals.stop_on_signals() as stop:
         return _run(args, stop, sys.stdout)
-    finally:
-        for sig, handler in previous.items():
-            signal.signal(sig, handler)
 
 
 def _wrapped(text: str, width: int, first: str = "", indent: str = "  ") -> str:
