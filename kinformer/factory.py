@@ -21,7 +21,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from kinformer import _checks, _threads, context, handlers, informer, sharding
+from kinformer.cache import cluster as _cluster
 from kinformer.cache import store
+from kinformer.cache.cluster_lister import GenericClusterLister
 from kinformer.cache.lister import GenericLister
 from kinformer.client import listerwatcher, listwatch
 from kinformer.gvr import GroupVersionResource
@@ -37,7 +39,12 @@ def gvr_subject(gvr: GroupVersionResource) -> str:
 
 
 class GenericInformer:
-    """A shared informer and a lister over its cache, for one resource type."""
+    """A shared informer and a lister over its cache, for one resource type.
+
+    The lister of a cluster-aware informer (see :attr:`SharedIndexInformer.cluster_aware
+    <kinformer.SharedIndexInformer.cluster_aware>`: one over ``cluster="*"``) is a
+    :class:`~kinformer.GenericClusterLister`, with ``cluster(name)`` for one logical cluster.
+    """
 
     __slots__ = ("_gvr", "_informer")
 
@@ -49,6 +56,8 @@ class GenericInformer:
         return self._informer
 
     def lister(self) -> GenericLister:
+        if self._informer.cluster_aware:
+            return GenericClusterLister(self._informer.get_indexer(), self._gvr)
         return GenericLister(self._informer.get_indexer(), self._gvr)
 
     def __repr__(self) -> str:
@@ -191,7 +200,12 @@ class DynamicSharedInformerFactory:
     shard of its resource. Its informers follow ``profile`` (``"modern"`` or ``"classic"``, see
     :class:`~kinformer.SharedIndexInformer`) and ``detect_mutations`` (see
     :meth:`SharedIndexInformer.check_mutations`), and resync every ``default_resync`` seconds
-    (0: never; finite, else :class:`~kinformer.ConfigurationError`).
+    (0: never; finite, else :class:`~kinformer.ConfigurationError`). ``cluster`` names the kcp
+    logical cluster every informer lists and watches (see :meth:`ListWatch.for_resource
+    <kinformer.ListWatch.for_resource>`); with ``cluster="*"`` one informer per resource covers
+    every logical cluster and is cluster-aware: keys ``<cluster>|<namespace>/<name>``, both
+    cluster indexes, a :class:`~kinformer.GenericClusterLister` as its lister, and
+    :class:`~kinformer.ClusterEventHandler` handlers told each object's cluster.
 
     Example, with ``api_client`` an ``ApiClient`` and ``stop`` a ``threading.Event``::
 
@@ -214,8 +228,10 @@ class DynamicSharedInformerFactory:
         profile: str = "modern",
         shard_selector: sharding.ShardSelector | None = None,
         detect_mutations: bool | None = None,
+        cluster: str | None = None,
     ) -> None:
         self._profile = informer.check_profile(profile)
+        self._cluster = None if cluster is None else _cluster.check_logical_cluster(cluster)
         self._detect_mutations = detect_mutations
         self._shard_selector = shard_selector
         self._client = client
@@ -313,6 +329,7 @@ class DynamicSharedInformerFactory:
             gvr,
             namespace=self._namespace,
             tweak_list_options=self._tweak_list_options,
+            cluster=self._cluster,
         )
         shared = informer.SharedIndexInformer(
             lw,

@@ -27,7 +27,18 @@ import threading
 from collections.abc import Callable
 from typing import Any
 
-from kinformer import _checks, _threads, appliers, collector_policy, context, errors, processor, sharding
+from kinformer import (
+    _checks,
+    _threads,
+    appliers,
+    cluster_handlers,
+    collector_policy,
+    context,
+    errors,
+    processor,
+    sharding,
+)
+from kinformer.cache import cluster as _cluster
 from kinformer.cache import mutation_detector, store
 from kinformer.client import listerwatcher
 from kinformer.clock import REAL_CLOCK, Clock
@@ -47,11 +58,13 @@ _ids = itertools.count(1)
 
 
 def _new_indexer(
-    indexers: store.Indexers | None, detector: mutation_detector.MutationDetector | None
+    indexers: store.Indexers | None,
+    detector: mutation_detector.MutationDetector | None,
+    key_func: store.KeyFunc = store.deletion_handling_meta_namespace_key_func,
 ) -> store.Indexer:
     """The informer's cache, made in this one place: an :class:`~kinformer.Indexer` keyed by
-    ``namespace/name`` with ``indexers``, telling ``detector`` what it caches when there is one."""
-    key_func = store.deletion_handling_meta_namespace_key_func
+    ``key_func`` (``namespace/name``) with ``indexers``, telling ``detector`` what it caches
+    when there is one."""
     if detector is not None:
         return mutation_detector.CheckedIndexer(key_func, dict(indexers or {}), detector)
     return store.Indexer(key_func, dict(indexers or {}))
@@ -63,6 +76,22 @@ def _default_name(lister_watcher: listerwatcher.ListerWatcher) -> str:
     if isinstance(resource, GroupVersionResource):
         return "/".join(part for part in (resource.group, resource.version, resource.resource) if part)
     return f"#{next(_ids)}"
+
+
+def _across_logical_clusters(lister_watcher: listerwatcher.ListerWatcher) -> bool:
+    """Whether ``lister_watcher`` lists every kcp logical cluster at once
+    (``ListWatch.for_resource(cluster="*")``): the same ``namespace/name`` may come twice."""
+    return getattr(lister_watcher, "cluster", None) == _cluster.ALL_LOGICAL_CLUSTERS
+
+
+def _cluster_aware(
+    key_func: store.KeyFunc | None, indexers: store.Indexers | None
+) -> tuple[store.KeyFunc, store.Indexers]:
+    """``key_func`` (default: kcp's cluster-aware key) and ``indexers`` with both cluster indexes."""
+    with_clusters = dict(indexers or {})
+    with_clusters.setdefault(_cluster.CLUSTER_INDEX, _cluster.cluster_index_func)
+    with_clusters.setdefault(_cluster.CLUSTER_AND_NAMESPACE_INDEX, _cluster.cluster_and_namespace_index_func)
+    return key_func or _cluster.cluster_aware_key_func, with_clusters
 
 
 def _described(
@@ -128,6 +157,7 @@ class SharedIndexInformer:
         profile: str = "modern",
         detect_mutations: bool | None = None,
         mutation_check_period: float = 1.0,
+        key_func: store.KeyFunc | None = None,
     ) -> None:
         self._profile = check_profile(profile)
         self._lister_watcher = lister_watcher
@@ -139,7 +169,12 @@ class SharedIndexInformer:
         self._detector: mutation_detector.MutationDetector | None = None
         if mutation_detector.enabled(detect_mutations):  # else a plain Indexer: nothing to pay
             self._detector = mutation_detector.MutationDetector(self._name)
-        self._indexer = _new_indexer(indexers, self._detector)
+        if _across_logical_clusters(lister_watcher):  # one cache of many clusters: keys carry them
+            key_func, indexers = _cluster_aware(key_func, indexers)
+        if key_func is None:
+            self._indexer = _new_indexer(indexers, self._detector)
+        else:
+            self._indexer = _new_indexer(indexers, self._detector, key_func)
         self._default_resync = _checks.seconds(
             "default_event_handler_resync_period", default_event_handler_resync_period)
         self._resync_check_period = self._default_resync
@@ -158,6 +193,17 @@ class SharedIndexInformer:
     @property
     def name(self) -> str:
         return self._name
+
+    @property
+    def cluster_aware(self) -> bool:
+        """Whether the cache is keyed by :func:`~kinformer.cluster_aware_key_func`
+        (``<cluster>|<namespace>/<name>``) with both cluster indexes, as an informer over
+        ``ListWatch.for_resource(cluster="*")`` is: then a factory's lister of it is a
+        :class:`~kinformer.GenericClusterLister`."""
+        indexer = self._indexer
+        indexes = indexer.get_indexers()
+        return (indexer.key_func is _cluster.cluster_aware_key_func
+                and _cluster.CLUSTER_INDEX in indexes and _cluster.CLUSTER_AND_NAMESPACE_INDEX in indexes)
 
     @property
     def profile(self) -> appliers.InformerProfile:
@@ -348,12 +394,14 @@ class SharedIndexInformer:
 
     # -- handlers -------------------------------------------------------------------------------
 
-    def add_event_handler(self, handler: ResourceEventHandler) -> processor.ResourceEventHandlerRegistration:
+    def add_event_handler(
+        self, handler: ResourceEventHandler | cluster_handlers.ClusterEventHandler
+    ) -> processor.ResourceEventHandlerRegistration:
         """Register ``handler`` with the informer's default resync period."""
         return self.add_event_handler_with_resync_period(handler, self._default_resync)
 
     def add_event_handler_with_resync_period(
-        self, handler: ResourceEventHandler, resync_period: float
+        self, handler: ResourceEventHandler | cluster_handlers.ClusterEventHandler, resync_period: float
     ) -> processor.ResourceEventHandlerRegistration:
         """Register ``handler``, asking for a resync every ``resync_period`` seconds (0: never).
 
@@ -363,8 +411,15 @@ class SharedIndexInformer:
         ``on_add(obj, True)`` for every cached object, before any later event. Raises
         StoppedError once the informer stopped, ConfigurationError for a period that is not
         finite seconds.
+
+        A :class:`~kinformer.ClusterEventHandler` (``ClusterEventHandlerFuncs`` or a subclass)
+        is called with each object's logical cluster, read from its ``kcp.io/cluster``
+        annotation (``""`` without one): ``on_add(cluster, obj)``, ``on_update(cluster, old,
+        new)``, ``on_delete(cluster, obj)``. Any other handler is called as usual.
         """
         period = _checks.seconds("resync_period", resync_period)
+        if isinstance(handler, cluster_handlers.ClusterEventHandler):
+            handler = cluster_handlers.ClusterAnnotationHandler(handler)
         with self._start_lock:
             if self._stopped:
                 raise errors.StoppedError(
