@@ -108,7 +108,7 @@ class InformerRegistry:
     :class:`~kinformer.DiscoveringDynamicSharedInformerFactory` decide when to start and stop,
     the registry keeps the informers. :meth:`for_resource` creates one on first use with
     ``new_informer``; :meth:`start` runs the informers not started yet, each on thread
-    ``kinformer-<role>-<gvr>``; :meth:`detach` forgets informers and hands them back, to be
+    ``kinformer-<role>-<subject(gvr)>`` (``<gvr>``, see :func:`gvr_subject`); :meth:`detach` forgets informers and hands them back, to be
     stopped with :func:`stop_all`, so a caller can forget under its own lock and join outside it.
     A detached type gets a fresh informer from the next :meth:`for_resource`.
 
@@ -116,11 +116,17 @@ class InformerRegistry:
     the registry; no other code runs under it (spawning a thread runs none).
     """
 
-    __slots__ = ("_entries", "_lock", "_new_informer", "_role")
+    __slots__ = ("_entries", "_lock", "_new_informer", "_role", "_subject")
 
-    def __init__(self, new_informer: Callable[[GroupVersionResource], GenericInformer], role: str) -> None:
+    def __init__(
+        self,
+        new_informer: Callable[[GroupVersionResource], GenericInformer],
+        role: str,
+        subject: Callable[[GroupVersionResource], str] = gvr_subject,
+    ) -> None:
         self._new_informer = new_informer
         self._role = role
+        self._subject = subject  # the thread's name after its role
         self._lock = threading.Lock()  # guards _entries; an entry's ctx and thread are set under it
         self._entries: dict[GroupVersionResource, InformerEntry] = {}
 
@@ -139,7 +145,7 @@ class InformerRegistry:
                 pending = [(g, self._get_or_create(g)) for g in gvrs]
             for gvr, entry in pending:
                 if not entry.started:
-                    entry.start(parent, self._role, gvr_subject(gvr))
+                    entry.start(parent, self._role, self._subject(gvr))
 
     def has_pending(self) -> bool:
         """Whether some informer was created and not started yet."""
