@@ -364,13 +364,16 @@ def new_applier(
 
 
 def fifo_key_func(indexer: store.InformerIndexer) -> store.KeyFunc:
-    """The key function of a FIFO feeding ``indexer``: the cache's own (``key_of``), so the two
-    never disagree (a cluster-aware cache's FIFO must not merge ``default/app`` of two
-    clusters); for the usual ``namespace/name`` cache, the plain key function itself, without
-    the cache's tombstone check (the FIFO reads tombstone keys itself)."""
-    if getattr(indexer, "key_func", None) is store.deletion_handling_meta_namespace_key_func:
+    """The key function of a FIFO feeding ``indexer``: the cache's own, so the two never
+    disagree (a cluster-aware cache's FIFO must not merge ``default/app`` of two clusters).
+
+    For the usual ``namespace/name`` cache, the plain key function, without the cache's
+    tombstone check (the FIFO reads tombstone keys itself); for a cache that does not say its
+    key function, its ``key_of``."""
+    key_func: store.KeyFunc | None = getattr(indexer, "key_func", None)
+    if key_func is store.deletion_handling_meta_namespace_key_func:
         return store.meta_namespace_key_func
-    return indexer.key_of
+    return indexer.key_of if key_func is None else key_func
 
 
 def _new_items(batch: list[list[delta_fifo.Delta]], key_of: Callable[[Any], str]) -> dict[str, Any] | None:
