@@ -41,6 +41,8 @@ the initial sync, over one ``ApiClient`` of the server's root URL:
 
 - ``plain``: one ``SharedIndexInformer`` over ``ListWatch.for_resource(namespace="flat",
   cluster="flat")``, keyed ``namespace/name``, one no-op handler;
+- ``plain + cluster indexes``: the same, with the two cluster indexes added, to tell what
+  they cost from what the cluster-aware keys and handler cost;
 - ``cluster="*"``: one cluster-aware informer over ``ListWatch.for_resource(namespace="default",
   cluster="*")`` (``/clusters/*/api/v1/namespaces/default/configmaps``), keyed
   ``<cluster>|<namespace>/<name>`` with both cluster indexes, one no-op ``ClusterEventHandler``.
@@ -89,7 +91,7 @@ CONTENDERS = ("hand-made", "MultiClusterInformerFactory")
 TENANTS = 100  # logical clusters seen through one cluster="*" informer
 TENANT_OBJECTS = 100
 FLAT = "flat"  # the logical cluster (and its namespace) the plain informer lists
-LOGICAL_CONTENDERS = ("plain", 'cluster="*"')
+LOGICAL_CONTENDERS = ("plain", "plain + cluster indexes", 'cluster="*"')
 EXTRA = "member-extra"  # the member engaged while the others run
 
 
@@ -289,6 +291,8 @@ def _logical_child(conn: Connection, contender: str, url: str) -> None:
     cluster-aware over ``/clusters/*``; sends its figures."""
     logging.basicConfig(level=logging.WARNING)
     from kinformer import (
+        CLUSTER_AND_NAMESPACE_INDEX,
+        CLUSTER_INDEX,
         NAMESPACE_INDEX,
         ClusterEventHandlerFuncs,
         Context,
@@ -296,6 +300,8 @@ def _logical_child(conn: Connection, contender: str, url: str) -> None:
         ListWatch,
         ResourceEventHandlerFuncs,
         SharedIndexInformer,
+        cluster_and_namespace_index_func,
+        cluster_index_func,
         meta_namespace_index_func,
     )
 
@@ -306,13 +312,17 @@ def _logical_child(conn: Connection, contender: str, url: str) -> None:
     stop = Context("bench")
     began, cpu = time.perf_counter(), time.process_time()
     handler: Any
-    if contender == "plain":
-        lw = ListWatch.for_resource(api_client, gvr, namespace=FLAT, cluster=FLAT)
-        handler = ResourceEventHandlerFuncs(add_func=lambda obj: None)
-    else:
+    indexers: dict[str, Any] = {NAMESPACE_INDEX: meta_namespace_index_func}
+    if contender == 'cluster="*"':
         lw = ListWatch.for_resource(api_client, gvr, namespace=NAMESPACE, cluster="*")
         handler = ClusterEventHandlerFuncs(add_func=lambda cluster, obj: None)
-    informer = SharedIndexInformer(lw, indexers={NAMESPACE_INDEX: meta_namespace_index_func})
+    else:
+        lw = ListWatch.for_resource(api_client, gvr, namespace=FLAT, cluster=FLAT)
+        handler = ResourceEventHandlerFuncs(add_func=lambda obj: None)
+        if contender != "plain":
+            indexers.update({CLUSTER_INDEX: cluster_index_func,
+                             CLUSTER_AND_NAMESPACE_INDEX: cluster_and_namespace_index_func})
+    informer = SharedIndexInformer(lw, indexers=indexers)
     registration = informer.add_event_handler(handler)
     thread = threading.Thread(target=informer.run, args=(stop,), name="bench-informer")
     thread.start()
@@ -526,7 +536,7 @@ def measure_logical(server: FleetServer, repeat: int) -> dict[str, Any]:
     settled = {name: min(r["settled_rss_mib"] for r in results) for name, results in runs.items()}
     growth = {name: min(r["growth_mib"] for r in results) for name, results in runs.items()}
     peak = {name: min(r["peak_rss_mib"] for r in results) for name, results in runs.items()}
-    plain, aware = LOGICAL_CONTENDERS
+    plain, indexed, aware = LOGICAL_CONTENDERS
     return {
         "name": "logical", "objects": {n: runs[n][0]["objects"] for n in LOGICAL_CONTENDERS},
         "clusters": {n: runs[n][0]["clusters"] for n in LOGICAL_CONTENDERS},
@@ -534,6 +544,9 @@ def measure_logical(server: FleetServer, repeat: int) -> dict[str, Any]:
         "peak_rss_mib": peak,
         "ratio": {"seconds": best[aware] / best[plain], "cpu_seconds": cpu[aware] / cpu[plain],
                   "settled_rss": settled[aware] / settled[plain], "growth": growth[aware] / growth[plain]},
+        "ratio_to_plain_with_cluster_indexes": {
+            "seconds": best[aware] / best[indexed], "cpu_seconds": cpu[aware] / cpu[indexed],
+            "settled_rss": settled[aware] / settled[indexed], "growth": growth[aware] / growth[indexed]},
         "runs": runs,
     }
 
@@ -632,7 +645,7 @@ def main() -> None:
             print(f"  factory / hand-made: time {ratio['seconds']:.2f}x, cpu {ratio['cpu_seconds']:.2f}x, "
                   f"settled RSS {ratio['settled_rss']:.3f}x, growth {ratio['growth']:.3f}x")
         elif r["name"] == "logical":
-            plain, aware = LOGICAL_CONTENDERS
+            plain, _, aware = LOGICAL_CONTENDERS
             print(f"initial sync of {r['objects'][aware]} ConfigMaps in {r['clusters'][aware]} logical "
                   f"clusters through one informer, against {r['objects'][plain]} in one (best of {repeat}):")
             for name in LOGICAL_CONTENDERS:
@@ -642,6 +655,10 @@ def main() -> None:
             ratio = r["ratio"]
             print(f'  cluster="*" / plain: time {ratio["seconds"]:.2f}x, cpu {ratio["cpu_seconds"]:.2f}x, '
                   f'settled RSS {ratio["settled_rss"]:.3f}x, growth {ratio["growth"]:.3f}x')
+            ratio = r["ratio_to_plain_with_cluster_indexes"]
+            print(f'  cluster="*" / plain + cluster indexes: time {ratio["seconds"]:.2f}x, '
+                  f'cpu {ratio["cpu_seconds"]:.2f}x, settled RSS {ratio["settled_rss"]:.3f}x, '
+                  f'growth {ratio["growth"]:.3f}x')
         else:
             print(f"engaging a member of {r['engage_objects']} ConfigMaps while {r['clusters']} stream "
                   f"{r['rate']:g} updates/s:")

@@ -108,8 +108,9 @@ class InformerRegistry:
     :class:`~kinformer.DiscoveringDynamicSharedInformerFactory` decide when to start and stop,
     the registry keeps the informers. :meth:`for_resource` creates one on first use with
     ``new_informer``; :meth:`start` runs the informers not started yet, each on thread
-    ``kinformer-<role>-<subject(gvr)>`` (``<gvr>``, see :func:`gvr_subject`); :meth:`detach` forgets informers and hands them back, to be
-    stopped with :func:`stop_all`, so a caller can forget under its own lock and join outside it.
+    ``kinformer-<role>-<subject(gvr)>`` (by default ``<gvr>``, see :func:`gvr_subject`);
+    :meth:`detach` forgets informers and hands them back, to be stopped with :func:`stop_all`,
+    so a caller can forget under its own lock and join outside it.
     A detached type gets a fresh informer from the next :meth:`for_resource`.
 
     Thread-safe. ``new_informer`` runs under the registry's lock, so it must not call back into

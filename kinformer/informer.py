@@ -127,6 +127,13 @@ class SharedIndexInformer:
     catches one that does not: see :meth:`check_mutations`. A bad ``mutation_check_period``
     raises :class:`~kinformer.ConfigurationError`.
 
+    The cache is keyed ``namespace/name`` (:func:`~kinformer.meta_namespace_key_func`) unless
+    ``key_func`` says otherwise; the FIFO in front of it keys with the same function. Over a
+    lister-watcher across every kcp logical cluster (``ListWatch.for_resource(cluster="*")``)
+    the informer is cluster-aware (see :attr:`cluster_aware`): keyed by
+    :func:`~kinformer.cluster_aware_key_func` (unless ``key_func`` is given) with both cluster
+    indexes added to ``indexers``, so ``default/app`` of two logical clusters are two objects.
+
     ``name`` names its threads and log lines; by default the resource the lister-watcher of
     :meth:`ListWatch.for_resource <kinformer.ListWatch.for_resource>` lists (``v1/configmaps``),
     else ``#<n>``. Example::

@@ -285,3 +285,20 @@ def test_a_controller_manager_follows_a_crd_of_one_logical_cluster_through_the_w
         runner.join(TIMEOUT)
         ddsif.stop()
     assert not runner.is_alive()
+
+
+def test_key_func_keys_the_cache_and_its_fifo_of_any_informer(
+    server: FakeAPIServer, client_of: Callable[[str | None], Any]
+) -> None:
+    seed(server, "root:a", "root:b")
+
+    def by_uid(obj: Any) -> str:
+        return str(obj["metadata"]["uid"])
+
+    informer = SharedIndexInformer(
+        ListWatch.for_resource(client_of(None), CONFIGMAPS, cluster="*"), key_func=by_uid)
+    uids = sorted(o["metadata"]["uid"] for o in server.list_objects(CONFIGMAPS, cluster="*"))
+    with running(informer.run):
+        assert informer.wait_for_sync(TIMEOUT)
+        assert sorted(informer.get_indexer().list_keys()) == uids
+        assert sorted(informer.get_indexer().list_index_func_values("cluster")) == ["root:a", "root:b"]
