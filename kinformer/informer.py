@@ -27,21 +27,12 @@ import threading
 from collections.abc import Callable
 from typing import Any
 
-from kinformer import (
-    _checks,
-    _threads,
-    appliers,
-    cluster_handlers,
-    collector_policy,
-    context,
-    errors,
-    processor,
-    sharding,
-)
+from kinformer import _checks, _threads, appliers, collector_policy, context, errors, processor, sharding
 from kinformer.cache import cluster as _cluster
 from kinformer.cache import mutation_detector, store
 from kinformer.client import listerwatcher
 from kinformer.clock import REAL_CLOCK, Clock
+from kinformer.cluster_handlers import ClusterAnnotationHandler, ClusterEventHandler
 from kinformer.gvr import GroupVersionResource
 from kinformer.handlers import ResourceEventHandler, wait_for_cache_sync
 from kinformer.metrics import provider as metrics_provider
@@ -82,16 +73,6 @@ def _across_logical_clusters(lister_watcher: listerwatcher.ListerWatcher) -> boo
     """Whether ``lister_watcher`` lists every kcp logical cluster at once
     (``ListWatch.for_resource(cluster="*")``): the same ``namespace/name`` may come twice."""
     return getattr(lister_watcher, "cluster", None) == _cluster.ALL_LOGICAL_CLUSTERS
-
-
-def _cluster_aware(
-    key_func: store.KeyFunc | None, indexers: store.Indexers | None
-) -> tuple[store.KeyFunc, store.Indexers]:
-    """``key_func`` (default: kcp's cluster-aware key) and ``indexers`` with both cluster indexes."""
-    with_clusters = dict(indexers or {})
-    with_clusters.setdefault(_cluster.CLUSTER_INDEX, _cluster.cluster_index_func)
-    with_clusters.setdefault(_cluster.CLUSTER_AND_NAMESPACE_INDEX, _cluster.cluster_and_namespace_index_func)
-    return key_func or _cluster.cluster_aware_key_func, with_clusters
 
 
 def _described(
@@ -177,7 +158,8 @@ class SharedIndexInformer:
         if mutation_detector.enabled(detect_mutations):  # else a plain Indexer: nothing to pay
             self._detector = mutation_detector.MutationDetector(self._name)
         if _across_logical_clusters(lister_watcher):  # one cache of many clusters: keys carry them
-            key_func, indexers = _cluster_aware(key_func, indexers)
+            key_func = key_func or _cluster.cluster_aware_key_func
+            indexers = _cluster.with_cluster_indexes(indexers)
         if key_func is None:
             self._indexer = _new_indexer(indexers, self._detector)
         else:
@@ -402,13 +384,13 @@ class SharedIndexInformer:
     # -- handlers -------------------------------------------------------------------------------
 
     def add_event_handler(
-        self, handler: ResourceEventHandler | cluster_handlers.ClusterEventHandler
+        self, handler: ResourceEventHandler | ClusterEventHandler
     ) -> processor.ResourceEventHandlerRegistration:
         """Register ``handler`` with the informer's default resync period."""
         return self.add_event_handler_with_resync_period(handler, self._default_resync)
 
     def add_event_handler_with_resync_period(
-        self, handler: ResourceEventHandler | cluster_handlers.ClusterEventHandler, resync_period: float
+        self, handler: ResourceEventHandler | ClusterEventHandler, resync_period: float
     ) -> processor.ResourceEventHandlerRegistration:
         """Register ``handler``, asking for a resync every ``resync_period`` seconds (0: never).
 
@@ -425,8 +407,8 @@ class SharedIndexInformer:
         new)``, ``on_delete(cluster, obj)``. Any other handler is called as usual.
         """
         period = _checks.seconds("resync_period", resync_period)
-        if isinstance(handler, cluster_handlers.ClusterEventHandler):
-            handler = cluster_handlers.ClusterAnnotationHandler(handler)
+        if isinstance(handler, ClusterEventHandler):
+            handler = ClusterAnnotationHandler(handler)
         with self._start_lock:
             if self._stopped:
                 raise errors.StoppedError(

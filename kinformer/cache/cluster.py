@@ -27,6 +27,7 @@ from typing import Any
 
 from kinformer import errors, meta
 from kinformer.cache.store import DeletedFinalStateUnknown, ExplicitKey
+from kinformer.cache.thread_safe_store import Indexers, IndexFunc
 
 __all__ = [
     "ALL_LOGICAL_CLUSTERS",
@@ -41,6 +42,7 @@ __all__ = [
     "cluster_of",
     "split_cluster_aware_key",
     "to_cluster_aware_key",
+    "with_cluster_indexes",
 ]
 
 LOGICAL_CLUSTER_ANNOTATION = "kcp.io/cluster"
@@ -179,3 +181,12 @@ def cluster_and_namespace_index_func(obj: Any) -> list[str]:
         pass
     namespace = meta.namespace_and_name(obj)[0]  # raises without metadata
     return [cluster_of(obj) + "|" + namespace]
+
+
+def with_cluster_indexes(indexers: Indexers | None) -> dict[str, IndexFunc]:
+    """A copy of ``indexers`` with :data:`CLUSTER_INDEX` and :data:`CLUSTER_AND_NAMESPACE_INDEX`
+    added (an index of either name given keeps its function): what a cluster-aware cache needs."""
+    found = dict(indexers or {})
+    found.setdefault(CLUSTER_INDEX, cluster_index_func)
+    found.setdefault(CLUSTER_AND_NAMESPACE_INDEX, cluster_and_namespace_index_func)
+    return found
