@@ -13,6 +13,7 @@ away. The keeping of informers is :class:`InformerRegistry`, which the discoveri
 
 from __future__ import annotations
 
+import functools
 import logging
 import threading
 import time
@@ -33,9 +34,12 @@ log = logging.getLogger(__name__)
 SHUTDOWN_TIMEOUT = 30.0  # an informer joins its own threads with bounded waits; this only bounds a bug
 
 
-def gvr_subject(gvr: GroupVersionResource) -> str:
-    """``apps/v1/deployments`` or ``v1/configmaps``: how threads and informers are named."""
-    return "/".join(part for part in (gvr.group, gvr.version, gvr.resource) if part)
+def gvr_subject(gvr: GroupVersionResource, cluster: str | None = None) -> str:
+    """``apps/v1/deployments`` or ``v1/configmaps``: how threads and informers are named;
+    ``v1/configmaps@root:org`` for the informer of one cluster (``@*``: of every logical one),
+    so informers of one resource in two clusters are told apart."""
+    subject = "/".join(part for part in (gvr.group, gvr.version, gvr.resource) if part)
+    return subject if cluster is None else f"{subject}@{cluster}"
 
 
 class GenericInformer:
@@ -245,7 +249,8 @@ class DynamicSharedInformerFactory:
         self._default_resync = _checks.seconds("default_resync", default_resync)
         self._namespace = namespace
         self._tweak_list_options = tweak_list_options
-        self._informers = InformerRegistry(self._new_informer, "informer")
+        self._informers = InformerRegistry(
+            self._new_informer, "informer", functools.partial(gvr_subject, cluster=self._cluster))
         self._lock = threading.Lock()  # guards _shutting_down; one start at a time, none after shutdown
         self._root = context.Context("factory")  # cancelled by shutdown(); parent of every start
         self._shutting_down = False
@@ -343,7 +348,7 @@ class DynamicSharedInformerFactory:
             {},
             self._default_resync,
             {store.NAMESPACE_INDEX: store.meta_namespace_index_func},
-            name=gvr_subject(gvr),
+            name=gvr_subject(gvr, self._cluster),
             profile=self._profile,
             detect_mutations=self._detect_mutations,
         )

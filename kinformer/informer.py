@@ -62,10 +62,13 @@ def _new_indexer(
 
 
 def _default_name(lister_watcher: listerwatcher.ListerWatcher) -> str:
-    """``v1/configmaps`` for a lister-watcher that says what it lists, else ``#<n>``."""
+    """``v1/configmaps`` for a lister-watcher that says what it lists (``v1/configmaps@root:org``
+    when it lists a logical cluster, ``@*`` every one), else ``#<n>``."""
     resource = _described(lister_watcher)[0]
     if isinstance(resource, GroupVersionResource):
-        return "/".join(part for part in (resource.group, resource.version, resource.resource) if part)
+        name = "/".join(part for part in (resource.group, resource.version, resource.resource) if part)
+        cluster = getattr(lister_watcher, "cluster", None)
+        return name if cluster is None else f"{name}@{cluster}"
     return f"#{next(_ids)}"
 
 

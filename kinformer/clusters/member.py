@@ -88,7 +88,7 @@ def informer_name(cluster: str, gvr: GroupVersionResource) -> str:
     """``v1/configmaps@member-1``: the name of a member's informer of ``gvr``, in its threads
     (``kinformer-reflector-v1/configmaps@member-1``), log lines and metrics labels, so two
     clusters' informers of one resource type are told apart."""
-    return f"{factory.gvr_subject(gvr)}@{cluster}"
+    return factory.gvr_subject(gvr, cluster)
 
 
 def _new_informer(cluster: str, api_client: Any, default_resync: float, profile: str,

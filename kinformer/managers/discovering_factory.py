@@ -17,6 +17,7 @@ Subscribers hear when the set of informers changed; ``informer_source()`` offers
 from __future__ import annotations
 
 import contextlib
+import functools
 import logging
 import queue
 import threading
@@ -175,7 +176,9 @@ class DiscoveringDynamicSharedInformerFactory:
         # _informers one step with them: a running informer's type is in _served, none starts
         # once _finished
         self._lock = threading.Lock()
-        self._informers = factory.InformerRegistry(self._new_informer, "ddsif-informer")
+        self._informers = factory.InformerRegistry(
+            self._new_informer, "ddsif-informer",
+            functools.partial(factory.gvr_subject, cluster=self._cluster))
         self._served: dict[GroupVersionResource, APIResourceMeta] = {}
         self._subscribers: dict[str, queue.Queue[None]] = {}
         self._handlers: tuple[GVREventHandler, ...] = ()  # copy-on-write; read without the lock
@@ -349,7 +352,7 @@ class DiscoveringDynamicSharedInformerFactory:
             {},
             self._resync,
             self._indexers,
-            name=f"ddsif-{factory.gvr_subject(gvr)}",  # apart from other informers of the type
+            name=f"ddsif-{factory.gvr_subject(gvr, self._cluster)}",  # apart from other informers of the type
             profile=self._profile,
         )
         shared.add_event_handler(_FanOut(self, gvr))

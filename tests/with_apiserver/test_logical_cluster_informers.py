@@ -302,3 +302,27 @@ def test_key_func_keys_the_cache_and_its_fifo_of_any_informer(
         assert informer.wait_for_sync(TIMEOUT)
         assert sorted(informer.get_indexer().list_keys()) == uids
         assert sorted(informer.get_indexer().list_index_func_values("cluster")) == ["root:a", "root:b"]
+
+
+def test_informers_of_one_resource_in_two_logical_clusters_are_named_apart(
+    server: FakeAPIServer, client_of: Callable[[str | None], Any]
+) -> None:
+    seed(server, "root:a", "root:b")
+    factories = {cluster: DynamicSharedInformerFactory(client_of(None), cluster=cluster)
+                 for cluster in ("root:a", "root:b", "*")}
+    stop = threading.Event()
+    try:
+        for made in factories.values():
+            made.for_resource(CONFIGMAPS)
+            made.start(stop)
+            assert made.wait_for_cache_sync(timeout=TIMEOUT) == {CONFIGMAPS: True}
+        threads = {t.name for t in threading.enumerate()}
+        for cluster, made in factories.items():
+            subject = f"v1/configmaps@{cluster}"
+            assert made.for_resource(CONFIGMAPS).informer().name == subject
+            assert {f"kinformer-informer-{subject}", f"kinformer-reflector-{subject}"} <= threads
+        informer = SharedIndexInformer(ListWatch.for_resource(client_of(None), CONFIGMAPS, cluster="root:a"))
+        assert informer.name == "v1/configmaps@root:a"
+    finally:
+        for made in factories.values():
+            made.shutdown()
