@@ -326,3 +326,47 @@ def test_informers_of_one_resource_in_two_logical_clusters_are_named_apart(
     finally:
         for made in factories.values():
             made.shutdown()
+
+
+GADGETS = GroupVersionResource("example.com", "v1", "gadgets")
+
+
+def test_a_controller_stays_up_while_any_logical_cluster_still_serves_its_type(
+    server: FakeAPIServer, client_of: Callable[[str | None], Any]
+) -> None:
+    started: queue.Queue[Context] = queue.Queue()
+
+    def create(ctx: Context) -> Callable[[Context], None]:
+        started.put(ctx)
+        return lambda run_ctx: run_ctx.wait()
+
+    team, other = (k8s.ApiextensionsV1Api(client_of(c)) for c in ("root:team", "root:other"))
+    team.create_custom_resource_definition(crd(WIDGETS))
+    other.create_custom_resource_definition(crd(WIDGETS))
+    ddsif = DiscoveringDynamicSharedInformerFactory(
+        client_of(None), lambda gvr: gvr.group == "example.com", cluster="*")
+    manager = ControllerManager("logical", ddsif.informer_source(),
+                                {"widgets": ManagedController({WIDGETS}, create)})
+    ctx = Context("test")
+    ddsif.start(ctx)
+    runner = threading.Thread(target=manager.start, args=(ctx,), name="test-controller-manager")
+    runner.start()
+    try:
+        controller_ctx = started.get(timeout=TIMEOUT)
+        widgets = ddsif.for_resource(WIDGETS).informer()
+
+        team.delete_custom_resource_definition(WIDGETS.group_resource)
+        team.create_custom_resource_definition(crd(GADGETS))  # a later pass: it starts gadgets
+        assert wait_for(lambda: GADGETS in ddsif.informers()[0], TIMEOUT)
+        assert manager.running_controllers() == {"widgets"}  # root:other still serves widgets
+        assert not controller_ctx.cancelled() and not widgets.is_stopped()
+
+        other.delete_custom_resource_definition(WIDGETS.group_resource)
+        assert controller_ctx.wait(TIMEOUT)
+        assert wait_for(lambda: manager.running_controllers() == set(), TIMEOUT)
+        assert widgets.is_stopped()
+    finally:
+        ctx.cancel()
+        runner.join(TIMEOUT)
+        ddsif.stop()
+    assert not runner.is_alive()
