@@ -194,8 +194,9 @@ def test_a_cluster_lister_is_a_generic_lister_across_clusters_keyed_by_cluster()
     for lister, first in ((GenericClusterLister(logical, CONFIGMAPS), "root:a"), (members, "east")):
         assert isinstance(lister, GenericLister)
         assert lister.get(f"{first}|default/app")["metadata"]["name"] == "app"
-        with pytest.raises(NotFoundError):
-            lister.get("nowhere|default/app")
+        for missing in ("nowhere|default/app", "a|b|c", "a|b/c/d"):
+            with pytest.raises(NotFoundError):
+                lister.get(missing)
         assert len(lister.by_namespace("default").list()) == 2
         assert keys(lister.by_namespace("kube").list()) == ["kube/dns"]
     assert members.get("west|default/app")["metadata"]["labels"] == {"tier": "web"}

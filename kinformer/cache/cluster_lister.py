@@ -151,7 +151,10 @@ class _MemberClustersView:
         return objs
 
     def get_by_key(self, key: str) -> Any | None:
-        cluster, namespace, name = _cluster.split_cluster_aware_key(key)
+        try:
+            cluster, namespace, name = _cluster.split_cluster_aware_key(key)
+        except errors.InvalidKeyError:
+            return None  # no object has it, as a cluster-aware indexer answers
         indexer = self._indexers.get(cluster)
         return None if indexer is None else indexer.get_by_key(f"{namespace}/{name}" if namespace else name)
 
