@@ -72,6 +72,19 @@ def _default_name(lister_watcher: listerwatcher.ListerWatcher) -> str:
     return f"#{next(_ids)}"
 
 
+def _deletion_handling(key_func: store.KeyFunc) -> store.KeyFunc:
+    """``key_func``, giving a :class:`~kinformer.DeletedFinalStateUnknown` its ``key`` (a relist's
+    deletions reach the cache as tombstones) when it does not do so itself."""
+    if key_func in (_cluster.cluster_aware_key_func, store.deletion_handling_meta_namespace_key_func):
+        return key_func
+    tombstone = store.DeletedFinalStateUnknown
+
+    def key(obj: Any) -> str:
+        return obj.key if type(obj) is tombstone else key_func(obj)
+
+    return key
+
+
 def _across_logical_clusters(lister_watcher: listerwatcher.ListerWatcher) -> bool:
     """Whether ``lister_watcher`` lists every kcp logical cluster at once
     (``ListWatch.for_resource(cluster="*")``): the same ``namespace/name`` may come twice."""
@@ -112,7 +125,8 @@ class SharedIndexInformer:
     raises :class:`~kinformer.ConfigurationError`.
 
     The cache is keyed ``namespace/name`` (:func:`~kinformer.meta_namespace_key_func`) unless
-    ``key_func`` says otherwise; the FIFO in front of it keys with the same function. Over a
+    ``key_func`` says otherwise (a :class:`~kinformer.DeletedFinalStateUnknown` keeps its own
+    ``key``); the FIFO in front of it keys with the same function. Over a
     lister-watcher across every kcp logical cluster (``ListWatch.for_resource(cluster="*")``)
     the informer is cluster-aware (see :attr:`cluster_aware`): keyed by
     :func:`~kinformer.cluster_aware_key_func` (unless ``key_func`` is given) with both cluster
@@ -166,7 +180,7 @@ class SharedIndexInformer:
         if key_func is None:
             self._indexer = _new_indexer(indexers, self._detector)
         else:
-            self._indexer = _new_indexer(indexers, self._detector, key_func)
+            self._indexer = _new_indexer(indexers, self._detector, _deletion_handling(key_func))
         self._default_resync = _checks.seconds(
             "default_event_handler_resync_period", default_event_handler_resync_period)
         self._resync_check_period = self._default_resync

@@ -287,8 +287,9 @@ def test_a_controller_manager_follows_a_crd_of_one_logical_cluster_through_the_w
     assert not runner.is_alive()
 
 
+@pytest.mark.parametrize("profile", ["modern", "classic"])
 def test_key_func_keys_the_cache_and_its_fifo_of_any_informer(
-    server: FakeAPIServer, client_of: Callable[[str | None], Any]
+    server: FakeAPIServer, client_of: Callable[[str | None], Any], profile: str
 ) -> None:
     seed(server, "root:a", "root:b")
 
@@ -296,12 +297,21 @@ def test_key_func_keys_the_cache_and_its_fifo_of_any_informer(
         return str(obj["metadata"]["uid"])
 
     informer = SharedIndexInformer(
-        ListWatch.for_resource(client_of(None), CONFIGMAPS, cluster="*"), key_func=by_uid)
+        ListWatch.for_resource(client_of(None), CONFIGMAPS, cluster="*"), key_func=by_uid, profile=profile)
     uids = sorted(o["metadata"]["uid"] for o in server.list_objects(CONFIGMAPS, cluster="*"))
     with running(informer.run):
         assert informer.wait_for_sync(TIMEOUT)
         assert sorted(informer.get_indexer().list_keys()) == uids
         assert sorted(informer.get_indexer().list_index_func_values("cluster")) == ["root:a", "root:b"]
+
+        # a deletion the watch missed reaches the cache as a tombstone of the relist
+        server.fail_next(status=410, verb="watch", resource="configmaps")
+        server.set_delay(0.5, verb="list")  # the delete lands before the relist reads
+        server.drop_watches()
+        gone = server.delete(CONFIGMAPS, "default", "app", cluster="root:a")
+        server.clear_faults()
+        assert wait_for(lambda: informer.get_indexer().list_keys() == [
+            o for o in uids if o != gone["metadata"]["uid"]], TIMEOUT)
 
 
 def test_informers_of_one_resource_in_two_logical_clusters_are_named_apart(
