@@ -33,8 +33,26 @@ second later and engaged again, ``--rounds`` times (default 5). Reported: the ru
 handler latency p50/p99/max before any engage and during the engages (from each engage until
 its initial adds were handled), and the engage times.
 
+**Logical clusters through one informer** (``logical``): a server process of its own holds
+``--tenants`` logical clusters (default 100) of ``--tenant-objects`` ConfigMaps each (default
+100) in ``default``, and one more logical cluster, ``flat``, holding as many ConfigMaps in all
+(default 10,000) in its namespace ``flat``. Each contender runs in a fresh child process, as for
+the initial sync, over one ``ApiClient`` of the server's root URL:
+
+- ``plain``: one ``SharedIndexInformer`` over ``ListWatch.for_resource(namespace="flat",
+  cluster="flat")``, keyed ``namespace/name``, one no-op handler;
+- ``plain + cluster indexes``: the same, with the two cluster indexes added, to tell what
+  they cost from what the cluster-aware keys and handler cost;
+- ``cluster="*"``: one cluster-aware informer over ``ListWatch.for_resource(namespace="default",
+  cluster="*")`` (``/clusters/*/api/v1/namespaces/default/configmaps``), keyed
+  ``<cluster>|<namespace>/<name>`` with both cluster indexes, one no-op ``ClusterEventHandler``.
+
+Both list the same number of objects of the same size through a namespaced list of the same
+server, so what differs is the cluster-aware informer: its keys, its two indexes and the
+handler told each object's cluster. Reported as for the initial sync, with the ratios.
+
 Run ``python benchmarks/bench_fleet.py [--json] [--quick] [--clusters N] [--objects N]
-[--repeat R] [--only sync,engage]``.
+[--repeat R] [--tenants N] [--tenant-objects N] [--only sync,engage,logical]``.
 """
 
 from __future__ import annotations
@@ -70,6 +88,10 @@ GAP = 1.0  # seconds between an engage's end and the disengage, and between roun
 SYNC_TIMEOUT = 600.0
 POLL = 0.005
 CONTENDERS = ("hand-made", "MultiClusterInformerFactory")
+TENANTS = 100  # logical clusters seen through one cluster="*" informer
+TENANT_OBJECTS = 100
+FLAT = "flat"  # the logical cluster (and its namespace) the plain informer lists
+LOGICAL_CONTENDERS = ("plain", "plain + cluster indexes", 'cluster="*"')
 EXTRA = "member-extra"  # the member engaged while the others run
 
 
@@ -98,6 +120,16 @@ def _serve(conn: Connection) -> None:
             gc.disable()
             for cluster in clusters:
                 server.preload(gvr, (configmap(i, NAMESPACE) for i in range(n)), cluster=cluster)
+            gc.freeze()
+            gc.enable()
+            conn.send(time.perf_counter() - began)
+        elif command == "load_namespace":  # n ConfigMaps in a namespace created for them
+            cluster, namespace, n = args
+            began = time.perf_counter()
+            server.create(GroupVersionResource("", "v1", "namespaces"), {"metadata": {"name": namespace}},
+                          cluster=cluster)
+            gc.disable()
+            server.preload(gvr, (configmap(i, namespace) for i in range(n)), cluster=cluster)
             gc.freeze()
             gc.enable()
             conn.send(time.perf_counter() - began)
@@ -252,6 +284,62 @@ def _sync_child(conn: Connection, contender: str, url: str, members: list[str]) 
         factory.shutdown()
     for api_client in clients.values():
         api_client.close()
+
+
+def _logical_child(conn: Connection, contender: str, url: str) -> None:
+    """Child process: one informer's initial sync, plain over the ``flat`` cluster or
+    cluster-aware over ``/clusters/*``; sends its figures."""
+    logging.basicConfig(level=logging.WARNING)
+    from kinformer import (
+        CLUSTER_AND_NAMESPACE_INDEX,
+        CLUSTER_INDEX,
+        NAMESPACE_INDEX,
+        ClusterEventHandlerFuncs,
+        Context,
+        GroupVersionResource,
+        ListWatch,
+        ResourceEventHandlerFuncs,
+        SharedIndexInformer,
+        cluster_and_namespace_index_func,
+        cluster_index_func,
+        meta_namespace_index_func,
+    )
+
+    gvr = GroupVersionResource(*CONFIGMAPS)
+    api_client = _api_client(url)
+    gc.collect()
+    before = rss_mb()["rss"]
+    stop = Context("bench")
+    began, cpu = time.perf_counter(), time.process_time()
+    handler: Any
+    indexers: dict[str, Any] = {NAMESPACE_INDEX: meta_namespace_index_func}
+    if contender == 'cluster="*"':
+        lw = ListWatch.for_resource(api_client, gvr, namespace=NAMESPACE, cluster="*")
+        handler = ClusterEventHandlerFuncs(add_func=lambda cluster, obj: None)
+    else:
+        lw = ListWatch.for_resource(api_client, gvr, namespace=FLAT, cluster=FLAT)
+        handler = ResourceEventHandlerFuncs(add_func=lambda obj: None)
+        if contender != "plain":
+            indexers.update({CLUSTER_INDEX: cluster_index_func,
+                             CLUSTER_AND_NAMESPACE_INDEX: cluster_and_namespace_index_func})
+    informer = SharedIndexInformer(lw, indexers=indexers)
+    registration = informer.add_event_handler(handler)
+    thread = threading.Thread(target=informer.run, args=(stop,), name="bench-informer")
+    thread.start()
+    _wait(lambda: informer.has_synced() and registration.has_synced(), "sync")
+    seconds, cpu = time.perf_counter() - began, time.process_time() - cpu
+    objects = len(informer.get_indexer())
+    clusters = len(informer.get_indexer().list_index_func_values("cluster")) if informer.cluster_aware else 1
+    gc.collect()
+    threading.Event().wait(0.5)  # let the handler thread go idle
+    gc.collect()
+    memory = rss_mb()
+    conn.send({"seconds": seconds, "cpu_seconds": cpu, "objects": objects, "clusters": clusters,
+               "rss_before_mib": before, "settled_rss_mib": memory["rss"], "peak_rss_mib": memory["peak"],
+               "growth_mib": memory["rss"] - before})
+    stop.cancel()
+    thread.join(30)
+    api_client.close()
 
 
 def _engage_child(conn: Connection, contender: str, url: str, members: list[str], before: float,
@@ -438,6 +526,31 @@ def measure_sync(server: FleetServer, members: list[str], repeat: int) -> dict[s
     }
 
 
+def measure_logical(server: FleetServer, repeat: int) -> dict[str, Any]:
+    runs: dict[str, list[dict[str, Any]]] = {name: [] for name in LOGICAL_CONTENDERS}
+    for _ in range(repeat):
+        for contender in LOGICAL_CONTENDERS:
+            runs[contender].append(_in_child(_logical_child, contender, server.url))
+    best = {name: min(r["seconds"] for r in results) for name, results in runs.items()}
+    cpu = {name: min(r["cpu_seconds"] for r in results) for name, results in runs.items()}
+    settled = {name: min(r["settled_rss_mib"] for r in results) for name, results in runs.items()}
+    growth = {name: min(r["growth_mib"] for r in results) for name, results in runs.items()}
+    peak = {name: min(r["peak_rss_mib"] for r in results) for name, results in runs.items()}
+    plain, indexed, aware = LOGICAL_CONTENDERS
+    return {
+        "name": "logical", "objects": {n: runs[n][0]["objects"] for n in LOGICAL_CONTENDERS},
+        "clusters": {n: runs[n][0]["clusters"] for n in LOGICAL_CONTENDERS},
+        "seconds": best, "cpu_seconds": cpu, "settled_rss_mib": settled, "growth_mib": growth,
+        "peak_rss_mib": peak,
+        "ratio": {"seconds": best[aware] / best[plain], "cpu_seconds": cpu[aware] / cpu[plain],
+                  "settled_rss": settled[aware] / settled[plain], "growth": growth[aware] / growth[plain]},
+        "ratio_to_plain_with_cluster_indexes": {
+            "seconds": best[aware] / best[indexed], "cpu_seconds": cpu[aware] / cpu[indexed],
+            "settled_rss": settled[aware] / settled[indexed], "growth": growth[aware] / growth[indexed]},
+        "runs": runs,
+    }
+
+
 def measure_engage(server: FleetServer, members: list[str], objects: int, engage_objects: int, rate: float,
                    before: float, rounds: int) -> dict[str, Any]:
     result: dict[str, Any] = {"name": "engage", "clusters": len(members), "objects_per_cluster": objects,
@@ -482,7 +595,11 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=None, help=f"engages (default {ROUNDS})")
     parser.add_argument("--engage-objects", type=int, default=None,
                         help=f"ConfigMaps of the member engaged (default {ENGAGE_OBJECTS})")
-    parser.add_argument("--only", default="sync,engage")
+    parser.add_argument("--tenants", type=int, default=TENANTS,
+                        help=f"logical clusters seen through one informer (default {TENANTS})")
+    parser.add_argument("--tenant-objects", type=int, default=None,
+                        help=f"ConfigMaps a logical cluster (default {TENANT_OBJECTS})")
+    parser.add_argument("--only", default="sync,engage,logical")
     args = parser.parse_args()
     objects = args.objects or (200 if args.quick else OBJECTS)
     repeat = args.repeat or (1 if args.quick else REPEAT)
@@ -501,6 +618,13 @@ def main() -> None:
             results.append(measure_engage(server, members, objects, engage_objects, args.rate, before,
                                           rounds))
         server_rss = server.call("rss")
+    if "logical" in only:
+        tenant_objects = args.tenant_objects or (20 if args.quick else TENANT_OBJECTS)
+        with FleetServer() as logical:  # a server of its own: cluster="*" lists everything in it
+            tenants = [f"tenant-{i:03d}" for i in range(1, args.tenants + 1)]
+            load_seconds += logical.call("load", tenants, tenant_objects)
+            load_seconds += logical.call("load_namespace", FLAT, FLAT, args.tenants * tenant_objects)
+            results.append(measure_logical(logical, repeat))
     report = {"benchmark": "fleet", "server": "one FakeAPIServer(logical_clusters=True) in a child "
               "process, one logical cluster per member, each reached through its own ApiClient",
               "load_seconds": load_seconds, "server_rss_mib": server_rss["rss"],
@@ -520,6 +644,21 @@ def main() -> None:
             ratio = r["ratio"]
             print(f"  factory / hand-made: time {ratio['seconds']:.2f}x, cpu {ratio['cpu_seconds']:.2f}x, "
                   f"settled RSS {ratio['settled_rss']:.3f}x, growth {ratio['growth']:.3f}x")
+        elif r["name"] == "logical":
+            plain, _, aware = LOGICAL_CONTENDERS
+            print(f"initial sync of {r['objects'][aware]} ConfigMaps in {r['clusters'][aware]} logical "
+                  f"clusters through one informer, against {r['objects'][plain]} in one (best of {repeat}):")
+            for name in LOGICAL_CONTENDERS:
+                print(f"  {name:<28} {r['seconds'][name]:6.2f} s  cpu {r['cpu_seconds'][name]:6.2f} s  "
+                      f"settled {r['settled_rss_mib'][name]:7.1f} MiB (+{r['growth_mib'][name]:.1f})  "
+                      f"peak {r['peak_rss_mib'][name]:7.1f} MiB")
+            ratio = r["ratio"]
+            print(f'  cluster="*" / plain: time {ratio["seconds"]:.2f}x, cpu {ratio["cpu_seconds"]:.2f}x, '
+                  f'settled RSS {ratio["settled_rss"]:.3f}x, growth {ratio["growth"]:.3f}x')
+            ratio = r["ratio_to_plain_with_cluster_indexes"]
+            print(f'  cluster="*" / plain + cluster indexes: time {ratio["seconds"]:.2f}x, '
+                  f'cpu {ratio["cpu_seconds"]:.2f}x, settled RSS {ratio["settled_rss"]:.3f}x, '
+                  f'growth {ratio["growth"]:.3f}x')
         else:
             print(f"engaging a member of {r['engage_objects']} ConfigMaps while {r['clusters']} stream "
                   f"{r['rate']:g} updates/s:")

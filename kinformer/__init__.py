@@ -16,14 +16,17 @@ import logging
 from kinformer.appliers import InformerProfile
 from kinformer.backoff import Backoff, BackoffManager
 from kinformer.cache.cluster import (
+    ALL_LOGICAL_CLUSTERS,
     CLUSTER_AND_NAMESPACE_INDEX,
     CLUSTER_INDEX,
     LOGICAL_CLUSTER_ANNOTATION,
+    check_logical_cluster,
     cluster_and_namespace_index_func,
     cluster_aware_key_func,
     cluster_index_func,
     split_cluster_aware_key,
     to_cluster_aware_key,
+    with_cluster_indexes,
 )
 from kinformer.cache.cluster_lister import GenericClusterLister
 from kinformer.cache.delta_fifo import Delta, DeltaFIFO, Deltas, DeltaType
@@ -256,17 +259,20 @@ __all__ = [  # noqa: RUF022 (grouped by area, as the API reference is)
     "ShardSelector",
     "fnv1a_64",
     # many clusters: cluster-aware keys, indexes, listers and handlers
+    "ALL_LOGICAL_CLUSTERS",
     "CLUSTER_AND_NAMESPACE_INDEX",
     "CLUSTER_INDEX",
     "LOGICAL_CLUSTER_ANNOTATION",
     "ClusterEventHandler",
     "ClusterEventHandlerFuncs",
     "GenericClusterLister",
+    "check_logical_cluster",
     "cluster_and_namespace_index_func",
     "cluster_aware_key_func",
     "cluster_index_func",
     "split_cluster_aware_key",
     "to_cluster_aware_key",
+    "with_cluster_indexes",
     # many clusters: member clusters that come and go
     "ClusterHandlerRegistration",
     "ClusterProvider",

@@ -179,7 +179,7 @@ class ClassicApplier(Applier):
 
     def _new_fifo(self) -> FIFO:
         self._delta_fifo = delta_fifo.DeltaFIFO(
-            store.meta_namespace_key_func, self._indexer, True, None,
+            fifo_key_func(self._indexer), self._indexer, True, None,
             take_first_list=self._take_first_list)
         return self._delta_fifo
 
@@ -238,7 +238,7 @@ class ModernApplier(Applier):
     __slots__ = ("_real_fifo",)
 
     def _new_fifo(self) -> FIFO:
-        self._real_fifo = real_fifo.RealFIFO(store.meta_namespace_key_func, None, None)
+        self._real_fifo = real_fifo.RealFIFO(fifo_key_func(self._indexer), None, None)
         return self._real_fifo
 
     def pop(self, timeout: float) -> None:
@@ -361,6 +361,19 @@ def new_applier(
     """The applier of ``profile``, with its FIFO, over ``indexer`` and ``shared_processor``."""
     kind = ModernApplier if profile is InformerProfile.MODERN else ClassicApplier
     return kind(indexer, shared_processor, lock, name)
+
+
+def fifo_key_func(indexer: store.InformerIndexer) -> store.KeyFunc:
+    """The key function of a FIFO feeding ``indexer``: the cache's own, so the two never
+    disagree (a cluster-aware cache's FIFO must not merge ``default/app`` of two clusters).
+
+    For the usual ``namespace/name`` cache, the plain key function, without the cache's
+    tombstone check (the FIFO reads tombstone keys itself); for a cache that does not say its
+    key function, its ``key_of``."""
+    key_func: store.KeyFunc | None = getattr(indexer, "key_func", None)
+    if key_func is store.deletion_handling_meta_namespace_key_func:
+        return store.meta_namespace_key_func
+    return indexer.key_of if key_func is None else key_func
 
 
 def _new_items(batch: list[list[delta_fifo.Delta]], key_of: Callable[[Any], str]) -> dict[str, Any] | None:

@@ -13,6 +13,7 @@ away. The keeping of informers is :class:`InformerRegistry`, which the discoveri
 
 from __future__ import annotations
 
+import functools
 import logging
 import threading
 import time
@@ -21,7 +22,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from kinformer import _checks, _threads, context, handlers, informer, sharding
+from kinformer.cache import cluster as _cluster
 from kinformer.cache import store
+from kinformer.cache.cluster_lister import GenericClusterLister
 from kinformer.cache.lister import GenericLister
 from kinformer.client import listerwatcher, listwatch
 from kinformer.gvr import GroupVersionResource
@@ -31,13 +34,21 @@ log = logging.getLogger(__name__)
 SHUTDOWN_TIMEOUT = 30.0  # an informer joins its own threads with bounded waits; this only bounds a bug
 
 
-def gvr_subject(gvr: GroupVersionResource) -> str:
-    """``apps/v1/deployments`` or ``v1/configmaps``: how threads and informers are named."""
-    return "/".join(part for part in (gvr.group, gvr.version, gvr.resource) if part)
+def gvr_subject(gvr: GroupVersionResource, cluster: str | None = None) -> str:
+    """``apps/v1/deployments`` or ``v1/configmaps``: how threads and informers are named;
+    ``v1/configmaps@root:org`` for the informer of one cluster (``@*``: of every logical one),
+    so informers of one resource in two clusters are told apart."""
+    subject = "/".join(part for part in (gvr.group, gvr.version, gvr.resource) if part)
+    return subject if cluster is None else f"{subject}@{cluster}"
 
 
 class GenericInformer:
-    """A shared informer and a lister over its cache, for one resource type."""
+    """A shared informer and a lister over its cache, for one resource type.
+
+    The lister of a cluster-aware informer (see :attr:`SharedIndexInformer.cluster_aware
+    <kinformer.SharedIndexInformer.cluster_aware>`: one over ``cluster="*"``) is a
+    :class:`~kinformer.GenericClusterLister`, with ``cluster(name)`` for one logical cluster.
+    """
 
     __slots__ = ("_gvr", "_informer")
 
@@ -49,6 +60,8 @@ class GenericInformer:
         return self._informer
 
     def lister(self) -> GenericLister:
+        if self._informer.cluster_aware:
+            return GenericClusterLister(self._informer.get_indexer(), self._gvr)
         return GenericLister(self._informer.get_indexer(), self._gvr)
 
     def __repr__(self) -> str:
@@ -99,19 +112,26 @@ class InformerRegistry:
     :class:`~kinformer.DiscoveringDynamicSharedInformerFactory` decide when to start and stop,
     the registry keeps the informers. :meth:`for_resource` creates one on first use with
     ``new_informer``; :meth:`start` runs the informers not started yet, each on thread
-    ``kinformer-<role>-<gvr>``; :meth:`detach` forgets informers and hands them back, to be
-    stopped with :func:`stop_all`, so a caller can forget under its own lock and join outside it.
+    ``kinformer-<role>-<subject(gvr)>`` (by default ``<gvr>``, see :func:`gvr_subject`);
+    :meth:`detach` forgets informers and hands them back, to be stopped with :func:`stop_all`,
+    so a caller can forget under its own lock and join outside it.
     A detached type gets a fresh informer from the next :meth:`for_resource`.
 
     Thread-safe. ``new_informer`` runs under the registry's lock, so it must not call back into
     the registry; no other code runs under it (spawning a thread runs none).
     """
 
-    __slots__ = ("_entries", "_lock", "_new_informer", "_role")
+    __slots__ = ("_entries", "_lock", "_new_informer", "_role", "_subject")
 
-    def __init__(self, new_informer: Callable[[GroupVersionResource], GenericInformer], role: str) -> None:
+    def __init__(
+        self,
+        new_informer: Callable[[GroupVersionResource], GenericInformer],
+        role: str,
+        subject: Callable[[GroupVersionResource], str] = gvr_subject,
+    ) -> None:
         self._new_informer = new_informer
         self._role = role
+        self._subject = subject  # the thread's name after its role
         self._lock = threading.Lock()  # guards _entries; an entry's ctx and thread are set under it
         self._entries: dict[GroupVersionResource, InformerEntry] = {}
 
@@ -130,7 +150,7 @@ class InformerRegistry:
                 pending = [(g, self._get_or_create(g)) for g in gvrs]
             for gvr, entry in pending:
                 if not entry.started:
-                    entry.start(parent, self._role, gvr_subject(gvr))
+                    entry.start(parent, self._role, self._subject(gvr))
 
     def has_pending(self) -> bool:
         """Whether some informer was created and not started yet."""
@@ -191,7 +211,12 @@ class DynamicSharedInformerFactory:
     shard of its resource. Its informers follow ``profile`` (``"modern"`` or ``"classic"``, see
     :class:`~kinformer.SharedIndexInformer`) and ``detect_mutations`` (see
     :meth:`SharedIndexInformer.check_mutations`), and resync every ``default_resync`` seconds
-    (0: never; finite, else :class:`~kinformer.ConfigurationError`).
+    (0: never; finite, else :class:`~kinformer.ConfigurationError`). ``cluster`` names the kcp
+    logical cluster every informer lists and watches (see :meth:`ListWatch.for_resource
+    <kinformer.ListWatch.for_resource>`); with ``cluster="*"`` one informer per resource covers
+    every logical cluster and is cluster-aware: keys ``<cluster>|<namespace>/<name>``, both
+    cluster indexes, a :class:`~kinformer.GenericClusterLister` as its lister, and
+    :class:`~kinformer.ClusterEventHandler` handlers told each object's cluster.
 
     Example, with ``api_client`` an ``ApiClient`` and ``stop`` a ``threading.Event``::
 
@@ -214,15 +239,18 @@ class DynamicSharedInformerFactory:
         profile: str = "modern",
         shard_selector: sharding.ShardSelector | None = None,
         detect_mutations: bool | None = None,
+        cluster: str | None = None,
     ) -> None:
         self._profile = informer.check_profile(profile)
+        self._cluster = None if cluster is None else _cluster.check_logical_cluster(cluster)
         self._detect_mutations = detect_mutations
         self._shard_selector = shard_selector
         self._client = client
         self._default_resync = _checks.seconds("default_resync", default_resync)
         self._namespace = namespace
         self._tweak_list_options = tweak_list_options
-        self._informers = InformerRegistry(self._new_informer, "informer")
+        self._informers = InformerRegistry(
+            self._new_informer, "informer", functools.partial(gvr_subject, cluster=self._cluster))
         self._lock = threading.Lock()  # guards _shutting_down; one start at a time, none after shutdown
         self._root = context.Context("factory")  # cancelled by shutdown(); parent of every start
         self._shutting_down = False
@@ -313,13 +341,14 @@ class DynamicSharedInformerFactory:
             gvr,
             namespace=self._namespace,
             tweak_list_options=self._tweak_list_options,
+            cluster=self._cluster,
         )
         shared = informer.SharedIndexInformer(
             lw,
             {},
             self._default_resync,
             {store.NAMESPACE_INDEX: store.meta_namespace_index_func},
-            name=gvr_subject(gvr),
+            name=gvr_subject(gvr, self._cluster),
             profile=self._profile,
             detect_mutations=self._detect_mutations,
         )

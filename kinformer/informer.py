@@ -28,9 +28,11 @@ from collections.abc import Callable
 from typing import Any
 
 from kinformer import _checks, _threads, appliers, collector_policy, context, errors, processor, sharding
+from kinformer.cache import cluster as _cluster
 from kinformer.cache import mutation_detector, store
 from kinformer.client import listerwatcher
 from kinformer.clock import REAL_CLOCK, Clock
+from kinformer.cluster_handlers import ClusterAnnotationHandler, ClusterEventHandler
 from kinformer.gvr import GroupVersionResource
 from kinformer.handlers import ResourceEventHandler, wait_for_cache_sync
 from kinformer.metrics import provider as metrics_provider
@@ -47,22 +49,46 @@ _ids = itertools.count(1)
 
 
 def _new_indexer(
-    indexers: store.Indexers | None, detector: mutation_detector.MutationDetector | None
+    indexers: store.Indexers | None,
+    detector: mutation_detector.MutationDetector | None,
+    key_func: store.KeyFunc = store.deletion_handling_meta_namespace_key_func,
 ) -> store.Indexer:
     """The informer's cache, made in this one place: an :class:`~kinformer.Indexer` keyed by
-    ``namespace/name`` with ``indexers``, telling ``detector`` what it caches when there is one."""
-    key_func = store.deletion_handling_meta_namespace_key_func
+    ``key_func`` (``namespace/name``) with ``indexers``, telling ``detector`` what it caches
+    when there is one."""
     if detector is not None:
         return mutation_detector.CheckedIndexer(key_func, dict(indexers or {}), detector)
     return store.Indexer(key_func, dict(indexers or {}))
 
 
 def _default_name(lister_watcher: listerwatcher.ListerWatcher) -> str:
-    """``v1/configmaps`` for a lister-watcher that says what it lists, else ``#<n>``."""
+    """``v1/configmaps`` for a lister-watcher that says what it lists (``v1/configmaps@root:org``
+    when it lists a logical cluster, ``@*`` every one), else ``#<n>``."""
     resource = _described(lister_watcher)[0]
     if isinstance(resource, GroupVersionResource):
-        return "/".join(part for part in (resource.group, resource.version, resource.resource) if part)
+        name = "/".join(part for part in (resource.group, resource.version, resource.resource) if part)
+        cluster = getattr(lister_watcher, "cluster", None)
+        return name if cluster is None else f"{name}@{cluster}"
     return f"#{next(_ids)}"
+
+
+def _deletion_handling(key_func: store.KeyFunc) -> store.KeyFunc:
+    """``key_func``, giving a :class:`~kinformer.DeletedFinalStateUnknown` its ``key`` (a relist's
+    deletions reach the cache as tombstones) when it does not do so itself."""
+    if key_func in (_cluster.cluster_aware_key_func, store.deletion_handling_meta_namespace_key_func):
+        return key_func
+    tombstone = store.DeletedFinalStateUnknown
+
+    def key(obj: Any) -> str:
+        return obj.key if type(obj) is tombstone else key_func(obj)
+
+    return key
+
+
+def _across_logical_clusters(lister_watcher: listerwatcher.ListerWatcher) -> bool:
+    """Whether ``lister_watcher`` lists every kcp logical cluster at once
+    (``ListWatch.for_resource(cluster="*")``): the same ``namespace/name`` may come twice."""
+    return getattr(lister_watcher, "cluster", None) == _cluster.ALL_LOGICAL_CLUSTERS
 
 
 def _described(
@@ -98,6 +124,14 @@ class SharedIndexInformer:
     catches one that does not: see :meth:`check_mutations`. A bad ``mutation_check_period``
     raises :class:`~kinformer.ConfigurationError`.
 
+    The cache is keyed ``namespace/name`` (:func:`~kinformer.meta_namespace_key_func`) unless
+    ``key_func`` says otherwise (a :class:`~kinformer.DeletedFinalStateUnknown` keeps its own
+    ``key``); the FIFO in front of it keys with the same function. Over a
+    lister-watcher across every kcp logical cluster (``ListWatch.for_resource(cluster="*")``)
+    the informer is cluster-aware (see :attr:`cluster_aware`): keyed by
+    :func:`~kinformer.cluster_aware_key_func` (unless ``key_func`` is given) with both cluster
+    indexes added to ``indexers``, so ``default/app`` of two logical clusters are two objects.
+
     ``name`` names its threads and log lines; by default the resource the lister-watcher of
     :meth:`ListWatch.for_resource <kinformer.ListWatch.for_resource>` lists (``v1/configmaps``),
     else ``#<n>``. Example::
@@ -128,6 +162,7 @@ class SharedIndexInformer:
         profile: str = "modern",
         detect_mutations: bool | None = None,
         mutation_check_period: float = 1.0,
+        key_func: store.KeyFunc | None = None,
     ) -> None:
         self._profile = check_profile(profile)
         self._lister_watcher = lister_watcher
@@ -139,7 +174,13 @@ class SharedIndexInformer:
         self._detector: mutation_detector.MutationDetector | None = None
         if mutation_detector.enabled(detect_mutations):  # else a plain Indexer: nothing to pay
             self._detector = mutation_detector.MutationDetector(self._name)
-        self._indexer = _new_indexer(indexers, self._detector)
+        if _across_logical_clusters(lister_watcher):  # one cache of many clusters: keys carry them
+            key_func = key_func or _cluster.cluster_aware_key_func
+            indexers = _cluster.with_cluster_indexes(indexers)
+        if key_func is None:
+            self._indexer = _new_indexer(indexers, self._detector)
+        else:
+            self._indexer = _new_indexer(indexers, self._detector, _deletion_handling(key_func))
         self._default_resync = _checks.seconds(
             "default_event_handler_resync_period", default_event_handler_resync_period)
         self._resync_check_period = self._default_resync
@@ -158,6 +199,17 @@ class SharedIndexInformer:
     @property
     def name(self) -> str:
         return self._name
+
+    @property
+    def cluster_aware(self) -> bool:
+        """Whether the cache is keyed by :func:`~kinformer.cluster_aware_key_func`
+        (``<cluster>|<namespace>/<name>``) with both cluster indexes, as an informer over
+        ``ListWatch.for_resource(cluster="*")`` is: then a factory's lister of it is a
+        :class:`~kinformer.GenericClusterLister`."""
+        indexer = self._indexer
+        indexes = indexer.get_indexers()
+        return (indexer.key_func is _cluster.cluster_aware_key_func
+                and _cluster.CLUSTER_INDEX in indexes and _cluster.CLUSTER_AND_NAMESPACE_INDEX in indexes)
 
     @property
     def profile(self) -> appliers.InformerProfile:
@@ -348,12 +400,14 @@ class SharedIndexInformer:
 
     # -- handlers -------------------------------------------------------------------------------
 
-    def add_event_handler(self, handler: ResourceEventHandler) -> processor.ResourceEventHandlerRegistration:
+    def add_event_handler(
+        self, handler: ResourceEventHandler | ClusterEventHandler
+    ) -> processor.ResourceEventHandlerRegistration:
         """Register ``handler`` with the informer's default resync period."""
         return self.add_event_handler_with_resync_period(handler, self._default_resync)
 
     def add_event_handler_with_resync_period(
-        self, handler: ResourceEventHandler, resync_period: float
+        self, handler: ResourceEventHandler | ClusterEventHandler, resync_period: float
     ) -> processor.ResourceEventHandlerRegistration:
         """Register ``handler``, asking for a resync every ``resync_period`` seconds (0: never).
 
@@ -363,8 +417,15 @@ class SharedIndexInformer:
         ``on_add(obj, True)`` for every cached object, before any later event. Raises
         StoppedError once the informer stopped, ConfigurationError for a period that is not
         finite seconds.
+
+        A :class:`~kinformer.ClusterEventHandler` (``ClusterEventHandlerFuncs`` or a subclass)
+        is called with each object's logical cluster, read from its ``kcp.io/cluster``
+        annotation (``""`` without one): ``on_add(cluster, obj)``, ``on_update(cluster, old,
+        new)``, ``on_delete(cluster, obj)``. Any other handler is called as usual.
         """
         period = _checks.seconds("resync_period", resync_period)
+        if isinstance(handler, ClusterEventHandler):
+            handler = ClusterAnnotationHandler(handler)
         with self._start_lock:
             if self._stopped:
                 raise errors.StoppedError(

@@ -9,20 +9,26 @@ from helpers import cm
 from kubernetes import client
 
 from kinformer import (
+    ALL_LOGICAL_CLUSTERS,
     CLUSTER_AND_NAMESPACE_INDEX,
     CLUSTER_INDEX,
     LOGICAL_CLUSTER_ANNOTATION,
+    NAMESPACE_INDEX,
+    ConfigurationError,
     DeletedFinalStateUnknown,
     ExplicitKey,
     Indexer,
     InvalidKeyError,
     KeyFuncError,
+    check_logical_cluster,
     cluster_and_namespace_index_func,
     cluster_aware_key_func,
     cluster_index_func,
+    meta_namespace_index_func,
     meta_namespace_key_func,
     split_cluster_aware_key,
     to_cluster_aware_key,
+    with_cluster_indexes,
 )
 from kinformer.cache.cluster import cluster_and_namespace_index_value, cluster_of
 
@@ -147,3 +153,30 @@ def test_an_indexer_holds_both_clusters_and_finds_each_through_the_indexes() -> 
     indexer.delete(DeletedFinalStateUnknown("root:a|default/app", None))
     assert indexer.index_keys(CLUSTER_AND_NAMESPACE_INDEX, "root:a|default") == []
     assert indexer.get_by_key("root:b|default/app") is not None
+
+
+@pytest.mark.parametrize("name", ["root", "root:org", "root:org:team-1", "a" * 63, "*"])
+def test_kcp_logical_cluster_names_and_the_wildcard_pass(name: str) -> None:
+    assert check_logical_cluster(name) == name
+    assert ALL_LOGICAL_CLUSTERS == "*"
+
+
+@pytest.mark.parametrize("name", ["", "Root", "root/org", "root::org", "-root", "root-", "a" * 64, "**",
+                                  "root\n", None])
+def test_names_outside_kcps_grammar_are_refused(name: Any) -> None:
+    with pytest.raises(ConfigurationError, match="not a logical cluster"):
+        check_logical_cluster(name)
+
+
+def test_with_cluster_indexes_adds_both_and_keeps_what_is_given() -> None:
+    given = {NAMESPACE_INDEX: meta_namespace_index_func}
+    assert with_cluster_indexes(given) == {
+        NAMESPACE_INDEX: meta_namespace_index_func, CLUSTER_INDEX: cluster_index_func,
+        CLUSTER_AND_NAMESPACE_INDEX: cluster_and_namespace_index_func}
+    assert given == {NAMESPACE_INDEX: meta_namespace_index_func}  # a copy
+
+    def mine(obj: Any) -> list[str]:
+        return ["x"]
+
+    assert with_cluster_indexes({CLUSTER_INDEX: mine})[CLUSTER_INDEX] is mine
+    assert set(with_cluster_indexes(None)) == {CLUSTER_INDEX, CLUSTER_AND_NAMESPACE_INDEX}

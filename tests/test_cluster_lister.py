@@ -181,3 +181,22 @@ def test_a_member_lister_follows_clusters_joining_and_leaving() -> None:
     assert held.list() == []
     assert held.by_namespace("default").list() == []
     assert lister.list() == []
+
+
+def test_a_cluster_lister_is_a_generic_lister_across_clusters_keyed_by_cluster() -> None:
+    logical = Indexer(cluster_aware_key_func, {**CLUSTER_INDEXES, NAMESPACE_INDEX: meta_namespace_index_func})
+    for obj in (in_cluster("root:a", "app"), in_cluster("root:b", "app"),
+                in_cluster("root:b", "dns", "kube")):
+        logical.add(obj)
+    members = GenericClusterLister.from_cluster_indexers(
+        {"east": member_indexer(cm("app", namespace="default"), cm("dns", namespace="kube")),
+         "west": member_indexer(cm("app", namespace="default", tier="web"))}, CONFIGMAPS)
+    for lister, first in ((GenericClusterLister(logical, CONFIGMAPS), "root:a"), (members, "east")):
+        assert isinstance(lister, GenericLister)
+        assert lister.get(f"{first}|default/app")["metadata"]["name"] == "app"
+        for missing in ("nowhere|default/app", "a|b|c", "a|b/c/d"):
+            with pytest.raises(NotFoundError):
+                lister.get(missing)
+        assert len(lister.by_namespace("default").list()) == 2
+        assert keys(lister.by_namespace("kube").list()) == ["kube/dns"]
+    assert members.get("west|default/app")["metadata"]["labels"] == {"tier": "web"}

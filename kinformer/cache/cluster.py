@@ -22,15 +22,19 @@ inline, as ``store.meta_namespace_key_func`` does; anything else goes through ``
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from kinformer import errors, meta
 from kinformer.cache.store import DeletedFinalStateUnknown, ExplicitKey
+from kinformer.cache.thread_safe_store import Indexers, IndexFunc
 
 __all__ = [
+    "ALL_LOGICAL_CLUSTERS",
     "CLUSTER_AND_NAMESPACE_INDEX",
     "CLUSTER_INDEX",
     "LOGICAL_CLUSTER_ANNOTATION",
+    "check_logical_cluster",
     "cluster_and_namespace_index_func",
     "cluster_and_namespace_index_value",
     "cluster_aware_key_func",
@@ -38,16 +42,34 @@ __all__ = [
     "cluster_of",
     "split_cluster_aware_key",
     "to_cluster_aware_key",
+    "with_cluster_indexes",
 ]
 
 LOGICAL_CLUSTER_ANNOTATION = "kcp.io/cluster"
 """The annotation in which a kcp object names its logical cluster (``logicalcluster.AnnotationKey``)."""
+
+ALL_LOGICAL_CLUSTERS = "*"
+"""The wildcard that names every logical cluster at once: kcp lists and watches ``/clusters/*``."""
+
+_WORD = "[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?"
+_LOGICAL_CLUSTER_NAME = re.compile(f"{_WORD}(:{_WORD})*")  # kcp's logicalcluster.Path grammar
 
 CLUSTER_INDEX = "cluster"
 """The index of objects by cluster name (kcp's ``ClusterIndexName``); see :func:`cluster_index_func`."""
 
 CLUSTER_AND_NAMESPACE_INDEX = "cluster-and-namespace"
 """The index of objects by ``<cluster>|<namespace>``; see :func:`cluster_and_namespace_index_func`."""
+
+
+def check_logical_cluster(name: Any) -> str:
+    """``name`` when it is a logical cluster's path (kcp's grammar: words of lowercase letters,
+    digits and ``-``, joined by ``:``, as ``root:org:team``) or :data:`ALL_LOGICAL_CLUSTERS`;
+    else :class:`~kinformer.ConfigurationError` (a ValueError)."""
+    if isinstance(name, str) and (name == ALL_LOGICAL_CLUSTERS or _LOGICAL_CLUSTER_NAME.fullmatch(name)):
+        return name
+    raise errors.ConfigurationError(
+        f"not a logical cluster: {name!r} (kcp's names are words of lowercase letters, digits "
+        f"and '-' joined by ':', as 'root:org'; '*' names them all)")
 
 
 def cluster_of(obj: Any) -> str:
@@ -159,3 +181,12 @@ def cluster_and_namespace_index_func(obj: Any) -> list[str]:
         pass
     namespace = meta.namespace_and_name(obj)[0]  # raises without metadata
     return [cluster_of(obj) + "|" + namespace]
+
+
+def with_cluster_indexes(indexers: Indexers | None) -> dict[str, IndexFunc]:
+    """A copy of ``indexers`` with :data:`CLUSTER_INDEX` and :data:`CLUSTER_AND_NAMESPACE_INDEX`
+    added (an index of either name given keeps its function): what a cluster-aware cache needs."""
+    found = dict(indexers or {})
+    found.setdefault(CLUSTER_INDEX, cluster_index_func)
+    found.setdefault(CLUSTER_AND_NAMESPACE_INDEX, cluster_and_namespace_index_func)
+    return found

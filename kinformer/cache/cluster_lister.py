@@ -17,10 +17,10 @@ import builtins
 from collections.abc import Mapping
 from typing import Any
 
-from kinformer import errors
+from kinformer import errors, meta
 from kinformer.cache import cluster as _cluster
-from kinformer.cache import lister, store
-from kinformer.cache.lister import GenericLister, SelectorArg
+from kinformer.cache import store
+from kinformer.cache.lister import GenericLister
 from kinformer.gvr import GroupVersionResource
 
 __all__ = ["GenericClusterLister"]
@@ -28,7 +28,7 @@ __all__ = ["GenericClusterLister"]
 _NO_INDEXERS: Mapping[str, Any] = {store.NAMESPACE_INDEX: store.meta_namespace_index_func}
 
 
-class GenericClusterLister:
+class GenericClusterLister(GenericLister):
     """Lists cached objects of one resource type across clusters; :meth:`cluster` narrows to one.
 
     ``GenericClusterLister(indexer, gvr)`` reads one cluster-aware indexer (keyed by
@@ -36,6 +36,11 @@ class GenericClusterLister:
     :class:`~kinformer.ConfigurationError`. :meth:`from_cluster_indexers` reads one indexer per
     cluster instead. Thread-safe (the indexers are); objects returned are the cached ones: do not
     modify them. Like every lister it checks no sync: before sync the answers are partial.
+
+    It is a :class:`~kinformer.GenericLister` across every cluster, so it goes wherever one is
+    expected: ``list`` spans the clusters, ``get`` takes a cluster-aware key
+    (``"root:a|default/app"``, see :func:`~kinformer.to_cluster_aware_key`), and
+    ``by_namespace(ns)`` lists that namespace of every cluster.
 
     >>> from kinformer import (CLUSTER_AND_NAMESPACE_INDEX, CLUSTER_INDEX,
     ...     LOGICAL_CLUSTER_ANNOTATION, GroupVersionResource, Indexer,
@@ -53,7 +58,7 @@ class GenericClusterLister:
     {'kcp.io/cluster': 'root:b'}
     """
 
-    __slots__ = ("_gvr", "_indexer", "_indexers")
+    __slots__ = ("_indexers",)
 
     def __init__(self, indexer: Any, gvr: GroupVersionResource) -> None:
         missing = [name for name in (_cluster.CLUSTER_INDEX, _cluster.CLUSTER_AND_NAMESPACE_INDEX)
@@ -75,19 +80,10 @@ class GenericClusterLister:
         indexer and is read anew on every call, so a live mapping (one that follows clusters as
         they come and go) gives a live lister. No objects are copied."""
         self = cls.__new__(cls)
-        self._indexer = None
+        self._indexer = _MemberClustersView(indexers)
         self._indexers = indexers
         self._gvr = gvr
         return self
-
-    def list(self, selector: SelectorArg = None) -> builtins.list[Any]:
-        """Every cached object of every cluster whose labels match ``selector`` (None: all)."""
-        if self._indexers is None:
-            return lister.select(self._indexer.list(), selector)
-        objs: builtins.list[Any] = []
-        for indexer in builtins.list(self._indexers.values()):
-            objs.extend(indexer.list())
-        return lister.select(objs, selector)
 
     def cluster(self, name: str) -> GenericLister:
         """A lister of ``name``'s objects only (``list``, ``get``, ``by_namespace``); empty for a
@@ -137,6 +133,44 @@ class _IndexedClusterView:
             raise errors.IndexerError(f"Index with name {index_name} does not exist")
         value = _cluster.cluster_and_namespace_index_value(self._cluster, indexed_value)
         return self._indexer.by_index(_cluster.CLUSTER_AND_NAMESPACE_INDEX, value)  # type: ignore[no-any-return]
+
+
+class _MemberClustersView:
+    """Every member cluster's indexer read as one plain indexer keyed by cluster-aware keys;
+    the live mapping is read anew on every call."""
+
+    __slots__ = ("_indexers",)
+
+    def __init__(self, indexers: Mapping[str, Any]) -> None:
+        self._indexers = indexers
+
+    def list(self) -> builtins.list[Any]:
+        objs: builtins.list[Any] = []
+        for indexer in builtins.list(self._indexers.values()):
+            objs.extend(indexer.list())
+        return objs
+
+    def get_by_key(self, key: str) -> Any | None:
+        try:
+            cluster, namespace, name = _cluster.split_cluster_aware_key(key)
+        except errors.InvalidKeyError:
+            return None  # no object has it, as a cluster-aware indexer answers
+        indexer = self._indexers.get(cluster)
+        return None if indexer is None else indexer.get_by_key(f"{namespace}/{name}" if namespace else name)
+
+    def get_indexers(self) -> Mapping[str, Any]:
+        return _NO_INDEXERS
+
+    def by_index(self, index_name: str, indexed_value: str) -> builtins.list[Any]:
+        if index_name != store.NAMESPACE_INDEX:
+            raise errors.IndexerError(f"Index with name {index_name} does not exist")
+        objs: builtins.list[Any] = []
+        for indexer in builtins.list(self._indexers.values()):
+            if store.NAMESPACE_INDEX in indexer.get_indexers():
+                objs.extend(indexer.by_index(index_name, indexed_value))
+            else:
+                objs.extend(o for o in indexer.list() if meta.namespace(o) == indexed_value)
+        return objs
 
 
 class _MemberClusterView:

@@ -93,6 +93,8 @@ class CachedDiscoveryClient:
     once (it raises ``TransportError``). ``client`` is what ``ListWatch.for_resource``
     accepts: an ``ApiClient``, a ``DynamicClient`` or an API object holding one. ``ttl`` and
     ``request_timeout`` must be finite seconds, else :class:`~kinformer.ConfigurationError`.
+    ``cluster`` reads the documents of a kcp logical cluster (``/clusters/<cluster>/api``, ...);
+    ``"*"`` reads what any logical cluster serves (the built-in types and every CRD of each).
     """
 
     def __init__(
@@ -103,8 +105,10 @@ class CachedDiscoveryClient:
         clock: _clock.Clock = _clock.REAL_CLOCK,
         request_timeout: tuple[float, float] = REQUEST_TIMEOUT,
         ctx: _context.Context | None = None,
+        cluster: str | None = None,
     ) -> None:
         self._rest = rest.Client(client)
+        self._prefix = rest.cluster_prefix(cluster)  # every document under /clusters/<cluster>
         self._ctx = ctx  # cancels every request in flight
         self._timeout = rest.check_timeout("request_timeout", request_timeout)  # for one GET
         self._lock = threading.Lock()  # guards _cache: cachetools caches are not thread-safe
@@ -181,6 +185,7 @@ class CachedDiscoveryClient:
         return DiscoveryResult(resources, failed, preferred)
 
     def _get(self, path: str) -> dict[str, Any]:
+        path = self._prefix + path
         doc = self._rest.get_json(path, timeout=self._timeout, ctx=self._ctx, what=f"discovery {path}")
         if not isinstance(doc, dict):
             raise errors.DecodeError(f"discovery {path}: response is not an object")

@@ -70,6 +70,8 @@ class ListWatch:
         # the shard every request carries (for_resource); an informer over this starts with it
         self.shard_selector: sharding.ShardSelector | None = None
         self.resource: _gvr.GroupVersionResource | None = None  # what it lists, when known
+        # the kcp logical cluster every request goes to ("*": all of them), None: no prefix
+        self.cluster: str | None = None
 
     def list(
         self, options: listerwatcher.ListOptions, ctx: _context.Context | None = None
@@ -95,6 +97,7 @@ class ListWatch:
         | None = None,
         connect_timeout: float = DEFAULT_CONNECT_TIMEOUT,
         shard_selector: sharding.ShardSelector | str | None = None,
+        cluster: str | None = None,
     ) -> ListWatch:
         """List and watch ``gvr`` over HTTP through the official client.
 
@@ -113,6 +116,11 @@ class ListWatch:
         request that names none itself; an informer over this ListWatch starts with it. The
         empty selector raises :class:`~kinformer.ConfigurationError`: no parameter would mean
         the whole resource (give it to the informer instead).
+        ``cluster`` addresses a kcp logical cluster: ``"root:org"`` prefixes every path with
+        ``/clusters/root:org``, and ``"*"`` lists and watches across every logical cluster, each
+        object naming its own in the ``kcp.io/cluster`` annotation (a
+        :class:`~kinformer.SharedIndexInformer` over such a ListWatch is cluster-aware). A name
+        outside kcp's grammar raises :class:`~kinformer.ConfigurationError`.
 
         Example::
 
@@ -127,6 +135,7 @@ class ListWatch:
                 raise errors.ConfigurationError(
                     "an empty shard selector holds nothing and cannot go with a request; "
                     "give it to the informer (set_shard_selector) instead")
+        prefix = rest.cluster_prefix(cluster)
         http = resource.HTTPResource(
             rest.Client(client),
             gvr,
@@ -137,8 +146,10 @@ class ListWatch:
             connect_timeout,
             tweak_list_options,
             str(selector) if selector is not None else "",
+            prefix,
         )
         lw = cls(http.list, http.watch)
         lw.shard_selector = selector
         lw.resource = gvr
+        lw.cluster = cluster
         return lw

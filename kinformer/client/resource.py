@@ -51,10 +51,11 @@ class HTTPResource:
         connect_timeout: float,
         tweak: Callable[[listerwatcher.ListOptions], listerwatcher.ListOptions | None] | None,
         shard_selector: str = "",
+        cluster_prefix: str = "",
     ) -> None:
         self._client = client
         self._gvr = gvr
-        self._path = rest.resource_path(gvr, namespace)
+        self._path = cluster_prefix + rest.resource_path(gvr, namespace)
         self._label_selector = label_selector
         self._field_selector = field_selector
         self._timeout = (_checks.seconds("connect_timeout", connect_timeout, positive=True),

@@ -56,6 +56,7 @@ import urllib3.poolmanager
 from kinformer import _checks, _json, errors
 from kinformer import context as _context
 from kinformer import gvr as _gvr
+from kinformer.cache import cluster as _cluster
 
 log = logging.getLogger(__name__)
 
@@ -99,6 +100,15 @@ def resource_path(gvr: _gvr.GroupVersionResource, namespace: str = "") -> str:
     if namespace:
         return f"{base}/namespaces/{namespace}/{gvr.resource}"
     return f"{base}/{gvr.resource}"
+
+
+def cluster_prefix(cluster: str | None) -> str:
+    """The path prefix of a kcp logical cluster (``/clusters/root:org``; ``/clusters/*`` for
+    every one), ``""`` for None; :class:`~kinformer.ConfigurationError` for a name outside
+    kcp's grammar (see :func:`~kinformer.cache.cluster.check_logical_cluster`)."""
+    if cluster is None:
+        return ""
+    return "/clusters/" + _cluster.check_logical_cluster(cluster)
 
 
 # ---- cancellation ------------------------------------------------------------------------------

@@ -63,8 +63,8 @@ class Member:
         # made by a function of the settings only: a bound method of the member or of a factory
         # would make a cycle that keeps the stopped informers alive until a full collection
         self._registry = factory.InformerRegistry(functools.partial(
-            _new_informer, api_client, default_resync, profile, dict(indexers), namespace,
-            tweak_list_options), "informer")
+            _new_informer, name, api_client, default_resync, profile, dict(indexers), namespace,
+            tweak_list_options), "informer", functools.partial(informer_name, name))
 
     def informer(self, gvr: GroupVersionResource) -> SharedIndexInformer:
         """The informer of ``gvr`` in this cluster, made with the extra indexes on first use."""
@@ -84,16 +84,24 @@ class Member:
         return f"<Member {self.name} {self.engagement!r}>"
 
 
-def _new_informer(api_client: Any, default_resync: float, profile: str, indexers: dict[str, IndexFunc],
-                  namespace: str, tweak_list_options: Callable[[ListOptions], ListOptions | None] | None,
+def informer_name(cluster: str, gvr: GroupVersionResource) -> str:
+    """``v1/configmaps@member-1``: the name of a member's informer of ``gvr``, in its threads
+    (``kinformer-reflector-v1/configmaps@member-1``), log lines and metrics labels, so two
+    clusters' informers of one resource type are told apart."""
+    return factory.gvr_subject(gvr, cluster)
+
+
+def _new_informer(cluster: str, api_client: Any, default_resync: float, profile: str,
+                  indexers: dict[str, IndexFunc], namespace: str,
+                  tweak_list_options: Callable[[ListOptions], ListOptions | None] | None,
                   gvr: GroupVersionResource) -> factory.GenericInformer:
-    """The informer of ``gvr`` in one member, as a ``DynamicSharedInformerFactory`` makes it, with
-    the namespace index and ``indexers``."""
+    """The informer of ``gvr`` in member ``cluster``, as a ``DynamicSharedInformerFactory`` makes
+    it, with the namespace index and ``indexers``, named by :func:`informer_name`."""
     lw = listwatch.ListWatch.for_resource(api_client, gvr, namespace=namespace,
                                           tweak_list_options=tweak_list_options)
     shared = informer.SharedIndexInformer(
         lw, {}, default_resync, {store.NAMESPACE_INDEX: store.meta_namespace_index_func, **indexers},
-        name=factory.gvr_subject(gvr), profile=profile)
+        name=informer_name(cluster, gvr), profile=profile)
     return factory.GenericInformer(shared, gvr)
 
 

@@ -17,6 +17,7 @@ Subscribers hear when the set of informers changed; ``informer_source()`` offers
 from __future__ import annotations
 
 import contextlib
+import functools
 import logging
 import queue
 import threading
@@ -24,6 +25,7 @@ from collections.abc import Callable, Iterable
 from typing import Any, Protocol, runtime_checkable
 
 from kinformer import _checks, _threads, context, errors, factory, informer, meta
+from kinformer.cache import cluster as _cluster
 from kinformer.cache import store
 from kinformer.client import discovery as client_discovery
 from kinformer.client import listwatch
@@ -128,6 +130,13 @@ class DiscoveringDynamicSharedInformerFactory:
     the informers' handler threads; all methods are thread-safe. ``resync`` (0: never) and
     ``poll_interval`` are finite seconds, else :class:`~kinformer.ConfigurationError`.
 
+    ``cluster`` names a kcp logical cluster: discovery, the CRD watch and every informer go to
+    ``/clusters/<cluster>``. With ``cluster="*"`` discovery lists what any logical cluster serves
+    (the built-in types and each cluster's CRDs), one informer per type covers every logical
+    cluster, and each is cluster-aware (see :class:`~kinformer.DynamicSharedInformerFactory`):
+    the informer source of kcp's "cluster-aware variant", which a
+    :class:`~kinformer.ControllerManager` follows unchanged.
+
     Example, with ``api_client`` an ``ApiClient``, ``ctx`` a :class:`~kinformer.Context` and
     ``controllers`` a dict of :class:`~kinformer.ManagedController` by name::
 
@@ -149,9 +158,11 @@ class DiscoveringDynamicSharedInformerFactory:
         watch_crds: bool = True,
         discovery: client_discovery.CachedDiscoveryClient | None = None,
         profile: str = "modern",
+        cluster: str | None = None,
     ) -> None:
         self._profile = informer.check_profile(profile)
         self._client = client
+        self._cluster = None if cluster is None else _cluster.check_logical_cluster(cluster)
         self._filter = filter_func or (lambda gvr: True)
         self._resync = _checks.seconds("resync", resync)
         self._poll_interval = _checks.seconds("poll_interval", poll_interval, positive=True)
@@ -159,12 +170,15 @@ class DiscoveringDynamicSharedInformerFactory:
         self._indexers = {k: v for k, v in (indexers or {}).items() if k != store.NAMESPACE_INDEX}
         self._indexers[store.NAMESPACE_INDEX] = store.meta_namespace_index_func
         self._watch_crds = watch_crds
-        self._discovery = discovery or client_discovery.CachedDiscoveryClient(client, clock=clock)
+        self._discovery = discovery or client_discovery.CachedDiscoveryClient(
+            client, clock=clock, cluster=self._cluster)
         # guards _served, _subscribers, _ctx, _started, _finished, and makes each change to
         # _informers one step with them: a running informer's type is in _served, none starts
         # once _finished
         self._lock = threading.Lock()
-        self._informers = factory.InformerRegistry(self._new_informer, "ddsif-informer")
+        self._informers = factory.InformerRegistry(
+            self._new_informer, "ddsif-informer",
+            functools.partial(factory.gvr_subject, cluster=self._cluster))
         self._served: dict[GroupVersionResource, APIResourceMeta] = {}
         self._subscribers: dict[str, queue.Queue[None]] = {}
         self._handlers: tuple[GVREventHandler, ...] = ()  # copy-on-write; read without the lock
@@ -334,11 +348,11 @@ class DiscoveringDynamicSharedInformerFactory:
     def _new_informer(self, gvr: GroupVersionResource) -> factory.GenericInformer:
         """A fresh informer for ``gvr`` with the GVR handlers' fan-out; run under the registry's lock."""
         shared = informer.SharedIndexInformer(
-            listwatch.ListWatch.for_resource(self._client, gvr),
+            listwatch.ListWatch.for_resource(self._client, gvr, cluster=self._cluster),
             {},
             self._resync,
             self._indexers,
-            name=f"ddsif-{factory.gvr_subject(gvr)}",  # apart from other informers of the type
+            name=f"ddsif-{factory.gvr_subject(gvr, self._cluster)}",  # apart from other informers of the type
             profile=self._profile,
         )
         shared.add_event_handler(_FanOut(self, gvr))
@@ -357,7 +371,8 @@ class DiscoveringDynamicSharedInformerFactory:
         if not self._watch_crds or self._crd_entry is not None or crd.CRD_GVR not in result.resources:
             return
         shared = informer.SharedIndexInformer(
-            listwatch.ListWatch.for_resource(self._client, crd.CRD_GVR), name="ddsif-crds"
+            listwatch.ListWatch.for_resource(self._client, crd.CRD_GVR, cluster=self._cluster),
+            name="ddsif-crds",
         )
         shared.add_event_handler(crd.CRDChangeHandler(self._crd_changed))
         entry = factory.InformerEntry(factory.GenericInformer(shared, crd.CRD_GVR))

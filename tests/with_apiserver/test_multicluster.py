@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 from _fleet import CONFIGMAPS, ClusterRecorder, DrivenProvider, excluding, lists_served
-from helpers import TIMEOUT, SilentServer, client_for, cm, keys
+from helpers import TIMEOUT, SilentServer, client_for, cm, keys, metric_value
 
 from kinformer import (
     ClusterStatus,
@@ -72,6 +72,25 @@ def test_the_same_key_in_three_clusters_is_three_objects(kube_fleet: Fleet, clie
         assert factory.clusters() == ["member-1", "member-2", "member-3"]
         assert configmaps.cluster_status() == {
             name: ClusterStatus(synced=True, last_error=None, objects=1) for name in kube_fleet}
+
+
+def test_each_members_informer_names_its_cluster_in_threads_and_metrics(
+    kube_fleet: Fleet, clients: dict[str, Any], prometheus: Any
+) -> None:
+    seed(kube_fleet)
+    kube_fleet["member-2"].create(CONFIGMAPS, cm("more", None, "default"))
+    factory = MultiClusterInformerFactory(StaticClusterProvider(clients))
+    configmaps = factory.for_resource(CONFIGMAPS)
+    with started(factory):
+        assert factory.wait_for_cache_sync(timeout=TIMEOUT)
+        threads = {t.name for t in threading.enumerate()}
+        for name in kube_fleet:
+            subject = f"v1/configmaps@{name}"
+            one = configmaps.informer_for(name)
+            assert one is not None and one.name == subject
+            assert {f"kinformer-informer-{subject}", f"kinformer-reflector-{subject}"} <= threads
+            objects = 2 if name == "member-2" else 1
+            assert metric_value(prometheus, "kinformer_informer_objects", resource=subject) == objects
 
 
 def test_handlers_are_told_the_cluster_on_one_thread(kube_fleet: Fleet, clients: dict[str, Any]) -> None:
