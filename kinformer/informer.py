@@ -28,7 +28,7 @@ from collections.abc import Callable
 from typing import Any
 
 from kinformer import _checks, _threads, appliers, collector_policy, context, errors, processor, sharding
-from kinformer.cache import mutation_detector, store
+from kinformer.cache import compact_store, mutation_detector, store
 from kinformer.client import listerwatcher
 from kinformer.clock import REAL_CLOCK, Clock
 from kinformer.gvr import GroupVersionResource
@@ -47,11 +47,16 @@ _ids = itertools.count(1)
 
 
 def _new_indexer(
-    indexers: store.Indexers | None, detector: mutation_detector.MutationDetector | None
-) -> store.Indexer:
+    indexers: store.Indexers | None,
+    detector: mutation_detector.MutationDetector | None,
+    compact: bool = False,
+) -> store.InformerIndexer:
     """The informer's cache, made in this one place: an :class:`~kinformer.Indexer` keyed by
-    ``namespace/name`` with ``indexers``, telling ``detector`` what it caches when there is one."""
+    ``namespace/name`` with ``indexers``, telling ``detector`` what it caches when there is one;
+    with ``compact``, a :class:`~kinformer.cache.compact_store.CompactIndexer` (no detector)."""
     key_func = store.deletion_handling_meta_namespace_key_func
+    if compact:
+        return compact_store.CompactIndexer(key_func, dict(indexers or {}))
     if detector is not None:
         return mutation_detector.CheckedIndexer(key_func, dict(indexers or {}), detector)
     return store.Indexer(key_func, dict(indexers or {}))
@@ -128,6 +133,7 @@ class SharedIndexInformer:
         profile: str = "modern",
         detect_mutations: bool | None = None,
         mutation_check_period: float = 1.0,
+        compact: bool = False,
     ) -> None:
         self._profile = check_profile(profile)
         self._lister_watcher = lister_watcher
@@ -136,10 +142,13 @@ class SharedIndexInformer:
         self._clock = clock
         self._mutation_check_period = _checks.seconds(
             "mutation_check_period", mutation_check_period, positive=True)
+        self._compact = bool(compact)
         self._detector: mutation_detector.MutationDetector | None = None
-        if mutation_detector.enabled(detect_mutations):  # else a plain Indexer: nothing to pay
+        # else a plain Indexer: nothing to pay; a compact cache hands out copies only, so
+        # nothing could change what it keeps and there is nothing to detect
+        if mutation_detector.enabled(detect_mutations) and not self._compact:
             self._detector = mutation_detector.MutationDetector(self._name)
-        self._indexer = _new_indexer(indexers, self._detector)
+        self._indexer = _new_indexer(indexers, self._detector, self._compact)
         self._default_resync = _checks.seconds(
             "default_event_handler_resync_period", default_event_handler_resync_period)
         self._resync_check_period = self._default_resync
@@ -331,12 +340,18 @@ class SharedIndexInformer:
                 raise errors.AlreadyStartedError("informer has already started")
             self._watch_error_handler = fn
 
-    def get_store(self) -> store.Indexer:
+    @property
+    def compact(self) -> bool:
+        """Whether the cache keeps compact JSON bytes and hands out fresh copies (``compact=True``)."""
+        return self._compact
+
+    def get_store(self) -> store.InformerIndexer:
         """The cache (also before run, empty)."""
         return self._indexer
 
-    def get_indexer(self) -> store.Indexer:
-        """The cache (also before run, empty)."""
+    def get_indexer(self) -> store.InformerIndexer:
+        """The cache (also before run, empty): an :class:`~kinformer.Indexer`, or with
+        ``compact=True`` a :class:`~kinformer.cache.compact_store.CompactIndexer`."""
         return self._indexer
 
     def add_indexers(self, indexers: store.Indexers) -> None:
@@ -365,6 +380,8 @@ class SharedIndexInformer:
         finite seconds.
         """
         period = _checks.seconds("resync_period", resync_period)
+        if self._compact:  # each handler changes only its own copies of what it is handed
+            handler = compact_store.FreshObjects(handler)
         with self._start_lock:
             if self._stopped:
                 raise errors.StoppedError(
