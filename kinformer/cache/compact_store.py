@@ -276,6 +276,7 @@ class CompactIndexer:
 
     def _put_locked(self, key: str, data: bytes, values: Sequence[Sequence[str]]) -> bytes | None:
         """Store ``data`` under ``key`` and index it; return the bytes the key held (or None)."""
+        key = _own(key)
         old = self._items.get(key)
         self._items[key] = data
         for index, key_values, i in self._slots:
@@ -388,15 +389,26 @@ class CompactIndexer:
 def _put(index: _Index, key_values: _KeyValues, key: str, data: bytes, vals: Sequence[str]) -> None:
     """Index ``key`` under ``vals`` in one index whose key is not indexed yet."""
     if len(vals) == 1:  # the usual case: one value, kept as itself
-        key_values[key] = v = vals[0]
+        key_values[key] = v = _own(vals[0])
         bucket = index.get(v)
         if bucket is None:
             index[v] = {key: data}
         else:
             bucket[key] = data
     elif vals:
-        key_values[key] = new = tuple(vals)
+        key_values[key] = new = tuple(_own(v) for v in vals)
         _put_each(index, new, key, data)
+
+
+def _own(text: str) -> str:
+    """A new string equal to ``text``, made now.
+
+    A key or index value computed from a decoded object is a string allocated among that
+    object's; kept in the cache, it would hold their whole memory block (the allocator's arena)
+    after the object itself is freed, and a cache of such strings holds nearly every block the
+    objects filled. Its own copy, made as it is stored, lies among the cache's other strings.
+    """
+    return text.encode("utf-8", "surrogatepass").decode("utf-8", "surrogatepass")
 
 
 class _Decoding(Mapping[str, Any]):

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import queue
 import threading
+import weakref
 from collections.abc import Iterator
 from typing import Any
 
@@ -204,6 +205,35 @@ def test_the_transform_runs_before_the_object_is_kept(apiserver: FakeAPIServer, 
         cached = informer.get_indexer().get_by_key("default/a")
     assert apiserver.get(CONFIGMAPS, "default", "a")["metadata"].get("managedFields")
     assert "managedFields" not in cached["metadata"]
+
+
+class Tracked(dict):  # type: ignore[type-arg]
+    """A dict that can be referred to weakly: what the test's transform turns objects into."""
+
+
+@pytest.mark.parametrize("profile", ["modern", "classic"])
+def test_once_handlers_are_idle_nothing_holds_the_objects_that_came_over_the_wire(
+    api_client: Any, profile: str
+) -> None:
+    for i in range(20):
+        put_cm(api_client, f"cm-{i}", "web", new=True)
+    arrived: list[weakref.ref[Tracked]] = []
+
+    def track(obj: Any) -> Tracked:
+        tracked = Tracked(obj)
+        arrived.append(weakref.ref(tracked))
+        return tracked
+
+    informer = compact_informer(api_client, profile=profile)
+    informer.set_transform(track)
+    taker = Taker()
+    registration = informer.add_event_handler(taker)
+    with running(informer.run):
+        assert informer.wait_for_sync(timeout=TIMEOUT)
+        assert wait_for(registration.has_synced, TIMEOUT)
+        assert len(arrived) == 20
+        assert wait_for(lambda: all(ref() is None for ref in arrived), TIMEOUT)
+        assert len(informer.get_indexer().list()) == 20
 
 
 def test_the_mutation_detector_stays_off_in_a_compact_informer(api_client: Any) -> None:
