@@ -121,7 +121,7 @@ class CompactIndexer:
     def _prepare(self, obj: Any, fns: tuple[IndexFunc, ...]) -> tuple[bytes, Sequence[Sequence[str]]]:
         """``obj``'s bytes and index values; raises what the encoder or an index function raises."""
         values = _index_values(fns, obj) if fns else ()
-        return _json.dumps(obj), values
+        return _json.dumps_to_keep(obj), values
 
     # -- writes -------------------------------------------------------------------------------
 
