@@ -103,6 +103,13 @@ class SharedIndexInformer:
     catches one that does not: see :meth:`check_mutations`. A bad ``mutation_check_period``
     raises :class:`~kinformer.ConfigurationError`.
 
+    ``compact=True`` keeps each cached object as its compact JSON bytes
+    (:class:`~kinformer.cache.compact_store.CompactIndexer`): about a quarter of the memory, and
+    every read (``get``, ``list``, ``by_index``, listers) and every handler gets a freshly decoded
+    copy of its own, which it may change; index values are computed once, when an object is
+    stored. Reads then cost a decode and writes an encode, the objects must be JSON, and the
+    mutation detector stays off (nothing handed out is shared).
+
     ``name`` names its threads and log lines; by default the resource the lister-watcher of
     :meth:`ListWatch.for_resource <kinformer.ListWatch.for_resource>` lists (``v1/configmaps``),
     else ``#<n>``. Example::

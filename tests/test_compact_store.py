@@ -8,16 +8,26 @@ import pytest
 from helpers import cm, keys
 
 from kinformer import (
+    CLUSTER_AND_NAMESPACE_INDEX,
+    CLUSTER_INDEX,
+    LOGICAL_CLUSTER_ANNOTATION,
     NAMESPACE_INDEX,
     DeletedFinalStateUnknown,
+    GenericClusterLister,
+    GroupVersionResource,
     IndexerConflictError,
     IndexerError,
     KeyFuncError,
+    cluster_and_namespace_index_func,
+    cluster_aware_key_func,
+    cluster_index_func,
     meta_namespace_index_func,
 )
 from kinformer.cache.compact_store import CompactIndexer, FreshObjects, fresh
 from kinformer.cache.thread_safe_store import NOT_APPLIED
 from kinformer.testing import Recorder
+
+CONFIGMAPS = GroupVersionResource("", "v1", "configmaps")
 
 
 def by_app(obj: Any) -> list[str]:
@@ -184,3 +194,19 @@ def test_a_wrapped_handler_gets_copies_of_its_own() -> None:
     handed = [obj for event in events for obj in event[1:] if isinstance(obj, dict)]
     assert all(obj is not old and obj is not new for obj in handed)
     assert repr(handler) == repr(recorder)
+
+
+def test_a_cluster_aware_cache_keys_and_indexes_by_cluster() -> None:
+    indexer = CompactIndexer(cluster_aware_key_func, {
+        CLUSTER_INDEX: cluster_index_func,
+        CLUSTER_AND_NAMESPACE_INDEX: cluster_and_namespace_index_func,
+    })
+    for cluster in ("root:a", "root:b"):
+        indexer.add(cm("app", 1, "default", annotations={LOGICAL_CLUSTER_ANNOTATION: cluster}))
+    assert sorted(indexer.list_keys()) == ["root:a|default/app", "root:b|default/app"]
+    assert indexer.index_keys(CLUSTER_INDEX, "root:b") == ["root:b|default/app"]
+    lister = GenericClusterLister(indexer, CONFIGMAPS).cluster("root:a")
+    found = lister.by_namespace("default").get("app")
+    assert found["metadata"]["annotations"] == {LOGICAL_CLUSTER_ANNOTATION: "root:a"}
+    found["metadata"]["annotations"].clear()
+    assert lister.by_namespace("default").get("app")["metadata"]["annotations"]
