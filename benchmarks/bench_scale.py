@@ -18,6 +18,8 @@ its own:
 - ``kinformer watchlist``: the same informer streaming its initial state through a watch
   (``sendInitialEvents``, client-go's WatchList); the informer has no switch for it yet, so the
   child builds its reflector with ``use_watch_list=True``;
+- ``kinformer compact``: the paged informer with ``compact=True``, its cache holding each Pod
+  as compact JSON bytes (decoded afresh on every read);
 - each of those again with ``kinformer.transforms.strip_managed_fields`` as the transform (for
   the floor: applied to each item before it is kept);
 - ``official``: ``kubernetes.informer.SharedInformer`` (``kubernetes.watch.Watch`` plus a list
@@ -30,6 +32,9 @@ For each: seconds from start to synced (the first ``has_synced``; for the offici
 its handler's last initial ADDED) and the CPU seconds the child used meanwhile (steadier than
 wall time on a shared host), peak RSS, settled RSS once synced and handlers idle after a
 ``gc.collect()``, and settled RSS per cached object above the child's RSS before it started.
+Once settled, each kinformer contender also times a lister ``get`` (``by_namespace(ns).get(name)``
+of :data:`GET_SAMPLES` Pods picked at random, the best of :data:`GET_ROUNDS` rounds): the
+per-read price of the compact cache's decode, against the dict cache's lookup.
 ``--memory-budget`` (GiB, default 10) bounds the server plus one contender: each child's address
 space is capped (``RLIMIT_AS``) at its share plus room for thread arenas, so a contender that
 needs more fails with MemoryError instead of starving the machine.
@@ -72,8 +77,12 @@ SYNC_TIMEOUT = 1800.0  # seconds
 POLL = 0.005  # seconds between has_synced checks
 CHILD_TIMEOUT = SYNC_TIMEOUT + 600.0
 
+GET_SAMPLES = 2000  # Pods read through the lister once synced
+GET_ROUNDS = 5
+
 CONTENDERS = ("floor", "floor+strip", "kinformer paged", "kinformer paged+strip",
-              "kinformer watchlist", "kinformer watchlist+strip", "official")
+              "kinformer watchlist", "kinformer watchlist+strip",
+              "kinformer compact", "kinformer compact+strip", "official")
 
 
 # -- in the contender's child process --------------------------------------------------------
@@ -143,7 +152,8 @@ def _use_watch_list() -> None:
     reflector_module.Reflector = WatchListReflector
 
 
-def run_kinformer(url: str, n: int, strip: bool, watch_list: bool) -> dict[str, Any]:
+def run_kinformer(url: str, n: int, strip: bool, watch_list: bool, compact: bool = False
+                  ) -> dict[str, Any]:
     """The default informer (namespace index, one handler) from run to has_synced."""
     from kinformer import (
         NAMESPACE_INDEX,
@@ -169,6 +179,7 @@ def run_kinformer(url: str, n: int, strip: bool, watch_list: bool) -> dict[str, 
         ListWatch.for_resource(api, GroupVersionResource(*PODS),
                                tweak_list_options=consistent_first_list),
         indexers={NAMESPACE_INDEX: meta_namespace_index_func},
+        compact=compact,
     )
     if strip:
         informer.set_transform(strip_managed_fields)
@@ -187,6 +198,28 @@ def run_kinformer(url: str, n: int, strip: bool, watch_list: bool) -> dict[str, 
     wait_for_cache_sync(None, registration.has_synced, timeout=SYNC_TIMEOUT)
     return {"seconds": elapsed, "cpu_seconds": cpu, "objects": len(informer.get_indexer()),
             "keep": (informer, stop, thread)}
+
+
+def time_lister_get(informer: Any) -> dict[str, Any]:
+    """Microseconds per lister ``get`` of a random cached Pod (best of rounds), and its JSON size."""
+    import random
+
+    from kinformer import GenericLister, GroupVersionResource, _json
+
+    lister = GenericLister(informer.get_indexer(), GroupVersionResource(*PODS))
+    keys = random.Random(7).sample(sorted(informer.get_indexer().list_keys()),
+                                   min(GET_SAMPLES, len(informer.get_indexer())))
+    pairs = [tuple(key.split("/", 1)) for key in keys]
+    namespaced = {ns: lister.by_namespace(ns) for ns, _ in pairs}
+    calls = [(namespaced[ns].get, name) for ns, name in pairs]
+    best = float("inf")
+    for _ in range(GET_ROUNDS):
+        began = time.perf_counter()
+        for get, name in calls:
+            get(name)
+        best = min(best, time.perf_counter() - began)
+    sizes = [len(_json.dumps(get(name))) for get, name in calls]
+    return {"get_us": best / len(calls) * 1e6, "get_object_bytes": sum(sizes) / len(sizes)}
 
 
 def run_official(url: str, n: int, parts: int | None) -> dict[str, Any]:
@@ -253,13 +286,15 @@ def _contender(conn: Connection, name: str, url: str, n: int, parts: int | None,
         if name.startswith("floor"):
             result = run_floor(url, n, strip, parts)
         elif name.startswith("kinformer"):
-            result = run_kinformer(url, n, strip, "watchlist" in name)
+            result = run_kinformer(url, n, strip, "watchlist" in name, "compact" in name)
         else:
             result = run_official(url, n, parts)
         gc.collect()
         settled, peak = rss_mb()["rss"], rss_mb()["peak"]
         if result["objects"] != n:
             raise RuntimeError(f"cached {result['objects']} objects, expected {n}")
+        if name.startswith("kinformer"):
+            result.update(time_lister_get(result["keep"][0]))
         result.pop("keep")  # held until measured
         conn.send({**result, "name": name, "baseline_mb": baseline, "peak_mb": peak,
                    "settled_mb": settled,
@@ -457,6 +492,14 @@ def _ratios(results: list[dict[str, Any]]) -> None:
             r["cpu_over_floor"] = r["cpu_seconds"] / base_cpu
         if base_mb and base_per_object:
             r["memory_over_floor"] = r["settled_bytes_per_object"] / base_per_object
+    for r in results:  # the compact caches against the dict caches of the same informer
+        if "error" in r or not r["name"].startswith("kinformer compact"):
+            continue
+        for dict_name, field in (("kinformer paged", "memory_over_dict"),
+                                 ("kinformer paged+strip", "memory_over_dict_strip")):
+            base = next((d for d in results if d["name"] == dict_name and "error" not in d), None)
+            if base is not None:
+                r[field] = r["settled_bytes_per_object"] / base["settled_bytes_per_object"]
 
 
 def _line(r: dict[str, Any]) -> str:
@@ -473,7 +516,8 @@ def _table(report: dict[str, Any]) -> None:
     print(f"preload {report['preload_seconds']:.1f} s; server RSS {report['server_rss_mb']:,.0f} "
           f"MiB; run peak (server + largest contender) {report['run_peak_mb'] / 1024:.1f} GiB")
     header = (f"{'contender':<26} {'objects':>8} {'synced s':>9} {'x floor':>8} {'CPU s':>7} "
-              f"{'x floor':>8} {'peak MiB':>9} {'settled':>8} {'B/object':>9} {'x floor':>8}")
+              f"{'x floor':>8} {'peak MiB':>9} {'settled':>8} {'B/object':>9} {'x floor':>8} "
+              f"{'get us':>7}")
     print(header)
     print("-" * len(header))
     for r in report["results"]:
@@ -483,11 +527,17 @@ def _table(report: dict[str, Any]) -> None:
         ratio_s = f"{r['seconds_over_floor']:.2f}" if "seconds_over_floor" in r else "-"
         ratio_c = f"{r['cpu_over_floor']:.2f}" if "cpu_over_floor" in r else "-"
         ratio_m = f"{r['memory_over_floor']:.2f}" if "memory_over_floor" in r else "-"
+        get_us = f"{r['get_us']:.1f}" if "get_us" in r else "-"
         print(f"{r['name']:<26} {r['objects']:>8,} {r['seconds']:>9.2f} {ratio_s:>8} "
               f"{r['cpu_seconds']:>7.2f} {ratio_c:>8} {r['peak_mb']:>9,.0f} "
-              f"{r['settled_mb']:>8,.0f} {r['settled_bytes_per_object']:>9,.0f} {ratio_m:>8}")
+              f"{r['settled_mb']:>8,.0f} {r['settled_bytes_per_object']:>9,.0f} {ratio_m:>8} "
+              f"{get_us:>7}")
         if r.get("note"):
             print(f"    {r['note']}")
+        for field, base in (("memory_over_dict", "kinformer paged"),
+                            ("memory_over_dict_strip", "kinformer paged+strip")):
+            if field in r:
+                print(f"    settled memory {r[field]:.2f}x the dict cache's ({base})")
 
 
 if __name__ == "__main__":

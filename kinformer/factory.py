@@ -209,8 +209,9 @@ class DynamicSharedInformerFactory:
     or individually through :meth:`stop_informer`. After ``shutdown`` the factory starts nothing.
     With ``shard_selector`` (or :meth:`set_shard_selector`) every informer caches only that
     shard of its resource. Its informers follow ``profile`` (``"modern"`` or ``"classic"``, see
-    :class:`~kinformer.SharedIndexInformer`) and ``detect_mutations`` (see
-    :meth:`SharedIndexInformer.check_mutations`), and resync every ``default_resync`` seconds
+    :class:`~kinformer.SharedIndexInformer`), ``detect_mutations`` (see
+    :meth:`SharedIndexInformer.check_mutations`) and ``compact`` (a compact cache, see
+    :class:`~kinformer.SharedIndexInformer`), and resync every ``default_resync`` seconds
     (0: never; finite, else :class:`~kinformer.ConfigurationError`). ``cluster`` names the kcp
     logical cluster every informer lists and watches (see :meth:`ListWatch.for_resource
     <kinformer.ListWatch.for_resource>`); with ``cluster="*"`` one informer per resource covers
@@ -240,10 +241,12 @@ class DynamicSharedInformerFactory:
         shard_selector: sharding.ShardSelector | None = None,
         detect_mutations: bool | None = None,
         cluster: str | None = None,
+        compact: bool = False,
     ) -> None:
         self._profile = informer.check_profile(profile)
         self._cluster = None if cluster is None else _cluster.check_logical_cluster(cluster)
         self._detect_mutations = detect_mutations
+        self._compact = compact
         self._shard_selector = shard_selector
         self._client = client
         self._default_resync = _checks.seconds("default_resync", default_resync)
@@ -351,6 +354,7 @@ class DynamicSharedInformerFactory:
             name=gvr_subject(gvr, self._cluster),
             profile=self._profile,
             detect_mutations=self._detect_mutations,
+            compact=self._compact,
         )
         if self._shard_selector is not None:
             shared.set_shard_selector(self._shard_selector)

@@ -45,6 +45,9 @@ class Notification(NamedTuple):
     second: Any = None
 
 
+_NOTHING = Notification("", None)  # what an idle listener's loop holds instead of its last item
+
+
 class ProcessorListener:
     """One handler, its buffer and its delivery thread.
 
@@ -155,6 +158,7 @@ class ProcessorListener:
             try:
                 item = popleft()
             except IndexError:
+                item = _NOTHING  # idle: hold nothing delivered (a compact cache's objects go)
                 with lock:
                     while not buffer and not self._closed:
                         self._waiting = True

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import gc
+import tracemalloc
 from collections.abc import Iterator
 
 import pytest
@@ -33,6 +34,19 @@ def test_malformed_input_raises_value_error(backend: str) -> None:
 def test_dumps_round_trips_unicode(backend: str) -> None:
     obj = {"name": "caf\u00e9", "n": 3}
     assert _json.loads(_json.dumps(obj)) == obj
+
+
+def test_dumps_to_keep_gives_the_same_json_in_no_more_memory_than_its_length(backend: str) -> None:
+    obj = {"metadata": {"name": "x" * 40}, "data": {f"k{i}": "v" * 50 for i in range(100)}}
+    _json.dumps_to_keep(obj)  # whatever an encoder makes once and keeps is made before counting
+    tracemalloc.start()
+    try:
+        kept = _json.dumps_to_keep(obj)
+        allocated = tracemalloc.get_traced_memory()[0]
+    finally:
+        tracemalloc.stop()
+    assert kept == _json.dumps(obj) and type(kept) is bytes
+    assert allocated < len(kept) + 200  # the bytes object's header, not an encoder's buffer
 
 
 def test_gc_paused_disables_the_collector_and_restores_it() -> None:

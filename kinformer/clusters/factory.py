@@ -42,7 +42,9 @@ class MultiClusterInformerFactory:
     (and the shard admits) gets one informer per resource type, started at once, each informer
     following ``profile`` with ``default_resync`` and, besides the namespace index, ``indexers``.
     As client-go's filtered factories, ``namespace`` (default: all) and ``tweak_list_options``
-    (e.g. a label selector) narrow what every cluster's informers list and watch.
+    (e.g. a label selector) narrow what every cluster's informers list and watch, and
+    ``compact=True`` gives every informer a compact cache (see
+    :class:`~kinformer.SharedIndexInformer`).
     Everything stops when ``stop`` fires or :meth:`shutdown` is called.
 
     Engaging a cluster never waits on the network: a cluster that cannot be reached is engaged
@@ -75,6 +77,7 @@ class MultiClusterInformerFactory:
         *,
         namespace: str = "",
         tweak_list_options: Callable[[ListOptions], ListOptions | None] | None = None,
+        compact: bool = False,
     ) -> None:
         if not callable(getattr(provider, "run", None)):
             raise errors.ConfigurationError(f"not a cluster provider (no run method): {provider!r}")
@@ -88,6 +91,7 @@ class MultiClusterInformerFactory:
         self._profile = profile
         self._namespace = namespace
         self._tweak_list_options = tweak_list_options
+        self._compact = compact
         # its lock guards every field below; held while engaging and detaching, never while joining
         self._fleet = Fleet(self._provider_synced)
         self._lock = self._fleet.lock
@@ -276,7 +280,8 @@ class MultiClusterInformerFactory:
         if self._ctx is None:
             return
         member = Member(name, api_client, self._ctx, self._default_resync, self._profile, self._indexers,
-                        namespace=self._namespace, tweak_list_options=self._tweak_list_options)
+                        namespace=self._namespace, tweak_list_options=self._tweak_list_options,
+                        compact=self._compact)
         self._members[name] = member
         for each in self._informers.values():
             each.attach(member)

@@ -55,6 +55,7 @@ class Member:
         *,
         namespace: str = "",
         tweak_list_options: Callable[[ListOptions], ListOptions | None] | None = None,
+        compact: bool = False,
     ) -> None:
         self.name = name
         self.api_client = api_client
@@ -64,7 +65,7 @@ class Member:
         # would make a cycle that keeps the stopped informers alive until a full collection
         self._registry = factory.InformerRegistry(functools.partial(
             _new_informer, name, api_client, default_resync, profile, dict(indexers), namespace,
-            tweak_list_options), "informer", functools.partial(informer_name, name))
+            tweak_list_options, compact), "informer", functools.partial(informer_name, name))
 
     def informer(self, gvr: GroupVersionResource) -> SharedIndexInformer:
         """The informer of ``gvr`` in this cluster, made with the extra indexes on first use."""
@@ -94,14 +95,14 @@ def informer_name(cluster: str, gvr: GroupVersionResource) -> str:
 def _new_informer(cluster: str, api_client: Any, default_resync: float, profile: str,
                   indexers: dict[str, IndexFunc], namespace: str,
                   tweak_list_options: Callable[[ListOptions], ListOptions | None] | None,
-                  gvr: GroupVersionResource) -> factory.GenericInformer:
+                  compact: bool, gvr: GroupVersionResource) -> factory.GenericInformer:
     """The informer of ``gvr`` in member ``cluster``, as a ``DynamicSharedInformerFactory`` makes
     it, with the namespace index and ``indexers``, named by :func:`informer_name`."""
     lw = listwatch.ListWatch.for_resource(api_client, gvr, namespace=namespace,
                                           tweak_list_options=tweak_list_options)
     shared = informer.SharedIndexInformer(
         lw, {}, default_resync, {store.NAMESPACE_INDEX: store.meta_namespace_index_func, **indexers},
-        name=informer_name(cluster, gvr), profile=profile)
+        name=informer_name(cluster, gvr), profile=profile, compact=compact)
     return factory.GenericInformer(shared, gvr)
 
 

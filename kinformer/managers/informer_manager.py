@@ -53,8 +53,9 @@ class InformerManager:
     back, a fresh informer with the same handler starts on the next :meth:`start`.
 
     ``default_resync`` is every informer's resync period in seconds (0: never); ``profile``
-    (``"modern"`` or ``"classic"``) and ``detect_mutations`` (see
-    :meth:`SharedIndexInformer.check_mutations`) are handed to each informer.
+    (``"modern"`` or ``"classic"``), ``detect_mutations`` (see
+    :meth:`SharedIndexInformer.check_mutations`) and ``compact`` (a compact cache, see
+    :class:`~kinformer.SharedIndexInformer`) are handed to each informer.
 
     Example, with ``api_client`` an ``ApiClient``, ``stop`` a ``threading.Event`` and
     ``handler`` a :class:`~kinformer.ResourceEventHandler` (the ``0`` is the default resync
@@ -78,10 +79,12 @@ class InformerManager:
         *,
         profile: str = "modern",
         detect_mutations: bool | None = None,
+        compact: bool = False,
     ) -> None:
         self._client = client
         self._factory = factory.DynamicSharedInformerFactory(
-            client, default_resync, profile=profile, detect_mutations=detect_mutations)
+            client, default_resync, profile=profile, detect_mutations=detect_mutations,
+            compact=compact)
         parent = parent_stop if parent_stop is not None else context.Context("informer-manager")
         self._parent = parent
         self._ctx, self._cancel = context.context_for_channel(parent)

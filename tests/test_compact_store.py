@@ -1,0 +1,212 @@
+"""CompactIndexer: objects kept as JSON bytes, indexed once on the way in, decoded on every read."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from helpers import cm, keys
+
+from kinformer import (
+    CLUSTER_AND_NAMESPACE_INDEX,
+    CLUSTER_INDEX,
+    LOGICAL_CLUSTER_ANNOTATION,
+    NAMESPACE_INDEX,
+    DeletedFinalStateUnknown,
+    GenericClusterLister,
+    GroupVersionResource,
+    IndexerConflictError,
+    IndexerError,
+    KeyFuncError,
+    cluster_and_namespace_index_func,
+    cluster_aware_key_func,
+    cluster_index_func,
+    meta_namespace_index_func,
+)
+from kinformer.cache.compact_store import CompactIndexer, FreshObjects, fresh
+from kinformer.cache.thread_safe_store import NOT_APPLIED
+from kinformer.testing import Recorder
+
+CONFIGMAPS = GroupVersionResource("", "v1", "configmaps")
+
+
+def by_app(obj: Any) -> list[str]:
+    return [obj["metadata"].get("labels", {}).get("app", "")]
+
+
+def by_every_label(obj: Any) -> list[str]:
+    return sorted(f"{k}={v}" for k, v in obj["metadata"].get("labels", {}).items())
+
+
+def new_indexer() -> CompactIndexer:
+    return CompactIndexer(indexers={NAMESPACE_INDEX: meta_namespace_index_func, "app": by_app})
+
+
+def test_an_object_is_kept_as_its_bytes_and_every_read_decodes_a_new_copy() -> None:
+    indexer = new_indexer()
+    obj = cm("a", 1, app="web")
+    indexer.add(obj)
+    obj["data"] = {"changed": "after add"}  # what was handed in is no longer the cache's
+    first = indexer.get_by_key("ns/a")
+    assert first == cm("a", 1, app="web") and first is not indexer.get_by_key("ns/a")
+    first["metadata"]["labels"]["app"] = "db"
+    assert indexer.by_index("app", "web") == [cm("a", 1, app="web")]
+    assert indexer.index_keys("app", "db") == []
+    assert indexer.get(cm("a", None)) == cm("a", 1, app="web")
+    assert isinstance(indexer._items["ns/a"], bytes)
+
+
+def test_an_update_moves_the_key_between_index_values_and_a_delete_takes_it_out() -> None:
+    indexer = new_indexer()
+    indexer.add(cm("a", 1, app="web"))
+    indexer.add(cm("b", 1, app="web"))
+    indexer.update(cm("a", 2, app="db"))
+    assert indexer.index_keys("app", "web") == ["ns/b"]
+    assert indexer.by_index("app", "db") == [cm("a", 2, app="db")]
+    indexer.update(cm("b", 2, app="web"))  # the same value: the new bytes are what it serves
+    assert indexer.by_index("app", "web") == [cm("b", 2, app="web")]
+    indexer.delete(cm("b", 3))
+    assert indexer.list_index_func_values("app") == ["db"]
+    assert indexer.get_by_key("ns/b") is None and len(indexer) == 1
+    assert indexer.last_store_sync_resource_version() == "3"
+    indexer.delete(cm("missing", 4))  # a no-op
+    assert keys(indexer.list()) == ["ns/a"]
+
+
+def test_an_object_with_several_or_no_index_values() -> None:
+    indexer = CompactIndexer(indexers={"labels": by_every_label})
+    indexer.add(cm("a", 1, app="web", tier="front"))
+    indexer.add(cm("b", 1))
+    assert indexer.index_keys("labels", "tier=front") == ["ns/a"]
+    assert keys(indexer.index("labels", cm("x", 1, app="web", tier="back"))) == ["ns/a"]
+    indexer.update(cm("a", 2, app="api"))
+    assert sorted(indexer.list_index_func_values("labels")) == ["app=api"]
+    assert keys(indexer.list()) == ["ns/a", "ns/b"]
+
+
+def test_an_unknown_index_and_a_key_failure_raise_typed_errors() -> None:
+    indexer = new_indexer()
+    with pytest.raises(IndexerError):
+        indexer.by_index("nope", "x")
+    with pytest.raises(IndexerError):
+        indexer.index_keys("nope", "x")
+    with pytest.raises(IndexerError):
+        indexer.index("nope", cm("a"))
+    assert indexer.list_index_func_values("nope") == []
+    with pytest.raises(KeyFuncError):
+        indexer.add({"no": "metadata"})
+    assert len(indexer) == 0
+
+
+def test_an_object_that_is_not_json_is_refused_and_changes_nothing() -> None:
+    indexer = new_indexer()
+    indexer.add(cm("a", 1))
+    bad = cm("a", 2, data={"k": object()})  # type: ignore[dict-item]
+    with pytest.raises(TypeError):
+        indexer.add(bad)
+    assert indexer.get_by_key("ns/a") == cm("a", 1)
+    with pytest.raises(TypeError):
+        indexer.add_new({"ns/b": cm("b"), "ns/c": cm("c", data={"k": object()})})  # type: ignore[dict-item]
+    assert "ns/b" not in indexer
+
+
+def test_add_new_is_all_or_none() -> None:
+    indexer = new_indexer()
+    assert indexer.add_new({"ns/a": cm("a", 1, app="web"), "ns/b": cm("b", 2, app="web")})
+    assert sorted(indexer.index_keys("app", "web")) == ["ns/a", "ns/b"]
+    assert indexer.last_store_sync_resource_version() == "2"
+    assert not indexer.add_new({"ns/c": cm("c"), "ns/a": cm("a", 5)})  # a cached already
+    assert "ns/c" not in indexer and indexer.get_by_key("ns/a") == cm("a", 1, app="web")
+    assert indexer.add_new({})
+
+
+def test_apply_batch_returns_decoded_old_objects_and_leaves_out_a_failing_write() -> None:
+    indexer = new_indexer()
+    indexer.add(cm("a", 1, app="web"))
+    indexer.add(cm("b", 1, app="web"))
+    olds = indexer.apply_batch([
+        ("ns/a", cm("a", 2, app="db"), False),
+        ("ns/b", None, True),
+        ("ns/c", cm("c", 3, data={"k": object()}), False),  # type: ignore[dict-item]
+        ("ns/d", cm("d", 4, app="web"), False),
+    ])
+    assert olds == [cm("a", 1, app="web"), cm("b", 1, app="web"), NOT_APPLIED, None]
+    assert keys(indexer.list()) == ["ns/a", "ns/d"]
+    assert indexer.index_keys("app", "web") == ["ns/d"]
+    assert indexer.last_store_sync_resource_version() == "4"
+
+
+def test_replace_swaps_the_whole_content_and_rebuilds_the_indexes() -> None:
+    indexer = new_indexer()
+    indexer.add(cm("a", 1, app="web"))
+    indexer.replace([cm("b", 2, app="web"), cm("c", 3, app="db"), cm("b", 4, app="db")], "9")
+    assert keys(indexer.list()) == ["ns/b", "ns/c"]
+    assert indexer.index_keys("app", "web") == []
+    assert sorted(indexer.index_keys("app", "db")) == ["ns/b", "ns/c"]
+    assert indexer.last_store_sync_resource_version() == "9"
+    with pytest.raises(KeyFuncError):
+        indexer.replace([cm("x"), {"no": "metadata"}])
+    assert keys(indexer.list()) == ["ns/b", "ns/c"]
+    indexer.bookmark("12")
+    assert indexer.last_store_sync_resource_version() == "12"
+
+
+def test_a_snapshot_is_taken_at_once_and_decodes_each_object_when_read() -> None:
+    indexer = new_indexer()
+    indexer.add(cm("a", 1))
+    snapshot = indexer.snapshot()
+    indexer.delete(cm("a", 2))
+    assert list(snapshot) == ["ns/a"] and len(snapshot) == 1 and "ns/a" in snapshot
+    assert snapshot["ns/a"] == cm("a", 1) and snapshot["ns/a"] is not snapshot["ns/a"]
+
+
+def test_add_indexers_indexes_what_is_stored_and_refuses_a_name_taken() -> None:
+    indexer = CompactIndexer()
+    indexer.add(cm("a", 1, app="web"))
+    indexer.add_indexers({"app": by_app})
+    assert indexer.index_keys("app", "web") == ["ns/a"]
+    assert list(indexer.get_indexers()) == ["app"]
+    with pytest.raises(IndexerConflictError):
+        indexer.add_indexers({"app": by_app, "other": by_app})
+    assert list(indexer.get_indexers()) == ["app"]
+    indexer.update(cm("a", 2, app="db"))
+    assert indexer.index_keys("app", "db") == ["ns/a"]
+
+
+def test_fresh_copies_objects_and_the_object_of_a_deleted_final_state_unknown() -> None:
+    obj = cm("a", 1)
+    copy = fresh(obj)
+    assert copy == obj and copy is not obj and copy["metadata"] is not obj["metadata"]
+    dfsu = fresh(DeletedFinalStateUnknown("ns/a", obj))
+    assert dfsu == DeletedFinalStateUnknown("ns/a", obj) and dfsu.obj is not obj
+    assert fresh(None) is None
+
+
+def test_a_wrapped_handler_gets_copies_of_its_own() -> None:
+    recorder = Recorder(describe=lambda obj: obj)  # records the objects themselves
+    handler = FreshObjects(recorder)
+    old, new = cm("a", 1), cm("a", 2)
+    handler.on_add(new, True)
+    handler.on_update(old, new)
+    handler.on_delete(new)
+    events = recorder.take(3)
+    assert events == [("add", new, True), ("update", old, new), ("delete", new)]
+    handed = [obj for event in events for obj in event[1:] if isinstance(obj, dict)]
+    assert all(obj is not old and obj is not new for obj in handed)
+    assert repr(handler) == repr(recorder)
+
+
+def test_a_cluster_aware_cache_keys_and_indexes_by_cluster() -> None:
+    indexer = CompactIndexer(cluster_aware_key_func, {
+        CLUSTER_INDEX: cluster_index_func,
+        CLUSTER_AND_NAMESPACE_INDEX: cluster_and_namespace_index_func,
+    })
+    for cluster in ("root:a", "root:b"):
+        indexer.add(cm("app", 1, "default", annotations={LOGICAL_CLUSTER_ANNOTATION: cluster}))
+    assert sorted(indexer.list_keys()) == ["root:a|default/app", "root:b|default/app"]
+    assert indexer.index_keys(CLUSTER_INDEX, "root:b") == ["root:b|default/app"]
+    lister = GenericClusterLister(indexer, CONFIGMAPS).cluster("root:a")
+    found = lister.by_namespace("default").get("app")
+    assert found["metadata"]["annotations"] == {LOGICAL_CLUSTER_ANNOTATION: "root:a"}
+    found["metadata"]["annotations"].clear()
+    assert lister.by_namespace("default").get("app")["metadata"]["annotations"]
