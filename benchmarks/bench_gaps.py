@@ -70,12 +70,27 @@ TARGETS = {
 # -- sync ------------------------------------------------------------------------------------
 
 
+CPU: dict[str, list[float]] = {}  # CPU seconds of this process per run, by contender
+
+
+def _cpu_timed(name: str, run: Any, *args: Any) -> float:
+    """``run(*args)``'s result (wall seconds), noting the process's CPU seconds under ``name``.
+
+    The server runs in its own process, so this is the client's work alone: on a shared host
+    it moves less than the wall clock does.
+    """
+    began = time.process_time()
+    wall = float(run(*args))
+    CPU.setdefault(name, []).append(time.process_time() - began)
+    return wall
+
+
 def sync_pair(server: ServerProcess, namespace: str, n: int) -> tuple[float, float]:
     """(kinformer, floor) seconds for one initial sync of ``n`` ConfigMaps."""
     gc.collect()
-    floor = run_floor(server, "configmaps", namespace, n)
+    floor = _cpu_timed(f"sync {n} floor", run_floor, server, "configmaps", namespace, n)
     gc.collect()
-    subject = run_kinformer(server, "configmaps", namespace, n)
+    subject = _cpu_timed(f"sync {n} kinformer", run_kinformer, server, "configmaps", namespace, n)
     return subject, floor
 
 
@@ -192,8 +207,8 @@ def watch_kinformer(server: ServerProcess, namespace: str) -> float:
 
 def watch_pair(server: ServerProcess, prefix: str) -> tuple[float, float]:
     """(kinformer, floor) seconds for the watch delivery, each over events of its own."""
-    floor = watch_floor(server, f"{prefix}-floor-{_fresh()}")
-    subject = watch_kinformer(server, f"{prefix}-kinformer-{_fresh()}")
+    floor = _cpu_timed("watch floor", watch_floor, server, f"{prefix}-floor-{_fresh()}")
+    subject = _cpu_timed("watch kinformer", watch_kinformer, server, f"{prefix}-kinformer-{_fresh()}")
     return subject, floor
 
 
@@ -243,6 +258,12 @@ def main() -> int:
     ratios: dict[str, list[float]] = {
         name: [] for part in ("sync", "core", "watch") if part in only for name in names[part]}
     rates: list[tuple[float, float]] = []
+    cpu_ratios: dict[str, list[float]] = {}
+
+    def note_cpu(name: str, prefix: str) -> None:  # this round's best CPU, kinformer over floor
+        subject, floor = CPU[f"{prefix} kinformer"][-args.best_of:], CPU[f"{prefix} floor"][-args.best_of:]
+        cpu_ratios.setdefault(name, []).append(min(subject) / min(floor))
+
     index_objs, fifo_objs = indexer_objects(core_n, "1"), fifo_objects(core_n)
     with ServerProcess(history_size=2 * WATCH_EVENTS + 1000) as server:
         if "sync" in only:
@@ -253,6 +274,7 @@ def main() -> int:
                 for name, namespace, n in ((names["sync"][0], "gaps-small", small),
                                            (names["sync"][1], "gaps-large", large)):
                     ratios[name].append(best_ratio(args.best_of, sync_pair, server, namespace, n))
+                    note_cpu(name, f"sync {n}")
             if "core" in only:
                 for name, pair, objs in ((names["core"][0], indexer_pair, index_objs),
                                          (names["core"][1], fifo_pair, fifo_objs)):
@@ -260,6 +282,7 @@ def main() -> int:
             if "watch" in only:
                 subject, floor = best_pair(args.best_of, watch_pair, server, f"gaps-w{r}")
                 ratios["watch delivery"].append(subject / floor)
+                note_cpu("watch delivery", "watch")
                 rates.append((WATCH_EVENTS / subject, WATCH_EVENTS / floor))
     result = {
         "benchmark": "gaps",
@@ -270,6 +293,7 @@ def main() -> int:
         "ranges": {k: [min(v), max(v)] for k, v in ratios.items()},
         "targets": {k: TARGETS.get(k.replace(f"{small:,}", "10,000").replace(f"{large:,}", "100,000"))
                     for k in ratios},
+        "cpu_ratios": cpu_ratios,
         "watch_events_per_s": [{"kinformer": k, "floor": f} for k, f in rates],
     }
     if args.json:
@@ -282,6 +306,9 @@ def main() -> int:
         runs = ", ".join(f"{v:.2f}" for v in values)
         print(f"  {name:<28} {low:.2f}-{high:.2f}x the floor (target {result['targets'][name]}x)"
               f"   [{runs}]")
+    for name, values in cpu_ratios.items():
+        runs = ", ".join(f"{v:.2f}" for v in values)
+        print(f"  {name:<28} {min(values):.2f}-{max(values):.2f}x the floor's CPU   [{runs}]")
     for k, f in rates:
         print(f"  watch: kinformer {k:,.0f} events/s, floor {f:,.0f} events/s")
     return 0
