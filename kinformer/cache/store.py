@@ -89,6 +89,12 @@ def meta_namespace_key_func(obj: Any) -> str:
 
 def deletion_handling_meta_namespace_key_func(obj: Any) -> str:
     """Like :func:`meta_namespace_key_func`, but a DeletedFinalStateUnknown gives its ``key``."""
+    # an informer keys every change it applies with this: decoded JSON is read inline once more
+    if type(obj) is dict and type(metadata := obj.get("metadata")) is dict:
+        ns = metadata.get("namespace")
+        name = metadata.get("name")
+        if type(name) is str and (not ns or type(ns) is str):
+            return ns + "/" + name if ns else name
     if type(obj) is DeletedFinalStateUnknown:
         return obj.key
     return meta_namespace_key_func(obj)
