@@ -451,6 +451,18 @@ def _serve(conn: Connection, history_size: int, feature_gates: dict[str, bool]) 
                 obj.setdefault("data", {})["UPDATED"] = str(batches)
                 server.update(gvrs[kind], obj)
             conn.send(len(objs))
+        elif command == "churn":
+            kind, namespace, n, events = args  # n objects, then updates until `events` in all
+            ensure_namespace(namespace)
+            rv = server.current_resource_version()
+            objs = [make(kind, i, namespace) for i in range(n)]
+            server.bulk_create(gvrs[kind], objs)
+            objs = server.list_objects(gvrs[kind], namespace)
+            for i in range(events - n):
+                obj = objs[i % n]
+                obj.setdefault("data", {})["ROUND"] = str(i // n)
+                objs[i % n] = server.update(gvrs[kind], obj)
+            conn.send(rv)
         elif command == "shard_counts":
             kind, namespace, count, first = args  # objects per shard, and among the first `first`
             objs = server.list_objects(gvrs[kind], namespace)
@@ -524,6 +536,11 @@ class ServerProcess:
     def update(self, kind: str, namespace: str, n: int) -> int:
         """Update the first ``n`` objects of ``kind`` in ``namespace`` (in list order)."""
         return int(self.call("update", kind, namespace, n))
+
+    def churn(self, kind: str, namespace: str, n: int, events: int) -> str:
+        """Create ``n`` objects, then update them in turn until ``events`` were written in all;
+        returns the resourceVersion just before the first (a watch from it replays them all)."""
+        return str(self.call("churn", kind, namespace, n, events))
 
     def shard_counts(self, kind: str, namespace: str, count: int, first: int) -> tuple[list[int], list[int]]:
         """Objects in each of ``count`` equal shards, overall and among the first ``first``."""

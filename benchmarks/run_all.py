@@ -24,7 +24,7 @@ from typing import Any
 
 HERE = Path(__file__).resolve().parent
 BENCHMARKS = ("indexer", "fifo", "workqueue", "apiserver", "informer", "watch", "memory",
-              "leaderelection", "scale", "fleet")
+              "leaderelection", "scale", "fleet", "gaps")
 TIMEOUT = 3600.0  # seconds per benchmark
 
 
@@ -153,6 +153,10 @@ def summary(name: str, result: dict[str, Any]) -> list[str]:
                     if found["during"].get("count"):
                         lines.append(f"  engage, {contender}: p99 before {found['before']['p99_ms']:.1f} ms, "
                                      f"during {found['during']['p99_ms']:.1f} ms")
+    elif name == "gaps":
+        for measure, (low, high) in result["ranges"].items():
+            lines.append(f"  {measure:<28} {low:.2f}-{high:.2f}x the floor "
+                         f"(target {result['targets'][measure]}x)")
     elif name == "leaderelection":
         traffic = result["traffic"]
         lines.append(f"  Lease writes/min: leader {traffic['leader_writes_per_min']:.1f}, per replica "

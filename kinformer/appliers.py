@@ -47,6 +47,21 @@ _Notification = processor.Notification
 _new_notification = tuple.__new__  # builds a Notification without NamedTuple.__new__'s frame
 
 
+def _same_version(old: Any, new: Any) -> bool:
+    """Whether two states of an object carry the same resourceVersion (a resync, not a change).
+
+    Once per update applied, so two decoded objects are compared inline; anything else goes
+    through :func:`kinformer.meta.resource_version`, with the same answer.
+    """
+    if type(old) is dict and type(new) is dict:
+        old_meta, new_meta = old.get("metadata"), new.get("metadata")
+        if type(old_meta) is dict and type(new_meta) is dict:
+            old_rv, new_rv = old_meta.get("resourceVersion"), new_meta.get("resourceVersion")
+            if type(old_rv) is str and type(new_rv) is str:
+                return old_rv == new_rv
+    return meta.resource_version(old) == meta.resource_version(new)
+
+
 class InformerProfile(str, enum.Enum):
     """Which of client-go's informers a :class:`~kinformer.SharedIndexInformer` follows.
 
@@ -157,7 +172,7 @@ class Applier:
             old = indexer.get_by_key(key)
             indexer.update(obj, key)
             if old is not None:
-                if meta.resource_version(old) == meta.resource_version(obj):
+                if _same_version(old, obj):
                     sync_at.append(len(out))
                 append(_new_notification(_Notification, (_UPDATE, old, obj)))
             else:
@@ -269,14 +284,18 @@ class ModernApplier(Applier):
         others are applied, and only those are notified, in batch order.
         """
         indexer = self._indexer
-        changes: list[tuple[str, Any, bool]] = []
-        for ((delta_type, obj),) in batch:
-            try:
-                key = indexer.key_of(obj)
-            except errors.KeyFuncError:
-                log.exception("informer %s: failed to process deltas; object dropped", self._name)
-                continue
-            changes.append((key, obj, delta_type is _DELETED))
+        key_of = indexer.key_of
+        try:  # the usual batch, every key computed in one comprehension; else one by one below
+            changes = [(key_of(obj), obj, delta_type is _DELETED) for ((delta_type, obj),) in batch]
+        except errors.KeyFuncError:
+            changes = []
+            for ((delta_type, obj),) in batch:
+                try:
+                    key = key_of(obj)
+                except errors.KeyFuncError:
+                    log.exception("informer %s: failed to process deltas; object dropped", self._name)
+                    continue
+                changes.append((key, obj, delta_type is _DELETED))
         with self._lock:
             olds = indexer.apply_batch(changes)
             out: list[processor.Notification] = []
@@ -301,19 +320,20 @@ class ModernApplier(Applier):
         logged. Returns how many of the notifications are initial-list adds.
         """
         initial = 0
+        append = out.append
         for (key, obj, delete), old in zip(changes, olds, strict=True):
             if old is NOT_APPLIED:
                 log.error("informer %s: index function failed for %s; object dropped",
                           self._name, key)
             elif delete:
-                out.append(_new_notification(_Notification, (_DELETE, obj, None)))
+                append(_new_notification(_Notification, (_DELETE, obj, None)))
             elif old is None:
-                out.append(_new_notification(_Notification, (_ADD, obj, is_in_initial_list)))
+                append(_new_notification(_Notification, (_ADD, obj, is_in_initial_list)))
                 initial += is_in_initial_list
             else:
-                if meta.resource_version(old) == meta.resource_version(obj):
+                if _same_version(old, obj):
                     sync_at.append(len(out))
-                out.append(_new_notification(_Notification, (_UPDATE, old, obj)))
+                append(_new_notification(_Notification, (_UPDATE, old, obj)))
         return initial
 
     def _replace_all_locked(self, info: real_fifo.ReplacedAllInfo, is_in_initial_list: bool) -> None:

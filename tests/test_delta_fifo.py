@@ -15,7 +15,9 @@ from kinformer.cache.delta_fifo import Delta, DeltaFIFO, Deltas, DeltaType
 from kinformer.cache.store import (
     DeletedFinalStateUnknown,
     Indexer,
+    KeyedList,
     deletion_handling_meta_namespace_key_func,
+    meta_namespace_key_func,
 )
 from kinformer.testing.waiting import wait_for
 
@@ -461,6 +463,17 @@ def test_a_first_list_goes_whole_to_take_first_list_keyed_transformed_and_in_ord
     deltas = fifo.pop(lambda deltas, initial: flags.append(initial), timeout=1)
     assert kinds(deltas) == [(ADDED, {**helpers.cm("c"), "t": True})]
     assert flags == [False]
+
+
+def test_a_first_list_keyed_by_its_lister_goes_to_take_first_list_under_those_keys() -> None:
+    taker = FirstListTaker()
+    fifo = DeltaFIFO(take_first_list=taker)
+    a, b = {"data": {"n": "1"}}, {"data": {"n": "2"}}  # no metadata: not keyable by the FIFO
+    fifo.replace(KeyedList([a, b], ["x/b", "ns/a"]), "5")
+    assert taker.calls == [{"x/b": a, "ns/a": b}]
+    with pytest.raises(errors.KeyFuncError):  # a key function of its own keys every object
+        DeltaFIFO(key_func=lambda o: meta_namespace_key_func(o),
+                  take_first_list=FirstListTaker()).replace(KeyedList([a, b], ["x/b", "ns/a"]))
 
 
 def test_a_declined_first_list_is_queued_as_without_take_first_list() -> None:

@@ -14,7 +14,7 @@ import kinformer
 from kinformer import _threads, errors
 from kinformer.cache.delta_fifo import Deltas, DeltaType
 from kinformer.cache.real_fifo import SYNC_ALL_INFO, BookmarkInfo, RealFIFO, ReplacedAllInfo
-from kinformer.cache.store import DeletedFinalStateUnknown, Indexer
+from kinformer.cache.store import DeletedFinalStateUnknown, Indexer, KeyedList
 
 ADDED, UPDATED, DELETED = DeltaType.ADDED, DeltaType.UPDATED, DeltaType.DELETED
 REPLACED, SYNC = DeltaType.REPLACED, DeltaType.SYNC
@@ -106,6 +106,19 @@ def test_an_atomic_replace_is_one_replaced_all_carrying_the_list_and_its_version
     assert info.resource_version == "10"
     assert info.objects == [a, b]
     assert info.items == {"ns/a": a, "ns/b": b}
+
+
+def test_a_list_keyed_by_its_lister_is_not_keyed_again_unless_it_was_changed() -> None:
+    # objects without metadata cannot be keyed: only the keys the list carries make them storable
+    a, b = {"data": {"n": "1"}}, {"data": {"n": "2"}}
+    fifo = RealFIFO()
+    fifo.replace(KeyedList([a, b], ["ns/a", "ns/b"]), "10")
+    [(_, info, _)] = popped(fifo)
+    assert info.items == {"ns/a": a, "ns/b": b}
+    changed = KeyedList([a, b], ["ns/a", "ns/b"])
+    changed.append(cm("c", 7))  # its keys no longer describe it: keyed as usual, which fails
+    with pytest.raises(errors.KeyFuncError):
+        RealFIFO().replace(changed, "10")
 
 
 def test_an_atomic_resync_is_one_sync_all_and_bookmarks_are_queued() -> None:

@@ -28,6 +28,7 @@ from kinformer.cache.store import (
     DeletedFinalStateUnknown,
     KeyFunc,
     KeyListerGetter,
+    listed_keys,
     meta_namespace_key_func,
 )
 
@@ -217,7 +218,11 @@ class DeltaFIFO(FIFOBase):
         take = self._take_first_list
         if take is not None and not self._populated:  # a first list; checked again under the lock
             listed = objs if isinstance(objs, list) else list(objs)
-            keyed = {key_func(obj) if type(obj) is dict else key_of(obj): obj for obj in listed}
+            keys = listed_keys(listed, key_func)  # keyed by the lister already
+            if keys is not None:
+                keyed = dict(zip(keys, listed, strict=True))
+            else:
+                keyed = {key_func(obj) if type(obj) is dict else key_of(obj): obj for obj in listed}
             if listed and len(keyed) == len(listed):
                 if transformer is not None:
                     transform = self._transform

@@ -87,8 +87,39 @@ def meta_namespace_key_func(obj: Any) -> str:
     return f"{ns}/{name}" if ns else name
 
 
+class KeyedList(list[Any]):
+    """Listed objects with their :func:`meta_namespace_key_func` keys: ``keys[i]`` is ``self[i]``'s.
+
+    A lister that walks a decoded list anyway (the HTTP one checks every item) computes the keys
+    there, while each object is fresh in memory; a FIFO taking the list whole then keys it
+    without touching every object once more, which on a list of 100,000 costs more in cache
+    misses than in Python. Only the list as made carries keys: a copy, a slice or a list built
+    from it is a plain list, keyed as usual. Whoever makes one must not change it afterwards.
+    """
+
+    __slots__ = ("keys",)
+
+    def __init__(self, objs: Iterable[Any], keys: builtins.list[str]) -> None:
+        super().__init__(objs)
+        self.keys = keys
+
+
+def listed_keys(objs: Any, key_func: KeyFunc) -> builtins.list[str] | None:
+    """The keys a :class:`KeyedList` carries when ``key_func`` is the one they were made with
+    (:func:`meta_namespace_key_func`) and they still match the list's length; else None."""
+    if type(objs) is KeyedList and key_func is meta_namespace_key_func and len(objs.keys) == len(objs):
+        return objs.keys
+    return None
+
+
 def deletion_handling_meta_namespace_key_func(obj: Any) -> str:
     """Like :func:`meta_namespace_key_func`, but a DeletedFinalStateUnknown gives its ``key``."""
+    # an informer keys every change it applies with this: decoded JSON is read inline once more
+    if type(obj) is dict and type(metadata := obj.get("metadata")) is dict:
+        ns = metadata.get("namespace")
+        name = metadata.get("name")
+        if type(name) is str and (not ns or type(ns) is str):
+            return ns + "/" + name if ns else name
     if type(obj) is DeletedFinalStateUnknown:
         return obj.key
     return meta_namespace_key_func(obj)

@@ -220,43 +220,53 @@ class IndexedMap:
         out (logged by the caller), the others are applied. Readers see all of the batch or none.
         """
         fns = self._fns
-        values: builtins.list[Sequence[Sequence[str]] | None] = []
-        for _key, obj, delete in changes:  # index values outside the lock, as a single write
-            if delete:
-                values.append(None)
-                continue
-            try:
-                values.append(_index_values(fns, obj) if fns else ())
-            except Exception:
-                values.append(_FAILED)
+        values: builtins.list[Sequence[Sequence[str]] | None]
+        if not fns:  # nothing to index: no values to compute
+            values = [None if delete else () for _key, _obj, delete in changes]
+        else:
+            values = []
+            for _key, obj, delete in changes:  # index values outside the lock, as a single write
+                if delete:
+                    values.append(None)
+                    continue
+                try:
+                    values.append(_index_values(fns, obj))
+                except Exception:
+                    values.append(_FAILED)
         olds: builtins.list[Any] = []
+        append = olds.append
+        last = _MISSING  # the object that sets the store's resourceVersion, set once at the end
         lock = self._lock
         lock.acquire()
         try:
             recompute = fns is not self._fns
             items = self._items
+            reindex = self._reindex_locked if self._slots else None
             for (key, obj, delete), vals in zip(changes, values, strict=True):
                 if vals is _FAILED:
-                    olds.append(NOT_APPLIED)
+                    append(NOT_APPLIED)
                     continue
                 if delete:
                     old = self._unindex_locked(key)
-                    olds.append(None if old is _MISSING else old)
+                    append(None if old is _MISSING else old)
                     if obj is not None:
-                        self._rv_obj = obj
+                        last = obj
                     continue
                 if recompute:  # add_indexers ran meanwhile: rare, recompute under the lock
                     try:
                         vals = _index_values(self._fns, obj)
                     except Exception:
-                        olds.append(NOT_APPLIED)
+                        append(NOT_APPLIED)
                         continue
-                olds.append(items.get(key))
+                append(items.get(key))
                 items[key] = obj
-                self._rv_obj = obj
-                assert vals is not None
-                self._reindex_locked(key, obj, vals)
+                last = obj
+                if reindex is not None:
+                    assert vals is not None
+                    reindex(key, obj, vals)
         finally:
+            if last is not _MISSING:
+                self._rv_obj = last
             lock.release()
         return olds
 

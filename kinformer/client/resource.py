@@ -19,6 +19,7 @@ from typing import Any
 from kinformer import _checks, _json, errors, meta
 from kinformer import context as _context
 from kinformer import gvr as _gvr
+from kinformer.cache import store
 from kinformer.client import listerwatcher, rest
 
 log = logging.getLogger(__name__)
@@ -100,6 +101,8 @@ class HTTPResource:
         item_kind = kind[:-4] if isinstance(kind, str) and kind.endswith("List") else None
         api_version = body.get("apiVersion") or self._api_version
         well_formed = meta.is_well_formed
+        keys: list[str] = []  # each item's store key, made while the item is fresh in memory
+        add_key = keys.append
         try:
             for item in items:
                 if not well_formed(item):
@@ -108,6 +111,9 @@ class HTTPResource:
                     item["kind"] = item_kind
                 if "apiVersion" not in item:
                     item["apiVersion"] = api_version
+                metadata = item["metadata"]  # well formed: a string name, a string namespace if any
+                namespace = metadata.get("namespace")
+                add_key(namespace + "/" + metadata["name"] if namespace else metadata["name"])
         except errors.DecodeError as exc:
             log.warning("%s", exc)
             raise
@@ -123,7 +129,7 @@ class HTTPResource:
             info = metadata.get("shardInfo")
             if isinstance(info, dict) and isinstance(info.get("selector"), str):
                 shard_info = info["selector"]
-        return listerwatcher.ListResult(items, rv, token, shard_info, checked=True)
+        return listerwatcher.ListResult(store.KeyedList(items, keys), rv, token, shard_info, checked=True)
 
     def watch(
         self, options: listerwatcher.ListOptions, ctx: _context.Context | None = None

@@ -164,10 +164,11 @@ def handle_any_watch(
     # a line per change, but none per initial event: like a list, they are summed up once
     debug = log.isEnabledFor(logging.DEBUG) and not exit_on_initial_events_end
     events = 0
+    cancelled = ctx.done.is_set  # checked per event: one call, not two
     handle = ctx.on_cancel(opened.watch.close)
     try:
         for event in opened.iterator:
-            if ctx.cancelled():
+            if cancelled():
                 return WatchEnd(WatchOutcome.STOPPED, events)
             event_type = event.type
             if event_type == "ERROR":

@@ -21,7 +21,7 @@ import pytest
 import kinformer
 from kinformer import _json, errors
 from kinformer.backoff import Backoff, BackoffManager
-from kinformer.cache.store import Indexer
+from kinformer.cache.store import Indexer, KeyedList, meta_namespace_key_func
 from kinformer.client.listerwatcher import ListOptions, WatchEvent, error_from_event
 from kinformer.client.listwatch import ListWatch
 from kinformer.client.resource import HTTPWatch
@@ -134,6 +134,21 @@ def test_list_decodes_items_as_dicts_and_sends_the_options(
     for part in ("labelSelector=app%3Dweb", "resourceVersion=0", "limit=500"):
         assert part in path
     assert server.headers[0]["authorization"] == "Bearer s3cret"
+
+
+def test_a_listed_page_carries_each_items_store_key_for_the_fifo(server: ScriptedServer) -> None:
+    body = {
+        "kind": "ConfigMapList",
+        "metadata": {"resourceVersion": "42"},
+        "items": [helpers.cm("a", 40, typed=False), {"metadata": {"name": "top", "namespace": ""}},
+                  helpers.cm("b", 41, typed=False, namespace="other")],
+    }
+    server.responder = lambda h: h.send_body(200, json.dumps(body).encode())
+    lw = ListWatch.for_resource(helpers.client_for(server.url), CONFIGMAPS)
+    items = lw.list(ListOptions()).items
+    assert isinstance(items, KeyedList)
+    assert items.keys == [meta_namespace_key_func(item) for item in items] == [
+        "ns/a", "top", "other/b"]
 
 
 def test_group_resources_use_the_apis_path_and_tweaks_apply(server: ScriptedServer) -> None:
