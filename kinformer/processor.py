@@ -158,7 +158,8 @@ class ProcessorListener:
             try:
                 item = popleft()
             except IndexError:
-                item = _NOTHING  # idle: hold nothing delivered (a compact cache's objects go)
+                # idle: hold nothing delivered (a compact cache's objects go)
+                item, first, second = _NOTHING, None, None
                 with lock:
                     while not buffer and not self._closed:
                         self._waiting = True
