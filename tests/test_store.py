@@ -16,10 +16,13 @@ from kinformer.cache.store import (
     ExplicitKey,
     IndexedStore,
     Indexer,
+    KeyedItems,
+    KeyedList,
     ObjectName,
     Store,
     deletion_handling_meta_namespace_key_func,
     index_func_to_key_func_adapter,
+    listed_items,
     meta_namespace_index_func,
     meta_namespace_key_func,
     new_indexer,
@@ -255,3 +258,44 @@ def test_indexer_caches_official_client_models_and_indexes_them_by_namespace() -
     assert indexer.by_index(kinformer.NAMESPACE_INDEX, "ns") == [model]
     configmaps = kinformer.GroupVersionResource("", "v1", "configmaps")
     assert kinformer.GenericLister(indexer, configmaps).by_namespace("ns").list("app=web") == [model]
+
+
+def _listed(namespaces: list[str] | None) -> KeyedItems:
+    """A first list as the HTTP lister keys it; the objects have no metadata, so only what the
+    list carries can key and index them."""
+    objs = [{"data": {"n": "1"}}, {"data": {"n": "2"}}, {"data": {"n": "3"}}]
+    items = listed_items(KeyedList(objs, ["a/x", "b/y", "z"], namespaces), meta_namespace_key_func)
+    assert items is not None
+    return items
+
+
+def test_a_listed_first_list_fills_the_namespace_index_from_the_namespaces_it_carries() -> None:
+    indexer = Indexer(indexers={NAMESPACE_INDEX: meta_namespace_index_func})
+    items = _listed(["a", "b", ""])
+    assert indexer.add_new(items)
+    assert indexer.list_keys() == ["a/x", "b/y", "z"]
+    assert indexer.by_index(NAMESPACE_INDEX, "b") == [items["b/y"]]
+    assert indexer.index_keys(NAMESPACE_INDEX, "") == ["z"]
+    indexer.delete(ExplicitKey("a/x"))  # indexed under its carried value: deleted from it too
+    assert indexer.list_index_func_values(NAMESPACE_INDEX) == ["b", ""]
+
+
+def test_other_indexes_and_lists_without_namespaces_read_the_objects_as_usual() -> None:
+    def namespace_of(obj: Any) -> list[str]:
+        return [obj["metadata"]["namespace"]]
+
+    for indexers in ({"ns": meta_namespace_index_func},  # the function under another name
+                     {NAMESPACE_INDEX: namespace_of},  # another function under the name
+                     {NAMESPACE_INDEX: meta_namespace_index_func, "app": by_app}):
+        with pytest.raises((errors.KeyFuncError, KeyError)):
+            Indexer(indexers=indexers).add_new(_listed(["a", "b", ""]))
+    for namespaces in (None, ["a", "b"]):  # none carried, or not one per object
+        with pytest.raises(errors.KeyFuncError):
+            Indexer(indexers={NAMESPACE_INDEX: meta_namespace_index_func}).add_new(_listed(namespaces))
+    dropped = _listed(["a", "b", ""])
+    dropped.namespaces = None  # what a FIFO does when a transform ran over the objects
+    with pytest.raises(errors.KeyFuncError):
+        Indexer(indexers={NAMESPACE_INDEX: meta_namespace_index_func}).add_new(dropped)
+    plain = dict(_listed(["a", "b", ""]))
+    with pytest.raises(errors.KeyFuncError):
+        Indexer(indexers={NAMESPACE_INDEX: meta_namespace_index_func}).add_new(plain)

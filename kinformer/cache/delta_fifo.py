@@ -26,9 +26,10 @@ from typing import Any, NamedTuple
 from kinformer.cache.fifo_base import FIFOBase, TransformFunc
 from kinformer.cache.store import (
     DeletedFinalStateUnknown,
+    KeyedItems,
     KeyFunc,
     KeyListerGetter,
-    listed_keys,
+    listed_items,
     meta_namespace_key_func,
 )
 
@@ -218,13 +219,13 @@ class DeltaFIFO(FIFOBase):
         take = self._take_first_list
         if take is not None and not self._populated:  # a first list; checked again under the lock
             listed = objs if isinstance(objs, list) else list(objs)
-            keys = listed_keys(listed, key_func)  # keyed by the lister already
-            if keys is not None:
-                keyed = dict(zip(keys, listed, strict=True))
-            else:
+            keyed: dict[str, Any] | None = listed_items(listed, key_func)  # keyed by the lister
+            if keyed is None:
                 keyed = {key_func(obj) if type(obj) is dict else key_of(obj): obj for obj in listed}
             if listed and len(keyed) == len(listed):
                 if transformer is not None:
+                    if type(keyed) is KeyedItems:
+                        keyed.namespaces = None  # a transform may move an object: read them again
                     transform = self._transform
                     for key, obj in keyed.items():
                         keyed[key] = transform(obj)

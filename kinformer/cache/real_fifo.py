@@ -28,7 +28,7 @@ from kinformer.cache.store import (
     DeletedFinalStateUnknown,
     KeyFunc,
     KeyListerGetter,
-    listed_keys,
+    listed_items,
     meta_namespace_key_func,
 )
 
@@ -193,11 +193,9 @@ class RealFIFO(FIFOBase):
         key_func = self._key_func
         keyed: dict[str, Any] | None = None
         if self._atomic and self._transformer is None and isinstance(objs, list):
-            keys = listed_keys(objs, key_func)  # keyed by the lister already
+            keyed = listed_items(objs, key_func)  # keyed by the lister already
             try:  # the usual first list and relist: decoded objects, keyed in one comprehension
-                if keys is not None:
-                    keyed = dict(zip(keys, objs, strict=True))
-                else:
+                if keyed is None:
                     keyed = {key_func(obj): obj for obj in objs if type(obj) is dict}
             except Exception:
                 keyed = None  # the loop below raises the key error as it should

@@ -93,15 +93,40 @@ class KeyedList(list[Any]):
     A lister that walks a decoded list anyway (the HTTP one checks every item) computes the keys
     there, while each object is fresh in memory; a FIFO taking the list whole then keys it
     without touching every object once more, which on a list of 100,000 costs more in cache
-    misses than in Python. Only the list as made carries keys: a copy, a slice or a list built
-    from it is a plain list, keyed as usual. Whoever makes one must not change it afterwards.
+    misses than in Python. ``namespaces``, when given, is made the same way: ``namespaces[i]``
+    is ``self[i]``'s namespace (``""`` when cluster-scoped), for the cache's standard namespace
+    index (see :class:`KeyedItems`). Only the list as made carries keys: a copy, a slice or a
+    list built from it is a plain list, keyed as usual. Whoever makes one must not change it
+    afterwards.
     """
 
-    __slots__ = ("keys",)
+    __slots__ = ("keys", "namespaces")
 
-    def __init__(self, objs: Iterable[Any], keys: builtins.list[str]) -> None:
+    def __init__(
+        self, objs: Iterable[Any], keys: builtins.list[str],
+        namespaces: builtins.list[str] | None = None,
+    ) -> None:
         super().__init__(objs)
         self.keys = keys
+        self.namespaces = namespaces
+
+
+class KeyedItems(dict[str, Any]):
+    """A :class:`KeyedList` keyed by the keys it carries: ``{key: object}`` in list order, with
+    the list's ``namespaces`` beside (None when it carried none).
+
+    What a FIFO hands on for a list taken whole; :meth:`Indexer.add_new` then fills the
+    standard namespace index (:data:`NAMESPACE_INDEX` with :func:`meta_namespace_index_func`)
+    from ``namespaces`` instead of reading every object again. Whoever changes an object in it
+    (a transform) sets ``namespaces`` to None; a key added or removed makes them not count.
+    """
+
+    __slots__ = ("namespaces",)
+
+    def __init__(self, keys: builtins.list[str], objs: builtins.list[Any],
+                 namespaces: builtins.list[str] | None) -> None:
+        super().__init__(zip(keys, objs, strict=True))
+        self.namespaces = namespaces
 
 
 def listed_keys(objs: Any, key_func: KeyFunc) -> builtins.list[str] | None:
@@ -109,6 +134,28 @@ def listed_keys(objs: Any, key_func: KeyFunc) -> builtins.list[str] | None:
     (:func:`meta_namespace_key_func`) and they still match the list's length; else None."""
     if type(objs) is KeyedList and key_func is meta_namespace_key_func and len(objs.keys) == len(objs):
         return objs.keys
+    return None
+
+
+def listed_items(objs: Any, key_func: KeyFunc) -> KeyedItems | None:
+    """A :class:`KeyedList`'s :class:`KeyedItems` when :func:`listed_keys` gives its keys, else
+    None. The namespaces come along when they match the list's length."""
+    keys = listed_keys(objs, key_func)
+    if keys is None:
+        return None
+    namespaces = objs.namespaces
+    if namespaces is not None and len(namespaces) != len(objs):
+        namespaces = None
+    return KeyedItems(keys, objs, namespaces)
+
+
+def listed_namespaces(items: Any) -> builtins.list[str] | None:
+    """The namespaces :class:`KeyedItems` carry, one per item in order; None for any other
+    mapping, or when they were dropped or no longer match the items' number."""
+    if type(items) is KeyedItems:
+        namespaces = items.namespaces
+        if namespaces is not None and len(namespaces) == len(items):
+            return namespaces
     return None
 
 
@@ -310,6 +357,19 @@ class Indexer(IndexedMap):
                 key = self.key_of(obj)
             items[key] = obj
         self._replace(items, resource_version)
+
+    def add_new(self, items: dict[str, Any]) -> bool:
+        """As :meth:`ThreadSafeStore.add_new <kinformer.ThreadSafeStore.add_new>`.
+
+        A first list as its lister keyed it (:class:`KeyedItems` with namespaces) gives the
+        standard namespace index (:data:`NAMESPACE_INDEX` with
+        :func:`meta_namespace_index_func`) the namespaces it carries, so no object is read
+        again for them; every other index, and every other mapping, is indexed as usual.
+        """
+        namespaces = listed_namespaces(items)
+        if namespaces is None:
+            return self._add_new(items)
+        return self._add_new(items, (NAMESPACE_INDEX, meta_namespace_index_func, namespaces))
 
     def resync(self) -> None:
         """Nothing to do for a cache (kept for the ``Store`` shape)."""

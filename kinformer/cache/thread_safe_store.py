@@ -163,11 +163,29 @@ class IndexedMap:
         function error propagates and changes nothing. Callers then add the items one by one
         (the informer applies a first list this way, in batches).
         """
+        return self._add_new(items)
+
+    def _add_new(
+        self, items: dict[str, Any], known: tuple[str, IndexFunc, Sequence[str]] | None = None
+    ) -> bool:
+        """:meth:`add_new`; ``known`` is ``(name, fn, values)``: when the index ``name`` has the
+        function ``fn``, ``values[i]`` is the one value of the i-th item under it, so ``fn`` is
+        not called (the caller vouches for it)."""
         if not items:
             return True
         fns = self._fns
-        objs = list(items.values())
-        columns = [[fn(obj) for obj in objs] for fn in fns]  # outside the lock, may raise
+        names = self._names  # read after _fns: add_indexers sets _names first, then _fns
+        columns: builtins.list[builtins.list[Sequence[str]] | None] = []
+        objs: builtins.list[Any] | None = None
+        # names may be longer (add_indexers ran meanwhile: the check under the lock says so)
+        for name, fn in zip(names, fns, strict=False):  # values outside the lock, may raise
+            if known is not None and fn is known[1] and name == known[0]:
+                columns.append(None)
+                continue
+            if objs is None:
+                objs = list(items.values())
+            columns.append([fn(obj) for obj in objs])
+        last = next(reversed(items.values()))
         lock = self._lock
         lock.acquire()
         try:
@@ -177,9 +195,14 @@ class IndexedMap:
             if not stored.keys().isdisjoint(items):
                 return False
             stored.update(items)
-            self._rv_obj = objs[-1]
+            self._rv_obj = last
             for index, key_values, i in self._slots:
-                _index_into(index, key_values, zip(items.items(), columns[i], strict=True))
+                column = columns[i]
+                if column is None:
+                    assert known is not None
+                    _index_one_each(index, key_values, items.items(), known[2])
+                else:
+                    _index_into(index, key_values, zip(items.items(), column, strict=True))
             return True
         finally:
             lock.release()
@@ -491,6 +514,20 @@ def _index_into(
                 index[v] = {key: obj}
             else:
                 bucket[key] = obj
+
+
+def _index_one_each(
+    index: _Index, key_values: _KeyValues, pairs: Iterable[tuple[str, Any]], values: Sequence[str]
+) -> None:
+    """Add ``(key, obj)`` pairs for keys not indexed yet to one index, ``values[i]`` being the
+    one value of the i-th pair."""
+    for (key, obj), v in zip(pairs, values, strict=True):
+        key_values[key] = v
+        bucket = index.get(v)
+        if bucket is None:
+            index[v] = {key: obj}
+        else:
+            bucket[key] = obj
 
 
 def _put_each(index: _Index, values: Iterable[str], key: str, obj: Any) -> None:

@@ -101,8 +101,9 @@ class HTTPResource:
         item_kind = kind[:-4] if isinstance(kind, str) and kind.endswith("List") else None
         api_version = body.get("apiVersion") or self._api_version
         well_formed = meta.is_well_formed
-        keys: list[str] = []  # each item's store key, made while the item is fresh in memory
-        add_key = keys.append
+        keys: list[str] = []  # each item's store key and namespace, made while the item is fresh
+        namespaces: list[str] = []
+        add_key, add_namespace = keys.append, namespaces.append
         try:
             for item in items:
                 if not well_formed(item):
@@ -113,7 +114,12 @@ class HTTPResource:
                     item["apiVersion"] = api_version
                 metadata = item["metadata"]  # well formed: a string name, a string namespace if any
                 namespace = metadata.get("namespace")
-                add_key(namespace + "/" + metadata["name"] if namespace else metadata["name"])
+                if namespace:
+                    add_key(namespace + "/" + metadata["name"])
+                    add_namespace(namespace)
+                else:
+                    add_key(metadata["name"])
+                    add_namespace("")
         except errors.DecodeError as exc:
             log.warning("%s", exc)
             raise
@@ -129,7 +135,8 @@ class HTTPResource:
             info = metadata.get("shardInfo")
             if isinstance(info, dict) and isinstance(info.get("selector"), str):
                 shard_info = info["selector"]
-        return listerwatcher.ListResult(store.KeyedList(items, keys), rv, token, shard_info, checked=True)
+        listed = store.KeyedList(items, keys, namespaces)
+        return listerwatcher.ListResult(listed, rv, token, shard_info, checked=True)
 
     def watch(
         self, options: listerwatcher.ListOptions, ctx: _context.Context | None = None

@@ -149,6 +149,7 @@ def test_a_listed_page_carries_each_items_store_key_for_the_fifo(server: Scripte
     assert isinstance(items, KeyedList)
     assert items.keys == [meta_namespace_key_func(item) for item in items] == [
         "ns/a", "top", "other/b"]
+    assert items.namespaces == ["ns", "", "other"]  # for the cache's namespace index
 
 
 def test_group_resources_use_the_apis_path_and_tweaks_apply(server: ScriptedServer) -> None:
