@@ -258,6 +258,7 @@ def main() -> int:
     ratios: dict[str, list[float]] = {
         name: [] for part in ("sync", "core", "watch") if part in only for name in names[part]}
     rates: list[tuple[float, float]] = []
+    cpu_per_event: list[dict[str, float]] = []  # µs of the client's CPU per watch event, a round's best
     cpu_ratios: dict[str, list[float]] = {}
 
     def note_cpu(name: str, prefix: str) -> None:  # this round's best CPU, kinformer over floor
@@ -284,6 +285,9 @@ def main() -> int:
                 ratios["watch delivery"].append(subject / floor)
                 note_cpu("watch delivery", "watch")
                 rates.append((WATCH_EVENTS / subject, WATCH_EVENTS / floor))
+                cpu_per_event.append({
+                    who: min(CPU[f"watch {who}"][-args.best_of:]) / WATCH_EVENTS * 1e6
+                    for who in ("kinformer", "floor")})
     result = {
         "benchmark": "gaps",
         "python": platform.python_version(),
@@ -295,6 +299,7 @@ def main() -> int:
                     for k in ratios},
         "cpu_ratios": cpu_ratios,
         "watch_events_per_s": [{"kinformer": k, "floor": f} for k, f in rates],
+        "watch_cpu_us_per_event": cpu_per_event,
     }
     if args.json:
         print(json.dumps(result, indent=2))
@@ -309,8 +314,9 @@ def main() -> int:
     for name, values in cpu_ratios.items():
         runs = ", ".join(f"{v:.2f}" for v in values)
         print(f"  {name:<28} {min(values):.2f}-{max(values):.2f}x the floor's CPU   [{runs}]")
-    for k, f in rates:
-        print(f"  watch: kinformer {k:,.0f} events/s, floor {f:,.0f} events/s")
+    for (k, f), cpu in zip(rates, cpu_per_event, strict=True):
+        print(f"  watch: kinformer {k:,.0f} events/s, floor {f:,.0f} events/s; client CPU per event "
+              f"{cpu['kinformer']:.1f} µs against {cpu['floor']:.1f} µs")
     return 0
 
 

@@ -257,7 +257,7 @@ class ModernApplier(Applier):
         return self._real_fifo
 
     def pop(self, timeout: float) -> None:
-        self._real_fifo.pop_batch(self._process_batch, self._process_single, timeout)
+        self._real_fifo.pop_batch(self._process_batch, self._process_single, timeout, with_keys=True)
 
     def _process_single(self, deltas: list[delta_fifo.Delta], is_in_initial_list: bool) -> None:
         """Apply one popped delta of the RealFIFO: a whole relist, a resync, a bookmark or a change.
@@ -277,25 +277,18 @@ class ModernApplier(Applier):
             else:
                 self._apply_all([deltas], is_in_initial_list)
 
-    def _process_batch(self, batch: list[list[delta_fifo.Delta]], is_in_initial_list: bool) -> None:
+    def _process_batch(
+        self, batch: list[list[delta_fifo.Delta]], is_in_initial_list: bool, keys: list[str]
+    ) -> None:
         """Apply a batch of changes to distinct keys in one cache transaction, then notify.
 
-        A change whose key or index values cannot be computed is logged and dropped; the
-        others are applied, and only those are notified, in batch order.
+        ``keys`` are the FIFO's, whose key function is the cache's (:func:`fifo_key_func`), so
+        nothing is keyed twice. A change whose index values cannot be computed is logged and
+        dropped; the others are applied, and only those are notified, in batch order.
         """
         indexer = self._indexer
-        key_of = indexer.key_of
-        try:  # the usual batch, every key computed in one comprehension; else one by one below
-            changes = [(key_of(obj), obj, delta_type is _DELETED) for ((delta_type, obj),) in batch]
-        except errors.KeyFuncError:
-            changes = []
-            for ((delta_type, obj),) in batch:
-                try:
-                    key = key_of(obj)
-                except errors.KeyFuncError:
-                    log.exception("informer %s: failed to process deltas; object dropped", self._name)
-                    continue
-                changes.append((key, obj, delta_type is _DELETED))
+        changes = [(key, obj, delta_type is _DELETED)
+                   for key, ((delta_type, obj),) in zip(keys, batch, strict=True)]
         with self._lock:
             olds = indexer.apply_batch(changes)
             out: list[processor.Notification] = []

@@ -15,6 +15,7 @@ from kinformer import _threads, errors
 from kinformer.cache.delta_fifo import Deltas, DeltaType
 from kinformer.cache.real_fifo import SYNC_ALL_INFO, BookmarkInfo, RealFIFO, ReplacedAllInfo
 from kinformer.cache.store import DeletedFinalStateUnknown, Indexer, KeyedList
+from kinformer.testing.waiting import wait_for
 
 ADDED, UPDATED, DELETED = DeltaType.ADDED, DeltaType.UPDATED, DeltaType.DELETED
 REPLACED, SYNC = DeltaType.REPLACED, DeltaType.SYNC
@@ -278,6 +279,23 @@ def test_a_batch_takes_distinct_keys_and_stops_before_a_repeated_key_or_a_whole_
     ]
 
 
+def test_a_batch_popped_with_keys_gets_the_keys_each_delta_was_queued_under() -> None:
+    fifo = RealFIFO(key_func=lambda obj: "k-" + obj["metadata"]["name"])
+    fifo.add(cm("a", 1))
+    fifo.update(cm("b", 1))
+    fifo.delete(cm("c", 1))
+    fifo.add(cm("a", 2))  # a repeated key: the next batch
+    fifo.add(cm("d", 2))
+    got: list[tuple[list[str], list[str]]] = []
+
+    def keyed(batch: list[Deltas], initial: bool, keys: list[str]) -> None:
+        got.append(([d[0].object["metadata"]["name"] for d in batch], keys))
+
+    while len(fifo):
+        fifo.pop_batch(keyed, lambda deltas, initial: None, TIMEOUT, with_keys=True)
+    assert got == [(["a", "b", "c"], ["k-a", "k-b", "k-c"]), (["a", "d"], ["k-a", "k-d"])]
+
+
 def test_a_batch_holds_at_most_batch_size_deltas_and_never_crosses_the_initial_list() -> None:
     fifo = RealFIFO(known_objects=Indexer(), atomic=False, batch_size=2)
     fifo.replace([cm("a"), cm("b"), cm("c")], "1")  # three Replaced deltas: the first list
@@ -357,6 +375,38 @@ def test_a_producer_goes_on_while_a_slow_batch_is_processed() -> None:
     finally:
         release.set()
         _threads.join_all([consumer], TIMEOUT)
+
+
+def test_a_waiting_consumer_is_woken_by_the_first_add_and_takes_the_rest_in_order() -> None:
+    # only an add to an empty queue notifies the waiting consumer; it must still see them all,
+    # and be woken again once it has emptied the queue and waits anew
+    fifo = RealFIFO()
+    taken: list[str] = []
+    all_in = threading.Event()
+
+    def record(batch: list[Deltas], initial: bool) -> None:
+        taken.extend(d[0].object["metadata"]["name"] for d in batch)
+        if len(taken) >= 4:
+            all_in.set()
+
+    def one(deltas: Deltas, initial: bool) -> None:
+        record([deltas], initial)
+
+    def consume() -> None:
+        while not all_in.is_set():
+            fifo.pop_batch(record, one, TIMEOUT)
+
+    consumer = _threads.spawn(consume, "kinformer-test-pop")
+    try:
+        assert wait_for(lambda: fifo._waiting == 1, TIMEOUT)
+        for name in ("a", "b", "c"):
+            fifo.add(cm(name))
+        assert wait_for(lambda: len(taken) == 3 and fifo._waiting == 1, TIMEOUT)
+        fifo.add(cm("d"))
+        assert all_in.wait(TIMEOUT)
+    finally:
+        _threads.join_all([consumer], TIMEOUT)
+    assert taken == ["a", "b", "c", "d"]
 
 
 def test_the_modern_names_are_exported() -> None:

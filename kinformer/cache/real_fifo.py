@@ -19,7 +19,7 @@ import builtins
 import dataclasses
 from collections import deque
 from collections.abc import Callable, Iterable
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, cast
 
 from kinformer import errors
 from kinformer.cache.delta_fifo import Delta, Deltas, DeltaType
@@ -86,6 +86,9 @@ class BookmarkInfo(NamedTuple):
 ProcessBatchFunc = Callable[[builtins.list[Deltas], bool], None]
 """``process_batch(batch, is_in_initial_list)``: each item a one-delta ``Deltas``, keys distinct."""
 
+ProcessKeyedBatchFunc = Callable[[builtins.list[Deltas], bool, builtins.list[str]], None]
+"""``process_batch(batch, is_in_initial_list, keys)``: as :data:`ProcessBatchFunc`, each item's key beside."""
+
 ProcessFunc = Callable[[Deltas, bool], None]
 """``process(deltas, is_in_initial_list)``: ``deltas`` holds exactly one delta."""
 
@@ -103,8 +106,11 @@ def _appender(action: DeltaType, doc: str) -> Callable[[RealFIFO, Any], None]:
         try:
             self._populated = True
             self._synced = self._synced or self._initial_population_count == 0
-            self._items.append(entry)
-            if self._waiting:
+            items = self._items
+            items.append(entry)
+            # only a queue that was empty can have its one consumer waiting; once woken, it
+            # needs no more notifies (each costs a lock probe) before it takes the lock again
+            if self._waiting and len(items) == 1:
                 self._cond.notify()
         finally:
             lock.release()
@@ -340,17 +346,21 @@ class RealFIFO(FIFOBase):
 
     def pop_batch(
         self,
-        process_batch: ProcessBatchFunc,
+        process_batch: ProcessBatchFunc | ProcessKeyedBatchFunc,
         process_single: ProcessFunc,
         timeout: float | None = None,
+        *,
+        with_keys: bool = False,
     ) -> int:
         """Pop consecutive deltas of distinct keys (up to ``batch_size``) and process them.
 
         The batch ends before a key it already holds, before a ``ReplacedAll``, ``SyncAll`` or
         ``Bookmark`` (taken alone when first), and at the end of the first list's deltas. One
         delta goes to ``process_single([delta], is_in_initial_list)``, more to
-        ``process_batch([[delta], ...], is_in_initial_list)``. Blocks like :meth:`pop`.
-        Returns how many deltas were popped.
+        ``process_batch([[delta], ...], is_in_initial_list)``; ``with_keys`` adds a third
+        argument, the batch's keys in order, as the key function gave them when each delta
+        was queued (a consumer keying with the same function need not key again). Blocks like
+        :meth:`pop`. Returns how many deltas were popped.
         """
         self._lock.acquire()
         items = self._items
@@ -363,6 +373,7 @@ class RealFIFO(FIFOBase):
                 limit = min(limit, self._initial_population_count)
             key, first = items.popleft()
             batch: builtins.list[Deltas] = [[first]]
+            keys = [key]
             if first[0] in _BATCHABLE:
                 seen = {key}
                 while items and len(batch) < limit:
@@ -371,6 +382,7 @@ class RealFIFO(FIFOBase):
                         break
                     items.popleft()
                     seen.add(key)
+                    keys.append(key)
                     batch.append([delta])
         except BaseException:
             self._lock.release()
@@ -378,8 +390,12 @@ class RealFIFO(FIFOBase):
         if len(batch) == 1:
             single = batch[0]
             self._run(synced, 1, lambda: process_single(single, not synced))
+        elif with_keys:
+            keyed = cast(ProcessKeyedBatchFunc, process_batch)
+            self._run(synced, len(batch), lambda: keyed(batch, not synced, keys))
         else:
-            self._run(synced, len(batch), lambda: process_batch(batch, not synced))
+            unkeyed = cast(ProcessBatchFunc, process_batch)
+            self._run(synced, len(batch), lambda: unkeyed(batch, not synced))
         return len(batch)
 
     # -- state and reads ---------------------------------------------------------------------

@@ -164,7 +164,13 @@ class HTTPWatch:
     a broken connection, or silence for longer than the read timeout, raises
     :class:`~kinformer.TransportError`. ERROR events are yielded (see
     :func:`~kinformer.client.listerwatcher.error_from_event`).
+
+    ``checked`` is True: every other event it yields is of a known type with a metadata dict
+    whose ``resourceVersion`` is a string, and, unless a bookmark, fit for a cache
+    (:func:`kinformer.meta.is_well_formed`), so the reflector need not look again.
     """
+
+    checked = True
 
     def __init__(self, response: rest.Response, subject: str) -> None:
         self._response = response

@@ -136,7 +136,9 @@ def handle_any_watch(
     Runs on the caller's thread; cancelling ``ctx`` closes the watch and returns STOPPED.
     ADDED, MODIFIED and DELETED call ``store.add``, ``update`` and ``delete`` with the event's
     object; BOOKMARK calls ``store.bookmark(rv)`` when the store has it. An event without
-    metadata, of an unknown type, or (except a bookmark) without a name is logged and skipped.
+    metadata, of an unknown type, or (except a bookmark) without a name is logged and skipped;
+    a watch whose ``checked`` attribute is True promises it yields no such event (it raised
+    for them instead), and its events are not checked again.
     A store error is logged and the event still counts. An ERROR event ends the stream as
     FAILED with the error its Status stands for, as does an exception from the stream itself,
     except a broken connection (:func:`is_dropped`), which ends it as DROPPED with its cause.
@@ -161,6 +163,8 @@ def handle_any_watch(
     }
     take_version = store.update_resource_version
     well_formed = meta.is_well_formed
+    # a watch whose events its reader checked already (HTTPWatch): not looked at twice
+    checked_events = getattr(opened.watch, "checked", False) is True
     # a line per change, but none per initial event: like a list, they are summed up once
     debug = log.isEnabledFor(logging.DEBUG) and not exit_on_initial_events_end
     events = 0
@@ -174,7 +178,7 @@ def handle_any_watch(
             if event_type == "ERROR":
                 return WatchEnd(WatchOutcome.FAILED, events, listerwatcher.error_from_event(event))
             obj = event.object
-            if well_formed(obj) and event_type in actions:
+            if checked_events or (well_formed(obj) and event_type in actions):
                 rv = obj["metadata"].get("resourceVersion", "")  # the usual decoded event
             else:
                 checked = meta.resource_version(obj)
