@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
@@ -19,15 +19,29 @@ CONFIGMAPS = GroupVersionResource("", "v1", "configmaps")
 
 
 @pytest.fixture
-def informer(api_client: Any) -> Iterator[SharedIndexInformer]:
+def start_informer(api_client: Any) -> Iterator[Callable[[], SharedIndexInformer]]:
+    """Starts an informer of ConfigMaps in ``default`` when called (after the test set the server
+    up: a list it must not see begins at once); stopped and joined after the test."""
+    started: list[tuple[Context, threading.Thread]] = []
+
+    def start() -> SharedIndexInformer:
+        informer = SharedIndexInformer(ListWatch.for_resource(api_client, CONFIGMAPS, "default"))
+        ctx = Context("test")
+        thread = threading.Thread(target=informer.run, args=(ctx,), name="test-informer")
+        thread.start()
+        started.append((ctx, thread))
+        return informer
+
+    yield start
+    for ctx, thread in started:
+        ctx.cancel()
+        thread.join(TIMEOUT)
+
+
+@pytest.fixture
+def informer(start_informer: Callable[[], SharedIndexInformer]) -> SharedIndexInformer:
     """A running informer of ConfigMaps in ``default``; stopped and joined after the test."""
-    informer = SharedIndexInformer(ListWatch.for_resource(api_client, CONFIGMAPS, "default"))
-    ctx = Context("test")
-    thread = threading.Thread(target=informer.run, args=(ctx,), name="test-informer")
-    thread.start()
-    yield informer
-    ctx.cancel()
-    thread.join(TIMEOUT)
+    return start_informer()
 
 
 def name(event: aio.Event) -> tuple[str, str]:
@@ -39,9 +53,10 @@ async def next_events(stream: aio.EventStream, count: int) -> list[aio.Event]:
 
 
 def test_wait_for_sync_lets_the_loop_run_while_the_first_list_loads(
-    apiserver: FakeAPIServer, informer: SharedIndexInformer,
+    apiserver: FakeAPIServer, start_informer: Callable[[], SharedIndexInformer],
 ) -> None:
     apiserver.set_delay(0.5, verb="list")
+    informer = start_informer()
 
     async def main() -> tuple[bool, int]:
         ticks = 0
@@ -63,9 +78,10 @@ def test_wait_for_sync_lets_the_loop_run_while_the_first_list_loads(
 
 
 def test_wait_for_sync_gives_up_at_its_timeout(
-    apiserver: FakeAPIServer, informer: SharedIndexInformer,
+    apiserver: FakeAPIServer, start_informer: Callable[[], SharedIndexInformer],
 ) -> None:
     apiserver.forbid("configmaps", "list")
+    informer = start_informer()
     assert asyncio.run(aio.wait_for_sync(informer, timeout=0.3)) is False
     with pytest.raises(ConfigurationError):
         asyncio.run(aio.wait_for_sync(informer, timeout=float("nan")))
