@@ -16,9 +16,9 @@ import gc
 import multiprocessing
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from multiprocessing.connection import Connection
-from typing import Any
+from typing import Any, TypeVar
 
 CONFIGMAPS = ("", "v1", "configmaps")
 PODS = ("", "v1", "pods")
@@ -480,17 +480,22 @@ def _serve(conn: Connection, history_size: int, feature_gates: dict[str, bool]) 
     conn.send("stopped")
 
 
-class ServerProcess:
-    """A FakeAPIServer in a spawned child process; use as a context manager. Not thread-safe."""
+_Server = TypeVar("_Server", bound="ChildProcessServer")
 
-    def __init__(self, history_size: int = 10_000, feature_gates: dict[str, bool] | None = None) -> None:
+
+class ChildProcessServer:
+    """A server run by ``target(conn, *args)`` in a spawned child process, spoken to over a pipe:
+    it sends its URL first, answers each ``(command, args)`` and stops at ``("stop", None)``.
+    Use as a context manager. Not thread-safe."""
+
+    def __init__(self, target: Callable[..., None], *args: Any) -> None:
         self._conn, child = multiprocessing.Pipe()
         self._process = multiprocessing.get_context("spawn").Process(
-            target=_serve, args=(child, history_size, dict(feature_gates or {})), daemon=True
+            target=target, args=(child, *args), daemon=True
         )
         self.url = ""
 
-    def __enter__(self) -> ServerProcess:
+    def __enter__(self: _Server) -> _Server:
         self._process.start()
         self.url = self._conn.recv()
         return self
@@ -507,6 +512,13 @@ class ServerProcess:
     def call(self, command: str, *args: Any) -> Any:
         self._conn.send((command, args))
         return self._conn.recv()
+
+
+class ServerProcess(ChildProcessServer):
+    """A FakeAPIServer in a spawned child process; use as a context manager. Not thread-safe."""
+
+    def __init__(self, history_size: int = 10_000, feature_gates: dict[str, bool] | None = None) -> None:
+        super().__init__(_serve, history_size, dict(feature_gates or {}))
 
     def preload_scale(self, n: int, spread: int, parts: int) -> tuple[float, str]:
         """``n`` scale Pods over ``spread`` namespaces, labelled into ``parts`` slices (see

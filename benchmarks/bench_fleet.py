@@ -73,6 +73,7 @@ import time
 from multiprocessing.connection import Connection
 from typing import Any
 
+import _cluster
 from _cluster import CONFIGMAPS, SENT_ANNOTATION, configmap, rss_mb
 
 CLUSTERS = 20
@@ -172,32 +173,11 @@ def _stream(server: Any, gvr: Any, clusters: list[str], n: int, rate: float, sto
         counter[0] += 1
 
 
-class FleetServer:
+class FleetServer(_cluster.ChildProcessServer):
     """The logical-clusters server in a spawned child process; a context manager."""
 
     def __init__(self) -> None:
-        self._conn, child = multiprocessing.Pipe()
-        self._process = multiprocessing.get_context("spawn").Process(target=_serve, args=(child,),
-                                                                     daemon=True)
-        self.url = ""
-
-    def __enter__(self) -> FleetServer:
-        self._process.start()
-        self.url = self._conn.recv()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        try:
-            self._conn.send(("stop", None))
-            self._conn.recv()
-        finally:
-            self._process.join(30)
-            if self._process.is_alive():
-                self._process.terminate()
-
-    def call(self, command: str, *args: Any) -> Any:
-        self._conn.send((command, args))
-        return self._conn.recv()
+        super().__init__(_serve)
 
 
 # -- the contenders' child processes -------------------------------------------------------------
