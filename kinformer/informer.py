@@ -27,7 +27,17 @@ import threading
 from collections.abc import Callable
 from typing import Any
 
-from kinformer import _checks, _threads, appliers, collector_policy, context, errors, processor, sharding
+from kinformer import (
+    _checks,
+    _threads,
+    appliers,
+    collector_policy,
+    context,
+    errors,
+    processor,
+    sharding,
+    transforms,
+)
 from kinformer.cache import cluster as _cluster
 from kinformer.cache import compact_store, mutation_detector, store
 from kinformer.client import listerwatcher
@@ -192,11 +202,17 @@ class SharedIndexInformer:
         if _across_logical_clusters(lister_watcher):  # one cache of many clusters: keys carry them
             key_func = key_func or _cluster.cluster_aware_key_func
             indexers = _cluster.with_cluster_indexes(indexers)
+        # a compact cache whose key reads only metadata takes objects packed as they arrive
+        # (kinformer.cache.packed): a stub keeps metadata, not what another key might read
+        self._pack: Callable[[Any], Any] | None = None
         if key_func is None:
             self._indexer = _new_indexer(indexers, self._detector, compact=self._compact)
         else:
             self._indexer = _new_indexer(
                 indexers, self._detector, _deletion_handling(key_func), self._compact)
+        if isinstance(self._indexer, compact_store.CompactIndexer) and key_func in (
+                None, _cluster.cluster_aware_key_func):
+            self._pack = self._indexer.pack
         self._default_resync = _checks.seconds(
             "default_event_handler_resync_period", default_event_handler_resync_period)
         self._resync_check_period = self._default_resync
@@ -263,7 +279,7 @@ class SharedIndexInformer:
                 clock=self._clock,
                 watch_error_handler=collector_policy.ending_pauses(pauses, self._watch_error_handler),
                 shard_selector=self._shard_selector,
-                transform=self._transform,
+                transform=transforms.chain(self._transform, self._pack) if self._pack else self._transform,
             )
             self._fifo, self._reflector = fifo, refl
             self._started = True

@@ -8,6 +8,7 @@ updates, deletions and relists; the factories and the InformerManager hand ``com
 
 from __future__ import annotations
 
+import gc
 import queue
 import threading
 import weakref
@@ -295,3 +296,53 @@ def test_the_multi_cluster_factory_hands_compact_on(kube_fleet: dict[str, FakeAP
         factory.shutdown()
         for api_client in clients.values():
             api_client.close()
+
+
+def data_index(obj: Any) -> list[str]:
+    return [obj.get("data", {}).get("k", "")]
+
+
+def test_each_listed_object_is_let_go_once_packed_before_any_handler_has_it(
+    apiserver: FakeAPIServer, api_client: Any
+) -> None:
+    """A compact informer encodes a list page by page and keeps no decoded object: with its one
+    handler held up on the first add, and so every other initial notification still queued,
+    no object that came over the wire is alive once the informer has synced; the handler then
+    gets every object whole, and the cache is indexed by what the stub leaves out."""
+    apiserver.preload(CONFIGMAPS,
+                      (cm(f"cm-{i}", None, "default", data={"k": f"v{i % 3}"}) for i in range(30)))
+
+    def mark(obj: Any) -> Any:  # tells the informer's copies apart from the server's
+        obj["metadata"].setdefault("annotations", {})["test/over-the-wire"] = "yes"
+        return obj
+
+    informer = SharedIndexInformer(
+        ListWatch.for_resource(api_client, CONFIGMAPS, namespace="default"),
+        indexers={"data": data_index}, name="cms", compact=True)
+    informer.set_transform(mark)
+    release, taker, holding = threading.Event(), Taker(), []
+
+    class HeldUp(Taker):
+        def on_add(self, obj: Any, is_in_initial_list: bool) -> None:
+            holding.append(obj)  # the handler's own copy of the first object, held meanwhile
+            release.wait(TIMEOUT)
+            taker.on_add(obj, is_in_initial_list)
+
+    informer.add_event_handler(HeldUp())
+    with running(informer.run):
+        try:
+            assert informer.wait_for_sync(timeout=TIMEOUT)
+            gc.unfreeze()  # the informer moved what it had out of the collector's sight
+            alive = [o for o in gc.get_objects() if type(o) is dict and "data" in o
+                     and o.get("metadata", {}).get("annotations", {}).get("test/over-the-wire")
+                     and not any(o is held for held in holding)]
+        finally:
+            release.set()
+        assert alive == []
+        handed = [taker.next() for _ in range(30)]
+        assert sorted(obj["data"]["k"] for _, obj in handed) == ["v0"] * 10 + ["v1"] * 10 + ["v2"] * 10
+        indexer = informer.get_indexer()
+        assert sorted(indexer.index_keys("data", "v1")) == sorted(f"default/cm-{i}" for i in range(1, 30, 3))
+        put_cm(api_client, "cm-1", "web", "v0")
+        assert wait_for(lambda: "default/cm-1" in indexer.index_keys("data", "v0"))
+        assert indexer.get_by_key("default/cm-1")["metadata"]["annotations"]["test/over-the-wire"] == "yes"

@@ -1,0 +1,65 @@
+"""Objects packed for a compact cache as they arrive, while their decoded form is fresh in memory.
+
+A compact cache (:mod:`kinformer.cache.compact_store`) keeps each object as its JSON bytes. Encoded
+when it is stored, an object of a large first list is encoded long after it was decoded: the list
+is held decoded, every object of it at once (for 150,000 Pods, about as much memory as a dict
+cache), and the encoder then walks objects long gone from the CPU's caches. A compact informer
+packs instead: its reflector hands each object, a list page by page and each watch event, to
+:func:`pack`, which encodes it and computes its index values at once and returns a
+:class:`Packed` stub. The decoded object is then freed with its page, and the cache stores the
+stub's bytes and values as they are.
+
+A stub is a ``dict`` holding ``apiVersion``, ``kind`` and ``metadata`` (less ``managedFields``),
+enough for what reads an object on its way to the cache: the key function, the resourceVersion,
+a shard's hash. Nothing else ever sees it: the cache keeps its bytes and every handler of a compact
+informer is handed a copy decoded from them (``compact_store.fresh``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from kinformer import _json
+from kinformer.cache.thread_safe_store import IndexFunc, _index_values
+
+__all__ = ["Packed", "decoded", "pack"]
+
+_STUB_FIELDS = ("apiVersion", "kind")
+
+
+class Packed(dict):  # type: ignore[type-arg]
+    """A stub of an object (apiVersion, kind, metadata) with its bytes and index values.
+
+    ``data`` is the object's compact JSON, exactly as long as it is; ``index_values`` its values
+    under the index functions ``fns`` (in order), computed from the whole object.
+    """
+
+    __slots__ = ("data", "fns", "index_values")
+
+    data: bytes
+    fns: tuple[IndexFunc, ...]
+    index_values: Sequence[Sequence[str]]
+
+
+def pack(obj: Any, fns: tuple[IndexFunc, ...]) -> Any:
+    """``obj`` as a :class:`Packed` stub, indexed under ``fns``; anything but a decoded JSON
+    object (a dict with a dict ``metadata``) comes back as it is, for the cache to encode.
+
+    Raises what the encoder or an index function raises.
+    """
+    if type(obj) is not dict or type(metadata := obj.get("metadata")) is not dict:
+        return obj
+    stub = Packed({field: obj[field] for field in _STUB_FIELDS if field in obj})
+    stub["metadata"] = (
+        {k: v for k, v in metadata.items() if k != "managedFields"}
+        if "managedFields" in metadata else dict(metadata))
+    stub.index_values = _index_values(fns, obj) if fns else ()
+    stub.fns = fns
+    stub.data = _json.dumps_to_keep(obj)
+    return stub
+
+
+def decoded(obj: Any) -> Any:
+    """The whole object: a new decode of a stub's bytes, anything else as it is."""
+    return _json.loads(obj.data) if type(obj) is Packed else obj
