@@ -49,3 +49,25 @@ def ctx() -> Iterator[Context]:
     ctx = Context("test")
     yield ctx
     ctx.cancel()
+
+
+@pytest.fixture
+def logical_clusters_server() -> Iterator[FakeAPIServer]:
+    """A FakeAPIServer serving logical clusters (``/clusters/<name>``), bookmarks every 0.2 s."""
+    with FakeAPIServer(logical_clusters=True, bookmark_interval=0.2) as started:
+        yield started
+
+
+@pytest.fixture
+def client_of(logical_clusters_server: FakeAPIServer) -> Iterator[Callable[[str | None], Any]]:
+    """``client_of(cluster)``: an official-client ApiClient for one logical cluster of
+    ``logical_clusters_server`` (None: the unprefixed URL), closed after the test."""
+    made: list[Any] = []
+
+    def make(cluster: str | None) -> Any:
+        made.append(logical_clusters_server.api_client(cluster))
+        return made[-1]
+
+    yield make
+    for api_client in made:
+        api_client.close()

@@ -27,24 +27,8 @@ ANNOTATION = "kcp.io/cluster"
 
 
 @pytest.fixture
-def server() -> Iterator[FakeAPIServer]:
-    with FakeAPIServer(logical_clusters=True, bookmark_interval=0.2) as started:
-        yield started
-
-
-@pytest.fixture
-def client_of(server: FakeAPIServer) -> Iterator[Callable[[str | None], Any]]:
-    """``client_of(cluster)``: an official-client ApiClient for one logical cluster (None: the
-    unprefixed URL), closed after the test."""
-    made: list[Any] = []
-
-    def make(cluster: str | None) -> Any:
-        made.append(server.api_client(cluster))
-        return made[-1]
-
-    yield make
-    for api_client in made:
-        api_client.close()
+def server(logical_clusters_server: FakeAPIServer) -> FakeAPIServer:
+    return logical_clusters_server  # and client_of(cluster): see conftest
 
 
 def core(client_of: Callable[[str | None], Any], cluster: str | None) -> k8s.CoreV1Api:

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import queue
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from typing import Any
 
 import pytest
@@ -39,24 +39,8 @@ ANNOTATION = "kcp.io/cluster"
 
 
 @pytest.fixture
-def server() -> Iterator[FakeAPIServer]:
-    with FakeAPIServer(logical_clusters=True, bookmark_interval=0.2) as started:
-        yield started
-
-
-@pytest.fixture
-def client_of(server: FakeAPIServer) -> Iterator[Callable[[str | None], Any]]:
-    """``client_of(cluster)``: an official-client ApiClient for one logical cluster (None: the
-    unprefixed URL), closed after the test."""
-    made: list[Any] = []
-
-    def make(cluster: str | None) -> Any:
-        made.append(server.api_client(cluster))
-        return made[-1]
-
-    yield make
-    for api_client in made:
-        api_client.close()
+def server(logical_clusters_server: FakeAPIServer) -> FakeAPIServer:
+    return logical_clusters_server  # and client_of(cluster): see conftest
 
 
 def seed(server: FakeAPIServer, *clusters: str) -> None:
