@@ -42,6 +42,9 @@ class IndexedMap:
     public names, so the hot paths cost no extra call. :meth:`add_new` is public on both.
     """
 
+    # (key function, index name, index function) that _write may read inline; see _ns_at
+    _standard: tuple[Callable[[Any], str], str, IndexFunc] | None = None
+
     __slots__ = (
         "__weakref__",  # the collector policy tracks a stopped informer's cache (kinformer._gc)
         "_fns",
@@ -52,6 +55,7 @@ class IndexedMap:
         "_key_values",
         "_lock",
         "_names",
+        "_ns_at",
         "_rv",
         "_rv_obj",
         "_slots",
@@ -71,6 +75,7 @@ class IndexedMap:
         self._indices: dict[str, _Index] = {name: {} for name in self._indexers}
         self._key_values: dict[str, _KeyValues] = {name: {} for name in self._indexers}
         self._slots: tuple[tuple[_Index, _KeyValues, int], ...] = self._make_slots()
+        self._ns_at = self._standard_at()
         self._rv = ""
         self._rv_obj: Any = None  # the last object written; its RV is the store's RV when set
 
@@ -81,6 +86,17 @@ class IndexedMap:
             for i, name in enumerate(self._indexers)
         )
 
+    def _standard_at(self) -> int:
+        """The position of the standard namespace index in ``_fns`` when ``_write`` may read it
+        and the key inline (see ``_standard``), else -1."""
+        standard = self._standard
+        if standard is None or self._key_func is not standard[0]:
+            return -1
+        _, name, fn = standard
+        if self._indexers.get(name) is not fn:
+            return -1
+        return self._names.index(name)
+
     # -- writes ------------------------------------------------------------------------------
 
     def _write(self, obj: Any, key: str | None = None) -> None:
@@ -88,39 +104,78 @@ class IndexedMap:
 
         Indexer's ``add``/``update`` is this very function, so a write costs one call.
         """
-        if key is None:
-            try:
-                key = self._key_func(obj)
-            except Exception as exc:
-                raise errors.KeyFuncError(
-                    f"couldn't create key for object {obj!r:.200}: {exc}"
-                ) from exc
+        ns_at = self._ns_at  # read before _fns: add_indexers sets it after, and only appends
         fns = self._fns
+        values: Sequence[Sequence[str]] | None = None
+        if key is None:
+            # The fast path of the usual cache (Indexer: "namespace/name" keys and the standard
+            # namespace index) for a decoded object: its key and namespace are read here, in
+            # one look at its metadata, instead of calling the key function and the index
+            # function, which read the same two fields (about 0.3 µs of a 2 µs add). Any other
+            # object, key function or index takes the general path below, to the same result.
+            md = obj.get("metadata") if ns_at >= 0 and type(obj) is dict else None
+            if type(md) is dict and type(name := md.get("name")) is str and (
+                    not (ns := md.get("namespace")) or type(ns) is str):
+                key = ns + "/" + name if ns else name
+                own = (ns or "",)
+                n = len(fns)
+                if n == 1:
+                    values = (own,)
+                elif n == 2:
+                    values = (own, fns[1](obj)) if ns_at == 0 else (fns[0](obj), own)
+                else:
+                    values = [own if i == ns_at else fn(obj) for i, fn in enumerate(fns)]
+            else:
+                try:
+                    key = self._key_func(obj)
+                except Exception as exc:
+                    raise errors.KeyFuncError(
+                        f"couldn't create key for object {obj!r:.200}: {exc}"
+                    ) from exc
         lock = self._lock
-        if not fns:
-            lock.acquire()
-            try:
-                if not self._fns:
-                    self._items[key] = obj
-                    self._rv_obj = obj
-                    return
-            finally:
-                lock.release()
-            fns = self._fns
-        n = len(fns)  # unrolled for the usual one or two indexes: no comprehension frame
-        if n == 1:
-            values: Sequence[Sequence[str]] = (fns[0](obj),)
-        elif n == 2:
-            values = (fns[0](obj), fns[1](obj))
-        else:
-            values = _index_values(fns, obj)
+        if values is None:
+            if not fns:
+                lock.acquire()
+                try:
+                    if not self._fns:
+                        self._items[key] = obj
+                        self._rv_obj = obj
+                        return
+                finally:
+                    lock.release()
+                fns = self._fns
+            n = len(fns)  # unrolled for the usual one or two indexes: no comprehension frame
+            if n == 1:
+                values = (fns[0](obj),)
+            elif n == 2:
+                values = (fns[0](obj), fns[1](obj))
+            else:
+                values = _index_values(fns, obj)
         lock.acquire()
         try:
             if fns is not self._fns:  # add_indexers ran meanwhile: rare, recompute under the lock
                 values = _index_values(self._fns, obj)
-            self._items[key] = obj
+            items = self._items
+            if key in items:
+                items[key] = obj
+                self._rv_obj = obj
+                self._reindex_locked(key, obj, values)
+                return
+            items[key] = obj
             self._rv_obj = obj
-            self._reindex_locked(key, obj, values)
+            # a new key, inline (_reindex_locked's work with nothing indexed before): no call
+            for index, key_values, i in self._slots:
+                vals = values[i]
+                if len(vals) == 1:
+                    key_values[key] = v = vals[0]
+                    bucket = index.get(v)
+                    if bucket is None:
+                        index[v] = {key: obj}
+                    else:
+                        bucket[key] = obj
+                else:
+                    key_values[key] = several = tuple(vals)
+                    _put_each(index, several, key, obj)
         finally:
             lock.release()
 
@@ -347,6 +402,7 @@ class IndexedMap:
             self._names = tuple(self._indexers)
             self._fns = tuple(self._indexers.values())
             self._slots = self._make_slots()
+            self._ns_at = self._standard_at()
 
     # -- reads -------------------------------------------------------------------------------
 
