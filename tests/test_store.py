@@ -378,3 +378,33 @@ def test_the_inline_read_starts_when_the_namespace_index_is_added_and_needs_the_
     assert _contents(fast) == _contents(general)
     assert Indexer(lambda obj: "k", {NAMESPACE_INDEX: meta_namespace_index_func})._ns_at == -1
     assert Indexer(indexers={NAMESPACE_INDEX: lambda obj: ["n"]})._ns_at == -1
+
+
+def _ordered(indexer: Indexer) -> tuple[list[str], dict[str, list[tuple[str, list[str], list[Any]]]]]:
+    """Keys and every index, value by value, in the order a reader sees them."""
+    return indexer.list_keys(), {
+        name: [(value, indexer.index_keys(name, value), indexer.by_index(name, value))
+               for value in indexer.list_index_func_values(name)]
+        for name in indexer.get_indexers()}
+
+
+@pytest.mark.parametrize("namespaces", [
+    ["a"] * 5, ["a", "a", "b", "b", "b", "", ""], ["", "a", "a", "a", "z"], ["a", "b"] * 100])
+def test_a_listed_first_list_indexes_its_namespaces_as_reading_each_object_would(
+        namespaces: list[str]) -> None:
+    objs = [{"metadata": {"namespace": ns, "name": f"o{i}"}} for i, ns in enumerate(namespaces)]
+    keys = [meta_namespace_key_func(obj) for obj in objs]
+    for cached in ([], [{"metadata": {"namespace": "a", "name": "before"}}]):
+        carried = Indexer(indexers={NAMESPACE_INDEX: meta_namespace_index_func})
+        read = Indexer(indexers={NAMESPACE_INDEX: meta_namespace_index_func})
+        for indexer in (carried, read):
+            for obj in cached:
+                indexer.add(obj)
+        items = listed_items(KeyedList(objs, keys, namespaces), meta_namespace_key_func)
+        assert items is not None
+        assert carried.add_new(items) and read.add_new(dict(items))
+        assert _ordered(carried) == _ordered(read)
+        for key in keys[::3]:  # each key indexed under its value: deleting it leaves no trace
+            carried.delete(ExplicitKey(key))
+            read.delete(ExplicitKey(key))
+        assert _ordered(carried) == _ordered(read)
