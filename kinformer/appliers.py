@@ -9,7 +9,8 @@ client-go's ``processDeltas`` (``controller.go``) and the shared informer's
 - :class:`ModernApplier` (:attr:`InformerProfile.MODERN`, client-go 1.36's): a
   :class:`~kinformer.RealFIFO` in atomic mode; a batch of changes to distinct keys goes into the
   cache in one transaction (``apply_batch``), a relist (``ReplacedAll``) replaces the whole cache
-  in one step, deletions first, and the FIFO lock is let go meanwhile.
+  in one step, deletions first, and the FIFO lock is let go meanwhile; a first list into an
+  empty cache is taken whole (``take_first_list``) on the reflector's thread.
 - :class:`ClassicApplier` (:attr:`InformerProfile.CLASSIC`, client-go up to 1.32): a
   :class:`~kinformer.DeltaFIFO` merging each key's pending changes; a first list is taken whole
   (``take_first_list``) when it can be, and a queued one is applied a batch at a time.
