@@ -9,7 +9,8 @@ client-go's ``processDeltas`` (``controller.go``) and the shared informer's
 - :class:`ModernApplier` (:attr:`InformerProfile.MODERN`, client-go 1.36's): a
   :class:`~kinformer.RealFIFO` in atomic mode; a batch of changes to distinct keys goes into the
   cache in one transaction (``apply_batch``), a relist (``ReplacedAll``) replaces the whole cache
-  in one step, deletions first, and the FIFO lock is let go meanwhile.
+  in one step, deletions first, and the FIFO lock is let go meanwhile; a first list into an
+  empty cache is taken whole (``take_first_list``) on the reflector's thread.
 - :class:`ClassicApplier` (:attr:`InformerProfile.CLASSIC`, client-go up to 1.32): a
   :class:`~kinformer.DeltaFIFO` merging each key's pending changes; a first list is taken whole
   (``take_first_list``) when it can be, and a queued one is applied a batch at a time.
@@ -253,8 +254,21 @@ class ModernApplier(Applier):
     __slots__ = ("_real_fifo",)
 
     def _new_fifo(self) -> FIFO:
-        self._real_fifo = real_fifo.RealFIFO(fifo_key_func(self._indexer), None, None)
+        self._real_fifo = real_fifo.RealFIFO(
+            fifo_key_func(self._indexer), None, None, take_first_list=self._take_first_list)
         return self._real_fifo
+
+    def _take_first_list(self, items: dict[str, Any], resource_version: str) -> bool:
+        """The FIFO's ``take_first_list``: a first list into an empty cache, on the reflector's
+        thread under the FIFO lock, as :meth:`_replace_all_locked` would apply its
+        ``ReplacedAll`` (all new, then ``on_add(obj, True)`` for each); False, with nothing
+        changed, when the cache holds anything or an index function fails."""
+        with self._lock:
+            if len(self._indexer) or not self._add_new(items):
+                return False
+            self._indexer.bookmark(resource_version)
+            self._processor.distribute_initial(list(items.values()))
+            return True
 
     def pop(self, timeout: float) -> None:
         self._real_fifo.pop_batch(self._process_batch, self._process_single, timeout, with_keys=True)

@@ -622,3 +622,27 @@ def test_relist_tombstone_of_a_known_key_that_cannot_be_looked_up_carries_none()
     fifo.replace([], "1")
     tombstones = {key: (fifo.get_by_key(key) or [])[-1].object for key in fifo.list_keys()}
     assert {key: t.obj for key, t in tombstones.items()} == {"ns/ghost": None, "ns/x": helpers.cm("x")}
+
+
+def test_pops_once_synced_hand_over_outside_the_initial_list_as_before() -> None:
+    fifo = DeltaFIFO()
+    fifo.replace([helpers.cm("a")])
+    flags: list[bool] = []
+    fifo.pop(lambda deltas, initial: flags.append(initial))
+    assert fifo.has_synced()
+    fifo.add(helpers.cm("b"))
+    fifo.update(helpers.cm("b"))
+    fifo.add(helpers.cm("c"))
+    fifo.add(helpers.cm("d"))
+    assert [d.type for d in fifo.pop(None)] == [DeltaType.ADDED, DeltaType.UPDATED]
+
+    def fail(deltas: Deltas, initial: bool) -> None:
+        flags.append(initial)
+        raise ValueError("handler broke")
+
+    with pytest.raises(ValueError, match="handler broke"):
+        fifo.pop(fail)
+    fifo.pop(lambda deltas, initial: flags.append(initial))
+    assert flags == [True, False, False] and fifo.list_keys() == [] and fifo.has_synced()
+    with pytest.raises(TimeoutError):
+        fifo.pop(None, timeout=0.01)

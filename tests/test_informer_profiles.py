@@ -184,3 +184,33 @@ def test_a_modern_batch_with_an_object_that_fails_to_index_applies_and_notifies_
         assert handler.take(3) == [("add", "gate2", False), ("add", "x3", False), ("add", "y3", False)]
     assert sorted(informer.get_indexer().list_keys()) == ["ns/gate", "ns/x", "ns/y"]
     assert "ns/bad" in caplog.text and "object dropped" in caplog.text
+
+
+def _first_list_outcome() -> tuple[Any, ...]:
+    items = [cm("a", 1), cm("b", 1, namespace="x"), cm("c", 1)]
+    source, informer, handler = helpers.recorded_informer(
+        *items, indexers={kinformer.NAMESPACE_INDEX: kinformer.meta_namespace_index_func})
+    source.rv = 7
+    with helpers.running(informer.run):
+        assert informer.wait_for_sync(TIMEOUT)
+        seen = handler.take(3)
+        cache = informer.get_indexer()
+        return (seen, cache.list_keys(), cache.index_keys(kinformer.NAMESPACE_INDEX, "x"),
+                cache.last_store_sync_resource_version())
+
+
+def test_a_modern_first_list_taken_where_it_was_listed_ends_as_the_queued_one_does(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    taken = _first_list_outcome()
+    calls: list[int] = []
+
+    def decline(self: Any, items: dict[str, Any], resource_version: str) -> bool:
+        calls.append(len(items))
+        return False
+
+    monkeypatch.setattr(kinformer.appliers.ModernApplier, "_take_first_list", decline)
+    queued = _first_list_outcome()
+    assert calls == [3]
+    assert taken == queued
+    assert taken[0] == [("add", "a1", True), ("add", "b1", True), ("add", "c1", True)]
+    assert taken[3] == "7"

@@ -415,3 +415,42 @@ def test_the_modern_names_are_exported() -> None:
     assert kinformer.DeltaType.REPLACED_ALL.value == "ReplacedAll"
     assert kinformer.DeltaType.SYNC_ALL.value == "SyncAll"
     assert kinformer.DeltaType.BOOKMARK.value == "Bookmark"
+
+
+class _Taker:
+    """A ``take_first_list`` that records what it was given and answers ``takes``."""
+
+    def __init__(self, takes: bool) -> None:
+        self.takes = takes
+        self.seen: list[tuple[list[tuple[str, Any]], str]] = []
+
+    def __call__(self, items: dict[str, Any], resource_version: str) -> bool:
+        self.seen.append((list(items.items()), resource_version))
+        return self.takes
+
+
+def test_a_first_list_goes_whole_to_take_first_list_and_the_fifo_is_synced_with_nothing_queued() -> None:
+    taker = _Taker(True)
+    fifo = RealFIFO(take_first_list=taker)
+    a, b = helpers.cm("a"), helpers.cm("b", namespace="x")
+    fifo.replace([b, a], "5")
+    assert taker.seen == [([("x/b", b), ("ns/a", a)], "5")]
+    assert fifo.has_synced() and len(fifo) == 0
+    fifo.replace([a], "6")  # a relist is queued as ever
+    assert len(taker.seen) == 1 and len(fifo) == 1
+
+
+def test_a_declined_first_list_a_fifo_used_already_or_closed_queues_the_replaced_all() -> None:
+    declined = RealFIFO(take_first_list=_Taker(False))
+    declined.replace([helpers.cm("a")], "5")
+    assert not declined.has_synced() and len(declined) == 1
+    taker = _Taker(True)
+    used = RealFIFO(take_first_list=taker)
+    used.add(helpers.cm("z"))
+    used.replace([helpers.cm("a")], "5")
+    closed = RealFIFO(take_first_list=taker)
+    closed.close()
+    closed.replace([helpers.cm("a")], "5")
+    assert taker.seen == [] and len(used) == 2 and len(closed) == 1
+    with pytest.raises(errors.ConfigurationError):
+        RealFIFO(known_objects=Indexer(), atomic=False, take_first_list=taker)

@@ -299,3 +299,112 @@ def test_other_indexes_and_lists_without_namespaces_read_the_objects_as_usual() 
     plain = dict(_listed(["a", "b", ""]))
     with pytest.raises(errors.KeyFuncError):
         Indexer(indexers={NAMESPACE_INDEX: meta_namespace_index_func}).add_new(plain)
+
+
+class _GeneralIndexer(Indexer):
+    """An Indexer whose writes never read the key and namespace inline: the general path."""
+
+    __slots__ = ()
+    _standard = None
+
+
+def _outcome(indexer: Indexer, obj: Any) -> type[BaseException] | None:
+    try:
+        indexer.add(obj)
+    except Exception as exc:
+        return type(exc)
+    return None
+
+
+def _contents(indexer: Indexer) -> tuple[dict[str, Any], dict[str, dict[str, list[str]]]]:
+    indexes = {name: {value: sorted(indexer.index_keys(name, value))
+                      for value in indexer.list_index_func_values(name)}
+               for name in indexer.get_indexers()}
+    return indexer.snapshot(), indexes
+
+
+_WRITES: list[Any] = [
+    {"metadata": {"namespace": "a", "name": "x", "labels": {"app": "web"}}},
+    {"metadata": {"name": "node-1", "labels": {"app": "web"}}},  # cluster-scoped
+    {"metadata": {"namespace": "", "name": "y"}},
+    {"metadata": {"namespace": None, "name": "z"}},
+    {"metadata": {"namespace": "b", "name": "x", "labels": {"app": "db"}}},
+    {"metadata": {"namespace": "a", "name": "x", "labels": {"app": "db"}}},  # an update: app moves
+    {"metadata": {"namespace": "b", "name": "x"}},  # an update: app dropped
+    {"metadata": {"namespace": "a", "name": "x", "labels": {"app": "web"}}},
+    client.V1ConfigMap(metadata=client.V1ObjectMeta(namespace="c", name="m")),
+    {"metadata": {"namespace": "a"}},  # no name: no key
+    {"metadata": {"namespace": 5, "name": "n"}},  # not a string: read the general way
+    {"metadata": {"namespace": "a", "name": 7}},
+    {"metadata": None},
+    {"kind": "ConfigMap"},
+]
+
+
+def _by_model_or_dict_app(obj: Any) -> list[str]:
+    return by_app(obj) if isinstance(obj, dict) else []
+
+
+def _two_values(obj: Any) -> list[str]:
+    return ["p", "q"]
+
+
+@pytest.mark.parametrize("names", [
+    [NAMESPACE_INDEX], [NAMESPACE_INDEX, "app"], ["app", NAMESPACE_INDEX],
+    ["app", NAMESPACE_INDEX, "two"]])
+def test_add_reads_the_standard_key_and_namespace_inline_to_the_same_end(names: list[str]) -> None:
+    funcs = {NAMESPACE_INDEX: meta_namespace_index_func, "app": _by_model_or_dict_app,
+             "two": _two_values}
+    fast = Indexer(indexers={name: funcs[name] for name in names})
+    general = _GeneralIndexer(indexers={name: funcs[name] for name in names})
+    assert fast._ns_at == names.index(NAMESPACE_INDEX) and general._ns_at == -1
+    for obj in _WRITES:
+        assert _outcome(fast, obj) == _outcome(general, obj)
+        assert _contents(fast) == _contents(general)
+        assert fast.last_store_sync_resource_version() == general.last_store_sync_resource_version()
+    assert len(fast) == 9  # the general path keys some odd objects too; so must the inline one
+
+
+def test_the_inline_read_starts_when_the_namespace_index_is_added_and_needs_the_standard_parts() -> None:
+    fast = Indexer(indexers={"app": _by_model_or_dict_app})
+    general = _GeneralIndexer(indexers={"app": _by_model_or_dict_app})
+    assert fast._ns_at == -1
+    for indexer in (fast, general):
+        indexer.add(_WRITES[0])
+        indexer.add_indexers({NAMESPACE_INDEX: meta_namespace_index_func})
+    assert fast._ns_at == 1
+    for obj in _WRITES:
+        assert _outcome(fast, obj) == _outcome(general, obj)
+    assert _contents(fast) == _contents(general)
+    assert Indexer(lambda obj: "k", {NAMESPACE_INDEX: meta_namespace_index_func})._ns_at == -1
+    assert Indexer(indexers={NAMESPACE_INDEX: lambda obj: ["n"]})._ns_at == -1
+
+
+def _ordered(indexer: Indexer) -> tuple[list[str], dict[str, list[tuple[str, list[str], list[Any]]]]]:
+    """Keys and every index, value by value, in the order a reader sees them."""
+    return indexer.list_keys(), {
+        name: [(value, indexer.index_keys(name, value), indexer.by_index(name, value))
+               for value in indexer.list_index_func_values(name)]
+        for name in indexer.get_indexers()}
+
+
+@pytest.mark.parametrize("namespaces", [
+    ["a"] * 5, ["a", "a", "b", "b", "b", "", ""], ["", "a", "a", "a", "z"], ["a", "b"] * 100])
+def test_a_listed_first_list_indexes_its_namespaces_as_reading_each_object_would(
+        namespaces: list[str]) -> None:
+    objs = [{"metadata": {"namespace": ns, "name": f"o{i}"}} for i, ns in enumerate(namespaces)]
+    keys = [meta_namespace_key_func(obj) for obj in objs]
+    for cached in ([], [{"metadata": {"namespace": "a", "name": "before"}}]):
+        carried = Indexer(indexers={NAMESPACE_INDEX: meta_namespace_index_func})
+        read = Indexer(indexers={NAMESPACE_INDEX: meta_namespace_index_func})
+        for indexer in (carried, read):
+            for obj in cached:
+                indexer.add(obj)
+        items = listed_items(KeyedList(objs, keys, namespaces), meta_namespace_key_func)
+        assert items is not None
+        assert carried.add_new(items) and read.add_new(dict(items))
+        assert _ordered(carried) == _ordered(read)
+        for key in keys[::3]:  # each key indexed under its value: deleting it leaves no trace
+            carried.delete(ExplicitKey(key))
+            read.delete(ExplicitKey(key))
+        assert _ordered(carried) == _ordered(read)

@@ -100,9 +100,10 @@ def _appender(action: DeltaType, doc: str) -> Callable[[DeltaFIFO, Any], None]:
         lock = self._lock
         lock.acquire()
         try:
-            self._populated = True
-            if not self._synced and self._initial_population_count == 0:
-                self._synced = True
+            if not self._synced:  # once synced, populated too: nothing left to note
+                self._populated = True
+                if self._initial_population_count == 0:
+                    self._synced = True
             deltas = self._items.get(key)
             if deltas is None:
                 self._items[key] = [delta]
@@ -322,9 +323,17 @@ class DeltaFIFO(FIFOBase):
         lock = self._lock
         lock.acquire()
         try:
-            if not self._queue:
-                self._wait_for_locked(self._queue, timeout)
-            deltas = self._items.pop(self._queue.popleft())
+            queue = self._queue
+            if queue and self._synced:
+                # the usual pop once synced: no initial list left to count (synced means its
+                # count is 0), so the bookkeeping below would change nothing
+                deltas = self._items.pop(queue.popleft())
+                if process is not None:
+                    process(deltas, False)
+                return deltas
+            if not queue:
+                self._wait_for_locked(queue, timeout)
+            deltas = self._items.pop(queue.popleft())
             is_in_initial_list = not self._synced
             if self._initial_population_count > 0:
                 self._initial_population_count -= 1

@@ -40,6 +40,10 @@ __all__ = [
     "SyncAllInfo",
 ]
 
+TakeFirstListFunc = Callable[[dict[str, Any], str], bool]
+"""``take_first_list(items, resource_version)``: takes a whole first list (key -> object, in
+list order) and returns True, or declines with False having changed nothing."""
+
 DEFAULT_BATCH_SIZE = 1000  # deltas of distinct keys handed over in one batch (client-go's)
 
 _ADDED = DeltaType.ADDED
@@ -136,7 +140,13 @@ class RealFIFO(FIFOBase):
 
     ``has_synced`` turns True once every delta queued by the time of the first ``replace``
     (including it) has been processed, or at the first change when it comes before any
-    ``replace``. After ``close``, pops drain what is queued, then raise
+    ``replace``. ``take_first_list(items, resource_version)`` (keyword only, atomic mode) is
+    the first list's way around the queue, as :class:`~kinformer.DeltaFIFO`'s: ``replace``
+    calls it, under the FIFO lock, with the whole list keyed (in list order) when nothing was
+    ever queued and the FIFO is open; returning True it took the list (the informer applies it
+    as it would the ``ReplacedAll``), and the FIFO is synced with nothing queued; returning
+    False it changed nothing, and the ``ReplacedAll`` is queued. It must not call back into
+    the FIFO. After ``close``, pops drain what is queued, then raise
     :class:`~kinformer.FIFOClosedError`. Bad combinations of options raise
     :class:`~kinformer.ConfigurationError`.
     """
@@ -151,6 +161,7 @@ class RealFIFO(FIFOBase):
         unlock_while_processing: bool | None = None,
         emit_bookmarks: bool | None = None,
         batch_size: int = DEFAULT_BATCH_SIZE,
+        take_first_list: TakeFirstListFunc | None = None,
     ) -> None:
         if unlock_while_processing is None:
             unlock_while_processing = atomic
@@ -168,6 +179,9 @@ class RealFIFO(FIFOBase):
                 raise errors.ConfigurationError("only an atomic RealFIFO can queue bookmarks")
         if batch_size < 1:
             raise errors.ConfigurationError("batch_size must be >= 1")
+        if take_first_list is not None and not atomic:
+            raise errors.ConfigurationError("only an atomic RealFIFO can take a first list whole")
+        self._take_first_list = take_first_list
         super().__init__(key_func, transformer)
         self._known_objects = known_objects
         self._atomic = atomic
@@ -210,7 +224,16 @@ class RealFIFO(FIFOBase):
         pairs = self._keyed(objs) if keyed is None else []
         with self._cond:
             if self._atomic:
-                info = ReplacedAllInfo(resource_version, keyed if keyed is not None else dict(pairs))
+                items = keyed if keyed is not None else dict(pairs)
+                take = self._take_first_list
+                if (take is not None and not self._populated and not self._items
+                        and not self._closed and take(items, resource_version)):
+                    # the first list, applied where it was listed: no hand-over to the consumer
+                    # (whose thread would wake only to do the same), nothing left to pop
+                    self._populated = self._synced = True
+                    self._initial_population_count = 0
+                    return
+                info = ReplacedAllInfo(resource_version, items)
                 self._items.append(("", _new_delta(Delta, (_REPLACED_ALL, info))))
             else:
                 self._replace_non_atomic_locked(pairs)

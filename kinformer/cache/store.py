@@ -311,6 +311,8 @@ class Indexer(IndexedMap):
     """
 
     __slots__ = ()
+    # add/update read the key and the standard namespace index inline for decoded objects
+    _standard = (meta_namespace_key_func, NAMESPACE_INDEX, meta_namespace_index_func)
 
     def __init__(
         self, key_func: KeyFunc = meta_namespace_key_func, indexers: Indexers | None = None

@@ -11,6 +11,7 @@ place by mistake).
 from __future__ import annotations
 
 import builtins
+import itertools
 import threading
 import types
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -42,6 +43,9 @@ class IndexedMap:
     public names, so the hot paths cost no extra call. :meth:`add_new` is public on both.
     """
 
+    # (key function, index name, index function) that _write may read inline; see _ns_at
+    _standard: tuple[Callable[[Any], str], str, IndexFunc] | None = None
+
     __slots__ = (
         "__weakref__",  # the collector policy tracks a stopped informer's cache (kinformer._gc)
         "_fns",
@@ -52,6 +56,7 @@ class IndexedMap:
         "_key_values",
         "_lock",
         "_names",
+        "_ns_at",
         "_rv",
         "_rv_obj",
         "_slots",
@@ -71,6 +76,7 @@ class IndexedMap:
         self._indices: dict[str, _Index] = {name: {} for name in self._indexers}
         self._key_values: dict[str, _KeyValues] = {name: {} for name in self._indexers}
         self._slots: tuple[tuple[_Index, _KeyValues, int], ...] = self._make_slots()
+        self._ns_at = self._standard_at()
         self._rv = ""
         self._rv_obj: Any = None  # the last object written; its RV is the store's RV when set
 
@@ -81,6 +87,17 @@ class IndexedMap:
             for i, name in enumerate(self._indexers)
         )
 
+    def _standard_at(self) -> int:
+        """The position of the standard namespace index in ``_fns`` when ``_write`` may read it
+        and the key inline (see ``_standard``), else -1."""
+        standard = self._standard
+        if standard is None or self._key_func is not standard[0]:
+            return -1
+        _, name, fn = standard
+        if self._indexers.get(name) is not fn:
+            return -1
+        return self._names.index(name)
+
     # -- writes ------------------------------------------------------------------------------
 
     def _write(self, obj: Any, key: str | None = None) -> None:
@@ -88,39 +105,78 @@ class IndexedMap:
 
         Indexer's ``add``/``update`` is this very function, so a write costs one call.
         """
-        if key is None:
-            try:
-                key = self._key_func(obj)
-            except Exception as exc:
-                raise errors.KeyFuncError(
-                    f"couldn't create key for object {obj!r:.200}: {exc}"
-                ) from exc
+        ns_at = self._ns_at  # read before _fns: add_indexers sets it after, and only appends
         fns = self._fns
+        values: Sequence[Sequence[str]] | None = None
+        if key is None:
+            # The fast path of the usual cache (Indexer: "namespace/name" keys and the standard
+            # namespace index) for a decoded object: its key and namespace are read here, in
+            # one look at its metadata, instead of calling the key function and the index
+            # function, which read the same two fields (about 0.3 µs of a 2 µs add). Any other
+            # object, key function or index takes the general path below, to the same result.
+            md = obj.get("metadata") if ns_at >= 0 and type(obj) is dict else None
+            if type(md) is dict and type(name := md.get("name")) is str and (
+                    not (ns := md.get("namespace")) or type(ns) is str):
+                key = ns + "/" + name if ns else name
+                own = (ns or "",)
+                n = len(fns)
+                if n == 1:
+                    values = (own,)
+                elif n == 2:
+                    values = (own, fns[1](obj)) if ns_at == 0 else (fns[0](obj), own)
+                else:
+                    values = [own if i == ns_at else fn(obj) for i, fn in enumerate(fns)]
+            else:
+                try:
+                    key = self._key_func(obj)
+                except Exception as exc:
+                    raise errors.KeyFuncError(
+                        f"couldn't create key for object {obj!r:.200}: {exc}"
+                    ) from exc
         lock = self._lock
-        if not fns:
-            lock.acquire()
-            try:
-                if not self._fns:
-                    self._items[key] = obj
-                    self._rv_obj = obj
-                    return
-            finally:
-                lock.release()
-            fns = self._fns
-        n = len(fns)  # unrolled for the usual one or two indexes: no comprehension frame
-        if n == 1:
-            values: Sequence[Sequence[str]] = (fns[0](obj),)
-        elif n == 2:
-            values = (fns[0](obj), fns[1](obj))
-        else:
-            values = _index_values(fns, obj)
+        if values is None:
+            if not fns:
+                lock.acquire()
+                try:
+                    if not self._fns:
+                        self._items[key] = obj
+                        self._rv_obj = obj
+                        return
+                finally:
+                    lock.release()
+                fns = self._fns
+            n = len(fns)  # unrolled for the usual one or two indexes: no comprehension frame
+            if n == 1:
+                values = (fns[0](obj),)
+            elif n == 2:
+                values = (fns[0](obj), fns[1](obj))
+            else:
+                values = _index_values(fns, obj)
         lock.acquire()
         try:
             if fns is not self._fns:  # add_indexers ran meanwhile: rare, recompute under the lock
                 values = _index_values(self._fns, obj)
-            self._items[key] = obj
+            items = self._items
+            if key in items:
+                items[key] = obj
+                self._rv_obj = obj
+                self._reindex_locked(key, obj, values)
+                return
+            items[key] = obj
             self._rv_obj = obj
-            self._reindex_locked(key, obj, values)
+            # a new key, inline (_reindex_locked's work with nothing indexed before): no call
+            for index, key_values, i in self._slots:
+                vals = values[i]
+                if len(vals) == 1:
+                    key_values[key] = v = vals[0]
+                    bucket = index.get(v)
+                    if bucket is None:
+                        index[v] = {key: obj}
+                    else:
+                        bucket[key] = obj
+                else:
+                    key_values[key] = several = tuple(vals)
+                    _put_each(index, several, key, obj)
         finally:
             lock.release()
 
@@ -200,7 +256,7 @@ class IndexedMap:
                 column = columns[i]
                 if column is None:
                     assert known is not None
-                    _index_one_each(index, key_values, items.items(), known[2])
+                    _index_one_each(index, key_values, items, known[2])
                 else:
                     _index_into(index, key_values, zip(items.items(), column, strict=True))
             return True
@@ -347,6 +403,7 @@ class IndexedMap:
             self._names = tuple(self._indexers)
             self._fns = tuple(self._indexers.values())
             self._slots = self._make_slots()
+            self._ns_at = self._standard_at()
 
     # -- reads -------------------------------------------------------------------------------
 
@@ -517,17 +574,54 @@ def _index_into(
 
 
 def _index_one_each(
-    index: _Index, key_values: _KeyValues, pairs: Iterable[tuple[str, Any]], values: Sequence[str]
+    index: _Index, key_values: _KeyValues, items: Mapping[str, Any], values: Sequence[str]
 ) -> None:
-    """Add ``(key, obj)`` pairs for keys not indexed yet to one index, ``values[i]`` being the
-    one value of the i-th pair."""
-    for (key, obj), v in zip(pairs, values, strict=True):
+    """Add ``items`` (key -> object, keys not indexed yet) to one index, ``values[i]`` being the
+    one value of the i-th item."""
+    if len(values) != len(items):
+        raise ValueError(f"{len(values)} index values for {len(items)} items")
+    runs = _runs(values, len(values) // 64 + 1)
+    if runs is not None:
+        # A list comes from the API server in key order, so its objects of one namespace come
+        # together: each run of one value is indexed by C-level copies, not a Python step per
+        # object (add_new of 100,000 objects of one namespace: 23-25 ms with the loop below,
+        # 13 ms so). Same end state, insertion order included; values scattered over many
+        # runs take the loop.
+        if len(runs) == 1 and not index:  # one value for all (a namespaced informer's list)
+            value = values[0]
+            index[value] = bucket = dict(items)
+            key_values.update(dict.fromkeys(bucket, value))  # from a plain dict: presized
+            return
+        keys, objs = builtins.list(items), builtins.list(items.values())
+        start = 0
+        for value, count in runs:
+            end = start + count
+            run_keys = keys[start:end]
+            key_values.update(dict.fromkeys(run_keys, value))
+            found = index.get(value)
+            if found is None:
+                index[value] = dict(zip(run_keys, objs[start:end], strict=True))
+            else:
+                found.update(zip(run_keys, objs[start:end], strict=True))
+            start = end
+        return
+    for (key, obj), v in zip(items.items(), values, strict=True):
         key_values[key] = v
-        bucket = index.get(v)
-        if bucket is None:
+        one = index.get(v)
+        if one is None:
             index[v] = {key: obj}
         else:
-            bucket[key] = obj
+            one[key] = obj
+
+
+def _runs(values: Sequence[str], most: int) -> builtins.list[tuple[str, int]] | None:
+    """``values`` as ``(value, how many in a row)`` runs, in order; None past ``most`` runs."""
+    runs: builtins.list[tuple[str, int]] = []
+    for value, run in itertools.groupby(values):
+        if len(runs) == most:
+            return None
+        runs.append((value, len(builtins.list(run))))
+    return runs
 
 
 def _put_each(index: _Index, values: Iterable[str], key: str, obj: Any) -> None:
