@@ -18,7 +18,7 @@ kinformer does around a list's).
   splits lines, decodes each event and keeps its object by key. Keeping 10,000 objects, not
   100,000, the floor's heap stays small, and so does the collector's work: the tight floor.
 
-Run ``python benchmarks/bench_gaps.py [--json] [--quick] [--rounds R]``.
+Run ``python benchmarks/bench_gaps.py [--json] [--quick] [--rounds R] [--only sync,core,watch] [--threads]``.
 """
 
 from __future__ import annotations
@@ -136,6 +136,28 @@ def fifo_pair(objs: list[dict[str, Any]]) -> tuple[float, float]:
 # -- watch delivery --------------------------------------------------------------------------
 
 
+FLOOR_CPU: list[float] = []  # µs of the floor's thread CPU per watch event, per run
+THREAD_CPU: list[dict[str, float]] = []  # µs of CPU per watch event by kinformer thread, per run
+_ROLES = ("reflector", "deltas", "handler")
+
+
+def _thread_cpu() -> dict[str, float]:
+    """CPU seconds so far of each of this process's kinformer threads, by role (Linux only)."""
+    ticks = os.sysconf("SC_CLK_TCK")
+    spent: dict[str, float] = dict.fromkeys(_ROLES, 0.0)
+    for thread in threading.enumerate():
+        role = next((r for r in _ROLES if thread.name.startswith(f"kinformer-{r}-")), None)
+        if role is None or thread.native_id is None:
+            continue
+        try:
+            with open(f"/proc/self/task/{thread.native_id}/stat") as stat:
+                fields = stat.read().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        spent[role] += (int(fields[11]) + int(fields[12])) / ticks  # utime, stime
+    return spent
+
+
 def watch_floor(server: ServerProcess, namespace: str) -> float:
     """Seconds for the tight floor to read, split, decode and keep by key every event."""
     rv = server.churn("configmaps", namespace, WATCH_OBJECTS, WATCH_EVENTS)
@@ -170,28 +192,6 @@ def watch_floor(server: ServerProcess, namespace: str) -> float:
     if seen < WATCH_EVENTS or len(cache) != WATCH_OBJECTS:
         raise RuntimeError(f"watch floor saw {seen} events, {len(cache)} objects")
     return elapsed
-
-
-FLOOR_CPU: list[float] = []  # µs of the floor's thread CPU per watch event, per run
-THREAD_CPU: list[dict[str, float]] = []  # µs of CPU per watch event by kinformer thread, per run
-_ROLES = ("reflector", "deltas", "handler")
-
-
-def _thread_cpu() -> dict[str, float]:
-    """CPU seconds so far of each of this process's kinformer threads, by role (Linux only)."""
-    ticks = os.sysconf("SC_CLK_TCK")
-    spent: dict[str, float] = dict.fromkeys(_ROLES, 0.0)
-    for thread in threading.enumerate():
-        role = next((r for r in _ROLES if thread.name.startswith(f"kinformer-{r}-")), None)
-        if role is None or thread.native_id is None:
-            continue
-        try:
-            with open(f"/proc/self/task/{thread.native_id}/stat") as stat:
-                fields = stat.read().rsplit(")", 1)[1].split()
-        except OSError:
-            continue
-        spent[role] += (int(fields[11]) + int(fields[12])) / ticks  # utime, stime
-    return spent
 
 
 def watch_kinformer(server: ServerProcess, namespace: str) -> float:

@@ -7,9 +7,11 @@ and returns how the stream ended as a :class:`WatchEnd`. The reflector's watch l
 (:mod:`kinformer.reflector.watch_loop`) calls it with the reflector's store for every watch, and
 its WatchList sync (:mod:`kinformer.reflector.watch_list`) through :func:`handle_initial_events`
 with a temporary store for the initial events of a ``sendInitialEvents`` stream, which end at the
-bookmark annotated ``k8s.io/initial-events-end``. What to do about an ending (watch again, back
-off, relist, list instead) is theirs. :func:`open_watch` starts each watch the same way for
-both.
+bookmark annotated ``k8s.io/initial-events-end``. A watch that hands its events over a read at a
+time (the HTTP one) is applied a read at a time, any other an event at a time, both through
+:class:`~kinformer.reflector.watch_events.EventApplier`. What to do about an ending (watch
+again, back off, relist, list instead) is theirs. :func:`open_watch` starts each watch the same
+way for both.
 """
 
 from __future__ import annotations
