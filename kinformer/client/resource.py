@@ -254,10 +254,11 @@ class HTTPWatch:
             raws = list(map(_json.loader(), lines))
             types = [raw["type"] for raw in raws]
             objects = [raw["object"] for raw in raws]
+            usual = _CHANGES.issuperset(types)  # raises for a type that cannot be hashed
         except (ValueError, KeyError, TypeError):
             pass
         else:
-            if _CHANGES.issuperset(types) and all(map(meta.is_well_formed, objects)):
+            if usual and all(map(meta.is_well_formed, objects)):
                 return listerwatcher.WatchBatch(types, objects), None
         types, objects = [], []
         try:
@@ -294,7 +295,7 @@ class HTTPWatch:
             raise errors.DecodeError(f"watch {self._subject}: event is not an object")
         event_type = raw.get("type")
         obj = raw.get("object")
-        if event_type not in _EVENT_TYPES:
+        if type(event_type) is not str or event_type not in _EVENT_TYPES:  # a list cannot be hashed
             log.warning("watch %s: unknown event type %.50r", self._subject, event_type)
             raise errors.DecodeError(f"watch {self._subject}: unknown event type {event_type!r}")
         if event_type == "ERROR":

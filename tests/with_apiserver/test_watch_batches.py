@@ -150,6 +150,21 @@ def test_a_malformed_line_mid_read_delivers_the_events_before_it_then_backs_off(
         ("add", "a", str(base + 1)), ("add", "b", str(base + 2)), ("delete", "a", ""), ("delete", "b", "")]
 
 
+def test_an_event_type_that_is_not_a_string_mid_read_is_a_decode_error(
+    running: Running, apiserver: FakeAPIServer
+) -> None:
+    base = int(apiserver.current_resource_version())
+    odd = json.loads(event("ADDED", "b", base + 2))
+    odd["type"] = ["ADDED"]
+    body = event("ADDED", "a", base + 1) + json.dumps(odd).encode() + b"\n"
+    apiserver.corrupt_next(body, verb="watch", resource="configmaps")
+    running.start()
+    assert wait_for(lambda: running.errors, TIMEOUT)
+    assert isinstance(running.errors[0], errors.DecodeError), repr(running.errors[0])
+    assert "unknown event type" in str(running.errors[0])
+    assert running.informer.last_sync_resource_version() == str(base + 1)
+
+
 def test_an_expired_error_after_good_events_in_one_read_delivers_them_then_relists(
     running: Running, apiserver: FakeAPIServer
 ) -> None:
