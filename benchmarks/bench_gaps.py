@@ -18,7 +18,7 @@ kinformer does around a list's).
   splits lines, decodes each event and keeps its object by key. Keeping 10,000 objects, not
   100,000, the floor's heap stays small, and so does the collector's work: the tight floor.
 
-Run ``python benchmarks/bench_gaps.py [--json] [--quick] [--rounds R]``.
+Run ``python benchmarks/bench_gaps.py [--json] [--quick] [--rounds R] [--only sync,core,watch] [--threads]``.
 """
 
 from __future__ import annotations
@@ -27,6 +27,7 @@ import argparse
 import functools
 import gc
 import json
+import os
 import platform
 import sys
 import threading
@@ -135,6 +136,28 @@ def fifo_pair(objs: list[dict[str, Any]]) -> tuple[float, float]:
 # -- watch delivery --------------------------------------------------------------------------
 
 
+FLOOR_CPU: list[float] = []  # µs of the floor's thread CPU per watch event, per run
+THREAD_CPU: list[dict[str, float]] = []  # µs of CPU per watch event by kinformer thread, per run
+_ROLES = ("reflector", "deltas", "handler")
+
+
+def _thread_cpu() -> dict[str, float]:
+    """CPU seconds so far of each of this process's kinformer threads, by role (Linux only)."""
+    ticks = os.sysconf("SC_CLK_TCK")
+    spent: dict[str, float] = dict.fromkeys(_ROLES, 0.0)
+    for thread in threading.enumerate():
+        role = next((r for r in _ROLES if thread.name.startswith(f"kinformer-{r}-")), None)
+        if role is None or thread.native_id is None:
+            continue
+        try:
+            with open(f"/proc/self/task/{thread.native_id}/stat") as stat:
+                fields = stat.read().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        spent[role] += (int(fields[11]) + int(fields[12])) / ticks  # utime, stime
+    return spent
+
+
 def watch_floor(server: ServerProcess, namespace: str) -> float:
     """Seconds for the tight floor to read, split, decode and keep by key every event."""
     rv = server.churn("configmaps", namespace, WATCH_OBJECTS, WATCH_EVENTS)
@@ -142,7 +165,7 @@ def watch_floor(server: ServerProcess, namespace: str) -> float:
     cache: dict[str, Any] = {}
     gc.collect()
     pool = urllib3.PoolManager()
-    began = time.perf_counter()
+    began, began_cpu = time.perf_counter(), time.thread_time()
     response = pool.request(
         "GET",
         f"{server.url}{path('configmaps', namespace)}?watch=true&resourceVersion={rv}"
@@ -163,6 +186,7 @@ def watch_floor(server: ServerProcess, namespace: str) -> float:
             cache[meta["namespace"] + "/" + meta["name"]] = obj
         seen += len(lines)
     elapsed = time.perf_counter() - began
+    FLOOR_CPU.append((time.thread_time() - began_cpu) / WATCH_EVENTS * 1e6)
     response.close()
     pool.clear()
     if seen < WATCH_EVENTS or len(cache) != WATCH_OBJECTS:
@@ -174,6 +198,7 @@ def watch_kinformer(server: ServerProcess, namespace: str) -> float:
     """Seconds until one kinformer handler has seen every event (adds and updates).
 
     The list answers "empty, at the version before the events", so the watch replays them all.
+    Each run notes its threads' CPU per event in :data:`THREAD_CPU` (``--threads`` prints it).
     """
     rv = server.churn("configmaps", namespace, WATCH_OBJECTS, WATCH_EVENTS)
     api = _api_client(server.url)
@@ -196,6 +221,7 @@ def watch_kinformer(server: ServerProcess, namespace: str) -> float:
     try:
         done.wait(TIMEOUT)
         elapsed = time.perf_counter() - began
+        THREAD_CPU.append({role: cpu / WATCH_EVENTS * 1e6 for role, cpu in _thread_cpu().items()})
     finally:
         stop.set()
         thread.join()
@@ -244,6 +270,8 @@ def main() -> int:
     parser.add_argument("--only", default="", help="comma-separated: sync,core,watch")
     parser.add_argument("--quick", action="store_true", help="a tenth of the sizes, one round")
     parser.add_argument("--json", action="store_true", help="print JSON instead of a table")
+    parser.add_argument("--threads", action="store_true",
+                        help="also print each watch run's CPU per event by kinformer thread")
     args = parser.parse_args()
     only = set(filter(None, args.only.split(","))) or {"sync", "core", "watch"}
     scale = 10 if args.quick else 1
@@ -300,6 +328,8 @@ def main() -> int:
         "cpu_ratios": cpu_ratios,
         "watch_events_per_s": [{"kinformer": k, "floor": f} for k, f in rates],
         "watch_cpu_us_per_event": cpu_per_event,
+        "watch_thread_cpu_us_per_event": THREAD_CPU,
+        "watch_floor_thread_cpu_us_per_event": FLOOR_CPU,
     }
     if args.json:
         print(json.dumps(result, indent=2))
@@ -317,6 +347,11 @@ def main() -> int:
     for (k, f), cpu in zip(rates, cpu_per_event, strict=True):
         print(f"  watch: kinformer {k:,.0f} events/s, floor {f:,.0f} events/s; client CPU per event "
               f"{cpu['kinformer']:.1f} µs against {cpu['floor']:.1f} µs")
+    if args.threads:
+        print("  watch floor runs, µs of CPU per event: " + ", ".join(f"{c:.1f}" for c in FLOOR_CPU))
+        for run in THREAD_CPU:
+            parts = ", ".join(f"{role} {run[role]:.1f}" for role in _ROLES)
+            print(f"  watch run, µs of CPU per event by thread: {parts}; in all {sum(run.values()):.1f}")
     return 0
 
 

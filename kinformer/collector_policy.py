@@ -104,6 +104,8 @@ class PausingListerWatcher:
         if not options.send_initial_events:
             return opened
         self._pauses.listing.begin()  # as over a list: the initial events pile up paused
+        if isinstance(opened, listerwatcher.BatchWatch):
+            return _InitialEventsBatchWatch(opened, self._pauses.listing)
         return _InitialEventsWatch(opened, self._pauses.listing)
 
 
@@ -129,6 +131,25 @@ class _InitialEventsWatch:
 
     def close(self) -> None:
         self._inner.close()
+
+
+class _InitialEventsBatchWatch(_InitialEventsWatch):
+    """An :class:`_InitialEventsWatch` over a BatchWatch, read a batch at a time as well."""
+
+    __slots__ = ()
+
+    @property
+    def checked(self) -> bool:
+        """The inner watch's promise that its events are checked (``HTTPWatch.checked``)."""
+        return getattr(self._inner, "checked", False) is True
+
+    def batches(self) -> Iterator[listerwatcher.WatchBatch]:
+        inner = self._inner
+        assert isinstance(inner, listerwatcher.BatchWatch)
+        try:
+            yield from inner.batches()
+        finally:
+            self._pause.end()
 
 
 class PausingStore:
@@ -174,13 +195,15 @@ class PausingStore:
 
 
 class BookmarkingPausingStore(PausingStore):
-    """A :class:`PausingStore` over a RealFIFO: bookmarks go on to the FIFO too."""
+    """A :class:`PausingStore` over a RealFIFO: bookmarks, and a watch read's changes in one
+    call (``add_batch``), go on to the FIFO too."""
 
-    __slots__ = ("bookmark",)
+    __slots__ = ("add_batch", "bookmark")
 
     def __init__(self, fifo: real_fifo.RealFIFO, pauses: ListPauses) -> None:
         super().__init__(fifo, pauses)
         self.bookmark = fifo.bookmark
+        self.add_batch = fifo.add_batch
 
 
 def pausing_store(fifo: appliers.FIFO, pauses: ListPauses) -> PausingStore:

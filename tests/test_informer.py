@@ -328,6 +328,8 @@ def test_watch_events_are_transformed_once_each() -> None:
                                    ("delete", "b13")]
         assert calls == ["a1", "b2", "c11", "a12", "b13"]
         assert all(obj["marked"] for obj in informer.get_store().list())
+        # the second handler has a thread of its own: a stop would drop what it has not taken
+        assert wait_for(lambda: deleted, TIMEOUT)
     assert deleted[0]["marked"]
 
 

@@ -56,6 +56,41 @@ def test_every_event_is_one_delta_in_arrival_order_across_keys() -> None:
     assert [(t, o) for t, o, _ in popped(fifo)] == [(ADDED, a1), (ADDED, b1), (UPDATED, a2)]
 
 
+def test_a_batch_queues_one_delta_per_object_in_order_after_what_came_before() -> None:
+    fifo = RealFIFO(transformer=lambda obj: {**obj, "seen": True})
+    a1, b1, a2, b2 = cm("a", 1), cm("b", 1), cm("a", 2), cm("b", 2)
+    fifo.add(a1)
+    fifo.add_batch([ADDED, UPDATED, DELETED], [b1, a2, b2])
+    assert [(t, o["metadata"]["name"], o["metadata"]["resourceVersion"], o["seen"])
+            for t, o, _ in popped(fifo)] == [
+        (ADDED, "a", "1", True), (ADDED, "b", "1", True), (UPDATED, "a", "2", True),
+        (DELETED, "b", "2", True)]
+
+
+def test_a_batch_with_an_object_that_cannot_be_keyed_queues_nothing() -> None:
+    fifo = RealFIFO()
+    with pytest.raises(errors.KeyFuncError):
+        fifo.add_batch([ADDED, ADDED], [cm("a", 1), {"kind": "ConfigMap"}])
+    with pytest.raises(ValueError):
+        fifo.add_batch([ADDED], [cm("a", 1), cm("b", 1)])
+    assert len(fifo) == 0 and fifo.list_keys() == []
+
+
+def test_a_batch_wakes_a_waiting_consumer() -> None:
+    fifo = RealFIFO()
+    got: list[list[str]] = []
+
+    def consume() -> None:
+        fifo.pop_batch(lambda batch, initial: got.append(
+            [d[0].object["metadata"]["name"] for d in batch]), lambda d, i: None, timeout=TIMEOUT)
+
+    thread = _threads.spawn(consume, "kinformer-test-consumer")
+    assert wait_for(lambda: fifo._waiting, TIMEOUT)
+    fifo.add_batch([ADDED, ADDED], [cm("a", 1), cm("b", 1)])
+    thread.join(TIMEOUT)
+    assert got == [["a", "b"]]
+
+
 def test_deletes_are_queued_for_unknown_keys_and_repeats_are_kept() -> None:
     fifo = RealFIFO()
     ghost, a = cm("ghost", 3), cm("a", 4)

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import builtins
 import dataclasses
+import itertools
 from collections import deque
 from collections.abc import Callable, Iterable
 from typing import Any, NamedTuple, cast
@@ -56,6 +57,11 @@ _SYNC_ALL = DeltaType.SYNC_ALL
 _BOOKMARK = DeltaType.BOOKMARK
 _BATCHABLE = frozenset((_ADDED, _UPDATED, _DELETED, _REPLACED, _SYNC))
 _new_delta = tuple.__new__  # builds a Delta without NamedTuple.__new__'s Python frame
+
+
+def _all_dicts(objs: builtins.list[Any]) -> bool:
+    """Whether every one of ``objs`` is a plain dict (decoded JSON)."""
+    return set(map(type, objs)) == {dict}
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -204,6 +210,33 @@ class RealFIFO(FIFOBase):
     add = _appender(_ADDED, "Queue an ``Added`` delta.")
     update = _appender(_UPDATED, "Queue an ``Updated`` delta.")
     delete = _appender(_DELETED, "Queue a ``Deleted`` delta, whether or not the key was ever seen.")
+
+    def add_batch(self, actions: builtins.list[DeltaType], objs: builtins.list[Any]) -> None:
+        """Queue one ``actions[i]`` delta (``Added``, ``Updated`` or ``Deleted``) per ``objs[i]``,
+        in order, in one lock hold, waking the consumer once: the changes of one watch read.
+
+        Every object is keyed, then transformed, first: an error queues nothing.
+        """
+        if not objs:
+            return
+        # decoded objects (a watch's) keyed by the key function itself, anything else as add does
+        keys = builtins.list(map(self._key_func if _all_dicts(objs) else self.key_of, objs))
+        if self._transformer is not None:
+            objs = [self._transform(obj) for obj in objs]
+        deltas = map(_new_delta, itertools.repeat(Delta), zip(actions, objs, strict=True))
+        entries = builtins.list(zip(keys, deltas, strict=True))
+        lock = self._lock
+        lock.acquire()
+        try:
+            self._populated = True
+            self._synced = self._synced or self._initial_population_count == 0
+            items = self._items
+            was_empty = not items
+            items.extend(entries)
+            if self._waiting and was_empty:
+                self._cond.notify()
+        finally:
+            lock.release()
 
     def replace(self, objs: Iterable[Any], resource_version: str = "") -> None:
         """Queue a whole (re)list: one ``ReplacedAll`` (atomic), or deletions then ``Replaced``.

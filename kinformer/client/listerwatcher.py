@@ -91,6 +91,14 @@ class WatchEvent(NamedTuple):
     object: Any
 
 
+class WatchBatch(NamedTuple):
+    """The events of one read of a watch stream, in order: ``objects[i]`` is the object of an
+    event of type ``types[i]`` (see :class:`BatchWatch`)."""
+
+    types: list[str]
+    objects: list[Any]
+
+
 @runtime_checkable
 class Watch(Protocol):
     """An open watch: iterate for events; ``close()`` ends it.
@@ -103,6 +111,19 @@ class Watch(Protocol):
     def __iter__(self) -> Iterator[WatchEvent]: ...
 
     def close(self) -> None: ...
+
+
+@runtime_checkable
+class BatchWatch(Watch, Protocol):
+    """A watch that can also hand its events over a read at a time, as the HTTP one does.
+
+    ``batches()`` yields a :class:`WatchBatch` per read of the stream, never empty, with the
+    same events, checks and errors as iterating: a batch ends before an event that fails, and
+    the error is raised when the next batch is asked for. Use one of the two, not both. The
+    reflector reads a watch so when it has ``batches``, one event at a time otherwise.
+    """
+
+    def batches(self) -> Iterator[WatchBatch]: ...
 
 
 class ListerWatcher(Protocol):

@@ -11,6 +11,7 @@ types it returns are those of :mod:`kinformer.client.listerwatcher`.
 from __future__ import annotations
 
 import dataclasses
+import itertools
 import logging
 import threading
 from collections.abc import Callable, Iterator
@@ -28,6 +29,7 @@ _READ_CHUNK = 256 * 1024  # bytes per read of a watch stream; a read returns as 
 _EVENT_TYPES = listerwatcher.EVENT_TYPES
 _WatchEvent = listerwatcher.WatchEvent
 _new_event = tuple.__new__  # builds a WatchEvent without NamedTuple.__new__'s frame
+_CHANGES = frozenset(("ADDED", "MODIFIED", "DELETED"))
 
 
 class HTTPResource:
@@ -165,6 +167,8 @@ class HTTPWatch:
     :class:`~kinformer.TransportError`. ERROR events are yielded (see
     :func:`~kinformer.client.listerwatcher.error_from_event`).
 
+    Or read it a socket read at a time with :meth:`batches` (a
+    :class:`~kinformer.client.listerwatcher.BatchWatch`), as the reflector does.
     ``checked`` is True: every other event it yields is of a known type with a metadata dict
     whose ``resourceVersion`` is a string, and, unless a bookmark, fit for a cache
     (:func:`kinformer.meta.is_well_formed`), so the reflector need not look again.
@@ -190,38 +194,82 @@ class HTTPWatch:
             self._response.release()
 
     def __iter__(self) -> Iterator[listerwatcher.WatchEvent]:
+        closed = self._closed.is_set
+        for types, objects in self.batches():
+            for event in map(_new_event, itertools.repeat(_WatchEvent), zip(types, objects, strict=True)):
+                if closed():  # nothing more once closed, not even the rest of a read
+                    return
+                yield event
+
+    def batches(self) -> Iterator[listerwatcher.WatchBatch]:
+        """The events of each read of the stream, decoded and checked, as one batch.
+
+        A read takes what the socket holds (up to 256 KiB); its complete lines make one batch,
+        and what follows the last newline waits for the next read. A line that fails ends the
+        batch before it; the error is raised when the next batch is asked for.
+        """
         pending = b""
         with self._lock:
             self._iterating = True
         read1 = self._response.read1
+        closed = self._closed.is_set
         try:
-            while not self._closed.is_set():
+            while not closed():
                 try:
                     chunk = read1(_READ_CHUNK)
                 except errors.TransportError:
-                    if self._closed.is_set():
+                    if closed():
                         return
                     raise
                 if not chunk:
-                    if pending.strip() and not self._closed.is_set():
+                    if pending.strip() and not closed():
                         event = self._decode_tail(pending)
                         if event is not None:
-                            yield event
+                            yield listerwatcher.WatchBatch([event.type], [event.object])
                     return
-                pending += chunk
                 if b"\n" not in chunk:
+                    pending += chunk
                     continue
-                lines = pending.split(b"\n")
+                lines = (pending + chunk).split(b"\n") if pending else chunk.split(b"\n")
                 pending = lines.pop()
-                closed = self._closed.is_set
-                decode = self._decode
-                for line in lines:
-                    if closed():
-                        return
-                    if line and not line.isspace():  # blank lines (keep-alives) are skipped
-                        yield decode(line)
+                if closed():
+                    return
+                batch, error = self._decode_lines(lines)
+                if batch.types:
+                    yield batch
+                if error is not None:
+                    raise error
         finally:
             self._response.release()
+
+    def _decode_lines(
+        self, lines: list[bytes]
+    ) -> tuple[listerwatcher.WatchBatch, errors.DecodeError | None]:
+        """The events of complete ``lines`` in order, up to the first that fails, and its error.
+
+        The usual read, every line a well-formed change, is decoded and checked a list at a
+        time; anything else (a blank line, a bookmark, an ERROR, a line that fails) line by line.
+        """
+        try:
+            raws = list(map(_json.loader(), lines))
+            types = [raw["type"] for raw in raws]
+            objects = [raw["object"] for raw in raws]
+            usual = _CHANGES.issuperset(types)  # raises for a type that cannot be hashed
+        except (ValueError, KeyError, TypeError):
+            pass
+        else:
+            if usual and all(map(meta.is_well_formed, objects)):
+                return listerwatcher.WatchBatch(types, objects), None
+        types, objects = [], []
+        try:
+            for line in lines:
+                if line and not line.isspace():  # blank lines (keep-alives) are skipped
+                    event_type, obj = self._decode(line)
+                    types.append(event_type)
+                    objects.append(obj)
+        except errors.DecodeError as exc:
+            return listerwatcher.WatchBatch(types, objects), exc
+        return listerwatcher.WatchBatch(types, objects), None
 
     def _decode_tail(self, tail: bytes) -> listerwatcher.WatchEvent | None:
         """The event in what followed the last newline when the stream ended, if it is whole.
@@ -247,7 +295,7 @@ class HTTPWatch:
             raise errors.DecodeError(f"watch {self._subject}: event is not an object")
         event_type = raw.get("type")
         obj = raw.get("object")
-        if event_type not in _EVENT_TYPES:
+        if type(event_type) is not str or event_type not in _EVENT_TYPES:  # a list cannot be hashed
             log.warning("watch %s: unknown event type %.50r", self._subject, event_type)
             raise errors.DecodeError(f"watch {self._subject}: unknown event type {event_type!r}")
         if event_type == "ERROR":

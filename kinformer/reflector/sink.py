@@ -3,8 +3,9 @@
 client-go's reflector writes to a ``cache.Store``: ``add``, ``update`` and ``delete`` for watch
 events, ``replace`` after a list, ``resync`` on its timer. :class:`ReflectorStore` is that writing
 half. A store may also take bookmarks (:class:`BookmarkTaker`: the RealFIFO queues them, the
-Indexer notes them) and every resourceVersion the watch reaches (:class:`ResourceVersionUpdater`,
-client-go's ``ResourceVersionUpdater``). A :class:`Sink` checks which, once, when a reflector is
+Indexer notes them), every resourceVersion the watch reaches (:class:`ResourceVersionUpdater`,
+client-go's ``ResourceVersionUpdater``) and the changes of a watch read in one call
+(:class:`BatchTaker`). A :class:`Sink` checks which, once, when a reflector is
 made, and holds the bound methods its list (:mod:`kinformer.reflector.reflector`) and its watch
 handler (:mod:`kinformer.reflector.watch`) call.
 """
@@ -14,6 +15,8 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Callable
 from typing import Any, Protocol, runtime_checkable
+
+from kinformer.cache.delta_fifo import DeltaType
 
 
 class ReflectorStore(Protocol):
@@ -42,6 +45,18 @@ class BookmarkTaker(Protocol):
 
 
 @runtime_checkable
+class BatchTaker(Protocol):
+    """A store that takes the changes of one watch read in one call, as the RealFIFO does.
+
+    ``add_batch(actions, objs)`` does what ``add`` (``DeltaType.ADDED``), ``update``
+    (``UPDATED``) or ``delete`` (``DELETED``) of each object in turn would, and takes all or
+    nothing: when it raises, nothing was stored, and the reflector adds the objects one by one.
+    """
+
+    def add_batch(self, actions: list[DeltaType], objs: list[Any]) -> None: ...
+
+
+@runtime_checkable
 class ResourceVersionUpdater(Protocol):
     """A store told of every resourceVersion the watch reaches (client-go's
     ``ResourceVersionUpdater``)."""
@@ -61,10 +76,12 @@ class Sink:
     resync: Callable[[], object]
     bookmark: Callable[[str], object] | None
     update_resource_version: Callable[[str], object] | None
+    add_batch: Callable[[list[DeltaType], list[Any]], object] | None = None
 
     @classmethod
     def of(cls, store: ReflectorStore) -> Sink:
-        """``store``'s methods; ``bookmark`` and ``update_resource_version`` when it has them."""
+        """``store``'s methods; ``bookmark``, ``update_resource_version`` and ``add_batch`` when
+        it has them."""
         return cls(
             store.add,
             store.update,
@@ -73,4 +90,5 @@ class Sink:
             store.resync,
             store.bookmark if isinstance(store, BookmarkTaker) else None,
             store.update_resource_version if isinstance(store, ResourceVersionUpdater) else None,
+            store.add_batch if isinstance(store, BatchTaker) else None,
         )

@@ -7,9 +7,11 @@ and returns how the stream ended as a :class:`WatchEnd`. The reflector's watch l
 (:mod:`kinformer.reflector.watch_loop`) calls it with the reflector's store for every watch, and
 its WatchList sync (:mod:`kinformer.reflector.watch_list`) through :func:`handle_initial_events`
 with a temporary store for the initial events of a ``sendInitialEvents`` stream, which end at the
-bookmark annotated ``k8s.io/initial-events-end``. What to do about an ending (watch again, back
-off, relist, list instead) is theirs. :func:`open_watch` starts each watch the same way for
-both.
+bookmark annotated ``k8s.io/initial-events-end``. A watch that hands its events over a read at a
+time (the HTTP one) is applied a read at a time, any other an event at a time, both through
+:class:`~kinformer.reflector.watch_events.EventApplier`. What to do about an ending (watch
+again, back off, relist, list instead) is theirs. :func:`open_watch` starts each watch the same
+way for both.
 """
 
 from __future__ import annotations
@@ -26,7 +28,7 @@ from kinformer import _threads, errors, meta
 from kinformer import clock as _clock
 from kinformer import context as _context
 from kinformer.client import listerwatcher
-from kinformer.reflector import sink
+from kinformer.reflector import sink, watch_events
 
 log = logging.getLogger(__name__)
 
@@ -58,32 +60,25 @@ class WatchEnd:
     resource_version: str = ""
 
 
-class LastVersion:
-    """The last resourceVersion a reflector has seen, and whether the server still has it.
-
-    :func:`handle_any_watch` tracks :attr:`value`; :attr:`unavailable` is set when a list or
-    a stream found that version gone or too new, so the next one asks for the current version
-    (""). Only the reflector's run thread writes either; any thread may read :attr:`value`. Each
-    is one reference, replaced whole, so neither side takes a lock.
-    """
-
-    __slots__ = ("unavailable", "value")
-
-    def __init__(self, value: str = "") -> None:
-        self.value = value
-        self.unavailable = False
+LastVersion = watch_events.LastVersion
+is_initial_events_end = watch_events.is_initial_events_end
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
 class OpenWatch:
     """A watch being read: the watch, its one iterator, and when it was asked for.
 
-    A WatchList stream is read twice, its initial events then the rest, through one iterator.
+    A watch with ``batches`` (a :class:`~kinformer.client.listerwatcher.BatchWatch`) is read
+    through ``batches``, ``iterator`` then unused; any other through ``iterator``. A WatchList
+    stream is read twice, its initial events then the rest, through the same one; ``leftover``
+    holds the events of a read that came after the end of the initial events.
     """
 
     watch: listerwatcher.Watch
     iterator: Iterator[listerwatcher.WatchEvent]
     started: float
+    batches: Iterator[listerwatcher.WatchBatch] | None = None
+    leftover: list[listerwatcher.WatchBatch] = dataclasses.field(default_factory=list)
 
 
 def open_watch(
@@ -99,6 +94,8 @@ def open_watch(
     """
     started = clock.now()
     watch = lister_watcher.watch(options, ctx=ctx)
+    if isinstance(watch, listerwatcher.BatchWatch):
+        return OpenWatch(watch, iter(()), started, watch.batches())
     return OpenWatch(watch, iter(watch), started)
 
 
@@ -112,11 +109,6 @@ def is_dropped(error: BaseException) -> bool:
     whole but does not decode, or an ERROR event, is not a drop.
     """
     return isinstance(error, (ConnectionError, TimeoutError, EOFError, http.client.IncompleteRead))
-
-
-def is_initial_events_end(obj: Any) -> bool:
-    """Whether ``obj`` carries the annotation that ends a WatchList stream's initial events."""
-    return meta.annotations(obj).get(listerwatcher.INITIAL_EVENTS_END_ANNOTATION) == "true"
 
 
 def handle_any_watch(
@@ -154,79 +146,77 @@ def handle_any_watch(
     ``transform``, the store gets ``transform(obj)`` of each event it would get; an error there
     is logged as a store error is.
     """
-    bookmark = store.bookmark
-    actions: dict[str, Callable[[Any], object] | None] = {
-        "ADDED": store.add,
-        "MODIFIED": store.update,
-        "DELETED": store.delete,
-        "BOOKMARK": None,
-    }
-    take_version = store.update_resource_version
-    well_formed = meta.is_well_formed
-    # a watch whose events its reader checked already (HTTPWatch): not looked at twice
-    checked_events = getattr(opened.watch, "checked", False) is True
     # a line per change, but none per initial event: like a list, they are summed up once
     debug = log.isEnabledFor(logging.DEBUG) and not exit_on_initial_events_end
-    events = 0
-    cancelled = ctx.done.is_set  # checked per event: one call, not two
+    applier = watch_events.EventApplier(
+        store, name, last_version, propagate_now=propagate_now,
+        # a watch whose events its reader checked already (HTTPWatch): not looked at twice
+        checked=getattr(opened.watch, "checked", False) is True,
+        debug=debug, keep=keep, transform=transform)
+    cancelled = ctx.done.is_set  # checked per event (per read for a BatchWatch): one call, not two
     handle = ctx.on_cancel(opened.watch.close)
     try:
-        for event in opened.iterator:
+        if opened.batches is not None:
+            end = _read_batches(opened, applier, cancelled, exit_on_initial_events_end)
+            if end.outcome is not WatchOutcome.CLOSED:
+                return end
+        one = applier.one
+        for event in opened.iterator:  # empty for a BatchWatch
             if cancelled():
-                return WatchEnd(WatchOutcome.STOPPED, events)
-            event_type = event.type
+                return WatchEnd(WatchOutcome.STOPPED, applier.events)
+            event_type, obj = event.type, event.object
             if event_type == "ERROR":
-                return WatchEnd(WatchOutcome.FAILED, events, listerwatcher.error_from_event(event))
-            obj = event.object
-            if checked_events or (well_formed(obj) and event_type in actions):
-                rv = obj["metadata"].get("resourceVersion", "")  # the usual decoded event
-            else:
-                checked = meta.resource_version(obj)
-                if checked is None or event_type not in actions:
-                    log.warning(
-                        "reflector %s: %s event %s; skipped",
-                        name,
-                        event_type,
-                        "without metadata" if checked is None else "of unknown type",
-                    )
-                    continue
-                if event_type != "BOOKMARK" and not meta.has_name(obj):
-                    log.warning("reflector %s: %s event without a name; skipped", name, event_type)
-                    continue
-                rv = checked
-            if debug:
-                log.debug("reflector %s: %s rv=%s", name, event_type, rv)
-            action = actions[event_type]
-            try:
-                if action is not None:
-                    if keep is None or keep(obj):
-                        action(obj if transform is None else transform(obj))
-                elif bookmark is not None:
-                    bookmark(rv)
-            except Exception:
-                log.exception("reflector %s: store failed on %s event", name, event_type)
-            events += 1
-            if exit_on_initial_events_end and event_type == "BOOKMARK" and is_initial_events_end(obj):
-                return WatchEnd(WatchOutcome.INITIAL_EVENTS_END, events, resource_version=rv)
-            if not propagate_now and event_type != "ADDED":
-                propagate_now = True
-            if propagate_now and rv:
-                last_version.value = rv
-                if take_version is not None:
-                    try:
-                        take_version(rv)
-                    except Exception:
-                        log.exception("reflector %s: store failed to take rv %s", name, rv)
+                return WatchEnd(WatchOutcome.FAILED, applier.events,
+                                listerwatcher.error_from_event(event))
+            if (one(event_type, obj) and exit_on_initial_events_end
+                    and event_type == "BOOKMARK" and is_initial_events_end(obj)):
+                return WatchEnd(WatchOutcome.INITIAL_EVENTS_END, applier.events,
+                                resource_version=meta.resource_version(obj) or "")
     except Exception as exc:
         if ctx.cancelled():
-            return WatchEnd(WatchOutcome.STOPPED, events)
+            return WatchEnd(WatchOutcome.STOPPED, applier.events)
         outcome = WatchOutcome.DROPPED if is_dropped(exc) else WatchOutcome.FAILED
-        return WatchEnd(outcome, events, exc)
+        return WatchEnd(outcome, applier.events, exc)
     finally:
         handle.remove()
     if ctx.cancelled():
-        return WatchEnd(WatchOutcome.STOPPED, events)
-    return WatchEnd(WatchOutcome.CLOSED, events)
+        return WatchEnd(WatchOutcome.STOPPED, applier.events)
+    return WatchEnd(WatchOutcome.CLOSED, applier.events)
+
+
+def _read_batches(
+    opened: OpenWatch,
+    applier: watch_events.EventApplier,
+    cancelled: Callable[[], bool],
+    exit_on_initial_events_end: bool,
+) -> WatchEnd:
+    """:func:`handle_any_watch` for a BatchWatch: apply a read at a time until the stream ends.
+
+    Returns STOPPED, FAILED (an ERROR event) or INITIAL_EVENTS_END (the events after the end
+    bookmark kept in ``opened.leftover``); CLOSED when the stream ended; raises what it raised.
+    """
+    assert opened.batches is not None
+    leftover = opened.leftover
+    while True:
+        if leftover:
+            types, objects = leftover.pop()
+        else:
+            batch = next(opened.batches, None)
+            if batch is None:
+                return WatchEnd(WatchOutcome.CLOSED, applier.events)
+            types, objects = batch
+        if cancelled():
+            return WatchEnd(WatchOutcome.STOPPED, applier.events)
+        stop = applier.batch(types, objects, exit_on_initial_events_end)
+        if stop < 0:
+            continue
+        event = listerwatcher.WatchEvent(types[stop], objects[stop])
+        if event.type == "ERROR":
+            return WatchEnd(WatchOutcome.FAILED, applier.events, listerwatcher.error_from_event(event))
+        if stop + 1 < len(types):
+            leftover.append(listerwatcher.WatchBatch(types[stop + 1:], objects[stop + 1:]))
+        return WatchEnd(WatchOutcome.INITIAL_EVENTS_END, applier.events,
+                        resource_version=meta.resource_version(event.object) or "")
 
 
 def handle_initial_events(
