@@ -462,6 +462,7 @@ class SharedIndexInformer:
         new)``, ``on_delete(cluster, obj)``. Any other handler is called as usual.
         """
         period = _checks.seconds("resync_period", resync_period)
+        registered = handler
         if isinstance(handler, ClusterEventHandler):
             handler = ClusterAnnotationHandler(handler)
         if self._compact:  # each handler changes only its own copies of what it is handed
@@ -484,11 +485,11 @@ class SharedIndexInformer:
             )
             if not self._started:
                 self._processor.add_listener(listener)
-                return processor.ResourceEventHandlerRegistration(self, listener)
+                return processor.ResourceEventHandlerRegistration(self, listener, registered)
             with self._block_deltas:
                 self._processor.add_listener(listener)
                 listener.add_initial(self._indexer.list())
-            return processor.ResourceEventHandlerRegistration(self, listener)
+            return processor.ResourceEventHandlerRegistration(self, listener, registered)
 
     def remove_event_handler(self, registration: processor.ResourceEventHandlerRegistration) -> None:
         """Unregister a handler; idempotent. Its buffered notifications are dropped.

@@ -214,18 +214,22 @@ class ResourceEventHandlerRegistration:
 
     ``has_synced()`` is True once the informer synced and this handler returned from every
     ``on_add`` of the initial list (or, for a late handler, of the replay of the cache).
-    ``owner`` is the informer it belongs to, ``listener`` its :class:`ProcessorListener`.
+    ``owner`` is the informer it belongs to, ``listener`` its :class:`ProcessorListener`, and
+    ``handler`` the handler as it was registered (the listener may call it through an adapter:
+    a cluster handler's, a compact informer's copies).
     """
 
-    __slots__ = ("listener", "owner")
+    __slots__ = ("_handler", "listener", "owner")
 
-    def __init__(self, owner: object, listener: ProcessorListener) -> None:
+    def __init__(self, owner: object, listener: ProcessorListener, handler: Any = None) -> None:
         self.owner = owner
         self.listener = listener
+        self._handler = listener.handler if handler is None else handler
 
     @property
-    def handler(self) -> ResourceEventHandler:
-        return self.listener.handler
+    def handler(self) -> Any:
+        """The handler passed to ``add_event_handler``."""
+        return self._handler
 
     @property
     def resync_period(self) -> float:
@@ -240,7 +244,7 @@ class ResourceEventHandlerRegistration:
         return self.listener.pending()
 
     def __repr__(self) -> str:
-        return f"<ResourceEventHandlerRegistration {self.listener.handler!r}>"
+        return f"<ResourceEventHandlerRegistration {self._handler!r}>"
 
 
 class SharedProcessor:

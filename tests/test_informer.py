@@ -352,6 +352,25 @@ def test_removed_handler_hears_nothing_more_and_removal_is_idempotent() -> None:
         informer.remove_event_handler("not a registration")  # type: ignore[arg-type]
 
 
+@pytest.mark.parametrize("compact", [False, True], ids=["dict", "compact"])
+def test_a_registration_names_the_handler_as_registered_and_removes_it(compact: bool) -> None:
+    """The informer may call a handler through an adapter (a cluster handler's, a compact
+    informer's copies); its registration still hands back, and shows, what was registered."""
+    source = ScriptedSource(helpers.cm("a", 1))
+    informer = SharedIndexInformer(source.lister_watcher, name="named", compact=compact)
+    plain, clustered = Recorder(), kinformer.ClusterEventHandlerFuncs(add_func=lambda *_: None)
+    plain_registration = informer.add_event_handler(plain)
+    cluster_registration = informer.add_event_handler(clustered)
+    assert plain_registration.handler is plain and cluster_registration.handler is clustered
+    assert repr(clustered) in repr(cluster_registration)
+    with helpers.running(informer.run):
+        source.next_watch()
+        assert plain.next() == ("add", "a1", True)
+        informer.remove_event_handler(plain_registration)
+        late = informer.add_event_handler(plain)
+        assert late.handler is plain and plain.next() == ("add", "a1", True)
+
+
 def test_last_error_shows_a_failing_list_until_a_list_succeeds() -> None:
     clock = FakeClock()
     source = ScriptedSource(helpers.cm("a", 1))
