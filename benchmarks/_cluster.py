@@ -20,6 +20,8 @@ from collections.abc import Callable, Iterator
 from multiprocessing.connection import Connection
 from typing import Any, TypeVar
 
+from kinformer import _json
+
 CONFIGMAPS = ("", "v1", "configmaps")
 PODS = ("", "v1", "pods")
 SENT_ANNOTATION = "bench/sent"
@@ -586,3 +588,28 @@ def stop_official(informer: Any, server: ServerProcess) -> None:
 
 def path(kind: str, namespace: str) -> str:
     return f"/api/v1/namespaces/{namespace}/{kind}"
+
+
+WATCH_READ = 256 * 1024  # what the floors and the watch benchmarks read from a socket at once
+
+
+def read_and_keep(response: Any, events: int, cache: dict[str, Any]) -> int:
+    """The watch floor: read ``response`` a socket read at a time, split it into lines, decode
+    each event and keep its object in ``cache`` by namespace/name, until ``events`` came or the
+    stream ended; returns how many came."""
+    loads = _json.loads
+    seen = 0
+    pending = b""
+    while seen < events:
+        chunk = response.read1(WATCH_READ)
+        if not chunk:
+            break
+        lines = (pending + chunk).split(b"\n")
+        pending = lines.pop()
+        for line in lines:
+            obj = loads(line)["object"]
+            meta = obj["metadata"]
+            cache[meta["namespace"] + "/" + meta["name"]] = obj
+        seen += len(lines)
+    return seen
+

@@ -35,7 +35,7 @@ import time
 from typing import Any
 
 import urllib3
-from _cluster import ServerProcess, path
+from _cluster import ServerProcess, path, read_and_keep
 from _common import measure
 from bench_fifo import FloorFIFO, process
 from bench_fifo import make_objects as fifo_objects
@@ -58,7 +58,6 @@ CORE_N = 100_000  # objects through the Indexer and the DeltaFIFO
 WATCH_OBJECTS = 10_000
 WATCH_EVENTS = 100_000
 TIMEOUT = 300.0
-READ_CHUNK = 256 * 1024
 TARGETS = {
     "sync 10,000 configmaps": 1.2,
     "sync 100,000 configmaps": 1.2,
@@ -161,7 +160,6 @@ def _thread_cpu() -> dict[str, float]:
 def watch_floor(server: ServerProcess, namespace: str) -> float:
     """Seconds for the tight floor to read, split, decode and keep by key every event."""
     rv = server.churn("configmaps", namespace, WATCH_OBJECTS, WATCH_EVENTS)
-    loads = _json.loads
     cache: dict[str, Any] = {}
     gc.collect()
     pool = urllib3.PoolManager()
@@ -172,19 +170,7 @@ def watch_floor(server: ServerProcess, namespace: str) -> float:
         "&timeoutSeconds=3600",
         preload_content=False,
     )
-    seen = 0
-    pending = b""
-    while seen < WATCH_EVENTS:
-        chunk = response.read1(READ_CHUNK)
-        if not chunk:
-            break
-        lines = (pending + chunk).split(b"\n")
-        pending = lines.pop()
-        for line in lines:
-            obj = loads(line)["object"]
-            meta = obj["metadata"]
-            cache[meta["namespace"] + "/" + meta["name"]] = obj
-        seen += len(lines)
+    seen = read_and_keep(response, WATCH_EVENTS, cache)
     elapsed = time.perf_counter() - began
     FLOOR_CPU.append((time.thread_time() - began_cpu) / WATCH_EVENTS * 1e6)
     response.close()

@@ -30,7 +30,16 @@ import time
 from typing import Any
 
 import urllib3
-from _cluster import CONFIGMAPS, PODS, SENT_ANNOTATION, ServerProcess, path, stop_official
+from _cluster import (
+    CONFIGMAPS,
+    PODS,
+    SENT_ANNOTATION,
+    WATCH_READ,
+    ServerProcess,
+    path,
+    read_and_keep,
+    stop_official,
+)
 
 from kinformer import _json
 from kinformer.client.listerwatcher import ListResult
@@ -43,7 +52,7 @@ EVENTS = 50_000
 LATENCY_EVENTS = 4_000
 OFFERED_RATE = 2_000.0  # events per second for the latency run
 TIMEOUT = 300.0
-READ_CHUNK = 256 * 1024
+READ_CHUNK = WATCH_READ
 
 GVRS = {"configmaps": GroupVersionResource(*CONFIGMAPS), "pods": GroupVersionResource(*PODS)}
 
@@ -128,23 +137,10 @@ def decode_keep_floor_rate(server: ServerProcess, kind: str, namespace: str, n: 
     decoder reusing the same few blocks, so this is the floor of any consumer that caches.
     """
     rv = prepare(server, kind, namespace, n)
-    loads = _json.loads
     cache: dict[str, Any] = {}
     began = time.perf_counter()
     pool, response = _watch_response(server, kind, namespace, rv)
-    seen = 0
-    pending = b""
-    while seen < n:
-        chunk = response.read1(READ_CHUNK)
-        if not chunk:
-            break
-        lines = (pending + chunk).split(b"\n")
-        pending = lines.pop()
-        for line in lines:
-            obj = loads(line)["object"]
-            meta = obj["metadata"]
-            cache[meta["namespace"] + "/" + meta["name"]] = obj
-        seen += len(lines)
+    seen = read_and_keep(response, n, cache)
     elapsed = time.perf_counter() - began
     response.close()
     pool.clear()
