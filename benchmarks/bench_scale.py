@@ -88,6 +88,22 @@ CONTENDERS = ("floor", "floor+strip", "kinformer paged", "kinformer paged+strip"
 # -- in the contender's child process --------------------------------------------------------
 
 
+def _clocks() -> tuple[float, float, float, int]:
+    """Wall clock, user and system CPU, and minor page faults of this process, now."""
+    t = os.times()
+    return time.perf_counter(), t.user, t.system, resource.getrusage(resource.RUSAGE_SELF).ru_minflt
+
+
+def _spent(began: tuple[float, float, float, int]) -> dict[str, Any]:
+    """What a run took since :func:`_clocks` gave ``began``: wall and CPU seconds, the CPU split
+    into the process's own (user) and the kernel's (system: on a virtual machine mostly the
+    faulting in of fresh memory, which a heap of several GiB pays page by page), and the faults."""
+    now = _clocks()
+    user, system = now[1] - began[1], now[2] - began[2]
+    return {"seconds": now[0] - began[0], "cpu_seconds": user + system, "user_seconds": user,
+            "system_seconds": system, "page_faults": now[3] - began[3]}
+
+
 def _api_client(url: str) -> Any:
     from kubernetes import client
 
@@ -119,7 +135,7 @@ def run_floor(url: str, n: int, strip: bool, parts: int | None) -> dict[str, Any
     cache: dict[str, Any] = {}
     wire = 0
     token = ""
-    began, cpu = time.perf_counter(), time.process_time()
+    began = _clocks()
     while True:
         data = pool.request("GET", base + (f"&continue={quote(token)}" if token else "")).data
         wire += len(data)
@@ -133,9 +149,7 @@ def run_floor(url: str, n: int, strip: bool, parts: int | None) -> dict[str, Any
         del data, body
         if not token:
             break
-    elapsed, cpu = time.perf_counter() - began, time.process_time() - cpu
-    return {"seconds": elapsed, "cpu_seconds": cpu, "objects": len(cache), "wire_bytes": wire,
-            "keep": cache}
+    return {**_spent(began), "objects": len(cache), "wire_bytes": wire, "keep": cache}
 
 
 def _use_watch_list() -> None:
@@ -187,17 +201,16 @@ def run_kinformer(url: str, n: int, strip: bool, watch_list: bool, compact: bool
     stop = threading.Event()
     pause = threading.Event()
     thread = threading.Thread(target=informer.run, args=(stop,), name="bench-informer")
-    began, cpu = time.perf_counter(), time.process_time()
+    began = _clocks()
     thread.start()
-    deadline = began + SYNC_TIMEOUT
+    deadline = began[0] + SYNC_TIMEOUT
     while not informer.has_synced() and time.perf_counter() < deadline:
         pause.wait(POLL)
-    elapsed, cpu = time.perf_counter() - began, time.process_time() - cpu
+    spent = _spent(began)
     if not informer.has_synced():
         raise RuntimeError(f"not synced after {SYNC_TIMEOUT:.0f}s: {informer.last_error()}")
     wait_for_cache_sync(None, registration.has_synced, timeout=SYNC_TIMEOUT)
-    return {"seconds": elapsed, "cpu_seconds": cpu, "objects": len(informer.get_indexer()),
-            "keep": (informer, stop, thread)}
+    return {**spent, "objects": len(informer.get_indexer()), "keep": (informer, stop, thread)}
 
 
 def time_lister_get(informer: Any) -> dict[str, Any]:
@@ -243,29 +256,28 @@ def run_official(url: str, n: int, parts: int | None) -> dict[str, Any]:
             done.set()
 
     informer.add_event_handler(ADDED, on_added)
-    began, cpu = time.perf_counter(), time.process_time()
+    began = _clocks()
     informer.start()
     done.wait(SYNC_TIMEOUT)
-    elapsed, cpu = time.perf_counter() - began, time.process_time() - cpu
+    spent = _spent(began)
     if not done.is_set():
         raise RuntimeError(f"the official informer saw {seen[0]} of {n} objects")
-    return {"seconds": elapsed, "cpu_seconds": cpu, "objects": len(informer.cache.list_keys()),
-            "keep": informer}
+    return {**spent, "objects": len(informer.cache.list_keys()), "keep": informer}
 
 
 def _run_list_and_watch(list_pods: Callable[..., Any], n: int, selector: str | None) -> dict[str, Any]:
     from kubernetes import watch
 
-    began, cpu = time.perf_counter(), time.process_time()
+    began = _clocks()
     listed = list_pods(label_selector=selector)
     cache = {f"{p.metadata.namespace}/{p.metadata.name}": p for p in listed.items}
-    elapsed, cpu = time.perf_counter() - began, time.process_time() - cpu
+    spent = _spent(began)
     stream = watch.Watch().stream(list_pods, label_selector=selector,
                                   resource_version=listed.metadata.resource_version,
                                   timeout_seconds=1)
     for event in stream:  # what a user's loop does next; nothing is written meanwhile
         cache[f"{event['object'].metadata.namespace}/{event['object'].metadata.name}"] = event["object"]
-    return {"seconds": elapsed, "cpu_seconds": cpu, "objects": len(cache), "keep": cache}
+    return {**spent, "objects": len(cache), "keep": cache}
 
 
 def _contender(conn: Connection, name: str, url: str, n: int, parts: int | None,
@@ -438,6 +450,7 @@ def main() -> int:
             official["floor_seconds"] = floor_at.get("seconds")
             official["floor_settled_mb"] = floor_at.get("settled_mb")
             official["floor_cpu_seconds"] = floor_at.get("cpu_seconds")
+            official["floor_user_seconds"] = floor_at.get("user_seconds")
             results.append(official)
         server_final = server.rss()
     _ratios(results)
@@ -479,10 +492,12 @@ def _ratios(results: list[dict[str, Any]]) -> None:
         if r["name"] == "official":
             base_s, base_mb = r.get("floor_seconds"), r.get("floor_settled_mb")
             base_cpu = r.get("floor_cpu_seconds")
+            base_user = r.get("floor_user_seconds")
             floor_base = next((f for f in results if f["name"].startswith("floor (")), floor)
             base_per_object = floor_base.get("settled_bytes_per_object") if floor_base else None
         elif floor is not None:
             base_s, base_mb, base_cpu = floor["seconds"], floor["settled_mb"], floor["cpu_seconds"]
+            base_user = floor.get("user_seconds")
             base_per_object = floor["settled_bytes_per_object"]
         else:
             continue
@@ -490,6 +505,8 @@ def _ratios(results: list[dict[str, Any]]) -> None:
             r["seconds_over_floor"] = r["seconds"] / base_s
         if base_cpu:
             r["cpu_over_floor"] = r["cpu_seconds"] / base_cpu
+        if base_user and "user_seconds" in r:
+            r["user_over_floor"] = r["user_seconds"] / base_user
         if base_mb and base_per_object:
             r["memory_over_floor"] = r["settled_bytes_per_object"] / base_per_object
     for r in results:  # the compact caches against the dict caches of the same informer
@@ -505,7 +522,8 @@ def _ratios(results: list[dict[str, Any]]) -> None:
 def _line(r: dict[str, Any]) -> str:
     if "error" in r:
         return f"error: {r['error']}"
-    return (f"{r['seconds']:.2f} s ({r['cpu_seconds']:.2f} s CPU), peak {r['peak_mb']:,.0f} MiB, "
+    return (f"{r['seconds']:.2f} s ({r['user_seconds']:.2f} s user + {r['system_seconds']:.2f} s "
+            f"system CPU, {r['page_faults']:,} faults), peak {r['peak_mb']:,.0f} MiB, "
             f"settled {r['settled_mb']:,.0f} MiB, {r['settled_bytes_per_object']:,.0f} B per object")
 
 
@@ -516,8 +534,8 @@ def _table(report: dict[str, Any]) -> None:
     print(f"preload {report['preload_seconds']:.1f} s; server RSS {report['server_rss_mb']:,.0f} "
           f"MiB; run peak (server + largest contender) {report['run_peak_mb'] / 1024:.1f} GiB")
     header = (f"{'contender':<26} {'objects':>8} {'synced s':>9} {'x floor':>8} {'CPU s':>7} "
-              f"{'x floor':>8} {'peak MiB':>9} {'settled':>8} {'B/object':>9} {'x floor':>8} "
-              f"{'get us':>7}")
+              f"{'x floor':>8} {'user s':>7} {'x floor':>8} {'peak MiB':>9} {'settled':>8} "
+              f"{'B/object':>9} {'x floor':>8} {'get us':>7}")
     print(header)
     print("-" * len(header))
     for r in report["results"]:
@@ -526,10 +544,12 @@ def _table(report: dict[str, Any]) -> None:
             continue
         ratio_s = f"{r['seconds_over_floor']:.2f}" if "seconds_over_floor" in r else "-"
         ratio_c = f"{r['cpu_over_floor']:.2f}" if "cpu_over_floor" in r else "-"
+        ratio_u = f"{r['user_over_floor']:.2f}" if "user_over_floor" in r else "-"
         ratio_m = f"{r['memory_over_floor']:.2f}" if "memory_over_floor" in r else "-"
         get_us = f"{r['get_us']:.1f}" if "get_us" in r else "-"
         print(f"{r['name']:<26} {r['objects']:>8,} {r['seconds']:>9.2f} {ratio_s:>8} "
-              f"{r['cpu_seconds']:>7.2f} {ratio_c:>8} {r['peak_mb']:>9,.0f} "
+              f"{r['cpu_seconds']:>7.2f} {ratio_c:>8} {r['user_seconds']:>7.2f} {ratio_u:>8} "
+              f"{r['peak_mb']:>9,.0f} "
               f"{r['settled_mb']:>8,.0f} {r['settled_bytes_per_object']:>9,.0f} {ratio_m:>8} "
               f"{get_us:>7}")
         if r.get("note"):
