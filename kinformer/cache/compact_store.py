@@ -180,7 +180,7 @@ class CompactIndexer:
         prepared = [(key, *self._prepare(obj, fns)) for key, obj in items.items()]
         rv = meta.resource_version(next(reversed(items.values()))) or ""
         with self._lock:
-            if fns is not self._fns or not self._items.keys().isdisjoint(items):
+            if fns is not self._fns or not self._items.keys().isdisjoint(items.keys()):
                 return False
             for key, data, values in prepared:
                 self._put_locked(key, data, values)

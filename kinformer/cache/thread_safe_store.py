@@ -248,7 +248,7 @@ class IndexedMap:
             if fns is not self._fns:
                 return False
             stored = self._items
-            if not stored.keys().isdisjoint(items):
+            if not stored.keys().isdisjoint(items.keys()):  # a view: the smaller is walked
                 return False
             stored.update(items)
             self._rv_obj = last

@@ -210,6 +210,24 @@ LIST_BODIES = {
         "kind": "ConfigMapList", "apiVersion": "v1", "metadata": {"resourceVersion": "99999"},
         "items": [GHOST, {"metadata": {"name": {"ghost": 1}, "namespace": "default"}}]}),
         "metadata.name"),
+    "a list holding an item that is not an object": (line({
+        "kind": "ConfigMapList", "apiVersion": "v1", "metadata": {"resourceVersion": "99999"},
+        "items": [GHOST, "ghost"]}), "expected an object"),
+    "a list holding an object whose metadata is a list": (line({
+        "kind": "ConfigMapList", "apiVersion": "v1", "metadata": {"resourceVersion": "99999"},
+        "items": [GHOST, {"metadata": [{"name": "ghost"}]}]}), "no metadata.name"),
+    "a list holding an object whose name is empty": (line({
+        "kind": "ConfigMapList", "apiVersion": "v1", "metadata": {"resourceVersion": "99999"},
+        "items": [GHOST, {"metadata": {"name": "", "namespace": "default"}}]}),
+        "no metadata.name"),
+    "a list holding an object whose namespace is not a string": (line({
+        "kind": "ConfigMapList", "apiVersion": "v1", "metadata": {"resourceVersion": "99999"},
+        "items": [GHOST, {"metadata": {"name": "a", "namespace": ["default"]}}]}),
+        "metadata.namespace is not a string"),
+    "a list holding an object whose resourceVersion is not a string": (line({
+        "kind": "ConfigMapList", "apiVersion": "v1", "metadata": {"resourceVersion": "99999"},
+        "items": [GHOST, {"metadata": {"name": "a", "namespace": "default", "resourceVersion": 7}}]}),
+        "metadata.resourceVersion is not a string"),
     "a list whose metadata is not an object": (line({
         "kind": "ConfigMapList", "apiVersion": "v1", "metadata": "99999", "items": [GHOST]}),
         "metadata"),

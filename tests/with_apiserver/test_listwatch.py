@@ -141,15 +141,18 @@ def test_a_listed_page_carries_each_items_store_key_for_the_fifo(server: Scripte
         "kind": "ConfigMapList",
         "metadata": {"resourceVersion": "42"},
         "items": [helpers.cm("a", 40, typed=False), {"metadata": {"name": "top", "namespace": ""}},
-                  helpers.cm("b", 41, typed=False, namespace="other")],
+                  helpers.cm("b", 41, typed=False, namespace="other"),
+                  # JSON nulls read as absent fields, not as malformed objects
+                  {"metadata": {"name": "nil", "namespace": None}},
+                  {"metadata": {"name": "c", "namespace": "ns", "resourceVersion": None}}],
     }
     server.responder = lambda h: h.send_body(200, json.dumps(body).encode())
     lw = ListWatch.for_resource(helpers.client_for(server.url), CONFIGMAPS)
     items = lw.list(ListOptions()).items
     assert isinstance(items, KeyedList)
     assert items.keys == [meta_namespace_key_func(item) for item in items] == [
-        "ns/a", "top", "other/b"]
-    assert items.namespaces == ["ns", "", "other"]  # for the cache's namespace index
+        "ns/a", "top", "other/b", "nil", "ns/c"]
+    assert items.namespaces == ["ns", "", "other", "", "ns"]  # for the cache's namespace index
 
 
 def test_group_resources_use_the_apis_path_and_tweaks_apply(server: ScriptedServer) -> None:
