@@ -17,7 +17,7 @@ from kinformer.cache.store import (
     Indexer,
     KeyedList,
     deletion_handling_meta_namespace_key_func,
-    listed_namespaces,
+    listed_namespace_runs,
     meta_namespace_key_func,
 )
 from kinformer.testing.waiting import wait_for
@@ -477,15 +477,15 @@ def test_a_first_list_keyed_by_its_lister_goes_to_take_first_list_under_those_ke
                   take_first_list=FirstListTaker()).replace(KeyedList([a, b], ["x/b", "ns/a"]))
 
 
-def test_a_first_list_hands_on_the_namespaces_its_lister_carried_unless_transformed() -> None:
+def test_a_first_list_hands_on_the_namespace_runs_its_lister_carried_unless_transformed() -> None:
     a, b = helpers.cm("a"), helpers.cm("b", namespace="x")
     seen: list[Any] = []
     DeltaFIFO(take_first_list=lambda items: seen.append(items) or True).replace(
-        KeyedList([a, b], ["ns/a", "x/b"], ["ns", "x"]))
+        KeyedList([a, b], ["ns/a", "x/b"], [("ns", 1), ("x", 1)]))
     DeltaFIFO(transformer=lambda o: {**o, "metadata": {"name": "t", "namespace": "moved"}},
               take_first_list=lambda items: seen.append(items) or True).replace(
-        KeyedList([a, b], ["ns/a", "x/b"], ["ns", "x"]))
-    assert [listed_namespaces(items) for items in seen] == [["ns", "x"], None]
+        KeyedList([a, b], ["ns/a", "x/b"], [("ns", 1), ("x", 1)]))
+    assert [listed_namespace_runs(items) for items in seen] == [[("ns", 1), ("x", 1)], None]
     assert list(seen[1]) == ["ns/a", "x/b"]
 
 

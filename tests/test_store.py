@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 from typing import Any
 
 import helpers
@@ -18,6 +19,7 @@ from kinformer.cache.store import (
     Indexer,
     KeyedItems,
     KeyedList,
+    NamespaceRuns,
     ObjectName,
     Store,
     deletion_handling_meta_namespace_key_func,
@@ -260,18 +262,22 @@ def test_indexer_caches_official_client_models_and_indexes_them_by_namespace() -
     assert kinformer.GenericLister(indexer, configmaps).by_namespace("ns").list("app=web") == [model]
 
 
-def _listed(namespaces: list[str] | None) -> KeyedItems:
+def _runs(namespaces: list[str]) -> NamespaceRuns:
+    return [(ns, len(list(run))) for ns, run in itertools.groupby(namespaces)]
+
+
+def _listed(runs: NamespaceRuns | None) -> KeyedItems:
     """A first list as the HTTP lister keys it; the objects have no metadata, so only what the
     list carries can key and index them."""
     objs = [{"data": {"n": "1"}}, {"data": {"n": "2"}}, {"data": {"n": "3"}}]
-    items = listed_items(KeyedList(objs, ["a/x", "b/y", "z"], namespaces), meta_namespace_key_func)
+    items = listed_items(KeyedList(objs, ["a/x", "b/y", "z"], runs), meta_namespace_key_func)
     assert items is not None
     return items
 
 
 def test_a_listed_first_list_fills_the_namespace_index_from_the_namespaces_it_carries() -> None:
     indexer = Indexer(indexers={NAMESPACE_INDEX: meta_namespace_index_func})
-    items = _listed(["a", "b", ""])
+    items = _listed(_runs(["a", "b", ""]))
     assert indexer.add_new(items)
     assert indexer.list_keys() == ["a/x", "b/y", "z"]
     assert indexer.by_index(NAMESPACE_INDEX, "b") == [items["b/y"]]
@@ -288,15 +294,16 @@ def test_other_indexes_and_lists_without_namespaces_read_the_objects_as_usual() 
                      {NAMESPACE_INDEX: namespace_of},  # another function under the name
                      {NAMESPACE_INDEX: meta_namespace_index_func, "app": by_app}):
         with pytest.raises((errors.KeyFuncError, KeyError)):
-            Indexer(indexers=indexers).add_new(_listed(["a", "b", ""]))
-    for namespaces in (None, ["a", "b"]):  # none carried, or not one per object
+            Indexer(indexers=indexers).add_new(_listed(_runs(["a", "b", ""])))
+    # none carried, or not one per object: too few, too many, or a run of none
+    for runs in (None, [("a", 1), ("b", 1)], [("a", 2), ("", 2)], [("a", 1), ("b", 0), ("", 2)]):
         with pytest.raises(errors.KeyFuncError):
-            Indexer(indexers={NAMESPACE_INDEX: meta_namespace_index_func}).add_new(_listed(namespaces))
-    dropped = _listed(["a", "b", ""])
-    dropped.namespaces = None  # what a FIFO does when a transform ran over the objects
+            Indexer(indexers={NAMESPACE_INDEX: meta_namespace_index_func}).add_new(_listed(runs))
+    dropped = _listed(_runs(["a", "b", ""]))
+    dropped.namespace_runs = None  # what a FIFO does when a transform ran over the objects
     with pytest.raises(errors.KeyFuncError):
         Indexer(indexers={NAMESPACE_INDEX: meta_namespace_index_func}).add_new(dropped)
-    plain = dict(_listed(["a", "b", ""]))
+    plain = dict(_listed(_runs(["a", "b", ""])))
     with pytest.raises(errors.KeyFuncError):
         Indexer(indexers={NAMESPACE_INDEX: meta_namespace_index_func}).add_new(plain)
 
@@ -400,7 +407,7 @@ def test_a_listed_first_list_indexes_its_namespaces_as_reading_each_object_would
         for indexer in (carried, read):
             for obj in cached:
                 indexer.add(obj)
-        items = listed_items(KeyedList(objs, keys, namespaces), meta_namespace_key_func)
+        items = listed_items(KeyedList(objs, keys, _runs(namespaces)), meta_namespace_key_func)
         assert items is not None
         assert carried.add_new(items) and read.add_new(dict(items))
         assert _ordered(carried) == _ordered(read)

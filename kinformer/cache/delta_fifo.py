@@ -226,7 +226,7 @@ class DeltaFIFO(FIFOBase):
             if listed and len(keyed) == len(listed):
                 if transformer is not None:
                     if type(keyed) is KeyedItems:
-                        keyed.namespaces = None  # a transform may move an object: read them again
+                        keyed.namespace_runs = None  # a transform may move an object: read them again
                     transform = self._transform
                     for key, obj in keyed.items():
                         keyed[key] = transform(obj)

@@ -87,46 +87,57 @@ def meta_namespace_key_func(obj: Any) -> str:
     return f"{ns}/{name}" if ns else name
 
 
+NamespaceRuns = builtins.list[tuple[str, int]]
+"""A list's namespaces in order, one ``(namespace, how many in a row)`` run per change of
+namespace (``""`` for cluster-scoped objects): an API server lists in key order, so each
+namespace is one run, and the runs are as many as the namespaces, not the objects."""
+
+
+def covers(runs: NamespaceRuns | None, count: int) -> bool:
+    """Whether ``runs`` give one namespace to each of ``count`` objects (every run one or more)."""
+    return runs is not None and all(n > 0 for _, n in runs) and sum(n for _, n in runs) == count
+
+
 class KeyedList(list[Any]):
     """Listed objects with their :func:`meta_namespace_key_func` keys: ``keys[i]`` is ``self[i]``'s.
 
     A lister that walks a decoded list anyway (the HTTP one checks every item) computes the keys
     there, while each object is fresh in memory; a FIFO taking the list whole then keys it
     without touching every object once more, which on a list of 100,000 costs more in cache
-    misses than in Python. ``namespaces``, when given, is made the same way: ``namespaces[i]``
-    is ``self[i]``'s namespace (``""`` when cluster-scoped), for the cache's standard namespace
-    index (see :class:`KeyedItems`). Only the list as made carries keys: a copy, a slice or a
-    list built from it is a plain list, keyed as usual. Whoever makes one must not change it
+    misses than in Python. ``namespace_runs``, when given, are the objects' namespaces in
+    order, noted the same way (:data:`NamespaceRuns`), for the cache's standard namespace index
+    (see :class:`KeyedItems`). Only the list as made carries keys: a copy, a slice or a list
+    built from it is a plain list, keyed as usual. Whoever makes one must not change it
     afterwards.
     """
 
-    __slots__ = ("keys", "namespaces")
+    __slots__ = ("keys", "namespace_runs")
 
     def __init__(
         self, objs: Iterable[Any], keys: builtins.list[str],
-        namespaces: builtins.list[str] | None = None,
+        namespace_runs: NamespaceRuns | None = None,
     ) -> None:
         super().__init__(objs)
         self.keys = keys
-        self.namespaces = namespaces
+        self.namespace_runs = namespace_runs
 
 
 class KeyedItems(dict[str, Any]):
     """A :class:`KeyedList` keyed by the keys it carries: ``{key: object}`` in list order, with
-    the list's ``namespaces`` beside (None when it carried none).
+    the list's ``namespace_runs`` beside (None when it carried none).
 
     What a FIFO hands on for a list taken whole; :meth:`Indexer.add_new` then fills the
     standard namespace index (:data:`NAMESPACE_INDEX` with :func:`meta_namespace_index_func`)
-    from ``namespaces`` instead of reading every object again. Whoever changes an object in it
-    (a transform) sets ``namespaces`` to None; a key added or removed makes them not count.
+    from ``namespace_runs`` instead of reading every object again. Whoever changes an object in
+    it (a transform) sets ``namespace_runs`` to None; a key added or removed makes them not count.
     """
 
-    __slots__ = ("namespaces",)
+    __slots__ = ("namespace_runs",)
 
     def __init__(self, keys: builtins.list[str], objs: builtins.list[Any],
-                 namespaces: builtins.list[str] | None) -> None:
+                 namespace_runs: NamespaceRuns | None) -> None:
         super().__init__(zip(keys, objs, strict=True))
-        self.namespaces = namespaces
+        self.namespace_runs = namespace_runs
 
 
 def listed_keys(objs: Any, key_func: KeyFunc) -> builtins.list[str] | None:
@@ -139,23 +150,21 @@ def listed_keys(objs: Any, key_func: KeyFunc) -> builtins.list[str] | None:
 
 def listed_items(objs: Any, key_func: KeyFunc) -> KeyedItems | None:
     """A :class:`KeyedList`'s :class:`KeyedItems` when :func:`listed_keys` gives its keys, else
-    None. The namespaces come along when they match the list's length."""
+    None. The namespace runs come along when they cover the list."""
     keys = listed_keys(objs, key_func)
     if keys is None:
         return None
-    namespaces = objs.namespaces
-    if namespaces is not None and len(namespaces) != len(objs):
-        namespaces = None
-    return KeyedItems(keys, objs, namespaces)
+    runs = objs.namespace_runs
+    return KeyedItems(keys, objs, runs if covers(runs, len(objs)) else None)
 
 
-def listed_namespaces(items: Any) -> builtins.list[str] | None:
-    """The namespaces :class:`KeyedItems` carry, one per item in order; None for any other
-    mapping, or when they were dropped or no longer match the items' number."""
+def listed_namespace_runs(items: Any) -> NamespaceRuns | None:
+    """The namespace runs :class:`KeyedItems` carry; None for any other mapping, or when they
+    were dropped or no longer cover the items."""
     if type(items) is KeyedItems:
-        namespaces = items.namespaces
-        if namespaces is not None and len(namespaces) == len(items):
-            return namespaces
+        runs = items.namespace_runs
+        if covers(runs, len(items)):
+            return runs
     return None
 
 
@@ -363,15 +372,15 @@ class Indexer(IndexedMap):
     def add_new(self, items: dict[str, Any]) -> bool:
         """As :meth:`ThreadSafeStore.add_new <kinformer.ThreadSafeStore.add_new>`.
 
-        A first list as its lister keyed it (:class:`KeyedItems` with namespaces) gives the
+        A first list as its lister keyed it (:class:`KeyedItems` with namespace runs) gives the
         standard namespace index (:data:`NAMESPACE_INDEX` with
         :func:`meta_namespace_index_func`) the namespaces it carries, so no object is read
         again for them; every other index, and every other mapping, is indexed as usual.
         """
-        namespaces = listed_namespaces(items)
-        if namespaces is None:
+        runs = listed_namespace_runs(items)
+        if runs is None:
             return self._add_new(items)
-        return self._add_new(items, (NAMESPACE_INDEX, meta_namespace_index_func, namespaces))
+        return self._add_new(items, (NAMESPACE_INDEX, meta_namespace_index_func, runs))
 
     def resync(self) -> None:
         """Nothing to do for a cache (kept for the ``Store`` shape)."""

@@ -222,11 +222,12 @@ class IndexedMap:
         return self._add_new(items)
 
     def _add_new(
-        self, items: dict[str, Any], known: tuple[str, IndexFunc, Sequence[str]] | None = None
+        self, items: dict[str, Any],
+        known: tuple[str, IndexFunc, Sequence[tuple[str, int]]] | None = None,
     ) -> bool:
-        """:meth:`add_new`; ``known`` is ``(name, fn, values)``: when the index ``name`` has the
-        function ``fn``, ``values[i]`` is the one value of the i-th item under it, so ``fn`` is
-        not called (the caller vouches for it)."""
+        """:meth:`add_new`; ``known`` is ``(name, fn, runs)``: when the index ``name`` has the
+        function ``fn``, each item has one value under it, given in item order by ``runs`` of
+        ``(value, how many in a row)``, so ``fn`` is not called (the caller vouches for it)."""
         if not items:
             return True
         fns = self._fns
@@ -574,21 +575,21 @@ def _index_into(
 
 
 def _index_one_each(
-    index: _Index, key_values: _KeyValues, items: Mapping[str, Any], values: Sequence[str]
+    index: _Index, key_values: _KeyValues, items: Mapping[str, Any], runs: Sequence[tuple[str, int]]
 ) -> None:
-    """Add ``items`` (key -> object, keys not indexed yet) to one index, ``values[i]`` being the
-    one value of the i-th item."""
-    if len(values) != len(items):
-        raise ValueError(f"{len(values)} index values for {len(items)} items")
-    runs = _runs(values, len(values) // 64 + 1)
-    if runs is not None:
+    """Add ``items`` (key -> object, keys not indexed yet) to one index, where each item has one
+    value: ``runs`` give them in item order, ``(value, how many in a row)``."""
+    covered = sum(count for _, count in runs)
+    if covered != len(items):
+        raise ValueError(f"index value runs for {covered} items, not {len(items)}")
+    if len(runs) <= len(items) // 64 + 1:
         # A list comes from the API server in key order, so its objects of one namespace come
         # together: each run of one value is indexed by C-level copies, not a Python step per
         # object (add_new of 100,000 objects of one namespace: 23-25 ms with the loop below,
         # 13 ms so). Same end state, insertion order included; values scattered over many
         # runs take the loop.
         if len(runs) == 1 and not index:  # one value for all (a namespaced informer's list)
-            value = values[0]
+            value = runs[0][0]
             index[value] = bucket = dict(items)
             key_values.update(dict.fromkeys(bucket, value))  # from a plain dict: presized
             return
@@ -605,6 +606,7 @@ def _index_one_each(
                 found.update(zip(run_keys, objs[start:end], strict=True))
             start = end
         return
+    values = itertools.chain.from_iterable(itertools.repeat(v, count) for v, count in runs)
     for (key, obj), v in zip(items.items(), values, strict=True):
         key_values[key] = v
         one = index.get(v)
@@ -612,16 +614,6 @@ def _index_one_each(
             index[v] = {key: obj}
         else:
             one[key] = obj
-
-
-def _runs(values: Sequence[str], most: int) -> builtins.list[tuple[str, int]] | None:
-    """``values`` as ``(value, how many in a row)`` runs, in order; None past ``most`` runs."""
-    runs: builtins.list[tuple[str, int]] = []
-    for value, run in itertools.groupby(values):
-        if len(runs) == most:
-            return None
-        runs.append((value, len(builtins.list(run))))
-    return runs
 
 
 def _put_each(index: _Index, values: Iterable[str], key: str, obj: Any) -> None:

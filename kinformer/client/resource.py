@@ -32,6 +32,15 @@ _new_event = tuple.__new__  # builds a WatchEvent without NamedTuple.__new__'s f
 _CHANGES = frozenset(("ADDED", "MODIFIED", "DELETED"))
 
 
+def _runs(starts: list[tuple[str, int]], total: int) -> store.NamespaceRuns:
+    """``(namespace, first index)`` per run, then the item count -> ``(namespace, run length)``."""
+    if not starts:
+        return []
+    ends = [first for _, first in starts[1:]]
+    ends.append(total)
+    return [(namespace, end - first) for (namespace, first), end in zip(starts, ends, strict=True)]
+
+
 class HTTPResource:
     """List and watch of one resource collection through the request path.
 
@@ -102,9 +111,10 @@ class HTTPResource:
         kind = body.get("kind")
         item_kind = kind[:-4] if isinstance(kind, str) and kind.endswith("List") else None
         api_version = body.get("apiVersion") or self._api_version
-        keys: list[str] = []  # each item's store key and namespace, made while the item is fresh
-        namespaces: list[str] = []
-        add_key, add_namespace = keys.append, namespaces.append
+        keys: list[str] = []  # each item's store key, made while the item is fresh
+        starts: list[tuple[str, int]] = []  # (namespace, index of its first item), per run
+        add_key, add_start = keys.append, starts.append
+        run_namespace: str | None = None
         try:
             for item in items:
                 # meta.is_well_formed, inline and by subscript: the item is read from memory once
@@ -126,11 +136,13 @@ class HTTPResource:
                 if "apiVersion" not in item:
                     item["apiVersion"] = api_version
                 if namespace:
-                    add_key(namespace + "/" + name)
-                    add_namespace(namespace)
+                    add_key(f"{namespace}/{name}")
                 else:
                     add_key(name)
-                    add_namespace("")
+                    namespace = ""
+                if namespace != run_namespace:  # a list comes in key order: rarely true
+                    run_namespace = namespace
+                    add_start((namespace, len(keys) - 1))
         except errors.DecodeError as exc:
             log.warning("%s", exc)
             raise
@@ -146,7 +158,7 @@ class HTTPResource:
             info = metadata.get("shardInfo")
             if isinstance(info, dict) and isinstance(info.get("selector"), str):
                 shard_info = info["selector"]
-        listed = store.KeyedList(items, keys, namespaces)
+        listed = store.KeyedList(items, keys, _runs(starts, len(keys)))
         return listerwatcher.ListResult(listed, rv, token, shard_info, checked=True)
 
     def watch(

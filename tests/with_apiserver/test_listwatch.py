@@ -152,7 +152,8 @@ def test_a_listed_page_carries_each_items_store_key_for_the_fifo(server: Scripte
     assert isinstance(items, KeyedList)
     assert items.keys == [meta_namespace_key_func(item) for item in items] == [
         "ns/a", "top", "other/b", "nil", "ns/c"]
-    assert items.namespaces == ["ns", "", "other", "", "ns"]  # for the cache's namespace index
+    # for the cache's namespace index: one run per change of namespace, in list order
+    assert items.namespace_runs == [("ns", 1), ("", 1), ("other", 1), ("", 1), ("ns", 1)]
 
 
 def test_group_resources_use_the_apis_path_and_tweaks_apply(server: ScriptedServer) -> None:
