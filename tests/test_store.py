@@ -396,7 +396,9 @@ def _ordered(indexer: Indexer) -> tuple[list[str], dict[str, list[tuple[str, lis
 
 
 @pytest.mark.parametrize("namespaces", [
-    ["a"] * 5, ["a", "a", "b", "b", "b", "", ""], ["", "a", "a", "a", "z"], ["a", "b"] * 100])
+    ["a"] * 5, ["a", "a", "b", "b", "b", "", ""], ["", "a", "a", "a", "z"], ["a", "b"] * 100,
+    # few long runs, taken run by run, one namespace in two of them
+    ["a"] * 100 + ["b"] * 100 + [""] * 50 + ["a"] * 100])
 def test_a_listed_first_list_indexes_its_namespaces_as_reading_each_object_would(
         namespaces: list[str]) -> None:
     objs = [{"metadata": {"namespace": ns, "name": f"o{i}"}} for i, ns in enumerate(namespaces)]
