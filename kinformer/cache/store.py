@@ -150,12 +150,12 @@ def listed_keys(objs: Any, key_func: KeyFunc) -> builtins.list[str] | None:
 
 def listed_items(objs: Any, key_func: KeyFunc) -> KeyedItems | None:
     """A :class:`KeyedList`'s :class:`KeyedItems` when :func:`listed_keys` gives its keys, else
-    None. The namespace runs come along when they cover the list."""
+    None. The namespace runs come along as they are: :func:`listed_namespace_runs`, where they
+    are used, checks that they cover the items."""
     keys = listed_keys(objs, key_func)
     if keys is None:
         return None
-    runs = objs.namespace_runs
-    return KeyedItems(keys, objs, runs if covers(runs, len(objs)) else None)
+    return KeyedItems(keys, objs, objs.namespace_runs)
 
 
 def listed_namespace_runs(items: Any) -> NamespaceRuns | None:
