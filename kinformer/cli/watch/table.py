@@ -54,7 +54,9 @@ class EventPrinter:
 
 class ClusterEventPrinter(ClusterEventHandler):
     """:class:`EventPrinter`'s lines with the cluster first, padded to ``cluster_width``, for a
-    multi-cluster informer (whose handler runs on one thread, whatever the clusters)."""
+    multi-cluster informer (whose handler runs on one thread, whatever the clusters) or a
+    cluster-aware one (each object's logical cluster). A longer cluster name widens the column
+    from its line on, so a source whose clusters are not known up front may start at 0."""
 
     def __init__(self, out: TextIO, cluster_width: int,
                  on_broken_pipe: Callable[[], None] | None = None) -> None:
@@ -72,6 +74,7 @@ class ClusterEventPrinter(ClusterEventHandler):
         self._printer._print("DELETED", handlers.deleted_object(obj), self._prefix(cluster))
 
     def _prefix(self, cluster: str) -> str:
+        self._width = max(self._width, len(cluster))  # on the one handler thread
         return f"{cluster:<{self._width}}   "
 
 
