@@ -5,6 +5,7 @@ against FakeAPIServer(logical_clusters=True)."""
 
 from __future__ import annotations
 
+import io
 import os
 import queue
 import signal
@@ -18,7 +19,9 @@ from typing import IO
 import pytest
 from helpers import cm
 
+from kinformer import DeletedFinalStateUnknown
 from kinformer.cli import serve
+from kinformer.cli.watch import table
 from kinformer.gvr import GroupVersionResource
 from kinformer.testing import FakeAPIServer
 
@@ -85,6 +88,34 @@ def test_once_in_one_namespace_keeps_the_cluster_column_and_drops_the_namespace_
     table = rows(result.stdout)
     assert table[0] == ["CLUSTER", "NAME", "RESOURCEVERSION", "AGE"]
     assert [row[:2] for row in table[1:]] == [["root:team-a", "hello"], ["root:team-b", "hello"]]
+
+
+def test_all_contexts_tells_apart_the_logical_clusters_of_a_context_on_clusters_star(
+    server: FakeAPIServer, kubeconfig: str,
+) -> None:
+    versions = {team: hello(server, team) for team in TEAMS[:2]}
+    result = kinformer("watch", "cm", "--all-contexts", "-A", "--once", "--kubeconfig", kubeconfig)
+    assert result.returncode == 0, result.stderr
+    table = rows(result.stdout)
+    assert table[0] == ["CLUSTER", "NAMESPACE", "NAME", "RESOURCEVERSION", "AGE"]
+    assert [row[:4] for row in table[1:]] == [
+        [f"{serve.ALL_CLUSTERS_CONTEXT}/{team}", "default", "hello", versions[team]] for team in TEAMS[:2]]
+
+
+def test_a_member_printer_names_the_logical_cluster_of_each_line() -> None:
+    out = io.StringIO()
+    printer = table.ClusterEventPrinter(out, len("east"))
+    in_team = {team: cm("hello", "1", "default", annotations={"kcp.io/cluster": team}) for team in TEAMS[:2]}
+    for team in TEAMS[:2]:
+        printer.on_add("kcp", in_team[team])
+    printer.on_add("east", cm("hello", "2", "default"))
+    printer.on_delete("kcp", DeletedFinalStateUnknown("root:team-a|default/hello", in_team["root:team-a"]))
+    assert rows(out.getvalue()) == [
+        ["kcp/root:team-a", "ADDED", "default/hello", "1"],
+        ["kcp/root:team-b", "ADDED", "default/hello", "1"],
+        ["east", "ADDED", "default/hello", "2"],
+        ["kcp/root:team-a", "DELETED", "default/hello", "1"],
+    ]
 
 
 class Lines:
