@@ -80,6 +80,22 @@ def test_a_hosts_path_names_its_logical_cluster_only_when_it_ends_in_one(
     assert rest.split_cluster_host(host) == expected
 
 
+def test_a_request_naming_a_cluster_under_a_wildcard_host_goes_to_that_cluster_once(
+    server: FakeAPIServer, client_of: Callable[[str | None], Any]
+) -> None:
+    wildcard = rest.Client(client_of("*"))
+    made = wildcard.request_json("POST", "/clusters/root:a/api/v1/namespaces/default/configmaps",
+                                 body={"metadata": {"name": "written"}})
+    assert made["metadata"]["annotations"] == {"kcp.io/cluster": "root:a"}
+    assert server.get(CONFIGMAPS, "default", "written", cluster="root:a")["metadata"]["uid"] == (
+        made["metadata"]["uid"])
+    in_b = rest.Client(client_of("root:b")).request_json("GET", "/api/v1/namespaces/default/configmaps")
+    assert in_b["items"] == []  # a path without a cluster goes below the host's: root:b holds none
+    assert [path for _, path, _, _ in server.requests] == [
+        "/clusters/root:a/api/v1/namespaces/default/configmaps",
+        "/clusters/root:b/api/v1/namespaces/default/configmaps"]
+
+
 # -- ListWatch.for_resource ---------------------------------------------------------------------------
 
 
