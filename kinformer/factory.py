@@ -22,11 +22,10 @@ from dataclasses import dataclass
 from typing import Any
 
 from kinformer import _checks, _threads, context, handlers, informer, sharding
-from kinformer.cache import cluster as _cluster
 from kinformer.cache import store
 from kinformer.cache.cluster_lister import GenericClusterLister
 from kinformer.cache.lister import GenericLister
-from kinformer.client import listerwatcher, listwatch
+from kinformer.client import listerwatcher, listwatch, rest
 from kinformer.gvr import GroupVersionResource
 
 log = logging.getLogger(__name__)
@@ -244,7 +243,7 @@ class DynamicSharedInformerFactory:
         compact: bool = False,
     ) -> None:
         self._profile = informer.check_profile(profile)
-        self._cluster = None if cluster is None else _cluster.check_logical_cluster(cluster)
+        self._cluster = rest.client_cluster(client, cluster)  # the host's, when its path names one
         self._detect_mutations = detect_mutations
         self._compact = compact
         self._shard_selector = shard_selector

@@ -95,6 +95,8 @@ class CachedDiscoveryClient:
     ``request_timeout`` must be finite seconds, else :class:`~kinformer.ConfigurationError`.
     ``cluster`` reads the documents of a kcp logical cluster (``/clusters/<cluster>/api``, ...);
     ``"*"`` reads what any logical cluster serves (the built-in types and every CRD of each).
+    A host ending in ``/clusters/<name>`` reads that cluster's (see
+    :meth:`ListWatch.for_resource <kinformer.ListWatch.for_resource>`).
     """
 
     def __init__(
@@ -108,7 +110,8 @@ class CachedDiscoveryClient:
         cluster: str | None = None,
     ) -> None:
         self._rest = rest.Client(client)
-        self._prefix = rest.cluster_prefix(cluster)  # every document under /clusters/<cluster>
+        # every document under /clusters/<cluster>, the host's cluster if it names one
+        self._prefix = rest.cluster_prefix(rest.client_cluster(client, cluster))
         self._ctx = ctx  # cancels every request in flight
         self._timeout = rest.check_timeout("request_timeout", request_timeout)  # for one GET
         self._lock = threading.Lock()  # guards _cache: cachetools caches are not thread-safe

@@ -120,7 +120,10 @@ class ListWatch:
         ``/clusters/root:org``, and ``"*"`` lists and watches across every logical cluster, each
         object naming its own in the ``kcp.io/cluster`` annotation (a
         :class:`~kinformer.SharedIndexInformer` over such a ListWatch is cluster-aware). A name
-        outside kcp's grammar raises :class:`~kinformer.ConfigurationError`.
+        outside kcp's grammar raises :class:`~kinformer.ConfigurationError`. A client whose host
+        ends in ``/clusters/<name>`` (a kcp kubeconfig's server, or ``/clusters/*``) addresses
+        that cluster as ``cluster="<name>"`` would, and ``cluster`` may be left out; a
+        ``cluster`` that contradicts the host's raises :class:`~kinformer.ConfigurationError`.
 
         Example::
 
@@ -135,6 +138,7 @@ class ListWatch:
                 raise errors.ConfigurationError(
                     "an empty shard selector holds nothing and cannot go with a request; "
                     "give it to the informer (set_shard_selector) instead")
+        cluster = rest.client_cluster(client, cluster)
         prefix = rest.cluster_prefix(cluster)
         http = resource.HTTPResource(
             rest.Client(client),

@@ -45,6 +45,7 @@ import re
 import socket
 import ssl
 import threading
+import urllib.parse
 from collections.abc import Sequence
 from typing import Any
 
@@ -109,6 +110,56 @@ def cluster_prefix(cluster: str | None) -> str:
     if cluster is None:
         return ""
     return "/clusters/" + _cluster.check_logical_cluster(cluster)
+
+
+_CLUSTER_PATH = re.compile(r"(?P<base>.*)/clusters/(?P<cluster>[^/]+)/*")  # fullmatch: ends in it
+
+
+def split_cluster_host(host: str) -> tuple[str, str | None]:
+    """``host`` without its kcp logical cluster path, and that cluster: ``("https://kcp",
+    "root:org")`` for ``https://kcp/clusters/root:org``, ``("https://kcp", "*")`` for
+    ``https://kcp/clusters/*``; ``(host, None)`` for a host whose path does not end in
+    ``/clusters/<name>`` with a name of kcp's grammar (a proxy's own path stays the host's)."""
+    parts = urllib.parse.urlsplit(host)
+    match = _CLUSTER_PATH.fullmatch(parts.path)
+    if match is None:
+        return host, None
+    try:
+        cluster = _cluster.check_logical_cluster(urllib.parse.unquote(match["cluster"]))
+    except errors.ConfigurationError:
+        return host, None
+    return urllib.parse.urlunsplit(parts._replace(path=match["base"])), cluster
+
+
+def host_cluster(client: Any) -> str | None:
+    """The kcp logical cluster the host of ``client``'s ``Configuration`` names
+    (``.../clusters/root:org``, ``.../clusters/*``; see :func:`split_cluster_host`), or None;
+    None too for a ``client`` that holds no ApiClient (using it fails where it is used)."""
+    try:
+        api_client = api_client_of(client)
+    except errors.ConfigurationError:
+        return None
+    return split_cluster_host(str(api_client.configuration.host))[1]
+
+
+def client_cluster(client: Any, cluster: str | None) -> str | None:
+    """The logical cluster requests through ``client`` go to: ``cluster``, else the one its
+    host names (:func:`host_cluster`), else None.
+
+    Raises :class:`~kinformer.ConfigurationError` for a ``cluster`` outside kcp's grammar or
+    one that contradicts the host's (``cluster="root:a"`` on a host of ``/clusters/root:b``
+    or of ``/clusters/*``): which one was meant cannot be told.
+    """
+    if cluster is not None:
+        cluster = _cluster.check_logical_cluster(cluster)
+    from_host = host_cluster(client)
+    if from_host is None or cluster is None:
+        return from_host if cluster is None else cluster
+    if cluster != from_host:
+        raise errors.ConfigurationError(
+            f"cluster={cluster!r} contradicts the client's host, whose path names the logical "
+            f"cluster {from_host!r} (/clusters/{from_host}); give one of them")
+    return cluster
 
 
 # ---- cancellation ------------------------------------------------------------------------------
@@ -370,6 +421,12 @@ class Client:
     its own. ``client`` is an ``ApiClient``, a ``DynamicClient`` or an API object holding one
     (see :func:`api_client_of`). Making a Client makes the ApiClient's pools cancellable (see
     the module docstring); nothing else about the ApiClient changes.
+
+    A host whose path names a kcp logical cluster (``https://kcp/clusters/root:org``, see
+    :func:`split_cluster_host`) is the server's own URL plus that cluster's prefix: a path
+    that names a cluster itself (``/clusters/<name>/...``, as a ListWatch of that cluster
+    sends it) goes to the server's URL, never below the host's prefix a second time; any
+    other path goes below the host's prefix, as the official client sends it.
     """
 
     def __init__(self, client: Any) -> None:
@@ -404,6 +461,10 @@ class Client:
         headers = {"Accept": ACCEPT_JSON}
         if body is not None:
             headers["Content-Type"] = content_type
+        host = str(self.api_client.configuration.host)
+        server, cluster = split_cluster_host(host)
+        if cluster is not None and not path.startswith("/clusters/"):
+            path = cluster_prefix(cluster) + path
         serialized = self.api_client.param_serialize(  # (method, url, headers, body, post params)
             method=method,
             resource_path=path,
@@ -412,6 +473,8 @@ class Client:
             body=body,
             auth_settings=["BearerToken"],
         )
+        if cluster is not None and serialized[1].startswith(host):  # the path carries the cluster
+            serialized = (serialized[0], server + serialized[1][len(host):], *serialized[2:])
         call: Call | None = None
         handle: _context.CancelHandle | None = None
         if ctx is not None:

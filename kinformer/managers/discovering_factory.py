@@ -25,10 +25,9 @@ from collections.abc import Callable, Iterable
 from typing import Any, Protocol, runtime_checkable
 
 from kinformer import _checks, _threads, context, errors, factory, informer, meta
-from kinformer.cache import cluster as _cluster
 from kinformer.cache import store
 from kinformer.client import discovery as client_discovery
-from kinformer.client import listwatch
+from kinformer.client import listwatch, rest
 from kinformer.clock import REAL_CLOCK, Clock
 from kinformer.gvr import APIResourceMeta, GroupVersionResource
 from kinformer.managers import crd, source
@@ -162,7 +161,7 @@ class DiscoveringDynamicSharedInformerFactory:
     ) -> None:
         self._profile = informer.check_profile(profile)
         self._client = client
-        self._cluster = None if cluster is None else _cluster.check_logical_cluster(cluster)
+        self._cluster = rest.client_cluster(client, cluster)  # the host's, when its path names one
         self._filter = filter_func or (lambda gvr: True)
         self._resync = _checks.seconds("resync", resync)
         self._poll_interval = _checks.seconds("poll_interval", poll_interval, positive=True)

@@ -4,8 +4,11 @@ RESOURCE resolves as kubectl resolves it (:mod:`~kinformer.cli.watch.resolve`), 
 server of the kubeconfig, a pod's service account or an embedded server
 (:mod:`~kinformer.cli.watch.kubeconfig`). One shared informer lists and watches it; every change
 prints one line (event type, ``namespace/name``, resourceVersion) and ``--once`` prints a table
-of the cache after the first list and exits (:mod:`~kinformer.cli.watch.table`). Failures print
-one line on stderr and exit with a code of their own (:mod:`~kinformer.cli.watch.exits`).
+of the cache after the first list and exits (:mod:`~kinformer.cli.watch.table`). A server URL
+ending in ``/clusters/*`` (kcp's, or ``kinformer serve --logical-clusters``' context
+``kinformer-all-clusters``) makes the informer cluster-aware: lines and rows then name each
+object's logical cluster first. Failures print one line on stderr and exit with a code of their
+own (:mod:`~kinformer.cli.watch.exits`).
 """
 
 from __future__ import annotations
@@ -23,6 +26,7 @@ from types import FrameType
 from typing import Any, TextIO
 
 from kinformer import _threads, context, errors
+from kinformer.cache import cluster as _cluster
 from kinformer.cache import labels
 from kinformer.cli import options
 from kinformer.cli.watch import contexts, kubeconfig, resolve, table
@@ -62,7 +66,9 @@ def add_parser(subparsers: Any) -> None:
         help="watch a resource type through an informer, like kubectl get -w",
         description="List and watch RESOURCE through a shared informer and print one line per "
         "change: event type, namespace/name and resourceVersion. RESOURCE resolves as kubectl "
-        "resolves it: plural, singular, short name or kind, optionally as resource.group.",
+        "resolves it: plural, singular, short name or kind, optionally as resource.group. "
+        "A context whose server ends in /clusters/* watches every logical cluster: each line "
+        "and row then names its cluster first, in a CLUSTER column.",
         epilog=exit_codes_epilog(),
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
@@ -161,9 +167,10 @@ def _watch(args: argparse.Namespace, selector: labels.Selector, shard: ShardSele
             api, target.gvr, namespace, label_selector=str(selector) or None,
             shard_selector=shard)
         informer = SharedIndexInformer(lw, name=f"watch-{target.gvr.group_resource}")
-        printer = table.EventPrinter(out, on_broken_pipe)
-        if not args.once:
-            informer.add_event_handler(printer)
+        if not args.once:  # over every logical cluster (a host of /clusters/*): each line names its own
+            informer.add_event_handler(
+                table.ClusterEventPrinter(out, 0, on_broken_pipe) if informer.cluster_aware
+                else table.EventPrinter(out, on_broken_pipe))
         ctx = context.Context("watch")
         thread = _threads.spawn(informer.run, _threads.thread_name("watch", target.gvr.group_resource), ctx)
         try:
@@ -171,8 +178,12 @@ def _watch(args: argparse.Namespace, selector: labels.Selector, shard: ShardSele
                 return EXIT_OK  # interrupted before the first list completed
             if args.once:
                 cached = informer.get_indexer().list()
-                table.print_table(out, cached, show_namespace=target.namespaced and not namespace,
-                                  now=datetime.datetime.now(datetime.timezone.utc))
+                show_namespace = target.namespaced and not namespace
+                now = datetime.datetime.now(datetime.timezone.utc)
+                if informer.cluster_aware:
+                    table.print_cluster_table(out, _by_cluster(cached), show_namespace, now)
+                else:
+                    table.print_table(out, cached, show_namespace, now)
                 if not cached:
                     scope = f" in {namespace} namespace" if target.namespaced and namespace else ""
                     print(f"No resources found{scope}.", file=sys.stderr, flush=True)
@@ -185,6 +196,14 @@ def _watch(args: argparse.Namespace, selector: labels.Selector, shard: ShardSele
         finally:
             ctx.cancel()
             _threads.join_all([thread], 10.0)
+
+
+def _by_cluster(objs: list[Any]) -> dict[str, list[Any]]:
+    """``objs`` of a cluster-aware cache by the logical cluster each names, clusters sorted."""
+    grouped: dict[str, list[Any]] = {}
+    for obj in objs:
+        grouped.setdefault(_cluster.cluster_of(obj), []).append(obj)
+    return dict(sorted(grouped.items()))
 
 
 def _wait_for_sync(informer: SharedIndexInformer, stop: threading.Event, startup: _Deadline, where: str,

@@ -3,7 +3,10 @@
 :class:`EventPrinter` is the informer's event handler (``TYPE namespace/name resourceVersion``),
 :class:`ClusterEventPrinter` the same with the cluster first; :func:`print_table` and
 :func:`print_cluster_table` print ``--once``'s table with kubectl's short ages. All write to a text
-stream given to them, never to ``sys.stdout`` directly.
+stream given to them, never to ``sys.stdout`` directly. An object of a kcp logical cluster (its
+``kcp.io/cluster`` annotation) other than the cluster it is printed under shows as
+``CLUSTER/LOGICAL`` (a member whose server is kcp's ``/clusters/*``), so two logical clusters'
+``default/app`` of one member never print as one.
 """
 
 from __future__ import annotations
@@ -14,6 +17,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any, TextIO
 
 from kinformer import handlers, meta
+from kinformer.cache import cluster as _cluster
 from kinformer.cluster_handlers import ClusterEventHandler
 
 
@@ -54,7 +58,9 @@ class EventPrinter:
 
 class ClusterEventPrinter(ClusterEventHandler):
     """:class:`EventPrinter`'s lines with the cluster first, padded to ``cluster_width``, for a
-    multi-cluster informer (whose handler runs on one thread, whatever the clusters)."""
+    multi-cluster informer (whose handler runs on one thread, whatever the clusters) or a
+    cluster-aware one (each object's logical cluster). A longer cluster name widens the column
+    from its line on, so a source whose clusters are not known up front may start at 0."""
 
     def __init__(self, out: TextIO, cluster_width: int,
                  on_broken_pipe: Callable[[], None] | None = None) -> None:
@@ -62,17 +68,20 @@ class ClusterEventPrinter(ClusterEventHandler):
         self._width = cluster_width
 
     def on_add(self, cluster: str, obj: Any) -> None:
-        self._printer._print("ADDED", obj, self._prefix(cluster))
+        self._printer._print("ADDED", obj, self._prefix(cluster, obj))
 
     def on_update(self, cluster: str, old: Any, new: Any) -> None:
         if meta.resource_version(old) != meta.resource_version(new):
-            self._printer._print("MODIFIED", new, self._prefix(cluster))
+            self._printer._print("MODIFIED", new, self._prefix(cluster, new))
 
     def on_delete(self, cluster: str, obj: Any) -> None:
-        self._printer._print("DELETED", handlers.deleted_object(obj), self._prefix(cluster))
+        obj = handlers.deleted_object(obj)
+        self._printer._print("DELETED", obj, self._prefix(cluster, obj))
 
-    def _prefix(self, cluster: str) -> str:
-        return f"{cluster:<{self._width}}   "
+    def _prefix(self, cluster: str, obj: Any) -> str:
+        shown = _shown_cluster(cluster, obj)
+        self._width = max(self._width, len(shown))  # on the one handler thread
+        return f"{shown:<{self._width}}   "
 
 
 def print_table(out: TextIO, objs: Sequence[Any], show_namespace: bool, now: datetime.datetime) -> None:
@@ -83,7 +92,7 @@ def print_table(out: TextIO, objs: Sequence[Any], show_namespace: bool, now: dat
 def print_cluster_table(out: TextIO, by_cluster: Mapping[str, Sequence[Any]], show_namespace: bool,
                         now: datetime.datetime) -> None:
     """Print each cluster's objects as one kubectl-style table with a CLUSTER column first,
-    sorted by cluster (in the order given), namespace and name; nothing for none."""
+    sorted by cluster (in the order given), logical cluster, namespace and name; nothing for none."""
     _print_rows(out, ["CLUSTER"], by_cluster, show_namespace, now)
 
 
@@ -92,8 +101,9 @@ def _print_rows(out: TextIO, first: list[str], by_cluster: Mapping[str, Sequence
     header = first + (["NAMESPACE"] if show_namespace else []) + ["NAME", "RESOURCEVERSION", "AGE"]
     rows = [header]
     for cluster, objs in by_cluster.items():
-        for obj in sorted(objs, key=meta.namespace_and_name):
-            row = [cluster] if first else []
+        shown = {id(obj): _shown_cluster(cluster, obj) if first else "" for obj in objs}
+        for obj in sorted(objs, key=lambda o: (shown[id(o)], *meta.namespace_and_name(o))):
+            row = [shown[id(obj)]] if first else []
             row += [meta.namespace(obj)] if show_namespace else []
             row += [meta.name(obj), meta.resource_version(obj) or "", _age(_created(obj), now)]
             rows.append(row)
@@ -103,6 +113,12 @@ def _print_rows(out: TextIO, first: list[str], by_cluster: Mapping[str, Sequence
     for row in rows:
         out.write("   ".join(cell.ljust(w) for cell, w in zip(row, widths, strict=True)).rstrip() + "\n")
     out.flush()
+
+
+def _shown_cluster(cluster: str, obj: Any) -> str:
+    """``cluster``, or ``cluster/<logical>`` for an object of another kcp logical cluster."""
+    logical = _cluster.cluster_of(obj)
+    return f"{cluster}/{logical}" if logical and logical != cluster else cluster
 
 
 def _key(obj: Any) -> str:
