@@ -51,8 +51,18 @@ Both list the same number of objects of the same size through a namespaced list 
 server, so what differs is the cluster-aware informer: its keys, its two indexes and the
 handler told each object's cluster. Reported as for the initial sync, with the ratios.
 
+**One member that never answers** (``hung``): the factory over the same ``--clusters`` members,
+with and without one more member, ``member-hung``, whose address accepts connections and never
+answers (a listener in the contender's process that takes each connection and holds it). Each
+run is a fresh child process, the two alternating, ``--repeat`` times. Counted: the time until
+every healthy member's informer synced and the handler got all of its initial adds, then the
+handler latency p50/p99 of the healthy members' updates while the server streams ``--rate`` a
+second for ``--before`` seconds. The run with the hung member must match the run without it
+(the ratios; the issue's bar is 1.1x): its requests time out on their own and retry with
+backoff while the others go on.
+
 Run ``python benchmarks/bench_fleet.py [--json] [--quick] [--clusters N] [--objects N]
-[--repeat R] [--tenants N] [--tenant-objects N] [--only sync,engage,logical]``.
+[--repeat R] [--tenants N] [--tenant-objects N] [--only sync,engage,logical,hung]``.
 """
 
 from __future__ import annotations
@@ -94,6 +104,8 @@ TENANT_OBJECTS = 100
 FLAT = "flat"  # the logical cluster (and its namespace) the plain informer lists
 LOGICAL_CONTENDERS = ("plain", "plain + cluster indexes", 'cluster="*"')
 EXTRA = "member-extra"  # the member engaged while the others run
+HUNG = "member-hung"  # the member whose address accepts connections and never answers
+HUNG_CONTENDERS = ("without", "with a hung member")
 
 
 def member_names(count: int) -> list[str]:
@@ -459,6 +471,104 @@ def _engage_child(conn: Connection, contender: str, url: str, members: list[str]
         api_client.close()
 
 
+class _BlackHole:
+    """A loopback listener that accepts every connection and never answers; ``close`` ends it."""
+
+    def __init__(self) -> None:
+        import socket
+
+        self._listener = socket.create_server(("127.0.0.1", 0))
+        self.url = f"http://127.0.0.1:{self._listener.getsockname()[1]}"
+        self._held: list[Any] = []
+        self._thread = threading.Thread(target=self._accept, name="bench-black-hole", daemon=True)
+        self._thread.start()
+
+    def _accept(self) -> None:
+        while True:
+            try:
+                connection, _ = self._listener.accept()
+            except OSError:
+                return
+            self._held.append(connection)
+
+    def close(self) -> None:
+        self._listener.close()
+        for connection in self._held:
+            connection.close()
+        self._thread.join(5)
+
+
+def _hung_child(conn: Connection, contender: str, url: str, members: list[str], objects: int) -> None:
+    """Child process: the factory over ``members`` (and, for the second contender, a member that
+    never answers); sends the healthy members' sync time, then their update latencies."""
+    logging.basicConfig(level=logging.ERROR)
+    from kinformer import (
+        ClusterEventHandler,
+        Context,
+        GroupVersionResource,
+        MultiClusterInformerFactory,
+        StaticClusterProvider,
+    )
+
+    gvr = GroupVersionResource(*CONFIGMAPS)
+    clients = {name: _api_client(f"{url}/clusters/{name}") for name in members}
+    hole = None
+    if contender != HUNG_CONTENDERS[0]:
+        hole = _BlackHole()
+        clients[HUNG] = _api_client(hole.url)
+    samples: list[float] = []
+    added: dict[str, int] = {name: 0 for name in members}
+    lock = threading.Lock()
+    measuring = threading.Event()
+
+    class Handler(ClusterEventHandler):
+        def on_add(self, cluster: str, obj: Any, is_in_initial_list: bool = False) -> None:
+            with lock:
+                added[cluster] = added.get(cluster, 0) + 1
+
+        def on_update(self, cluster: str, old: Any, new: Any) -> None:
+            sent = (new["metadata"].get("annotations") or {}).get(SENT_ANNOTATION)
+            if sent is not None and measuring.is_set():
+                latency = time.time() - float(sent)
+                with lock:
+                    samples.append(latency)
+
+    factory = MultiClusterInformerFactory(StaticClusterProvider(clients))
+    configmaps = factory.for_resource(gvr)
+    configmaps.add_event_handler(Handler())
+    stop = Context("bench")
+    began = time.perf_counter()
+    factory.start(stop)
+
+    def healthy_synced() -> bool:
+        for name in members:
+            informer = configmaps.informer_for(name)
+            if informer is None or not informer.has_synced():
+                return False
+        with lock:
+            return all(added[name] >= objects for name in members)
+
+    _wait(healthy_synced, "healthy members' sync")
+    seconds = time.perf_counter() - began
+    status = configmaps.cluster_status().get(HUNG)
+    conn.send({"sync_seconds": seconds,
+               "hung_status": None if status is None else {"synced": status.synced,
+                                                            "error": repr(status.last_error)}})
+    conn.recv()  # the server streams from here
+    measuring.set()
+    conn.recv()  # the server stopped streaming
+    measuring.clear()
+    with lock:
+        taken = list(samples)
+    conn.send(_percentiles(taken))
+    stop.cancel()
+    factory.shutdown()
+    for api_client in clients.values():
+        api_client.close()
+    if hole is not None:
+        hole.close()
+
+
 def _percentiles(latencies: list[float]) -> dict[str, float]:
     if not latencies:
         return {"count": 0}
@@ -564,6 +674,43 @@ def measure_engage(server: FleetServer, members: list[str], objects: int, engage
     return result
 
 
+def measure_hung(server: FleetServer, members: list[str], objects: int, rate: float, before: float,
+                 repeat: int) -> dict[str, Any]:
+    runs: dict[str, list[dict[str, Any]]] = {name: [] for name in HUNG_CONTENDERS}
+    for _ in range(repeat):
+        for contender in HUNG_CONTENDERS:
+            parent, child = multiprocessing.Pipe()
+            process = multiprocessing.get_context("spawn").Process(
+                target=_hung_child, args=(child, contender, server.url, members, objects), daemon=True)
+            process.start()
+            try:
+                found: dict[str, Any] = parent.recv()
+                server.call("stream", members, objects, rate)
+                parent.send("go")
+                threading.Event().wait(before)
+                server.call("stop_stream")
+                parent.send("stop")
+                found["latency"] = parent.recv()
+            finally:
+                process.join(60)
+                if process.is_alive():
+                    process.terminate()
+            runs[contender].append(found)
+    without, hung = HUNG_CONTENDERS
+
+    def best(name: str, pick: Any) -> float:
+        return float(min(pick(r) for r in runs[name]))
+
+    sync = {n: best(n, lambda r: r["sync_seconds"]) for n in HUNG_CONTENDERS}
+    p50 = {n: statistics.median(r["latency"]["p50_ms"] for r in runs[n]) for n in HUNG_CONTENDERS}
+    p99 = {n: statistics.median(r["latency"]["p99_ms"] for r in runs[n]) for n in HUNG_CONTENDERS}
+    return {"name": "hung", "clusters": len(members), "objects_per_cluster": objects, "rate": rate,
+            "sync_seconds": sync, "p50_ms": p50, "p99_ms": p99,
+            "ratio": {"sync": sync[hung] / sync[without], "p50": p50[hung] / p50[without],
+                      "p99": p99[hung] / p99[without]},
+            "runs": runs}
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--json", action="store_true")
@@ -579,7 +726,7 @@ def main() -> None:
                         help=f"logical clusters seen through one informer (default {TENANTS})")
     parser.add_argument("--tenant-objects", type=int, default=None,
                         help=f"ConfigMaps a logical cluster (default {TENANT_OBJECTS})")
-    parser.add_argument("--only", default="sync,engage,logical")
+    parser.add_argument("--only", default="sync,engage,logical,hung")
     args = parser.parse_args()
     objects = args.objects or (200 if args.quick else OBJECTS)
     repeat = args.repeat or (1 if args.quick else REPEAT)
@@ -597,6 +744,8 @@ def main() -> None:
         if "engage" in only:
             results.append(measure_engage(server, members, objects, engage_objects, args.rate, before,
                                           rounds))
+        if "hung" in only:
+            results.append(measure_hung(server, members, objects, args.rate, before, repeat))
         server_rss = server.call("rss")
     if "logical" in only:
         tenant_objects = args.tenant_objects or (20 if args.quick else TENANT_OBJECTS)
@@ -639,6 +788,15 @@ def main() -> None:
             print(f'  cluster="*" / plain + cluster indexes: time {ratio["seconds"]:.2f}x, '
                   f'cpu {ratio["cpu_seconds"]:.2f}x, settled RSS {ratio["settled_rss"]:.3f}x, '
                   f'growth {ratio["growth"]:.3f}x')
+        elif r["name"] == "hung":
+            print(f"{r['clusters']} members x {r['objects_per_cluster']} ConfigMaps, with and without one "
+                  f"member that never answers (sync: best of {repeat}; latency: median of runs):")
+            for name in HUNG_CONTENDERS:
+                print(f"  {name:<28} sync {r['sync_seconds'][name]:6.2f} s  p50 {r['p50_ms'][name]:7.2f} ms  "
+                      f"p99 {r['p99_ms'][name]:7.2f} ms")
+            ratio = r["ratio"]
+            print(f"  hung / without: sync {ratio['sync']:.2f}x, p50 {ratio['p50']:.2f}x, "
+                  f"p99 {ratio['p99']:.2f}x")
         else:
             print(f"engaging a member of {r['engage_objects']} ConfigMaps while {r['clusters']} stream "
                   f"{r['rate']:g} updates/s:")
