@@ -220,6 +220,20 @@ def test_the_first_known_provider_is_used_and_cluster_info_only_when_asked(
     assert [run["info"]["spec"] for run in plugin.runs("quiet-plugin")] == [{"interactive": False}]
 
 
+def test_the_profiles_tls_server_name_is_the_name_checked(
+    hub: FakeAPIServer, members: dict[str, FakeAPIServer], plugin: Plugin, start: Any,
+) -> None:
+    offered = profile("team-a", "member", members["east"])
+    offered["status"]["accessProviders"][0]["cluster"]["tls-server-name"] = "elsewhere.example"
+    hub.create(PROFILES, offered)
+    factory, configmaps, _recorder = start([plugin.provider("token-plugin")])
+    assert wait_for(lambda: factory.clusters() == ["team-a/member"], timeout=TIMEOUT)
+    assert wait_for(lambda: configmaps.cluster_status()["team-a/member"].last_error is not None,
+                    timeout=TIMEOUT)
+    assert "elsewhere.example" in str(configmaps.cluster_status()["team-a/member"].last_error)
+    assert not configmaps.has_synced()
+
+
 def test_a_profile_whose_control_plane_is_unhealthy_disengages_and_comes_back(
     hub: FakeAPIServer, members: dict[str, FakeAPIServer], plugin: Plugin, start: Any,
 ) -> None:
@@ -415,6 +429,7 @@ def test_a_client_certificate_is_handed_over_in_private_files_removed_at_the_end
         engaged: list[tuple[str, Any]] = []
         provider = ClusterProfileProvider(api_client, "team-a",
                                           access_providers=[plugin.provider("cert-plugin", "certificate")])
+        assert not provider.has_synced()
         with running(lambda stop: provider.run(stop, lambda n, c: engaged.append((n, c)), lambda n: None)):
             assert wait_for(provider.has_synced, timeout=TIMEOUT)
             [(name, member_client)] = engaged
