@@ -13,6 +13,7 @@ watches the profiles through a kinformer informer, as ``KubeconfigSecretProvider
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import json
 import logging
@@ -46,11 +47,48 @@ def cluster_profiles(version: str = "v1alpha1") -> GroupVersionResource:
     return GroupVersionResource(GROUP, version, "clusterprofiles")
 
 
+ARGS_EXTENSION = "clusterprofiles.multicluster.x-k8s.io/exec/additional-args"  # KEP-5339's
+ENVS_EXTENSION = "clusterprofiles.multicluster.x-k8s.io/exec/additional-envs"  # KEP-5339's
+ARGS_POLICIES = ("Ignore", "Append")
+ENVS_POLICIES = ("Ignore", "AppendIfNotExists", "Replace")
+
+
 class AccessProvider(NamedTuple):
-    """One access provider the consumer knows: its name and its plugin."""
+    """One access provider the consumer knows: its name, its plugin, and what a profile may
+    add to the plugin's arguments and environment (KEP-5339's policies; by default nothing)."""
 
     name: str
     exec_config: exec_credential.ExecConfig
+    args_policy: str = "Ignore"
+    envs_policy: str = "Ignore"
+
+    def exec_config_for(self, cluster: Mapping[str, Any]) -> exec_credential.ExecConfig:
+        """The plugin as run for a profile's ``cluster``: its :data:`ARGS_EXTENSION` appended to
+        the arguments under ``Append``; its :data:`ENVS_EXTENSION` added to the environment,
+        never over the consumer's variables under ``AppendIfNotExists``, over them under
+        ``Replace``. An extension of the wrong shape raises
+        :class:`~kinformer.ConfigurationError`."""
+        config = self.exec_config
+        for extension in cluster.get("extensions") or ():
+            if not isinstance(extension, Mapping):
+                continue
+            value = extension.get("extension")
+            if extension.get("name") == ARGS_EXTENSION and self.args_policy == "Append":
+                if not isinstance(value, list) or not all(isinstance(a, str) for a in value):
+                    raise errors.ConfigurationError(
+                        f"the {ARGS_EXTENSION} extension is not a list of strings")
+                config = dataclasses.replace(config, args=(*config.args, *value))
+            elif extension.get("name") == ENVS_EXTENSION and self.envs_policy != "Ignore":
+                if not isinstance(value, Mapping) or not all(
+                        isinstance(k, str) and k and isinstance(v, str) for k, v in value.items()):
+                    raise errors.ConfigurationError(
+                        f"the {ENVS_EXTENSION} extension is not a mapping of names to strings")
+                env = dict(config.env)
+                for name, setting in value.items():
+                    if self.envs_policy == "Replace" or name not in env:
+                        env[name] = setting
+                config = dataclasses.replace(config, env=tuple(env.items()))
+        return config
 
 
 def access_providers_from(value: Any) -> list[AccessProvider]:
@@ -70,7 +108,15 @@ def access_providers_from(value: Any) -> list[AccessProvider]:
             raise errors.ConfigurationError(f"access_providers names {name!r} twice")
         config = exec_credential.ExecConfig.from_dict(
             entry.get("execConfig"), f"access_providers[{i}].execConfig")
-        found.append(AccessProvider(name, config))
+        policies = []
+        for key, allowed in (("profileSourcedCLIArgsPolicy", ARGS_POLICIES),
+                             ("profileSourcedEnvVarsPolicy", ENVS_POLICIES)):
+            policy = entry.get(key) or "Ignore"
+            if policy not in allowed:
+                raise errors.ConfigurationError(
+                    f"access_providers[{i}].{key} must be one of {', '.join(allowed)}, got {policy!r}")
+            policies.append(policy)
+        found.append(AccessProvider(name, config, *policies))
     if not found:
         raise errors.ConfigurationError("access_providers is empty: no profile could be reached")
     return found
@@ -89,7 +135,10 @@ class ClusterProfileProvider:
     (:class:`~kinformer.clusters.exec_credential.ExecConfig`) the token or client
     certificate. The plugin runs when the profile engages (with ``spec.cluster`` in
     ``KUBERNETES_EXEC_INFO`` when ``provideClusterInfo`` is true) and again on the first
-    request after its credential's ``expirationTimestamp`` has passed.
+    request after its credential's ``expirationTimestamp`` has passed. A consumer's entry may
+    let the profile add to the plugin's arguments and environment
+    (``profileSourcedCLIArgsPolicy``, ``profileSourcedEnvVarsPolicy``: see
+    :meth:`AccessProvider.exec_config_for`); by default it adds nothing.
 
     A profile engages while its ``ControlPlaneHealthy`` condition is not ``False`` (a profile
     without conditions engages), disengages when it becomes ``False`` or the profile is
@@ -213,7 +262,7 @@ class _ProfileHandler:
 
     def __init__(self, known: list[AccessProvider], plugin_timeout: float, retry_period: float,
                  engage: Engage, disengage: Disengage) -> None:
-        self._known = {provider.name: provider.exec_config for provider in known}
+        self._known = {provider.name: provider for provider in known}
         self._plugin_timeout = plugin_timeout
         self._retry_period = retry_period
         self._engage = engage
@@ -261,9 +310,10 @@ class _ProfileHandler:
         failed = self._failed.get(cluster)
         if failed is not None and failed.digest == digest and time.monotonic() < failed.retry_at:
             return  # its plugin failed: tried again once the backoff passed (or the details change)
-        source = exec_credential.ExecCredentialSource(
-            self._known[provider], details, f"ClusterProfile {cluster}", timeout=self._plugin_timeout)
         try:
+            source = exec_credential.ExecCredentialSource(
+                self._known[provider].exec_config_for(details), details, f"ClusterProfile {cluster}",
+                timeout=self._plugin_timeout)
             api_client = exec_credential.exec_api_client(details, source)
         except (errors.ExecPluginError, errors.ConfigurationError) as err:
             backoff = self._retry_period if failed is None or failed.digest != digest else min(

@@ -41,7 +41,8 @@ log = os.environ["PLUGIN_LOG"]
 before = sum(1 for _ in open(log)) if os.path.exists(log) else 0
 with open(log, "a") as f:
     f.write(json.dumps({"info": json.loads(os.environ.get("KUBERNETES_EXEC_INFO", "null")),
-                        "args": sys.argv[1:]}) + "\\n")
+                        "args": sys.argv[1:],
+                        "env": {k: os.environ.get(k) for k in ("EXTRA", "GREETING")}}) + "\\n")
 mode = os.environ.get("PLUGIN_MODE", "token")
 if mode == "exit" or (mode == "fail-first" and before == 0) or (mode == "expire-then-fail" and before):
     sys.stderr.write("plugin: the identity service said no\\n")
@@ -73,13 +74,15 @@ class Plugin:
         self.script.write_text(PLUGIN)
 
     def provider(self, name: str, mode: str = "token", token: str = TOKEN, *,
-                 provide_cluster_info: bool = True) -> dict[str, Any]:
-        """A consumer's access provider ``name`` running the script in ``mode``."""
-        return {"name": name, "execConfig": {
+                 provide_cluster_info: bool = True, **policies: str) -> dict[str, Any]:
+        """A consumer's access provider ``name`` running the script in ``mode``, with the
+        environment ``GREETING=consumer``; ``policies`` are KEP-5339's profile-sourced ones."""
+        return {"name": name, **policies, "execConfig": {
             "apiVersion": EXEC_API, "command": sys.executable, "args": [str(self.script), name],
             "env": [{"name": "PLUGIN_LOG", "value": str(self.directory / f"{name}.log")},
                     {"name": "PLUGIN_MODE", "value": mode},
-                    {"name": "PLUGIN_TOKEN", "value": token}],
+                    {"name": "PLUGIN_TOKEN", "value": token},
+                    {"name": "GREETING", "value": "consumer"}],
             "provideClusterInfo": provide_cluster_info, "interactiveMode": "Never"}}
 
     def runs(self, name: str) -> list[dict[str, Any]]:
@@ -92,7 +95,7 @@ class Plugin:
 
 def profile(namespace: str, name: str, member: FakeAPIServer | None, provider: str = "token-plugin",
             *, field: str = "accessProviders", healthy: str | None = None,
-            version: str = "v1alpha1") -> dict[str, Any]:
+            version: str = "v1alpha1", extensions: tuple[dict[str, Any], ...] = ()) -> dict[str, Any]:
     """A ClusterProfile offering ``member`` through access provider ``provider`` (in
     ``status.<field>``), with a ControlPlaneHealthy condition when ``healthy`` is given."""
     status: dict[str, Any] = {"version": {"kubernetes": "1.36.2"}}
@@ -100,7 +103,7 @@ def profile(namespace: str, name: str, member: FakeAPIServer | None, provider: s
         cluster = dict(member.kubeconfig()["clusters"][0]["cluster"])
         cluster["tls-server-name"] = "localhost"
         cluster["extensions"] = [{"name": "client.authentication.k8s.io/exec",
-                                  "extension": {"audience": name}}]
+                                  "extension": {"audience": name}}, *extensions]
         status[field] = [{"name": provider, "cluster": cluster}]
     if healthy is not None:
         status["conditions"] = [{"type": "ControlPlaneHealthy", "status": healthy, "reason": "Probed",
@@ -232,6 +235,44 @@ def test_the_profiles_tls_server_name_is_the_name_checked(
                     timeout=TIMEOUT)
     assert "elsewhere.example" in str(configmaps.cluster_status()["team-a/member"].last_error)
     assert not configmaps.has_synced()
+
+
+PROFILE_SOURCED = (
+    {"name": "clusterprofiles.multicluster.x-k8s.io/exec/additional-args", "extension": ["--region", "eu"]},
+    {"name": "clusterprofiles.multicluster.x-k8s.io/exec/additional-envs",
+     "extension": {"EXTRA": "from-profile", "GREETING": "profile", "PLUGIN_MODE": "exit"}},
+)
+
+
+@pytest.mark.parametrize(("policies", "args", "env"), [
+    ({}, ["ignoring"], {"EXTRA": None, "GREETING": "consumer"}),
+    ({"profileSourcedCLIArgsPolicy": "Append", "profileSourcedEnvVarsPolicy": "AppendIfNotExists"},
+     ["ignoring", "--region", "eu"], {"EXTRA": "from-profile", "GREETING": "consumer"}),
+])
+def test_a_profile_adds_plugin_arguments_and_environment_only_as_the_consumer_allows(
+    hub: FakeAPIServer, members: dict[str, FakeAPIServer], plugin: Plugin, start: Any,
+    policies: dict[str, str], args: list[str], env: dict[str, Any],
+) -> None:
+    hub.create(PROFILES, profile("team-a", "member", members["east"], "ignoring", extensions=PROFILE_SOURCED))
+    _factory, _configmaps, recorder = start([plugin.provider("ignoring", **policies)])
+    assert recorder.next() == ("add", "team-a/member", "app")  # PLUGIN_MODE=exit was not let in
+    [run] = plugin.runs("ignoring")
+    assert (run["args"], run["env"]) == (args, env)
+
+
+def test_replace_lets_the_profiles_environment_win(
+    hub: FakeAPIServer, members: dict[str, FakeAPIServer], plugin: Plugin, start: Any,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    hub.create(PROFILES, profile("team-a", "member", members["east"], "replacing",
+                                 extensions=PROFILE_SOURCED[1:]))
+    hub.create(PROFILES, profile("team-b", "member", members["west"], "token-plugin"))
+    _factory, _configmaps, recorder = start([
+        plugin.provider("replacing", profileSourcedEnvVarsPolicy="Replace"), plugin.provider("token-plugin")])
+    assert recorder.next() == ("add", "team-b/member", "app")
+    [run] = plugin.runs("replacing")
+    assert run["env"] == {"EXTRA": "from-profile", "GREETING": "profile"}
+    assert "ClusterProfile team-a/member skipped: access provider replacing: exec plugin" in caplog.text
 
 
 def test_a_profile_whose_control_plane_is_unhealthy_disengages_and_comes_back(
@@ -475,6 +516,8 @@ def test_bad_settings_are_refused(api_client: Any, plugin: Plugin) -> None:
             "command": "p", "apiVersion": "client.authentication.k8s.io/v1alpha1"}}]}, "apiVersion"),
         ({"access_providers": good, "namespace": ""}, "namespace must be None"),
         ({"access_providers": good, "version": "v1"}, "version must be one of"),
+        ({"access_providers": [dict(good[0], profileSourcedCLIArgsPolicy="Prepend")]},
+         "profileSourcedCLIArgsPolicy must be one of Ignore, Append"),
     ]
     for options, says in cases:
         with pytest.raises(ConfigurationError, match=says):
