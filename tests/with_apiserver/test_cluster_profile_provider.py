@@ -21,6 +21,7 @@ from kubernetes import client as k8s
 
 from kinformer import (
     ClusterProfileProvider,
+    ClusterProvider,
     ConfigurationError,
     ExecPluginError,
     GroupVersionResource,
@@ -522,6 +523,8 @@ def test_bad_settings_are_refused(api_client: Any, plugin: Plugin) -> None:
     for options, says in cases:
         with pytest.raises(ConfigurationError, match=says):
             ClusterProfileProvider(api_client, **options)
-    # KEP-5339's provider file reads as well
-    assert [p.name for p in ClusterProfileProvider(
-        api_client, access_providers={"providers": good}).access_providers] == ["token-plugin"]
+    # KEP-5339's provider file reads as well; the provider is a ClusterProvider, and says no token
+    provider = ClusterProfileProvider(api_client, access_providers={"providers": good})
+    assert [p.name for p in provider.access_providers] == ["token-plugin"]
+    assert isinstance(provider, ClusterProvider)
+    assert repr(provider) == "<ClusterProfileProvider v1alpha1 all namespaces providers=token-plugin>"
