@@ -59,6 +59,7 @@ from kinformer.client.listwatch import ListWatch
 from kinformer.cluster_handlers import ClusterEventHandler, ClusterEventHandlerFuncs
 from kinformer.clusters import (
     ClusterHandlerRegistration,
+    ClusterProfileProvider,
     ClusterProvider,
     ClusterStatus,
     KubeconfigContextsProvider,
@@ -75,6 +76,7 @@ from kinformer.errors import (
     ConflictError,
     ConnectionRefusedAPIError,
     DecodeError,
+    ExecPluginError,
     FIFOClosedError,
     ForbiddenError,
     GoneError,
@@ -275,6 +277,7 @@ __all__ = [  # noqa: RUF022 (grouped by area, as the API reference is)
     "with_cluster_indexes",
     # many clusters: member clusters that come and go
     "ClusterHandlerRegistration",
+    "ClusterProfileProvider",
     "ClusterProvider",
     "ClusterStatus",
     "KubeconfigContextsProvider",
@@ -295,6 +298,7 @@ __all__ = [  # noqa: RUF022 (grouped by area, as the API reference is)
     "ConflictError",
     "ConnectionRefusedAPIError",
     "DecodeError",
+    "ExecPluginError",
     "FIFOClosedError",
     "ForbiddenError",
     "GoneError",

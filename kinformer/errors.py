@@ -21,6 +21,7 @@
         ConnectionRefusedAPIError(ConnectionRefusedError)   nothing listens: back off, retry
       TerminalError                         raised by a reconciler: log it, do not retry
       LeaderElectionError                   a leader's lease is overdue (a failing health check)
+      ExecPluginError                       an exec credential plugin failed, or gave no credential
       APIError(status, reason, body)        an API server answered with an error Status
         BadRequestError                       400
         UnauthorizedError                     401
@@ -137,6 +138,15 @@ class ConnectionRefusedAPIError(TransportError, ConnectionRefusedError):
 
 class TerminalError(KinformerError):
     """Raised by a reconciler for a failure that retrying cannot fix: log it, do not requeue."""
+
+
+class ExecPluginError(KinformerError):
+    """An exec credential plugin (``client.authentication.k8s.io``) did not give a credential.
+
+    It could not be started, exited non-zero, ran past its timeout, or printed something that
+    is not an ``ExecCredential`` with a token or a client certificate. The message says which,
+    and never quotes the plugin's output (it holds the credential).
+    """
 
 
 class LeaderElectionError(KinformerError):

@@ -1,7 +1,8 @@
 """Member clusters that come and go: providers, and informers across every engaged cluster.
 
 fleet's and multicluster-runtime's model on kinformer's informers. A cluster provider
-(``provider.py``, ``kubeconfig.py``) reports clusters joining, changing and leaving; the
+(``provider.py``, ``kubeconfig.py``, ``cluster_profile.py`` with ``exec_credential.py``)
+reports clusters joining, changing and leaving; the
 :class:`~kinformer.MultiClusterInformerFactory` (``factory.py``) runs, per engaged cluster, an
 ordinary :class:`~kinformer.DynamicSharedInformerFactory` under a child context of its own
 (``member.py``), and each :class:`~kinformer.MultiClusterInformer` (``informer.py``) serves
@@ -10,6 +11,7 @@ one resource type across them, delivering to each handler on one thread of its o
 and lister it reads through sit in ``cache/``.
 """
 
+from kinformer.clusters.cluster_profile import ClusterProfileProvider
 from kinformer.clusters.factory import MultiClusterInformerFactory
 from kinformer.clusters.informer import ClusterHandlerRegistration, ClusterStatus, MultiClusterInformer
 from kinformer.clusters.kubeconfig import KubeconfigContextsProvider, KubeconfigSecretProvider
@@ -17,6 +19,7 @@ from kinformer.clusters.provider import ClusterProvider, StaticClusterProvider
 
 __all__ = [
     "ClusterHandlerRegistration",
+    "ClusterProfileProvider",
     "ClusterProvider",
     "ClusterStatus",
     "KubeconfigContextsProvider",
