@@ -9,10 +9,10 @@ arguments), leaving nothing behind. With ``--logical-clusters`` it serves kcp's
 (:func:`all_clusters_context`; :data:`ALL_CLUSTERS_CONTEXT` by default).
 
 Without ``--kubeconfig`` the kubeconfig goes in a ``kinformer-serve-*`` temporary directory,
-removed at exit; one left by a serve killed outright (``SIGKILL``) is removed by the next serve
-to start (see :mod:`kinformer.testing._tempdirs`), as is a dead server's TLS directory. With
-``--kubeconfig`` no temporary directory is made at all (with ``--token`` the server's TLS
-material still is).
+removed at exit and locked by this process while it runs; one left by a serve killed outright
+(``SIGKILL``), its lock released by the kernel, is removed by the next serve to start, as is a
+dead server's TLS directory. With ``--kubeconfig`` no temporary directory is made at all (with
+``--token`` the server's TLS material still is).
 """
 
 from __future__ import annotations
