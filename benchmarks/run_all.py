@@ -24,7 +24,7 @@ from typing import Any
 
 HERE = Path(__file__).resolve().parent
 BENCHMARKS = ("indexer", "fifo", "workqueue", "apiserver", "informer", "watch", "memory",
-              "leaderelection", "scale", "fleet", "gaps")
+              "leaderelection", "scale", "fleet", "gaps", "cluster_shards")
 TIMEOUT = 3600.0  # seconds per benchmark
 
 
@@ -157,6 +157,10 @@ def summary(name: str, result: dict[str, Any]) -> list[str]:
         for measure, (low, high) in result["ranges"].items():
             lines.append(f"  {measure:<28} {low:.2f}-{high:.2f}x the floor "
                          f"(target {result['targets'][measure]}x)")
+    elif name == "cluster_shards":
+        for hash_name, (low, high) in result["worst"].items():
+            lines.append(f"  {hash_name:<18} every shard {low:.2f}-{high:.2f}x its fair share "
+                         f"({result['names_per_family']} names of each family, 2-4 shards)")
     elif name == "leaderelection":
         traffic = result["traffic"]
         lines.append(f"  Lease writes/min: leader {traffic['leader_writes_per_min']:.1f}, per replica "

@@ -135,7 +135,7 @@ from kinformer.metrics import (
 )
 from kinformer.processor import ResourceEventHandlerRegistration
 from kinformer.reflector import Reflector
-from kinformer.sharding import ShardSelector, fnv1a_64
+from kinformer.sharding import ShardSelector, cluster_shard_hash, fnv1a_64
 from kinformer.transforms import chain, strip_managed_fields
 from kinformer.workqueue import (
     BucketRateLimiter,
@@ -259,6 +259,7 @@ __all__ = [  # noqa: RUF022 (grouped by area, as the API reference is)
     # sharding across replicas
     "ShardCoordinator",
     "ShardSelector",
+    "cluster_shard_hash",
     "fnv1a_64",
     # many clusters: cluster-aware keys, indexes, listers and handlers
     "ALL_LOGICAL_CLUSTERS",

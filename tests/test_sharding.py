@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import itertools
+from collections.abc import Callable
 
 import pytest
 
 import kinformer
 from kinformer import errors
-from kinformer.sharding import HASH_SPACE, ShardSelector, fnv1a_64
+from kinformer.sharding import HASH_SPACE, ShardSelector, cluster_shard_hash, fnv1a_64
 
 HALF = "shardRange(object.metadata.uid, '0x0000000000000000', '0x8000000000000000')"
 
@@ -26,6 +27,60 @@ def obj(uid: str, namespace: str = "ns") -> dict[str, object]:
 )
 def test_fnv1a_64_is_the_standard_64_bit_hash_of_the_utf8_bytes(value: str, expected: int) -> None:
     assert fnv1a_64(value) == expected
+
+
+# -- placing clusters: cluster_shard_hash ---------------------------------------------------------
+
+FAMILIES = {  # 200 cluster names each, as fleets name their members
+    "member-N": [f"member-{n}" for n in range(1, 201)],
+    "cluster-NN": [f"cluster-{n:02d}" for n in range(1, 201)],
+    "prod-eu-N": [f"prod-eu-{n}" for n in range(1, 201)],
+}
+
+
+def shares(hash_name: Callable[[str], int], names: list[str], count: int) -> list[float]:
+    """Each of ``count`` equal shards' number of ``names``, over its fair share."""
+    shards = [ShardSelector.for_shard(index, count) for index in range(count)]
+    return [sum(shard.matches_hash(hash_name(name)) for name in names) * count / len(names)
+            for shard in shards]
+
+
+@pytest.mark.parametrize(
+    ("name", "expected"),
+    [("", 0xE4A6A0577479B2B4), ("member-1", 0xF4E9CEAE644084C4), ("member-2", 0xCE67E94906B530D5)],
+)
+def test_cluster_shard_hash_is_blake2b_with_an_8_byte_digest_read_big_endian(
+    name: str, expected: int,
+) -> None:
+    # fixed values: every replica, in any process or version, places a cluster alike
+    assert cluster_shard_hash(name) == expected
+    assert kinformer.cluster_shard_hash is cluster_shard_hash
+
+
+@pytest.mark.parametrize("count", [2, 3, 4])
+@pytest.mark.parametrize("family", sorted(FAMILIES))
+def test_cluster_names_split_between_equal_shards_within_half_and_one_and_a_half_fair_shares(
+    family: str, count: int,
+) -> None:
+    found = shares(cluster_shard_hash, FAMILIES[family], count)
+    assert all(0.5 <= share <= 1.5 for share in found), found
+
+
+def test_fnv1a_64_would_leave_shards_of_clusters_empty() -> None:
+    # why clusters are not placed by the objects' hash: names that differ at the end stay together
+    for count in (3, 4):
+        assert min(shares(fnv1a_64, FAMILIES["member-N"], count)) == 0
+    assert shares(fnv1a_64, [f"member-{n}" for n in range(1, 21)], 2) == [2.0, 0.0]
+
+
+@pytest.mark.parametrize("family", sorted(FAMILIES))
+def test_cluster_names_that_differ_in_one_character_land_far_apart(family: str) -> None:
+    names = FAMILIES[family]
+    pairs = list(itertools.pairwise(names))
+    bits = [bin(cluster_shard_hash(a) ^ cluster_shard_hash(b)).count("1") for a, b in pairs]
+    assert sum(bits) / len(bits) > 28  # about half of 64 bits; FNV-1a moves about 11
+    same_top_byte = sum(cluster_shard_hash(a) >> 56 == cluster_shard_hash(b) >> 56 for a, b in pairs)
+    assert same_top_byte <= len(pairs) // 20  # FNV-1a keeps it in 196 of 199 pairs
 
 
 def test_the_canonical_form_reads_back_to_an_equal_hashable_selector() -> None:

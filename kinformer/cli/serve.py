@@ -1,32 +1,44 @@
 """``kinformer serve``: run a FakeAPIServer in the foreground until Ctrl-C or SIGTERM.
 
-Writes a kubeconfig for it (kubectl, client-go and the Python client work unchanged), logs the
-URL, and exits 0 after a clean stop. A start that fails prints one ``error:`` line and exits 1
-(cannot listen, cannot write the kubeconfig) or 2 (bad arguments), leaving nothing behind. With
-``--logical-clusters`` it serves kcp's ``/clusters/<name>`` paths, and the kubeconfig gains a
-context for ``/clusters/*`` (:data:`ALL_CLUSTERS_CONTEXT`).
+Writes a kubeconfig for it (kubectl, client-go and the Python client work unchanged), whose
+cluster, user and context are named ``--context`` (default ``kinformer``) so that several
+servers' kubeconfigs merge, logs the URL, and exits 0 after a clean stop. A start that fails
+prints one ``error:`` line and exits 1 (cannot listen, cannot write the kubeconfig) or 2 (bad
+arguments), leaving nothing behind. With ``--logical-clusters`` it serves kcp's
+``/clusters/<name>`` paths, and the kubeconfig gains a context for ``/clusters/*``
+(:func:`all_clusters_context`; :data:`ALL_CLUSTERS_CONTEXT` by default).
+
+Without ``--kubeconfig`` the kubeconfig goes in a ``kinformer-serve-*`` temporary directory,
+removed at exit and locked by this process while it runs; one left by a serve killed outright
+(``SIGKILL``), its lock released by the kernel, is removed by the next serve to start, as is a
+dead server's TLS directory. With ``--kubeconfig`` no temporary directory is made at all (with
+``--token`` the server's TLS material still is).
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import logging
 import os
 import signal
 import sys
-import tempfile
 import threading
 from types import FrameType
 from typing import Any
 
 from kinformer.cli import options
-from kinformer.testing.apiserver import FakeAPIServer
+from kinformer.testing import _tempdirs
+from kinformer.testing.apiserver import TLS_DIR_PREFIX, FakeAPIServer
 
 log = logging.getLogger(__name__)
 
 TOKEN_ENV = "KINFORMER_SERVE_TOKEN"
-ALL_CLUSTERS_CONTEXT = "kinformer-all-clusters"  # with --logical-clusters: list and watch all
+CONTEXT = "kinformer"  # the default name of the kubeconfig's cluster, user and context
+ALL_CLUSTERS_SUFFIX = "-all-clusters"  # with --logical-clusters: the context to list and watch all
+ALL_CLUSTERS_CONTEXT = CONTEXT + ALL_CLUSTERS_SUFFIX
+DIR_PREFIX = "kinformer-serve-"  # the temporary directory of a kubeconfig written without a path
 EXIT_OK = 0
 EXIT_ERROR = 1  # cannot listen, or cannot write the kubeconfig
 EXIT_USAGE = 2
@@ -43,6 +55,19 @@ def _port(text: str) -> int:
     return port
 
 
+def _name(text: str) -> str:
+    """An argparse type: a kubeconfig entry's name (not empty, no surrounding blanks)."""
+    if not text.strip() or text != text.strip():
+        raise argparse.ArgumentTypeError(f"invalid name {text!r}: must be non-empty, without "
+                                         "leading or trailing blanks")
+    return text
+
+
+def all_clusters_context(name: str = CONTEXT) -> str:
+    """The context that lists and watches every logical cluster: ``NAME-all-clusters``."""
+    return name + ALL_CLUSTERS_SUFFIX
+
+
 def add_parser(subparsers: Any) -> None:
     """Register ``serve`` and its options."""
     parser: argparse.ArgumentParser = subparsers.add_parser(
@@ -52,6 +77,9 @@ def add_parser(subparsers: Any) -> None:
     parser.add_argument("--port", type=_port, default=0, help="port (default: any free port)")
     parser.add_argument("--kubeconfig", default="",
                         help="where to write the kubeconfig (default: a file in a temp dir)")
+    parser.add_argument("--context", type=_name, default=CONTEXT, metavar="NAME",
+                        help="name of the kubeconfig's cluster, user and context, so that several "
+                        f"servers' kubeconfigs merge with KUBECONFIG=a:b (default {CONTEXT})")
     parser.add_argument("--token", default=os.environ.get(TOKEN_ENV),
                         help="require this bearer token; serves HTTPS with a throwaway CA "
                         f"(default: ${TOKEN_ENV}, which keeps it out of process listings)")
@@ -65,7 +93,7 @@ def add_parser(subparsers: Any) -> None:
     parser.add_argument("--logical-clusters", action="store_true",
                         help="serve kcp's logical clusters: URL/clusters/NAME for one, "
                         f"URL/clusters/* to list and watch all (kubeconfig context "
-                        f"{ALL_CLUSTERS_CONTEXT})")
+                        f"NAME{ALL_CLUSTERS_SUFFIX}, default {ALL_CLUSTERS_CONTEXT})")
     parser.set_defaults(func=run)
 
 
@@ -92,6 +120,8 @@ def run(args: argparse.Namespace) -> int:
         if not os.path.isdir(folder):
             return _error(f"cannot write the kubeconfig {args.kubeconfig}: "
                           f"the directory {folder} does not exist")
+    for prefix in (DIR_PREFIX, TLS_DIR_PREFIX):  # left by a serve killed outright: removed now
+        _tempdirs.sweep(prefix)
     stop = threading.Event()
 
     def on_signal(signum: int, frame: FrameType | None) -> None:
@@ -108,10 +138,13 @@ def run(args: argparse.Namespace) -> int:
         except (OSError, OverflowError) as err:  # in use, no such address, not allowed
             reason = getattr(err, "strerror", None) or err
             return _error(f"cannot listen on {args.host}:{args.port}: {reason}")
-        with tempfile.TemporaryDirectory(prefix="kinformer-serve-") as tmp:
-            path = args.kubeconfig or os.path.join(tmp, "kubeconfig")
+        with contextlib.ExitStack() as cleanup:
+            path = args.kubeconfig
+            if not path:
+                folder = cleanup.enter_context(_tempdirs.OwnedDirectory(DIR_PREFIX))
+                path = os.path.join(folder, "kubeconfig")
             try:
-                write_kubeconfig(server, path)
+                write_kubeconfig(server, path, args.context)
             except OSError as err:
                 return _error(f"cannot write the kubeconfig {path}: {err.strerror or err}")
             print(f"kinformer serve: {server.url} kubeconfig={path}", flush=True)  # said once
@@ -125,25 +158,45 @@ def run(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-def kubeconfig(server: FakeAPIServer) -> dict[str, Any]:
-    """The server's kubeconfig; with logical clusters, plus the context
-    :data:`ALL_CLUSTERS_CONTEXT` for ``/clusters/*`` (the current context stays the root's)."""
-    document = server.kubeconfig()
+def kubeconfig(server: FakeAPIServer, name: str = CONTEXT) -> dict[str, Any]:
+    """The server's kubeconfig, its cluster, user and context named ``name``; with logical
+    clusters, plus the context :func:`all_clusters_context` for ``/clusters/*`` (the current
+    context stays the root's)."""
+    document = _named(server.kubeconfig(), name)
     if server.logical_clusters:
-        across = server.kubeconfig("*")
-        cluster = dict(across["clusters"][0], name=ALL_CLUSTERS_CONTEXT)
-        context = {"name": ALL_CLUSTERS_CONTEXT,
-                   "context": dict(across["contexts"][0]["context"], cluster=ALL_CLUSTERS_CONTEXT)}
-        document["clusters"].append(cluster)
-        document["contexts"].append(context)
+        across = _named(server.kubeconfig("*"), all_clusters_context(name))
+        document["clusters"] += across["clusters"]
+        document["contexts"].append(dict(across["contexts"][0], context=dict(
+            across["contexts"][0]["context"], user=name)))  # one user: one set of credentials
     return document
 
 
-def write_kubeconfig(server: FakeAPIServer, path: str) -> None:
-    """Write :func:`kubeconfig` to ``path`` with owner-only permissions (it may hold the token)."""
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-    with os.fdopen(fd, "w") as f:
-        json.dump(kubeconfig(server), f, indent=2)
+def _named(document: dict[str, Any], name: str) -> dict[str, Any]:
+    """``document`` (one cluster, user and context) with all three and the current context
+    named ``name``."""
+    cluster, = document["clusters"]
+    user, = document["users"]
+    context, = document["contexts"]
+    return dict(
+        document, clusters=[dict(cluster, name=name)], users=[dict(user, name=name)],
+        contexts=[{"name": name, "context": dict(context["context"], cluster=name, user=name)}],
+        **{"current-context": name})
+
+
+def write_kubeconfig(server: FakeAPIServer, path: str, name: str = CONTEXT) -> None:
+    """Write :func:`kubeconfig` to ``path`` with owner-only permissions (it may hold the token),
+    whole or not at all: it is written beside ``path`` and renamed over it, so a reader waiting
+    for the file never reads half of one."""
+    pending = f"{path}.{os.getpid()}.tmp"
+    fd = os.open(pending, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    try:
+        with os.fdopen(fd, "w") as f:
+            json.dump(kubeconfig(server, name), f, indent=2)
+        os.replace(pending, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(pending)
+        raise
 
 
 def _error(message: str) -> int:

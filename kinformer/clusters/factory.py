@@ -273,7 +273,7 @@ class MultiClusterInformerFactory:
 
     def _in_shard(self, name: str) -> bool:
         shard = self._shard
-        return shard is None or shard.matches_hash(sharding.fnv1a_64(name))
+        return shard is None or shard.matches_hash(sharding.cluster_shard_hash(name))
 
     def _attach_locked(self, name: str, api_client: Any) -> None:
         """Engage ``name``: a member with every resource's informer and handlers, started."""

@@ -25,13 +25,13 @@ import json
 import os
 import socket
 import ssl
-import tempfile
 import threading
 from collections.abc import Iterable, Iterator, Mapping
 from typing import Any
 
 from kinformer import _checks, _gc, _threads, errors
 from kinformer.gvr import GroupVersionResource, KubeObject
+from kinformer.testing import _tempdirs
 from kinformer.testing._apiserver import (
     clusters,
     records,
@@ -47,6 +47,7 @@ from kinformer.testing._apiserver.clusters import ROOT, WILDCARD
 from kinformer.testing._apiserver.resources import ResourceType
 from kinformer.testing._apiserver.status import StatusError
 
+TLS_DIR_PREFIX = "kinformer-apiserver-"  # with a token: the TLS material, in an OwnedDirectory
 POLL_INTERVAL = 0.05  # how long stop() may wait for the accept loop to notice
 
 
@@ -177,11 +178,11 @@ class FakeAPIServer:
         self._lifecycle = threading.Lock()  # guards _server, _thread, _port
         self._server: _HTTPServer | None = None
         self._thread: threading.Thread | None = None
-        self._tls_dir: tempfile.TemporaryDirectory[str] | None = None
+        self._tls_dir: _tempdirs.OwnedDirectory | None = None
         self._tls: tls.Material | None = None
         self._context: ssl.SSLContext | None = None
         if token is not None:
-            self._tls_dir = tempfile.TemporaryDirectory(prefix="kinformer-apiserver-")
+            self._tls_dir = _tempdirs.OwnedDirectory(TLS_DIR_PREFIX)
             self._tls = tls.generate(self._tls_dir.name, host)
             self._context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
             self._context.load_cert_chain(self._tls.cert, self._tls.key)

@@ -16,7 +16,7 @@ from kinformer import (
     Context,
     GroupVersionResource,
     ShardSelector,
-    fnv1a_64,
+    cluster_shard_hash,
 )
 from kinformer.clusters.provider import Disengage, Engage
 from kinformer.testing import FakeAPIServer
@@ -121,7 +121,7 @@ class DrivenProvider:
 def excluding(*names: str) -> ShardSelector:
     """A shard of every hash but those of ``names``."""
     ranges, start = [], 0
-    for point in sorted(fnv1a_64(name) for name in names):
+    for point in sorted(cluster_shard_hash(name) for name in names):
         if point > start:
             ranges.append((start, point))
         start = point + 1

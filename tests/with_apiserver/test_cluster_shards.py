@@ -18,11 +18,12 @@ from kinformer import (
     ShardCoordinator,
     ShardSelector,
     StaticClusterProvider,
-    fnv1a_64,
+    cluster_shard_hash,
 )
 from kinformer.testing import FakeAPIServer, wait_for
 
 CLUSTERS = [f"cluster-{n}" for n in range(1, 10)]
+MEMBERS = [f"member-{n}" for n in range(1, 13)]  # names that differ at the end only
 LEASE, RENEW = 1.0, 0.2  # short, so membership settles within a test
 
 
@@ -30,10 +31,11 @@ class Replica:
     """One process of a sharded deployment: a multi-cluster factory over the whole fleet, whose
     shard of clusters its ShardCoordinator sets."""
 
-    def __init__(self, identity: str, hub: FakeAPIServer, fleet: FakeAPIServer) -> None:
+    def __init__(self, identity: str, hub: FakeAPIServer, fleet: FakeAPIServer,
+                 clusters: list[str] = CLUSTERS) -> None:
         self.identity = identity
         self.hub_client = hub.api_client()
-        self.clients = {name: fleet.api_client(cluster=name) for name in CLUSTERS}
+        self.clients = {name: fleet.api_client(cluster=name) for name in clusters}
         self.factory = MultiClusterInformerFactory(StaticClusterProvider(self.clients))
         self.factory.set_cluster_shard(ShardSelector.empty())  # nothing until the group says
         self.owned: list[ShardSelector] = []  # every shard the coordinator gave it
@@ -67,27 +69,27 @@ class Replica:
 
 @pytest.fixture
 def fleet() -> Iterator[FakeAPIServer]:
-    """Nine member clusters behind one server (logical clusters), each holding ``default/app``."""
+    """Member clusters behind one server (logical clusters), each holding ``default/app``."""
     with FakeAPIServer(logical_clusters=True) as server:
-        for name in CLUSTERS:
+        for name in CLUSTERS + MEMBERS:
             server.create(CONFIGMAPS, cm("app", None, "default"), cluster=name)
         yield server
 
 
-def split_once(replicas: list[Replica]) -> bool:
+def split_once(replicas: list[Replica], clusters: list[str] = CLUSTERS) -> bool:
     """Every replica synced, and every cluster engaged and cached by exactly one of them."""
     if not all(r.factory.has_synced() for r in replicas):
         return False
     engaged = sorted(c for r in replicas for c in r.factory.clusters())
     cached = sorted(c for r in replicas for c in r.cached())
-    return engaged == cached == CLUSTERS
+    return engaged == cached == sorted(clusters)
 
 
-def owns_its_shard(replica: Replica) -> bool:
+def owns_its_shard(replica: Replica, clusters: list[str] = CLUSTERS) -> bool:
     """The replica engages exactly the clusters whose name hashes into its coordinator's shard."""
     shard = replica.coordinator.selector()
-    return replica.factory.clusters() == [
-        c for c in CLUSTERS if shard.matches_hash(fnv1a_64(c))]
+    return replica.factory.clusters() == sorted(
+        c for c in clusters if shard.matches_hash(cluster_shard_hash(c)))
 
 
 def test_replicas_split_the_fleet_and_take_over_from_one_that_leaves(
@@ -106,6 +108,22 @@ def test_replicas_split_the_fleet_and_take_over_from_one_that_leaves(
         assert wait_for(lambda: split_once(replicas) and all(
             len(r.coordinator.members()) == 2 for r in replicas), TIMEOUT)
         assert all(owns_its_shard(r) for r in replicas)
+    finally:
+        for replica in replicas:
+            replica.leave()
+
+
+def test_members_whose_names_differ_at_the_end_spread_over_every_replica(
+    apiserver: FakeAPIServer, fleet: FakeAPIServer,
+) -> None:
+    # placed by fnv1a_64, member-1..12 all hashed into one third: two replicas would idle
+    replicas = [Replica(f"replica-{n}", apiserver, fleet, MEMBERS) for n in range(1, 4)]
+    try:
+        assert wait_for(lambda: all(len(r.coordinator.members()) == 3 for r in replicas), TIMEOUT)
+        assert wait_for(lambda: split_once(replicas, MEMBERS), TIMEOUT)
+        held = sorted(len(r.factory.clusters()) for r in replicas)
+        assert held[0] >= 1 and held[-1] <= 1.5 * len(MEMBERS) / len(replicas), held
+        assert all(owns_its_shard(r, MEMBERS) for r in replicas)
     finally:
         for replica in replicas:
             replica.leave()
