@@ -70,6 +70,7 @@ from kinformer.clusters import (
 from kinformer.context import Context, as_context, context_for_channel
 from kinformer.errors import (
     AlreadyStartedError,
+    AmbiguousNameError,
     APIError,
     ConfigurationError,
     ConflictError,
@@ -291,6 +292,7 @@ __all__ = [  # noqa: RUF022 (grouped by area, as the API reference is)
     # errors
     "APIError",
     "AlreadyStartedError",
+    "AmbiguousNameError",
     "ConfigurationError",
     "ConflictError",
     "ConnectionRefusedAPIError",
