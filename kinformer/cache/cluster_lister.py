@@ -9,6 +9,9 @@ dispatches to the indexer of the cluster asked for, with no merged copy. Either 
 ``cluster(name)`` is an ordinary :class:`~kinformer.GenericLister` whose every call touches
 that cluster's objects only, never a scan of the others; a cluster the lister does not hold
 answers as an empty one (lists are empty, ``get`` raises :class:`~kinformer.NotFoundError`).
+Across clusters, ``items`` pairs each object with its cluster, and a name asked for without a
+cluster is found in the one cluster holding it, or refused with
+:class:`~kinformer.AmbiguousNameError` when several do: never a guess.
 """
 
 from __future__ import annotations
