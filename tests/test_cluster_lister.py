@@ -251,6 +251,8 @@ def test_a_name_without_a_cluster_is_the_one_clusters_or_ambiguous() -> None:
             lister.by_namespace("kube").get("app")
         with pytest.raises(NotFoundError):
             lister.get("dns")
+        with pytest.raises(NotFoundError):
+            lister.get("a/b/c")
 
 
 def test_a_lookup_without_a_cluster_reads_no_clusters_objects(logical: NoScanIndexer) -> None:

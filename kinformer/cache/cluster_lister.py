@@ -109,7 +109,10 @@ class GenericClusterLister(GenericLister):
         """
         if "|" in name:
             return super().get(name)
-        namespace, plain = store.split_meta_namespace_key(name)
+        try:
+            namespace, plain = store.split_meta_namespace_key(name)
+        except errors.InvalidKeyError:  # no object has it, as a plain lister answers
+            raise lister.not_found(self._gvr, name) from None
         return self._only(namespace, plain, name)
 
     def by_namespace(self, namespace: str) -> GenericNamespaceLister:
