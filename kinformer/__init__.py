@@ -71,6 +71,7 @@ from kinformer.clusters import (
 from kinformer.context import Context, as_context, context_for_channel
 from kinformer.errors import (
     AlreadyStartedError,
+    AmbiguousNameError,
     APIError,
     ConfigurationError,
     ConflictError,
@@ -295,6 +296,7 @@ __all__ = [  # noqa: RUF022 (grouped by area, as the API reference is)
     # errors
     "APIError",
     "AlreadyStartedError",
+    "AmbiguousNameError",
     "ConfigurationError",
     "ConflictError",
     "ConnectionRefusedAPIError",

@@ -8,7 +8,9 @@ the two waits an application needs as awaitables:
 - :func:`wait_for_sync` polls ``has_synced()`` between ``asyncio.sleep`` calls (as client-go's
   ``WaitForCacheSync`` polls), so the loop keeps serving while the first list loads;
 - :func:`events` registers a handler on the informer and hands its notifications to the loop,
-  in order, as :class:`Event` values through an async iterator, :class:`EventStream`.
+  in order, as :class:`Event` values through an async iterator, :class:`EventStream`; each
+  names its cluster (``.cluster``) when the informer holds many, a cluster-aware informer or a
+  :class:`~kinformer.MultiClusterInformer`.
 
 The handler runs on its own delivery thread, as every handler of an informer does; it gives
 each notification to the loop with ``loop.call_soon_threadsafe``. At most ``maxsize`` of them
@@ -30,12 +32,12 @@ from __future__ import annotations
 import asyncio
 import threading
 import time
+from collections.abc import Callable
 from types import TracebackType
 from typing import Any, NamedTuple, Protocol
 
-from kinformer import _checks, handlers
+from kinformer import _checks, cluster_handlers, handlers
 from kinformer.informer import SharedIndexInformer
-from kinformer.processor import ResourceEventHandlerRegistration
 
 DEFAULT_MAXSIZE = 1000  # notifications waiting in a stream before the handler's thread waits
 ADDED, MODIFIED, DELETED = "ADDED", "MODIFIED", "DELETED"
@@ -77,11 +79,23 @@ class Event(NamedTuple):
     registration's replay), ``"MODIFIED"`` (``on_update``, resyncs included: ``object`` is the
     new state) or ``"DELETED"`` (``on_delete``: ``object`` is the object's last known state,
     unwrapped from a :class:`~kinformer.DeletedFinalStateUnknown`, or the tombstone itself when
-    it knows no state). ``object`` is the cached object: treat it as read-only.
+    it knows no state). ``object`` is the cached object: treat it as read-only. ``cluster`` is
+    where it happened: ``""`` for an informer of one cluster, the object's logical cluster for a
+    cluster-aware informer (its ``kcp.io/cluster`` annotation), the member cluster for a
+    :class:`~kinformer.MultiClusterInformer`.
     """
 
     type: str
     object: Any
+    cluster: str = ""
+
+
+class _Informer(Protocol):
+    """What a stream registers on: a SharedIndexInformer or a MultiClusterInformer."""
+
+    def add_event_handler(self, handler: Any) -> Any: ...
+
+    def remove_event_handler(self, registration: Any) -> None: ...
 
 
 class EventStream:
@@ -93,20 +107,16 @@ class EventStream:
     the informer stops. See the module docstring for back-pressure.
     """
 
-    def __init__(self, informer: SharedIndexInformer, maxsize: int = DEFAULT_MAXSIZE) -> None:
+    def __init__(self, informer: _Informer, maxsize: int = DEFAULT_MAXSIZE) -> None:
         self._maxsize = _checks.integer("maxsize", maxsize, minimum=1)
+        handler = _handler_for(informer, self._offer)
         self._loop = asyncio.get_running_loop()
         self._queue: asyncio.Queue[Event | None] = asyncio.Queue()  # None: closed
         self._room = threading.Condition()  # guards _waiting, _closed
         self._waiting = 0  # events handed to the loop and not yet read: at most maxsize
         self._closed = False
         self._informer = informer
-        self._registration: ResourceEventHandlerRegistration | None = informer.add_event_handler(
-            handlers.ResourceEventHandlerFuncs(
-                add_func=lambda obj: self._offer(Event(ADDED, obj)),
-                update_func=lambda old, new: self._offer(Event(MODIFIED, new)),
-                delete_func=lambda obj: self._offer(Event(DELETED, _deleted(obj))),
-            ))
+        self._registration: Any = informer.add_event_handler(handler)
 
     # -- the handler's side: its delivery thread --
 
@@ -170,17 +180,39 @@ class EventStream:
         await self.aclose()
 
 
-def events(informer: SharedIndexInformer, maxsize: int = DEFAULT_MAXSIZE) -> EventStream:
+def events(informer: Any, maxsize: int = DEFAULT_MAXSIZE) -> EventStream:
     """An :class:`EventStream` of ``informer``'s notifications, registered at once.
 
-    Call it from a coroutine (it binds to the running loop). Like any handler added to a
-    running informer, it first gets ``"ADDED"`` for every cached object. At most ``maxsize``
-    notifications (an integer ``>= 1``, else :class:`~kinformer.ConfigurationError`) wait
-    unread; then the handler's delivery thread waits for the consumer. Registering waits, at
-    most, for the batch of changes the informer is applying. Raises
-    :class:`~kinformer.StoppedError` for an informer that has stopped.
+    ``informer`` is a :class:`~kinformer.SharedIndexInformer` (each event's ``cluster`` is
+    ``""``, or the object's logical cluster when the informer is cluster-aware) or a
+    :class:`~kinformer.MultiClusterInformer` (the member cluster; a cluster that is disengaged
+    leaves the stream without an event), else TypeError. Call it from a coroutine (it binds to
+    the running loop). Like any handler added to a running informer, it first gets ``"ADDED"``
+    for every cached object. At most ``maxsize`` notifications (an integer ``>= 1``, else
+    :class:`~kinformer.ConfigurationError`) wait unread; then the handler's delivery thread
+    waits for the consumer. Registering waits, at most, for the batch of changes the informer
+    is applying. Raises :class:`~kinformer.StoppedError` for an informer that has stopped.
     """
     return EventStream(informer, maxsize)
+
+
+def _handler_for(informer: Any, offer: Callable[[Event], None]) -> Any:
+    """The handler that offers ``informer``'s notifications as events naming their cluster."""
+    if isinstance(informer, SharedIndexInformer) and not informer.cluster_aware:
+        return handlers.ResourceEventHandlerFuncs(
+            add_func=lambda obj: offer(Event(ADDED, obj)),
+            update_func=lambda old, new: offer(Event(MODIFIED, new)),
+            delete_func=lambda obj: offer(Event(DELETED, _deleted(obj))),
+        )
+    # a cluster-aware informer tells a cluster handler each object's cluster (its annotation),
+    # a multi-cluster informer (the one other thing with informer_for) the member's name
+    if isinstance(informer, SharedIndexInformer) or callable(getattr(informer, "informer_for", None)):
+        return cluster_handlers.ClusterEventHandlerFuncs(
+            add_func=lambda cluster, obj: offer(Event(ADDED, obj, cluster)),
+            update_func=lambda cluster, old, new: offer(Event(MODIFIED, new, cluster)),
+            delete_func=lambda cluster, obj: offer(Event(DELETED, _deleted(obj), cluster)),
+        )
+    raise TypeError(f"aio.events takes a SharedIndexInformer or a MultiClusterInformer, not {informer!r}")
 
 
 def _deleted(obj: Any) -> Any:

@@ -3,6 +3,9 @@
 A :class:`ClusterEventHandler` receives ``on_add(cluster, obj)``, ``on_update(cluster, old,
 new)``, ``on_delete(cluster, obj)`` and ``on_disengaged(cluster)`` (a member cluster left: forget
 its objects, which were not deleted); :class:`ClusterEventHandlerFuncs` adapts plain functions.
+A :class:`PerClusterHandler` is the other way to hear the cluster from a multi-cluster informer:
+an ordinary handler that makes one of itself per member cluster (``for_cluster(cluster)``), as
+the controller's :class:`~kinformer.EnqueueRequestForObject` does to queue keys that name it.
 Informers deliver plain notifications (``handlers.py``), so two adapters turn a cluster handler
 into an ordinary :class:`~kinformer.ResourceEventHandler`: :class:`ClusterBoundHandler` for an
 informer of one member cluster (the multi-cluster informer of ``clusters/``), and
@@ -14,11 +17,12 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable
-from typing import Any
+from typing import Any, Protocol, runtime_checkable
 
 from kinformer import errors
 from kinformer.cache import cluster as _cluster
 from kinformer.cache import store
+from kinformer.handlers import ResourceEventHandler
 
 log = logging.getLogger(__name__)
 
@@ -27,6 +31,7 @@ __all__ = [
     "ClusterBoundHandler",
     "ClusterEventHandler",
     "ClusterEventHandlerFuncs",
+    "PerClusterHandler",
     "cluster_of_notification",
 ]
 
@@ -97,6 +102,22 @@ class ClusterEventHandlerFuncs(ClusterEventHandler):
         funcs = [n for n in ("add_func", "update_func", "delete_func", "disengaged_func")
                  if getattr(self, n) is not None]
         return f"<ClusterEventHandlerFuncs {', '.join(funcs) or 'none'}>"
+
+
+@runtime_checkable
+class PerClusterHandler(Protocol):
+    """An ordinary handler that a multi-cluster informer makes one of per member cluster.
+
+    multicluster-runtime's handler factories (``func(clusterName, cluster) EventHandler``): when
+    a cluster is engaged, the informer calls ``for_cluster(cluster)`` once and delivers that
+    cluster's notifications to the handler it returns, called as usual (``on_add(obj,
+    is_in_initial_list)``, ...), so it knows its cluster without a cluster argument. A
+    :class:`ClusterEventHandler` is never treated as one. An ordinary informer ignores
+    ``for_cluster`` and calls the handler itself. ``for_cluster`` is called with the informer's
+    lock held: it must return at once and not raise.
+    """
+
+    def for_cluster(self, cluster: str) -> ResourceEventHandler: ...
 
 
 def _check(handler: Any) -> ClusterEventHandler:

@@ -14,6 +14,7 @@
       IndexerConflictError(ValueError)      add_indexers with a name that exists
       KeyFuncError(KeyError)                an object has no metadata to key by
       InvalidKeyError(ValueError)           a store key that is not [cluster|][namespace/]name
+      AmbiguousNameError(LookupError)       a name without its cluster that several clusters hold
       FIFOClosedError                       DeltaFIFO.pop on a closed, drained queue
       DecodeError(ValueError)               an undecodable body or watch line
       VeryShortWatchError                   a watch closed within a second with no events
@@ -111,6 +112,26 @@ class KeyFuncError(KinformerError, KeyError):
 class InvalidKeyError(KinformerError, ValueError):
     """A store key that is neither ``"name"`` nor ``"namespace/name"``, each optionally
     prefixed ``"<cluster>|"`` (a cluster-aware key)."""
+
+
+class AmbiguousNameError(KinformerError, LookupError):
+    """A lookup by name across clusters found the name in several of them: name the cluster.
+
+    Raised by :class:`~kinformer.GenericClusterLister` for ``get(name)`` or
+    ``by_namespace(ns).get(name)`` without a cluster when more than one cluster holds
+    the object. ``resource``, ``key`` (``"namespace/name"`` or ``"name"``) and ``clusters``
+    (sorted) say what was asked and where it was found.
+    """
+
+    def __init__(self, resource: str, key: str, clusters: list[str]) -> None:
+        self.resource = resource
+        self.key = key
+        self.clusters = sorted(clusters)
+        named = ", ".join(c or '""' for c in self.clusters)
+        first = next((c for c in self.clusters if c), "")  # one "" needs no prefix: show another
+        super().__init__(
+            f'{resource} "{key}" is in {len(self.clusters)} clusters ({named}): ask for one, with '
+            f'a cluster-aware key ("{first}|{key}") or cluster(name)')
 
 
 class FIFOClosedError(KinformerError):

@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 from helpers import TIMEOUT, cm
 
-from kinformer import ClusterEventHandler, ResourceEventHandlerFuncs
+from kinformer import ClusterEventHandler, ResourceEventHandlerDetailedFuncs, ResourceEventHandlerFuncs
 from kinformer.clusters.delivery import Engagement, HandlerDelivery
 from kinformer.testing import wait_for
 
@@ -129,3 +129,45 @@ def test_close_drops_the_buffer_and_ends_the_thread(delivery: HandlerDelivery, g
     forward.on_add(cm("d"), False)
     delivery.start()  # closed: starts nothing
     assert calls(delivery) == [("add", "one", "a")]
+
+
+class PerCluster:
+    """A PerClusterHandler: each cluster's handler records its cluster and the plain arguments."""
+
+    def __init__(self) -> None:
+        self.seen: list[tuple[Any, ...]] = []
+        self.made: list[str] = []
+
+    def for_cluster(self, cluster: str) -> ResourceEventHandlerDetailedFuncs:
+        self.made.append(cluster)
+        return ResourceEventHandlerDetailedFuncs(
+            add_func=lambda o, initial: self.seen.append(("add", cluster, o["metadata"]["name"], initial)),
+            delete_func=lambda o: self.seen.append(("delete", cluster, o["metadata"]["name"])))
+
+    def on_add(self, obj: Any, is_in_initial_list: bool) -> None:
+        raise AssertionError("a per-cluster handler is called through the handler it made")
+
+    def on_update(self, old: Any, new: Any) -> None:
+        raise AssertionError("a per-cluster handler is called through the handler it made")
+
+    def on_delete(self, obj: Any) -> None:
+        raise AssertionError("a per-cluster handler is called through the handler it made")
+
+
+def test_a_per_cluster_handler_makes_one_handler_per_engagement_called_as_usual() -> None:
+    handler = PerCluster()
+    delivery = HandlerDelivery(handler, "v1/configmaps")
+    to_one, to_two = delivery.forwarder(Engagement("one")), delivery.forwarder(Engagement("two"))
+    assert handler.made == ["one", "two"]
+    delivery.start()
+    try:
+        to_one.on_add(cm("a"), True)
+        to_two.on_add(cm("a"), False)
+        to_two.on_delete(cm("a"))
+        assert wait_for(lambda: len(handler.seen) == 3)
+        assert wait_for(lambda: delivery.pending_initial() == 0)
+    finally:
+        delivery.close()
+        assert delivery.thread is not None
+        delivery.thread.join(TIMEOUT)
+    assert handler.seen == [("add", "one", "a", True), ("add", "two", "a", False), ("delete", "two", "a")]

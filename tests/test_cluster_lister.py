@@ -12,6 +12,7 @@ from kinformer import (
     CLUSTER_INDEX,
     LOGICAL_CLUSTER_ANNOTATION,
     NAMESPACE_INDEX,
+    AmbiguousNameError,
     ConfigurationError,
     GenericClusterLister,
     GenericLister,
@@ -200,3 +201,74 @@ def test_a_cluster_lister_is_a_generic_lister_across_clusters_keyed_by_cluster()
         assert len(lister.by_namespace("default").list()) == 2
         assert keys(lister.by_namespace("kube").list()) == ["kube/dns"]
     assert members.get("west|default/app")["metadata"]["labels"] == {"tier": "web"}
+
+
+# -- items, lookups without a cluster, and each cluster's own keys ------------------------------
+
+
+def both_kinds() -> list[GenericClusterLister]:
+    """``default/app`` in two clusters, ``kube/dns`` and the cluster-scoped ``node`` in one: over
+    one cluster-aware indexer (``root:a``, ``root:b``) and over member indexers (``east``, ``west``)."""
+    logical = Indexer(cluster_aware_key_func, {**CLUSTER_INDEXES, NAMESPACE_INDEX: meta_namespace_index_func})
+    for obj in (in_cluster("root:a", "app", tier="web"), in_cluster("root:b", "app"),
+                in_cluster("root:b", "dns", "kube"), in_cluster("root:a", "node", "")):
+        logical.add(obj)
+    members = GenericClusterLister.from_cluster_indexers(
+        {"west": member_indexer(cm("app", namespace="default"), cm("dns", namespace="kube")),
+         "east": member_indexer(cm("app", namespace="default", tier="web"), cm("node", namespace=""))},
+        CONFIGMAPS)
+    return [GenericClusterLister(logical, CONFIGMAPS), members]
+
+
+def test_items_pair_every_object_with_its_cluster() -> None:
+    logical, members = both_kinds()
+    for lister, (one, two) in ((logical, ("root:a", "root:b")), (members, ("east", "west"))):
+        assert [(c, o["metadata"]["name"]) for c, o in lister.items()] == [
+            (one, "app"), (one, "node"), (two, "app"), (two, "dns")]
+        assert [(c, o["metadata"]["name"]) for c, o in lister.items("tier=web")] == [(one, "app")]
+        assert [(c, o["metadata"]["name"]) for c, o in lister.by_namespace("default").items()] == [
+            (one, "app"), (two, "app")]
+        assert [c for c, _ in lister.by_namespace("kube").items()] == [two]
+    # member objects carry no cluster annotation: only items() tells whose they are
+    assert [c for c, o in members.items() if o["metadata"]["name"] == "app"] == ["east", "west"]
+
+
+def test_a_name_without_a_cluster_is_the_one_clusters_or_ambiguous() -> None:
+    logical, members = both_kinds()
+    for lister, (one, two) in ((logical, ("root:a", "root:b")), (members, ("east", "west"))):
+        named = f'"default/app" is in 2 clusters [(]{one}, {two}[)]'
+        with pytest.raises(AmbiguousNameError, match=named) as info:
+            lister.by_namespace("default").get("app")
+        assert isinstance(info.value, LookupError) and info.value.clusters == [one, two]
+        with pytest.raises(AmbiguousNameError, match=named):
+            lister.get("default/app")
+        assert lister.by_namespace("kube").get("dns") is lister.get(f"{two}|kube/dns")
+        assert lister.get("kube/dns") is lister.get(f"{two}|kube/dns")
+        assert lister.get("node") is lister.get(f"{one}|node")  # cluster-scoped: a plain name
+        with pytest.raises(NotFoundError):
+            lister.get("default/db")
+        with pytest.raises(NotFoundError):
+            lister.by_namespace("kube").get("app")
+        with pytest.raises(NotFoundError):
+            lister.get("dns")
+        with pytest.raises(NotFoundError):
+            lister.get("a/b/c")
+
+
+def test_a_lookup_without_a_cluster_reads_no_clusters_objects(logical: NoScanIndexer) -> None:
+    lister = GenericClusterLister(logical, CONFIGMAPS)  # list() and list_keys() fail the test
+    with pytest.raises(AmbiguousNameError):
+        lister.by_namespace("default").get("app")
+    assert lister.get("node-b")["metadata"]["annotations"][LOGICAL_CLUSTER_ANNOTATION] == "root:b"
+    assert logical.index_reads == []
+
+
+def test_a_one_cluster_lister_takes_its_own_cluster_aware_keys_and_no_other() -> None:
+    logical, members = both_kinds()
+    for lister, (one, two) in ((logical, ("root:a", "root:b")), (members, ("east", "west"))):
+        view = lister.cluster(one)
+        assert view.get(f"{one}|default/app") is view.get("default/app")
+        assert view.get(f"{one}|node") is view.get("node")
+        for other in (f"{two}|default/app", "a|b|c", f"{one}|a/b/c"):
+            with pytest.raises(NotFoundError):
+                view.get(other)

@@ -160,3 +160,48 @@ def test_the_event_handler_enqueues_object_keys() -> None:
     assert [queue.get()[0] for _ in range(3)] == ["default/a", "default/b", "default/c"]
     assert len(queue) == 0
     queue.shut_down()
+
+
+def in_cluster(cluster: str, name: str, namespace: str = "default") -> dict[str, object]:
+    return {"metadata": {"namespace": namespace, "name": name, "annotations": {"kcp.io/cluster": cluster}}}
+
+
+def queued(queue: RateLimitingQueue[str]) -> list[str]:
+    keys = [queue.get()[0] for _ in range(len(queue))]
+    queue.shut_down()
+    return [k for k in keys if k is not None]
+
+
+def test_the_event_handler_keys_name_the_cluster_an_object_names() -> None:
+    queue: RateLimitingQueue[str] = RateLimitingQueue(clock=FakeClock())
+    handler = Controller("keys", Reconciles(), queue=queue).event_handler()
+    handler.on_add(in_cluster("root:a", "app"), True)
+    handler.on_add(in_cluster("root:b", "app"), True)
+    handler.on_delete(DeletedFinalStateUnknown("root:b|default/gone", None))
+    # an informer of one logical cluster keys its cache without the cluster; its tombstone
+    # gets the cluster of its last known object, as that object's other events did
+    handler.on_delete(DeletedFinalStateUnknown("default/old", in_cluster("root:a", "old")))
+    handler.on_delete(DeletedFinalStateUnknown("default/plain", {"metadata": {"name": "plain"}}))
+    assert queued(queue) == ["root:a|default/app", "root:b|default/app", "root:b|default/gone",
+                             "root:a|default/old", "default/plain"]
+
+
+def test_the_event_handler_of_a_member_cluster_queues_keys_naming_it() -> None:
+    queue: RateLimitingQueue[str] = RateLimitingQueue(clock=FakeClock())
+    handler = Controller("keys", Reconciles(), queue=queue).event_handler()
+    east, west = handler.for_cluster("east"), handler.for_cluster("west")
+    app = {"metadata": {"namespace": "default", "name": "app"}}
+    east.on_add(app, True)
+    west.on_update(app, app)
+    west.on_delete(DeletedFinalStateUnknown("default/gone", None))
+    east.on_add({"metadata": {"name": "node"}}, False)
+    handler.for_cluster("a|b").on_add(app, False)  # no key could name it: logged, skipped
+    assert queued(queue) == ["east|default/app", "west|default/app", "west|default/gone", "east|node"]
+
+
+def test_a_key_func_given_is_used_everywhere_as_before() -> None:
+    queue: RateLimitingQueue[str] = RateLimitingQueue(clock=FakeClock())
+    handler = Controller("keys", Reconciles(), queue=queue).event_handler(lambda obj: obj["metadata"]["name"])
+    assert handler.for_cluster("east") is handler
+    handler.on_add(in_cluster("root:a", "app"), False)
+    assert queued(queue) == ["app"]

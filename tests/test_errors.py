@@ -85,3 +85,11 @@ def test_builtin_bases_let_callers_catch_broadly() -> None:
     assert str(errors.IndexerError("Index with name x does not exist")) == (
         "Index with name x does not exist"
     )
+
+
+def test_an_ambiguous_name_is_a_lookup_error_naming_its_clusters() -> None:
+    err = errors.AmbiguousNameError("configmaps", "default/app", ["root:b", "root:a"])
+    assert isinstance(err, errors.KinformerError) and isinstance(err, LookupError)
+    assert err.clusters == ["root:a", "root:b"]
+    assert str(err) == ('configmaps "default/app" is in 2 clusters (root:a, root:b): ask for one, '
+                        'with a cluster-aware key ("root:a|default/app") or cluster(name)')

@@ -100,6 +100,17 @@ def test_get_of_a_cluster_scoped_object_uses_its_bare_name() -> None:
     assert GenericLister(idx, GroupVersionResource("", "v1", "nodes")).get("node-1") is node
 
 
+def test_get_of_a_cluster_aware_key_finds_the_object_of_that_cluster_under_its_plain_key() -> None:
+    idx = store.Indexer()  # an informer of one logical cluster: plain keys, annotated objects
+    app = cm("app", namespace="default", annotations={"kcp.io/cluster": "root:a"})
+    idx.add(app)
+    lister = GenericLister(idx, CONFIGMAPS)
+    assert lister.get("root:a|default/app") is app
+    for other in ("root:b|default/app", "root:a|default/db", "a|b|c"):
+        with pytest.raises(errors.NotFoundError):
+            lister.get(other)
+
+
 def test_missing_object_raises_not_found_worded_like_the_api_server(indexer: store.Indexer) -> None:
     with pytest.raises(errors.NotFoundError) as info:
         GenericLister(indexer, CONFIGMAPS).by_namespace("a").get("x")

@@ -85,6 +85,11 @@ def test_split_key_rejects_more_than_one_slash() -> None:
         split_meta_namespace_key("a/b/c")
 
 
+def test_split_key_refuses_a_cluster_aware_key_that_it_would_split_wrongly() -> None:
+    with pytest.raises(errors.InvalidKeyError, match="cluster-aware key: split it with split_cluster_aware"):
+        split_meta_namespace_key("root:a|default/app")  # else namespace "root:a|default"
+
+
 def test_object_name_prints_and_parses_like_a_key() -> None:
     assert str(ObjectName("ns", "a")) == "ns/a"
     assert str(ObjectName("", "a")) == "a"

@@ -9,6 +9,9 @@ dispatches to the indexer of the cluster asked for, with no merged copy. Either 
 ``cluster(name)`` is an ordinary :class:`~kinformer.GenericLister` whose every call touches
 that cluster's objects only, never a scan of the others; a cluster the lister does not hold
 answers as an empty one (lists are empty, ``get`` raises :class:`~kinformer.NotFoundError`).
+Across clusters, ``items`` pairs each object with its cluster, and a name asked for without a
+cluster is found in the one cluster holding it, or refused with
+:class:`~kinformer.AmbiguousNameError` when several do: never a guess.
 """
 
 from __future__ import annotations
@@ -19,8 +22,8 @@ from typing import Any
 
 from kinformer import errors, meta
 from kinformer.cache import cluster as _cluster
-from kinformer.cache import store
-from kinformer.cache.lister import GenericLister
+from kinformer.cache import labels, lister, store
+from kinformer.cache.lister import GenericLister, GenericNamespaceLister, SelectorArg
 from kinformer.gvr import GroupVersionResource
 
 __all__ = ["GenericClusterLister"]
@@ -40,7 +43,13 @@ class GenericClusterLister(GenericLister):
     It is a :class:`~kinformer.GenericLister` across every cluster, so it goes wherever one is
     expected: ``list`` spans the clusters, ``get`` takes a cluster-aware key
     (``"root:a|default/app"``, see :func:`~kinformer.to_cluster_aware_key`), and
-    ``by_namespace(ns)`` lists that namespace of every cluster.
+    ``by_namespace(ns)`` lists that namespace of every cluster. :meth:`items` pairs each object
+    with its cluster, which ``list`` cannot tell for member clusters (their objects carry no
+    annotation). A key or name without a cluster (``get("app")``, ``get("default/app")``,
+    ``by_namespace("default").get("app")``) is looked up in every cluster: the object when
+    exactly one cluster holds it, :class:`~kinformer.AmbiguousNameError` when several do,
+    :class:`~kinformer.NotFoundError` when none does; one dictionary lookup per cluster, never a
+    scan of their objects.
 
     >>> from kinformer import (CLUSTER_AND_NAMESPACE_INDEX, CLUSTER_INDEX,
     ...     LOGICAL_CLUSTER_ANNOTATION, GroupVersionResource, Indexer,
@@ -56,6 +65,12 @@ class GenericClusterLister(GenericLister):
     (2, 1)
     >>> lister.cluster("root:b").by_namespace("default").get("app")["metadata"]["annotations"]
     {'kcp.io/cluster': 'root:b'}
+    >>> [cluster for cluster, obj in lister.items()]
+    ['root:a', 'root:b']
+    >>> lister.by_namespace("default").get("app")
+    Traceback (most recent call last):
+    ...
+    kinformer.errors.AmbiguousNameError: configmaps "default/app" is in 2 clusters (root:a, root:b): ...
     """
 
     __slots__ = ("_indexers",)
@@ -85,6 +100,32 @@ class GenericClusterLister(GenericLister):
         self._gvr = gvr
         return self
 
+    def get(self, name: str) -> Any:
+        """The object of a cluster-aware key (``"root:a|default/app"``), or of a key without a
+        cluster (``"default/app"``, ``"app"``) when exactly one cluster holds it.
+
+        :class:`~kinformer.NotFoundError` when the key's cluster (or every cluster) lacks it;
+        :class:`~kinformer.AmbiguousNameError` when a key without a cluster is in several.
+        """
+        if "|" in name:
+            return super().get(name)
+        try:
+            namespace, plain = store.split_meta_namespace_key(name)
+        except errors.InvalidKeyError:  # no object has it, as a plain lister answers
+            raise lister.not_found(self._gvr, name) from None
+        return self._only(namespace, plain, name)
+
+    def by_namespace(self, namespace: str) -> GenericNamespaceLister:
+        """A lister of ``namespace`` in every cluster: ``list`` spans them, ``get(name)`` is the
+        object when exactly one cluster holds ``namespace/name`` (see :meth:`get`), and
+        ``items`` pairs each object with its cluster."""
+        return _ClusterNamespaceLister(self, namespace)
+
+    def items(self, selector: SelectorArg = None) -> builtins.list[tuple[str, Any]]:
+        """``(cluster, object)`` for every cached object whose labels match ``selector``
+        (None: all), cluster by cluster in name order."""
+        return self._items(None, selector)
+
     def cluster(self, name: str) -> GenericLister:
         """A lister of ``name``'s objects only (``list``, ``get``, ``by_namespace``); empty for a
         cluster this lister does not hold, and live: it follows the cluster leaving or joining."""
@@ -101,8 +142,70 @@ class GenericClusterLister(GenericLister):
             return sorted(self._indexer.list_index_func_values(_cluster.CLUSTER_INDEX))
         return sorted(self._indexers)
 
+    def _items(self, namespace: str | None, selector: SelectorArg) -> builtins.list[tuple[str, Any]]:
+        """``(cluster, object)`` pairs of ``namespace`` (None: all) that match ``selector``."""
+        parsed = labels.parse_selector(selector) if isinstance(selector, str) else selector
+        pairs: builtins.list[tuple[str, Any]] = []
+        for cluster in self.clusters():
+            view = self.cluster(cluster)
+            objs = view.list() if namespace is None else view.by_namespace(namespace).list()
+            pairs.extend((cluster, obj) for obj in lister.select(objs, parsed))
+        return pairs
+
+    def _holding(self, namespace: str, name: str) -> builtins.list[tuple[str, Any]]:
+        """``(cluster, object)`` for each cluster caching ``namespace/name``: one lookup each."""
+        found: builtins.list[tuple[str, Any]] = []
+        if self._indexers is None:
+            for cluster in self._indexer.list_index_func_values(_cluster.CLUSTER_INDEX):
+                obj = self._indexer.get_by_key(_cluster.to_cluster_aware_key(cluster, namespace, name))
+                if obj is not None:
+                    found.append((cluster, obj))
+            return found
+        key = _cluster.to_cluster_aware_key("", namespace, name)
+        for cluster in builtins.list(self._indexers):
+            indexer = self._indexers.get(cluster)  # None: it left since
+            obj = None if indexer is None else indexer.get_by_key(key)
+            if obj is not None:
+                found.append((cluster, obj))
+        return found
+
+    def _only(self, namespace: str, name: str, asked: str) -> Any:
+        """The one cluster's ``namespace/name``; NotFoundError for none, AmbiguousNameError for
+        several (``asked`` is what the caller named, for the error)."""
+        found = self._holding(namespace, name)
+        if len(found) == 1:
+            return found[0][1]
+        if not found:
+            raise lister.not_found(self._gvr, asked)
+        key = _cluster.to_cluster_aware_key("", namespace, name)
+        raise errors.AmbiguousNameError(self._gvr.group_resource, key, [c for c, _ in found])
+
     def __repr__(self) -> str:
         return f"<GenericClusterLister {self._gvr}>"
+
+
+class _ClusterNamespaceLister(GenericNamespaceLister):
+    """One namespace of every cluster of a :class:`GenericClusterLister`: lists as a
+    :class:`~kinformer.GenericNamespaceLister` does, looks names up across the clusters."""
+
+    __slots__ = ("_clusters",)
+
+    def __init__(self, clusters: GenericClusterLister, namespace: str) -> None:
+        super().__init__(clusters._indexer, clusters._gvr, namespace)
+        self._clusters = clusters
+
+    def get(self, name: str) -> Any:
+        """The object ``<namespace>/<name>`` when exactly one cluster holds it; NotFoundError
+        when none does, :class:`~kinformer.AmbiguousNameError` when several do."""
+        return self._clusters._only(self._namespace, name, name)
+
+    def items(self, selector: SelectorArg = None) -> builtins.list[tuple[str, Any]]:
+        """``(cluster, object)`` for every object of this namespace matching ``selector``
+        ("" namespace: every namespace), cluster by cluster in name order."""
+        return self._clusters._items(self._namespace or None, selector)
+
+    def __repr__(self) -> str:
+        return f"<GenericNamespaceLister {self._gvr} namespace={self._namespace!r} across clusters>"
 
 
 class _IndexedClusterView:
@@ -122,7 +225,10 @@ class _IndexedClusterView:
         return self._indexer.by_index(_cluster.CLUSTER_INDEX, self._cluster)  # type: ignore[no-any-return]
 
     def get_by_key(self, key: str) -> Any | None:
-        namespace, name = store.split_meta_namespace_key(key)
+        plain = _own_key(self._cluster, key)
+        if plain is None:
+            return None
+        namespace, name = store.split_meta_namespace_key(plain)
         return self._indexer.get_by_key(_cluster.to_cluster_aware_key(self._cluster, namespace, name))
 
     def get_indexers(self) -> Mapping[str, Any]:
@@ -188,7 +294,8 @@ class _MemberClusterView:
 
     def get_by_key(self, key: str) -> Any | None:
         indexer = self._indexers.get(self._cluster)
-        return None if indexer is None else indexer.get_by_key(key)
+        plain = _own_key(self._cluster, key)
+        return None if indexer is None or plain is None else indexer.get_by_key(plain)
 
     def get_indexers(self) -> Mapping[str, Any]:
         indexer = self._indexers.get(self._cluster)
@@ -197,3 +304,15 @@ class _MemberClusterView:
     def by_index(self, index_name: str, indexed_value: str) -> builtins.list[Any]:
         indexer = self._indexers.get(self._cluster)
         return [] if indexer is None else indexer.by_index(index_name, indexed_value)
+
+
+def _own_key(cluster: str, key: str) -> str | None:
+    """``key`` as one cluster's view keys it: a plain key as it is, a cluster-aware key of
+    ``cluster`` without its prefix; None for another cluster's key or one that does not parse."""
+    if "|" not in key:
+        return key
+    try:
+        owner, namespace, name = _cluster.split_cluster_aware_key(key)
+    except errors.InvalidKeyError:
+        return None
+    return _cluster.to_cluster_aware_key("", namespace, name) if owner == cluster else None

@@ -13,6 +13,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from kinformer import errors, meta
+from kinformer.cache import cluster as _cluster
 from kinformer.cache import labels, store
 from kinformer.gvr import GroupVersionResource
 
@@ -41,8 +42,16 @@ class GenericLister:
         return _select(self._indexer.list(), _parse(selector))
 
     def get(self, name: str) -> Any:
-        """The cached object keyed ``name``; raises NotFoundError when there is none."""
+        """The cached object keyed ``name``; raises NotFoundError when there is none.
+
+        A cluster-aware key (``"root:a|default/app"``, what a controller's default handler
+        queues for an object naming its logical cluster) also finds the object cached under its
+        plain key when that object names the same cluster: so over an informer of one logical
+        cluster, whose cache keys carry no cluster, ``get(key)`` finds what the key names.
+        """
         obj = self._indexer.get_by_key(name)
+        if obj is None and "|" in name:
+            obj = _of_named_cluster(self._indexer, name)
         if obj is None:
             raise not_found(self._gvr, name)
         return obj
@@ -96,6 +105,17 @@ class GenericNamespaceLister:
 
     def __repr__(self) -> str:
         return f"<GenericNamespaceLister {self._gvr} namespace={self._namespace!r}>"
+
+
+def _of_named_cluster(indexer: store.IndexedStore, key: str) -> Any | None:
+    """The object cached under the plain part of the cluster-aware ``key`` if it names the
+    key's cluster in its ``kcp.io/cluster`` annotation; else None."""
+    try:
+        cluster, namespace, name = _cluster.split_cluster_aware_key(key)
+    except errors.InvalidKeyError:
+        return None
+    obj = indexer.get_by_key(_cluster.to_cluster_aware_key("", namespace, name))
+    return obj if obj is not None and _cluster.cluster_of(obj) == cluster else None
 
 
 def not_found(gvr: GroupVersionResource, name: str) -> errors.NotFoundError:

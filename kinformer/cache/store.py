@@ -184,9 +184,14 @@ def deletion_handling_meta_namespace_key_func(obj: Any) -> str:
 def split_meta_namespace_key(key: str) -> tuple[str, str]:
     """``"ns/name"`` -> ``("ns", "name")``; ``"name"`` -> ``("", "name")``.
 
-    Raises :class:`~kinformer.errors.InvalidKeyError` (a ValueError) for more than one ``/``. Names are not
-    validated: ``""`` gives ``("", "")`` and ``"ns/"`` gives ``("ns", "")``.
+    Raises :class:`~kinformer.errors.InvalidKeyError` (a ValueError) for more than one ``/``, and
+    for a cluster-aware key (``"root:a|ns/name"``, which :func:`~kinformer.split_cluster_aware_key`
+    splits): no namespace holds a ``|``, so splitting one here would lose its cluster. Names are
+    not validated: ``""`` gives ``("", "")`` and ``"ns/"`` gives ``("ns", "")``.
     """
+    if "|" in key:
+        raise errors.InvalidKeyError(
+            f'"{key}" is a cluster-aware key: split it with split_cluster_aware_key')
     parts = key.split("/")
     if len(parts) == 1:
         return "", key

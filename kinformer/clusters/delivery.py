@@ -21,7 +21,7 @@ from collections.abc import Callable
 from typing import Any
 
 from kinformer import _threads
-from kinformer.cluster_handlers import ClusterEventHandler
+from kinformer.cluster_handlers import ClusterEventHandler, PerClusterHandler
 from kinformer.handlers import ResourceEventHandler
 
 log = logging.getLogger(__name__)
@@ -55,13 +55,16 @@ class HandlerDelivery:
     :meth:`push` never blocks on the handler. Callbacks run in order, one at a time; an
     exception from the handler is logged and the notification skipped. A
     :class:`~kinformer.ClusterEventHandler` is called with each notification's cluster and gets
-    ``on_disengaged``; any other handler gets the plain calls. After :meth:`close` the buffer
-    is dropped and the thread exits once the callback in progress returns.
+    ``on_disengaged``; a :class:`~kinformer.cluster_handlers.PerClusterHandler` gets the plain
+    calls on the handler it makes for each cluster; any other handler gets the plain calls.
+    After :meth:`close` the buffer is dropped and the thread exits once the callback in
+    progress returns.
     """
 
     def __init__(self, handler: Any, subject: str) -> None:
         self.handler = handler
         self.is_cluster_handler = isinstance(handler, ClusterEventHandler)
+        self.is_per_cluster = not self.is_cluster_handler and isinstance(handler, PerClusterHandler)
         self._name = _threads.thread_name("clusterhandler", f"{subject}-{next(_numbers)}")
         self._lock = threading.Lock()  # guards _buffer, _closed, _pending_initial, _idle
         self._cond = threading.Condition(self._lock)
@@ -75,6 +78,8 @@ class HandlerDelivery:
         """What to register on ``engagement``'s informer for this handler."""
         if self.is_cluster_handler:
             return Forwarder(self, engagement, self.handler, engagement.cluster)
+        if self.is_per_cluster:
+            return Forwarder(self, engagement, self.handler.for_cluster(engagement.cluster))
         return Forwarder(self, engagement, self.handler)
 
     def start(self) -> None:

@@ -103,9 +103,12 @@ class MultiClusterInformer:
     def add_event_handler(self, handler: Any) -> ClusterHandlerRegistration:
         """Deliver the resource's notifications from every engaged cluster to ``handler``.
 
-        ``handler`` is a :class:`~kinformer.ClusterEventHandler` (called with the cluster) or
-        any :class:`~kinformer.ResourceEventHandler` (called as usual). Clusters engaged later
-        deliver to it too.
+        ``handler`` is a :class:`~kinformer.ClusterEventHandler` (called with the cluster), a
+        :class:`~kinformer.cluster_handlers.PerClusterHandler` (``for_cluster(cluster)`` makes
+        the handler each engaged cluster calls as usual: a controller's
+        :meth:`~kinformer.Controller.event_handler` is one, queueing keys that name the
+        cluster) or any :class:`~kinformer.ResourceEventHandler` (called as usual). Clusters
+        engaged later deliver to it too.
         """
         for method in ("on_add", "on_update", "on_delete"):
             if not callable(getattr(handler, method, None)):
@@ -135,7 +138,9 @@ class MultiClusterInformer:
     # -- reading ------------------------------------------------------------------------------
 
     def lister(self) -> GenericClusterLister:
-        """A lister over every engaged cluster's cache, following clusters as they come and go."""
+        """A lister over every engaged cluster's cache, following clusters as they come and go:
+        ``get("member-1|default/app")`` for one cluster's object, ``items()`` for
+        ``(cluster, object)`` pairs (the objects carry no cluster of their own)."""
         return self._lister
 
     def has_synced(self) -> bool:

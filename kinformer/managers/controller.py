@@ -1,8 +1,10 @@
 """Controller: worker threads drain a rate-limited work queue into a Reconciler.
 
 controller-runtime's ``internal/controller`` and ``handler.EnqueueRequestForObject``, on
-client-go's workqueue. Informer event handlers turn objects into ``"namespace/name"`` keys
-(:class:`EnqueueRequestForObject`, with the key functions of ``cache/store.py``), the
+client-go's workqueue. Informer event handlers turn objects into keys that name their cluster
+when they have one (:class:`EnqueueRequestForObject`: ``"namespace/name"``, or kcp's
+``"<cluster>|namespace/name"`` from ``cache/cluster.py``; on a multi-cluster informer it is a
+:class:`~kinformer.cluster_handlers.PerClusterHandler`, made once per member cluster), the
 :class:`~kinformer.RateLimitingQueue` (``workqueue/``) deduplicates them, and each worker runs
 client-go's canonical loop: reconcile the key; on success forget its backoff; on an exception
 retry it with backoff; on :class:`~kinformer.TerminalError` log it and give up; on
@@ -13,6 +15,7 @@ and stops controllers as the resources they need come and go.
 
 from __future__ import annotations
 
+import functools
 import logging
 import threading
 from collections.abc import Callable
@@ -20,6 +23,7 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from kinformer import _checks, _threads, context, errors
+from kinformer.cache import cluster as _cluster
 from kinformer.cache import store
 from kinformer.workqueue import RateLimitingQueue
 
@@ -45,7 +49,10 @@ class Reconciler(Protocol):
     """Brings the world in line with the desired state of one object, named by its key.
 
     Called from a worker thread, never concurrently for the same key. Raise to be retried with
-    backoff; raise :class:`~kinformer.TerminalError` to give up on the key.
+    backoff; raise :class:`~kinformer.TerminalError` to give up on the key. A key from
+    :meth:`Controller.event_handler` names the object's cluster when it has one
+    (``"root:a|default/app"``): the informer's lister finds the object with ``get(key)``
+    whatever the key's form, and :func:`~kinformer.split_cluster_aware_key` splits it.
     """
 
     def reconcile(self, key: str) -> Result | None: ...
@@ -86,10 +93,12 @@ class Controller:
         """Ask for ``key`` to be reconciled (merged with a pending request for it)."""
         self.queue.add(key)
 
-    def event_handler(
-        self, key_func: Callable[[Any], str] = store.deletion_handling_meta_namespace_key_func
-    ) -> EnqueueRequestForObject:
-        """An informer event handler enqueueing each changed object's key on this controller."""
+    def event_handler(self, key_func: Callable[[Any], str] | None = None) -> EnqueueRequestForObject:
+        """An informer event handler enqueueing each changed object's key on this controller.
+
+        Without ``key_func`` the key names the object's cluster whenever there is one: see
+        :class:`EnqueueRequestForObject`.
+        """
         return EnqueueRequestForObject(self.queue, key_func)
 
     def run(self, stop: context.StopSignal) -> None:
@@ -149,18 +158,41 @@ class Controller:
 class EnqueueRequestForObject:
     """An informer event handler that enqueues the key of every added, updated or deleted object.
 
-    Keys come from ``key_func`` (by default ``"namespace/name"``, and a
-    ``DeletedFinalStateUnknown``'s own key). An object without a key is logged and skipped.
-    Cheap and non-blocking: safe on an informer's delivery thread.
+    Keys come from ``key_func`` when one is given. Without it, the key names the object's
+    cluster, so two clusters' ``default/app`` are never one key:
+
+    - on an informer (ordinary or cluster-aware) the key is
+      :func:`~kinformer.cluster_aware_key_func`'s: ``"default/app"`` for an object without the
+      ``kcp.io/cluster`` annotation, ``"root:a|default/app"`` with it; a
+      :class:`~kinformer.DeletedFinalStateUnknown` keeps its key, given its last known object's
+      cluster when the key names none (an informer of one logical cluster keys its cache
+      without it);
+    - added to a :class:`~kinformer.MultiClusterInformer` it is a
+      :class:`~kinformer.cluster_handlers.PerClusterHandler`: :meth:`for_cluster` makes the
+      handler of each member cluster, which queues
+      ``to_cluster_aware_key(cluster, namespace, name)`` (``"member-1|default/app"``).
+
+    Either way the informer's lister finds the object with ``get(key)``. With a ``key_func``
+    every informer, a multi-cluster one too, enqueues ``key_func(obj)`` as it always did. An
+    object without a key is logged and skipped. Cheap and non-blocking: safe on an informer's
+    delivery thread.
     """
 
     def __init__(
         self,
         queue: RateLimitingQueue[str],
-        key_func: Callable[[Any], str] = store.deletion_handling_meta_namespace_key_func,
+        key_func: Callable[[Any], str] | None = None,
     ) -> None:
         self.queue = queue
-        self.key_func = key_func
+        self._given = key_func is not None
+        self.key_func: Callable[[Any], str] = key_func if key_func is not None else object_key
+
+    def for_cluster(self, cluster: str) -> EnqueueRequestForObject:
+        """The handler of member cluster ``cluster``: it queues keys naming ``cluster`` (this
+        handler itself when a ``key_func`` was given)."""
+        if self._given:
+            return self
+        return EnqueueRequestForObject(self.queue, functools.partial(member_key, cluster))
 
     def on_add(self, obj: Any, is_in_initial_list: bool = False) -> None:
         self._enqueue(obj)
@@ -178,3 +210,28 @@ class EnqueueRequestForObject:
             log.warning("cannot enqueue object without a key: %s", err)
             return
         self.queue.add(key)
+
+
+def object_key(obj: Any) -> str:
+    """The key :class:`EnqueueRequestForObject` queues for ``obj`` of an informer: its
+    cluster-aware key; a tombstone's key, given its last known object's cluster when it has none."""
+    if type(obj) is store.DeletedFinalStateUnknown:
+        key: str = obj.key
+        cluster = "" if "|" in key or obj.obj is None else _cluster.cluster_of(obj.obj)
+        if not cluster:
+            return key
+        try:
+            namespace, name = store.split_meta_namespace_key(key)
+        except errors.InvalidKeyError:  # not a namespace/name key: leave it as the informer made it
+            return key
+        return _cluster.to_cluster_aware_key(cluster, namespace, name)
+    return _cluster.cluster_aware_key_func(obj)
+
+
+def member_key(cluster: str, obj: Any) -> str:
+    """The key :class:`EnqueueRequestForObject` queues for ``obj`` of member cluster
+    ``cluster``: ``"<cluster>|<namespace>/<name>"`` (a tombstone's plain key, so prefixed)."""
+    if "|" in cluster:
+        raise errors.InvalidKeyError(f"cluster {cluster!r} has a '|': no key could name it")
+    namespace, name = store.split_meta_namespace_key(store.deletion_handling_meta_namespace_key_func(obj))
+    return _cluster.to_cluster_aware_key(cluster, namespace, name)
