@@ -77,3 +77,33 @@ def test_the_whole_script_stops_cleanly_on_ctrl_c_and_on_sigterm(
     _out, err = process.communicate(timeout=STOP_BOUND)
     assert process.returncode == 0, err
     assert "Traceback" not in err
+
+
+def test_the_whole_script_keeps_two_logical_clusters_apart_over_a_clusters_star_context(
+    logical_clusters_server: FakeAPIServer, tmp_path: Path,
+) -> None:
+    """The same script, unchanged, over a kubeconfig whose server ends in ``/clusters/*``:
+    ``default/a`` of two logical clusters are two files, and a delete in one removes only its own."""
+    server = logical_clusters_server
+    script = tmp_path / "export_configmaps.py"
+    script.write_text(whole_script(), encoding="utf-8")
+    kubeconfig = server.write_kubeconfig(tmp_path / "kubeconfig", cluster="*")
+    exported = tmp_path / "exported"
+    for cluster in ("root:a", "root:b"):
+        server.create(CONFIGMAPS, configmap("a"), cluster=cluster)
+    process = subprocess.Popen([sys.executable, os.fspath(script), os.fspath(exported)],
+                               stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+                               stdin=subprocess.DEVNULL, env={**os.environ, "KUBECONFIG": kubeconfig})
+    try:
+        in_a, in_b = (exported / cluster / "default" / "a.json" for cluster in ("root:a", "root:b"))
+        assert wait_for(lambda: in_a.exists() and in_b.exists(), TIMEOUT)
+        server.delete(CONFIGMAPS, "default", "a", cluster="root:a")
+        assert wait_for(lambda: not in_a.exists(), TIMEOUT)
+        server.create(CONFIGMAPS, configmap("late"), cluster="root:b")
+        assert wait_for(lambda: (exported / "root:b" / "default" / "late.json").exists(), TIMEOUT)
+        assert in_b.exists()  # root:a's delete was root:a's alone
+        assert process.poll() is None
+    finally:
+        process.send_signal(signal.SIGINT)
+        _out, err = process.communicate(timeout=STOP_BOUND)
+    assert process.returncode == 0, err
