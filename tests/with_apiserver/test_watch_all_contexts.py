@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import IO, Any
 
 import pytest
-from helpers import SilentServer, cm
+from helpers import SilentServer, cm, crd
 
 from kinformer.gvr import GroupVersionResource
 from kinformer.testing import FakeAPIServer
@@ -276,3 +276,26 @@ def test_streaming_says_once_that_a_context_is_down_and_once_that_it_recovered(
         assert re.fullmatch(r"cluster down: recovered after \d+\.\ds", recovered)
         assert out.next_matching("default/late").split() == [
             "down", "ADDED", "default/late", made["metadata"]["resourceVersion"]]
+
+
+def test_a_context_that_serves_resource_as_another_type_is_left_out_with_its_error_line(
+    fleet: dict[str, FakeAPIServer], tmp_path: Path,
+) -> None:
+    crds = GroupVersionResource("apiextensions.k8s.io", "v1", "customresourcedefinitions")
+    served = {"east": GroupVersionResource("example.com", "v1", "widgets"),
+              "west": GroupVersionResource("example.com", "v2", "widgets")}
+    for name, gvr in served.items():
+        fleet[name].create(crds, crd(gvr))
+        fleet[name].create(gvr, {"apiVersion": f"example.com/{gvr.version}", "kind": "Widget",
+                                 "metadata": {"name": f"w-{name}", "namespace": "default"}})
+    kubeconfig = merged_kubeconfig(tmp_path / "kubeconfig", {"east": fleet["east"], "west": fleet["west"]},
+                                   "east")
+    result = kinformer("watch", "widgets", "--all-contexts", "--once", "--kubeconfig", kubeconfig)
+    assert result.returncode == 8, result.stderr
+    # the first context to answer gives the type: either may be first
+    ((listed, name, _rv, _age),) = rows(result.stdout)[1:]
+    other = "west" if listed == "east" else "east"
+    assert name == f"w-{listed}"
+    assert errors_of(result.stderr) == [
+        f'error: cluster {other}: "widgets" is {served[other]} here, not {served[listed]} '
+        f"as in context {listed}"]

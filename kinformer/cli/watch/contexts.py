@@ -207,8 +207,8 @@ class _AllContexts:
             self._begin(found, name)
         elif found.gvr != self._target.gvr:
             self._give_up(name, CommandError(
-                EXIT_UNKNOWN_RESOURCE, f"{self._args.resource} is {found.gvr} there, not {self._target.gvr} "
-                                       f"as in context {self._target_from}"))
+                EXIT_UNKNOWN_RESOURCE, f'"{self._args.resource}" is {found.gvr} here, not '
+                                       f'{self._target.gvr} as in context {self._target_from}'))
             return
         self._provider.offer(name, self._clients[name])
         self._offered.add(name)
