@@ -6,6 +6,7 @@ it refuses connections or accepts them and never answers (a black hole)."""
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import json
 import queue
 import re
@@ -19,6 +20,7 @@ from typing import IO, Any
 import pytest
 from helpers import SilentServer, cm, crd
 
+from kinformer.clusters.informer import ClusterStatus
 from kinformer.gvr import GroupVersionResource
 from kinformer.testing import FakeAPIServer
 
@@ -276,6 +278,28 @@ def test_streaming_says_once_that_a_context_is_down_and_once_that_it_recovered(
         assert re.fullmatch(r"cluster down: recovered after \d+\.\ds", recovered)
         assert out.next_matching("default/late").split() == [
             "down", "ADDED", "default/late", made["metadata"]["resourceVersion"]]
+
+
+@pytest.mark.skipif("state" not in {f.name for f in dataclasses.fields(ClusterStatus)},
+                    reason="needs member clusters whose last_error clears when a watch resumes")
+def test_streaming_says_when_a_listed_context_that_went_down_recovers(
+    fleet: dict[str, FakeAPIServer], tmp_path: Path,
+) -> None:
+    fleet["down"].start()
+    fleet["down"].create(CONFIGMAPS, cm("first", None, "default"))
+    kubeconfig = merged_kubeconfig(tmp_path / "kubeconfig", {"east": fleet["east"], "down": fleet["down"]},
+                                   "east")
+    with streaming(kubeconfig) as (out, err):
+        out.next_matching("default/first")
+        fleet["down"].stop()  # its watch breaks; the informer watches again from where it was
+        assert "unable to connect" in err.next_matching("error: cluster down:")
+        fleet["down"].start()
+        made = fleet["down"].create(CONFIGMAPS, cm("late", None, "default"))
+        assert out.next_matching("default/late").split() == [
+            "down", "ADDED", "default/late", made["metadata"]["resourceVersion"]]
+        *before, recovered = err.until("recovered")
+        assert before == []
+        assert re.fullmatch(r"cluster down: recovered after \d+\.\ds", recovered)
 
 
 def test_a_context_that_serves_resource_as_another_type_is_left_out_with_its_error_line(
