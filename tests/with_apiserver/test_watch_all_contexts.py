@@ -20,7 +20,7 @@ from typing import IO, Any
 import pytest
 from helpers import SilentServer, cm, crd
 
-from kinformer.clusters.informer import ClusterStatus
+from kinformer import ClusterStatus
 from kinformer.gvr import GroupVersionResource
 from kinformer.testing import FakeAPIServer
 
