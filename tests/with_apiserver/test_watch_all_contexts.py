@@ -1,11 +1,15 @@
 """``kinformer watch RESOURCE --all-contexts`` in subprocesses, against a kubeconfig whose
 contexts are FakeAPIServers: a CLUSTER column first, -A/-n/-l as for one cluster, and a context
-that cannot be reached shows as an error line for that cluster while the others go on."""
+that cannot be reached shows as an error line for that cluster while the others go on, whether
+it refuses connections or accepts them and never answers (a black hole)."""
 
 from __future__ import annotations
 
+import contextlib
+import dataclasses
 import json
 import queue
+import re
 import subprocess
 import sys
 import threading
@@ -14,8 +18,9 @@ from pathlib import Path
 from typing import IO, Any
 
 import pytest
-from helpers import cm
+from helpers import SilentServer, cm, crd
 
+from kinformer import ClusterStatus
 from kinformer.gvr import GroupVersionResource
 from kinformer.testing import FakeAPIServer
 
@@ -49,6 +54,16 @@ def fleet() -> Iterator[dict[str, FakeAPIServer]]:
             server.stop()
 
 
+@pytest.fixture
+def black_hole() -> Iterator[SilentServer]:
+    """A listener on loopback that accepts connections and never answers; closed at teardown."""
+    hole = SilentServer()
+    try:
+        yield hole
+    finally:
+        hole.close()
+
+
 def kinformer(*args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run([sys.executable, "-m", "kinformer", *args], capture_output=True, text=True,
                           timeout=TIMEOUT, stdin=subprocess.DEVNULL)
@@ -65,7 +80,7 @@ def test_once_prints_every_reachable_cluster_first_and_an_error_line_for_the_unr
     west = fleet["west"].create(CONFIGMAPS, cm("app", None, "kube-system"))
     kubeconfig = merged_kubeconfig(tmp_path / "kubeconfig", fleet, "east")
     result = kinformer("watch", "cm", "--all-contexts", "-A", "--once", "--kubeconfig", kubeconfig)
-    assert result.returncode == 4, result.stderr  # the unreachable context's code
+    assert result.returncode == 8, result.stderr  # some contexts listed, not all
     table = rows(result.stdout)
     assert table[0] == ["CLUSTER", "NAMESPACE", "NAME", "RESOURCEVERSION", "AGE"]
     assert [row[:4] for row in table[1:]] == [
@@ -127,11 +142,38 @@ class Lines:
         self._queue.put(None)
 
     def next_matching(self, text: str) -> str:
+        return self.until(text)[-1]
+
+    def until(self, text: str) -> list[str]:
+        """The lines up to and including the next one with ``text``."""
+        seen: list[str] = []
         while True:
             line = self._queue.get(timeout=TIMEOUT)
-            assert line is not None, f"output ended before a line with {text!r}"
+            assert line is not None, f"output ended before a line with {text!r}; saw {seen}"
+            seen.append(line)
             if text in line:
-                return line
+                return seen
+
+
+@contextlib.contextmanager
+def streaming(kubeconfig: str, *extra: str) -> Iterator[tuple[Lines, Lines]]:
+    """``watch configmaps --all-contexts`` running: its stdout and stderr lines; ended with
+    SIGTERM (exit 0) once the block is done."""
+    process = subprocess.Popen(
+        [sys.executable, "-m", "kinformer", "watch", "configmaps", "--all-contexts", "--kubeconfig",
+         kubeconfig, *extra],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, stdin=subprocess.DEVNULL)
+    assert process.stdout is not None and process.stderr is not None
+    try:
+        yield Lines(process.stdout), Lines(process.stderr)
+        process.terminate()
+        assert process.wait(TIMEOUT) == 0
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait(10)
+        process.stdout.close()
+        process.stderr.close()
 
 
 def test_streaming_prints_each_cluster_first_and_an_unreachable_one_joins_when_it_answers(
@@ -164,3 +206,120 @@ def test_streaming_prints_each_cluster_first_and_an_unreachable_one_joins_when_i
             process.wait(10)
         process.stdout.close()
         process.stderr.close()
+
+
+def errors_of(stderr: str) -> list[str]:
+    return sorted(line for line in stderr.splitlines() if line.startswith("error:"))
+
+
+def test_once_prints_the_healthy_table_and_one_line_each_for_a_refused_and_a_hung_context(
+    fleet: dict[str, FakeAPIServer], black_hole: SilentServer, tmp_path: Path,
+) -> None:
+    made = fleet["east"].create(CONFIGMAPS, cm("app", None, "default"))
+    hole = FakeAPIServer(port=black_hole.port)  # never started: its address is the black hole's
+    kubeconfig = merged_kubeconfig(tmp_path / "kubeconfig",
+                                   {"hole": hole, "down": fleet["down"], "east": fleet["east"]}, "east")
+    result = kinformer("watch", "cm", "--all-contexts", "-A", "--once", "--timeout", "6",
+                       "--kubeconfig", kubeconfig)
+    assert result.returncode == 8, result.stderr  # some contexts listed, not all
+    assert [row[:4] for row in rows(result.stdout)] == [
+        ["CLUSTER", "NAMESPACE", "NAME", "RESOURCEVERSION"],
+        ["east", "default", "app", made["metadata"]["resourceVersion"]],
+    ]
+    assert black_hole.accepted.is_set()
+    assert errors_of(result.stderr) == [
+        f"error: cluster down: unable to connect to the server at {fleet['down'].url}: "
+        "discovery /api: connection refused",
+        f"error: cluster hole: the server at {hole.url} did not answer discovery within 6s",
+    ]
+
+
+def test_once_with_every_context_failing_prints_one_error_line_for_each(
+    fleet: dict[str, FakeAPIServer], black_hole: SilentServer, tmp_path: Path,
+) -> None:
+    hole = FakeAPIServer(port=black_hole.port)
+    kubeconfig = merged_kubeconfig(tmp_path / "kubeconfig", {"down": fleet["down"], "hole": hole}, "down")
+    result = kinformer("watch", "cm", "--all-contexts", "--once", "--timeout", "2",
+                       "--kubeconfig", kubeconfig)
+    assert result.returncode == 9, result.stderr  # no context listed
+    assert result.stdout == ""
+    assert errors_of(result.stderr) == [
+        f"error: cluster down: unable to connect to the server at {fleet['down'].url}: "
+        "discovery /api: connection refused",
+        f"error: cluster hole: the server at {hole.url} did not answer discovery within 2s",
+    ]
+
+
+def test_streaming_prints_a_contexts_events_while_another_hangs(
+    fleet: dict[str, FakeAPIServer], black_hole: SilentServer, tmp_path: Path,
+) -> None:
+    fleet["east"].create(CONFIGMAPS, cm("before", None, "default"))
+    hole = FakeAPIServer(port=black_hole.port)
+    kubeconfig = merged_kubeconfig(tmp_path / "kubeconfig", {"hole": hole, "east": fleet["east"]}, "hole")
+    with streaming(kubeconfig, "--timeout", "600") as (out, _err):  # the hole is waited on long
+        assert out.next_matching("default/before").split()[:3] == ["east", "ADDED", "default/before"]
+        made = fleet["east"].create(CONFIGMAPS, cm("during", None, "default"))
+        assert out.next_matching("default/during").split() == [
+            "east", "ADDED", "default/during", made["metadata"]["resourceVersion"]]
+        assert black_hole.accepted.is_set()  # asked, and holding the question
+
+
+def test_streaming_says_once_that_a_context_is_down_and_once_that_it_recovered(
+    fleet: dict[str, FakeAPIServer], tmp_path: Path,
+) -> None:
+    kubeconfig = merged_kubeconfig(tmp_path / "kubeconfig", {"east": fleet["east"], "down": fleet["down"]},
+                                   "east")
+    with streaming(kubeconfig) as (out, err):
+        assert "connection refused" in err.next_matching("error: cluster down:")
+        fleet["down"].start()  # on the port it had: the context's server is back
+        made = fleet["down"].create(CONFIGMAPS, cm("late", None, "default"))
+        *before, recovered = err.until("recovered")
+        assert before == []  # no error line per retry
+        assert re.fullmatch(r"cluster down: recovered after \d+\.\ds", recovered)
+        assert out.next_matching("default/late").split() == [
+            "down", "ADDED", "default/late", made["metadata"]["resourceVersion"]]
+
+
+@pytest.mark.skipif("state" not in {f.name for f in dataclasses.fields(ClusterStatus)},
+                    reason="needs member clusters whose last_error clears when a watch resumes")
+def test_streaming_says_when_a_listed_context_that_went_down_recovers(
+    fleet: dict[str, FakeAPIServer], tmp_path: Path,
+) -> None:
+    fleet["down"].start()
+    fleet["down"].create(CONFIGMAPS, cm("first", None, "default"))
+    kubeconfig = merged_kubeconfig(tmp_path / "kubeconfig", {"east": fleet["east"], "down": fleet["down"]},
+                                   "east")
+    with streaming(kubeconfig) as (out, err):
+        out.next_matching("default/first")
+        fleet["down"].stop()  # its watch breaks; the informer watches again from where it was
+        assert "unable to connect" in err.next_matching("error: cluster down:")
+        fleet["down"].start()
+        made = fleet["down"].create(CONFIGMAPS, cm("late", None, "default"))
+        assert out.next_matching("default/late").split() == [
+            "down", "ADDED", "default/late", made["metadata"]["resourceVersion"]]
+        *before, recovered = err.until("recovered")
+        assert before == []
+        assert re.fullmatch(r"cluster down: recovered after \d+\.\ds", recovered)
+
+
+def test_a_context_that_serves_resource_as_another_type_is_left_out_with_its_error_line(
+    fleet: dict[str, FakeAPIServer], tmp_path: Path,
+) -> None:
+    crds = GroupVersionResource("apiextensions.k8s.io", "v1", "customresourcedefinitions")
+    served = {"east": GroupVersionResource("example.com", "v1", "widgets"),
+              "west": GroupVersionResource("example.com", "v2", "widgets")}
+    for name, gvr in served.items():
+        fleet[name].create(crds, crd(gvr))
+        fleet[name].create(gvr, {"apiVersion": f"example.com/{gvr.version}", "kind": "Widget",
+                                 "metadata": {"name": f"w-{name}", "namespace": "default"}})
+    kubeconfig = merged_kubeconfig(tmp_path / "kubeconfig", {"east": fleet["east"], "west": fleet["west"]},
+                                   "east")
+    result = kinformer("watch", "widgets", "--all-contexts", "--once", "--kubeconfig", kubeconfig)
+    assert result.returncode == 8, result.stderr
+    # the first context to answer gives the type: either may be first
+    ((listed, name, _rv, _age),) = rows(result.stdout)[1:]
+    other = "west" if listed == "east" else "east"
+    assert name == f"w-{listed}"
+    assert errors_of(result.stderr) == [
+        f'error: cluster {other}: "widgets" is {served[other]} here, not {served[listed]} '
+        f"as in context {listed}"]

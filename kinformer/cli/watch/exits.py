@@ -18,6 +18,8 @@ EXIT_UNREACHABLE = 4
 EXIT_UNAUTHORIZED = 5
 EXIT_FORBIDDEN = 6
 EXIT_CONFIG = 7
+EXIT_SOME_CLUSTERS = 8
+EXIT_NO_CLUSTERS = 9
 
 EXIT_CODES: tuple[tuple[int, str], ...] = (
     (EXIT_OK, "success (--once printed the table; a watch was stopped with Ctrl-C)"),
@@ -29,6 +31,10 @@ EXIT_CODES: tuple[tuple[int, str], ...] = (
     (EXIT_UNAUTHORIZED, "the server answered 401 Unauthorized"),
     (EXIT_FORBIDDEN, "the server answered 403 Forbidden"),
     (EXIT_CONFIG, "the kubeconfig (or, in a pod, the service account) cannot be read, or no such context"),
+    (EXIT_SOME_CLUSTERS, "--all-contexts --once: some contexts listed (their table printed), the others "
+                         "did not (an error line each)"),
+    (EXIT_NO_CLUSTERS, "--all-contexts: no context listed (an error line each): with --once within "
+                       "--timeout, streaming for good (each failed in a way retrying cannot fix)"),
 )
 
 
