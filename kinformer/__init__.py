@@ -68,6 +68,7 @@ from kinformer.clusters import (
     StaticClusterProvider,
 )
 from kinformer.context import Context, as_context, context_for_channel
+from kinformer.controllers import Request, compare_resource_version
 from kinformer.errors import (
     AlreadyStartedError,
     APIError,
@@ -81,6 +82,7 @@ from kinformer.errors import (
     IndexerConflictError,
     IndexerError,
     InvalidKeyError,
+    InvalidResourceVersionError,
     KeyFuncError,
     KinformerError,
     LabelSelectorError,
@@ -248,6 +250,9 @@ __all__ = [  # noqa: RUF022 (grouped by area, as the API reference is)
     "ManagedController",
     "Reconciler",
     "Result",
+    # controllers (fourth wave)
+    "Request",
+    "compare_resource_version",
     # leader election
     "LeaderElectionConfig",
     "LeaderElectionRecord",
@@ -301,6 +306,7 @@ __all__ = [  # noqa: RUF022 (grouped by area, as the API reference is)
     "IndexerConflictError",
     "IndexerError",
     "InvalidKeyError",
+    "InvalidResourceVersionError",
     "KeyFuncError",
     "KinformerError",
     "LabelSelectorError",

@@ -14,6 +14,7 @@
       IndexerConflictError(ValueError)      add_indexers with a name that exists
       KeyFuncError(KeyError)                an object has no metadata to key by
       InvalidKeyError(ValueError)           a store key that is not [cluster|][namespace/]name
+      InvalidResourceVersionError(ValueError)   a resourceVersion that is not a decimal integer
       FIFOClosedError                       DeltaFIFO.pop on a closed, drained queue
       DecodeError(ValueError)               an undecodable body or watch line
       VeryShortWatchError                   a watch closed within a second with no events
@@ -110,6 +111,11 @@ class KeyFuncError(KinformerError, KeyError):
 class InvalidKeyError(KinformerError, ValueError):
     """A store key that is neither ``"name"`` nor ``"namespace/name"``, each optionally
     prefixed ``"<cluster>|"`` (a cluster-aware key)."""
+
+
+class InvalidResourceVersionError(KinformerError, ValueError):
+    """A resourceVersion that is not a positive decimal integer without leading zeros, so it
+    cannot be ordered (apimachinery's ``CompareResourceVersion`` refuses it too)."""
 
 
 class FIFOClosedError(KinformerError):
