@@ -68,7 +68,19 @@ from kinformer.clusters import (
     StaticClusterProvider,
 )
 from kinformer.context import Context, as_context, context_for_channel
-from kinformer.controllers import Request, compare_resource_version
+from kinformer.controllers import (
+    AnnotationChangedPredicate,
+    GenerationChangedPredicate,
+    LabelChangedPredicate,
+    Predicate,
+    PredicateFuncs,
+    Request,
+    ResourceVersionChangedPredicate,
+    and_,
+    compare_resource_version,
+    not_,
+    or_,
+)
 from kinformer.errors import (
     AlreadyStartedError,
     APIError,
@@ -253,6 +265,15 @@ __all__ = [  # noqa: RUF022 (grouped by area, as the API reference is)
     # controllers (fourth wave)
     "Request",
     "compare_resource_version",
+    "Predicate",
+    "GenerationChangedPredicate",
+    "LabelChangedPredicate",
+    "AnnotationChangedPredicate",
+    "ResourceVersionChangedPredicate",
+    "PredicateFuncs",
+    "and_",
+    "or_",
+    "not_",
     # leader election
     "LeaderElectionConfig",
     "LeaderElectionRecord",

@@ -8,7 +8,31 @@ and :mod:`~kinformer.controllers.staleness` keeps a reconcile off a cache that h
 own last write.
 """
 
+from kinformer.controllers.predicates import (
+    AnnotationChangedPredicate,
+    GenerationChangedPredicate,
+    LabelChangedPredicate,
+    Predicate,
+    PredicateFuncs,
+    ResourceVersionChangedPredicate,
+    and_,
+    not_,
+    or_,
+)
 from kinformer.controllers.request import Request
 from kinformer.controllers.staleness import StalenessTracker, compare_resource_version
 
-__all__ = ["Request", "StalenessTracker", "compare_resource_version"]
+__all__ = [
+    "AnnotationChangedPredicate",
+    "GenerationChangedPredicate",
+    "LabelChangedPredicate",
+    "Predicate",
+    "PredicateFuncs",
+    "Request",
+    "ResourceVersionChangedPredicate",
+    "StalenessTracker",
+    "and_",
+    "compare_resource_version",
+    "not_",
+    "or_",
+]
