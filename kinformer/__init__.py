@@ -70,11 +70,14 @@ from kinformer.clusters import (
 from kinformer.context import Context, as_context, context_for_channel
 from kinformer.controllers import (
     AnnotationChangedPredicate,
+    BuiltController,
+    ControllerBuilder,
     GenerationChangedPredicate,
     LabelChangedPredicate,
     Predicate,
     PredicateFuncs,
     Request,
+    RequestReconciler,
     ResourceVersionChangedPredicate,
     and_,
     compare_resource_version,
@@ -266,6 +269,9 @@ __all__ = [  # noqa: RUF022 (grouped by area, as the API reference is)
     "Result",
     # controllers (fourth wave)
     "Request",
+    "ControllerBuilder",
+    "BuiltController",
+    "RequestReconciler",
     "compare_resource_version",
     "Predicate",
     "GenerationChangedPredicate",

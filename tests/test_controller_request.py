@@ -72,18 +72,17 @@ def test_a_request_waits_until_its_informer_saw_its_write() -> None:
     tracker = StalenessTracker("c")
     store = Store("9")
     key = Request("app", "default")
-    assert tracker.ensure_ready(key, {"v1/configmaps": store})  # nothing written
-    tracker.wrote_at(key, "v1/configmaps", "10")
-    tracker.wrote_at(key, "v1/configmaps", "5")  # older: the newer one stays
-    assert not tracker.ensure_ready(key, {"v1/configmaps": store})
-    assert tracker.ensure_ready(key, {})  # a resource nobody watches holds nothing back
+    assert tracker.ensure_ready(key)  # nothing written
+    tracker.wrote_at(key, "v1/configmaps", store, "10")
+    tracker.wrote_at(key, "v1/configmaps", store, "5")  # older: the newer one stays
+    assert not tracker.ensure_ready(key)
+    assert tracker.ensure_ready(Request("other"))
     store.rv = "10"
-    assert tracker.ensure_ready(key, {"v1/configmaps": store})
+    assert tracker.ensure_ready(key)
     assert tracker.written(key) is None  # caught up: the record is dropped
-    tracker.wrote_at(key, "v1/configmaps", "11")
+    tracker.wrote_at(key, "v1/configmaps", store, "11")
     tracker.forget(key)
-    store.rv = "10"
-    assert tracker.ensure_ready(key, {"v1/configmaps": store})
+    assert tracker.ensure_ready(key)
 
 
 def test_versions_that_are_not_numbers_turn_the_check_off_for_that_informer_once(
@@ -91,8 +90,8 @@ def test_versions_that_are_not_numbers_turn_the_check_off_for_that_informer_once
     tracker = StalenessTracker("c")
     store = Store("abc")
     for name in ("a", "b"):
-        tracker.wrote_at(Request(name), "other", "xyz")
-        assert tracker.ensure_ready(Request(name), {"other": store})
+        tracker.wrote_at(Request(name), "other", store, "xyz")
+        assert tracker.ensure_ready(Request(name))
     assert [r.getMessage() for r in caplog.records if "staleness check off" in r.getMessage()] == [
         "staleness check off for informer=other: resourceVersion 'abc' is not a positive decimal "
         "integer without leading zeros"]

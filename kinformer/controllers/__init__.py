@@ -8,6 +8,7 @@ and :mod:`~kinformer.controllers.staleness` keeps a reconcile off a cache that h
 own last write.
 """
 
+from kinformer.controllers.builder import BuiltController, ControllerBuilder, RequestReconciler
 from kinformer.controllers.predicates import (
     AnnotationChangedPredicate,
     GenerationChangedPredicate,
@@ -24,11 +25,14 @@ from kinformer.controllers.staleness import StalenessTracker, compare_resource_v
 
 __all__ = [
     "AnnotationChangedPredicate",
+    "BuiltController",
+    "ControllerBuilder",
     "GenerationChangedPredicate",
     "LabelChangedPredicate",
     "Predicate",
     "PredicateFuncs",
     "Request",
+    "RequestReconciler",
     "ResourceVersionChangedPredicate",
     "StalenessTracker",
     "and_",
