@@ -71,6 +71,7 @@ from kinformer.context import Context, as_context, context_for_channel
 from kinformer.controllers import (
     AnnotationChangedPredicate,
     BuiltController,
+    CachedClient,
     ControllerBuilder,
     GenerationChangedPredicate,
     LabelChangedPredicate,
@@ -272,6 +273,7 @@ __all__ = [  # noqa: RUF022 (grouped by area, as the API reference is)
     "ControllerBuilder",
     "BuiltController",
     "RequestReconciler",
+    "CachedClient",
     "compare_resource_version",
     "Predicate",
     "GenerationChangedPredicate",

@@ -9,6 +9,7 @@ own last write.
 """
 
 from kinformer.controllers.builder import BuiltController, ControllerBuilder, RequestReconciler
+from kinformer.controllers.cached_client import CachedClient
 from kinformer.controllers.predicates import (
     AnnotationChangedPredicate,
     GenerationChangedPredicate,
@@ -26,6 +27,7 @@ from kinformer.controllers.staleness import StalenessTracker, compare_resource_v
 __all__ = [
     "AnnotationChangedPredicate",
     "BuiltController",
+    "CachedClient",
     "ControllerBuilder",
     "GenerationChangedPredicate",
     "LabelChangedPredicate",

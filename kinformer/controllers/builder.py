@@ -277,6 +277,7 @@ class BuiltController:
         finally:
             for remove in removers:
                 remove()
+            self.tracker.close()
 
     def _start_source(self, ctx: context.Context) -> None:
         with contextlib.suppress(errors.AlreadyStartedError):  # a discovering factory runs once
@@ -293,6 +294,7 @@ class BuiltController:
             registration = multi.add_event_handler(cluster_handler)
             return lambda: multi.remove_event_handler(registration)
         shared = source.for_resource(binding.gvr).informer()
+        self.tracker.observe(shared.name, shared.get_indexer())  # type: ignore[arg-type]
         reg = shared.add_event_handler(_Handler(self, binding, mapper))
 
         def remove() -> None:
