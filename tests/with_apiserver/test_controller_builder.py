@@ -290,3 +290,30 @@ def test_the_builder_refuses_what_it_cannot_build(api_client: Any) -> None:
     with pytest.raises(Exception, match="already started"):
         built.run(stop)
     factory.shutdown()
+
+
+def test_the_builder_example_runs_as_written(api_client: Any, widgets: Any) -> None:
+    import inspect
+    import re
+    import textwrap
+
+    import kinformer
+
+    doc = inspect.getdoc(kinformer.ControllerBuilder)
+    assert doc is not None
+    match = re.search(r"::\n\n((?:(?: {4}.*)?\n)+)", doc + "\n")
+    assert match is not None
+    widgets.create_namespaced_custom_object(GROUP, "v1", "default", "widgets", widget("w"))
+    factory = DynamicSharedInformerFactory(api_client)
+    stop = threading.Event()
+
+    class Reconciler:
+        def reconcile(self, request: Request) -> None:
+            assert request == Request("w", "default")
+            stop.set()
+
+    scope: dict[str, Any] = {name: getattr(kinformer, name) for name in kinformer.__all__}
+    scope.update(factory=factory, reconciler=Reconciler(), stop=stop, WIDGETS=WIDGETS, CONFIGMAPS=CONFIGMAPS)
+    exec(compile(textwrap.dedent(match.group(1)), "<ControllerBuilder example>", "exec"), scope)
+    factory.shutdown()
+    assert stop.is_set() and scope["controller"].workers == 4
