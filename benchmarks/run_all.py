@@ -24,7 +24,7 @@ from typing import Any
 
 HERE = Path(__file__).resolve().parent
 BENCHMARKS = ("indexer", "fifo", "workqueue", "apiserver", "informer", "watch", "memory",
-              "leaderelection", "scale", "fleet", "gaps")
+              "leaderelection", "scale", "fleet", "gaps", "controller")
 TIMEOUT = 3600.0  # seconds per benchmark
 
 
