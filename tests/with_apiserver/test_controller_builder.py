@@ -317,3 +317,20 @@ def test_the_builder_example_runs_as_written(api_client: Any, widgets: Any) -> N
     exec(compile(textwrap.dedent(match.group(1)), "<ControllerBuilder example>", "exec"), scope)
     factory.shutdown()
     assert stop.is_set() and scope["controller"].workers == 4
+
+
+def test_a_factory_of_one_logical_cluster_names_it_in_requests(
+        logical_clusters_server: FakeAPIServer, client_of: Any, stop: threading.Event) -> None:
+    for cluster in ("root:a", "root:b"):
+        logical_clusters_server.create(CONFIGMAPS, cm("app", None, "default"), cluster=cluster)
+    factory = DynamicSharedInformerFactory(client_of("root:b"))  # the host names the cluster
+    recorder = Recorder()
+    controller = ControllerBuilder("apps", factory).for_resource(CONFIGMAPS).complete(recorder)
+    controller.start(stop)
+    try:
+        assert recorder.next() == Request("app", "default", "root:b")
+    finally:
+        stop.set()
+        assert controller.join(TIMEOUT)
+        factory.shutdown()
+    assert recorder.calls.empty()
