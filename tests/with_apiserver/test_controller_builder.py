@@ -334,3 +334,29 @@ def test_a_factory_of_one_logical_cluster_names_it_in_requests(
         assert controller.join(TIMEOUT)
         factory.shutdown()
     assert recorder.calls.empty()
+
+
+def test_a_controller_manager_runs_a_built_controller_while_its_crd_is_served(
+        api_client: Any, widgets: Any) -> None:
+    from kinformer import Context, ControllerManager, ManagedController
+
+    ctx = Context("test")
+    ddsif = DiscoveringDynamicSharedInformerFactory(api_client, lambda g: g.group == GROUP)
+    recorder = Recorder()
+
+    def create(_ctx: Context) -> Any:
+        return ControllerBuilder("widgets", ddsif).for_resource(WIDGETS).complete(recorder).run
+
+    managed = {"widgets": ManagedController({WIDGETS}, create)}
+    manager = ControllerManager("built", ddsif.informer_source(), managed)
+    ddsif.start(ctx)
+    runner = threading.Thread(target=manager.start, args=(ctx,), name="test-controller-manager")
+    runner.start()
+    try:
+        widgets.create_namespaced_custom_object(GROUP, "v1", "default", "widgets", widget("w"))
+        assert recorder.next() == Request("w", "default")
+    finally:
+        ctx.cancel()
+        runner.join(TIMEOUT)
+        ddsif.stop()
+    assert not runner.is_alive()
