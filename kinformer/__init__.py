@@ -7,7 +7,7 @@ InformerManager and ControllerManager build controllers on top. See README.md an
 Everything a user needs imports from here, grouped as the API reference is. Inside, the package
 is layered: the base modules (errors, context, clock, gvr, meta), then ``cache/``, ``client/``,
 ``reflector/``, the informers and factories, and ``managers/`` beside ``leaderelection/`` and
-``clusters/``;
+``clusters/``, with ``controllers/`` (the builder, predicates and cached client) above them;
 ``cli/`` and ``testing/`` are side wings that ``import kinformer`` never loads.
 """
 
