@@ -24,7 +24,7 @@ from typing import Any
 
 HERE = Path(__file__).resolve().parent
 BENCHMARKS = ("indexer", "fifo", "workqueue", "apiserver", "informer", "watch", "memory",
-              "leaderelection", "scale", "fleet", "gaps", "cluster_shards")
+              "leaderelection", "scale", "fleet", "gaps", "cluster_shards", "controller")
 TIMEOUT = 3600.0  # seconds per benchmark
 
 
@@ -147,6 +147,14 @@ def summary(name: str, result: dict[str, Any]) -> list[str]:
                 ratio = r["ratio"]
                 lines.append(f"  sync {r['clusters']} x {r['objects_per_cluster']:,}: factory / hand-made "
                              f"time {ratio['seconds']:.2f}x, settled RSS {ratio['settled_rss']:.3f}x")
+            elif r["name"] == "logical":
+                ratio = r["ratio"]
+                lines.append(f"  logical: cluster=\"*\" / plain time {ratio['seconds']:.2f}x, "
+                             f"settled RSS {ratio['settled_rss']:.3f}x")
+            elif r["name"] == "hung":
+                ratio = r["ratio"]
+                lines.append(f"  hung member: sync {ratio['sync']:.2f}x, p50 {ratio['p50']:.2f}x, "
+                             f"p99 {ratio['p99']:.2f}x the run without it")
             else:
                 for contender in ("hand-made", "MultiClusterInformerFactory"):
                     found = r[contender]

@@ -7,7 +7,7 @@ InformerManager and ControllerManager build controllers on top. See README.md an
 Everything a user needs imports from here, grouped as the API reference is. Inside, the package
 is layered: the base modules (errors, context, clock, gvr, meta), then ``cache/``, ``client/``,
 ``reflector/``, the informers and factories, and ``managers/`` beside ``leaderelection/`` and
-``clusters/``;
+``clusters/``, with ``controllers/`` (the builder, predicates and cached client) above them;
 ``cli/`` and ``testing/`` are side wings that ``import kinformer`` never loads.
 """
 
@@ -69,6 +69,23 @@ from kinformer.clusters import (
     StaticClusterProvider,
 )
 from kinformer.context import Context, as_context, context_for_channel
+from kinformer.controllers import (
+    AnnotationChangedPredicate,
+    BuiltController,
+    CachedClient,
+    ControllerBuilder,
+    GenerationChangedPredicate,
+    LabelChangedPredicate,
+    Predicate,
+    PredicateFuncs,
+    Request,
+    RequestReconciler,
+    ResourceVersionChangedPredicate,
+    and_,
+    compare_resource_version,
+    not_,
+    or_,
+)
 from kinformer.errors import (
     AlreadyStartedError,
     AmbiguousNameError,
@@ -84,6 +101,7 @@ from kinformer.errors import (
     IndexerConflictError,
     IndexerError,
     InvalidKeyError,
+    InvalidResourceVersionError,
     KeyFuncError,
     KinformerError,
     LabelSelectorError,
@@ -144,6 +162,7 @@ from kinformer.workqueue import (
     ItemExponentialFailureRateLimiter,
     ItemFastSlowRateLimiter,
     MaxOfRateLimiter,
+    PriorityQueue,
     RateLimiter,
     RateLimitingQueue,
     WithMaxWaitRateLimiter,
@@ -232,6 +251,7 @@ __all__ = [  # noqa: RUF022 (grouped by area, as the API reference is)
     "ItemExponentialFailureRateLimiter",
     "ItemFastSlowRateLimiter",
     "MaxOfRateLimiter",
+    "PriorityQueue",
     "RateLimiter",
     "RateLimitingQueue",
     "WithMaxWaitRateLimiter",
@@ -251,6 +271,22 @@ __all__ = [  # noqa: RUF022 (grouped by area, as the API reference is)
     "ManagedController",
     "Reconciler",
     "Result",
+    # controllers (fourth wave)
+    "Request",
+    "ControllerBuilder",
+    "BuiltController",
+    "RequestReconciler",
+    "CachedClient",
+    "compare_resource_version",
+    "Predicate",
+    "GenerationChangedPredicate",
+    "LabelChangedPredicate",
+    "AnnotationChangedPredicate",
+    "ResourceVersionChangedPredicate",
+    "PredicateFuncs",
+    "and_",
+    "or_",
+    "not_",
     # leader election
     "LeaderElectionConfig",
     "LeaderElectionRecord",
@@ -308,6 +344,7 @@ __all__ = [  # noqa: RUF022 (grouped by area, as the API reference is)
     "IndexerConflictError",
     "IndexerError",
     "InvalidKeyError",
+    "InvalidResourceVersionError",
     "KeyFuncError",
     "KinformerError",
     "LabelSelectorError",

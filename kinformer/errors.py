@@ -15,6 +15,7 @@
       KeyFuncError(KeyError)                an object has no metadata to key by
       InvalidKeyError(ValueError)           a store key that is not [cluster|][namespace/]name
       AmbiguousNameError(LookupError)       a name without its cluster that several clusters hold
+      InvalidResourceVersionError(ValueError)   a resourceVersion that is not a decimal integer
       FIFOClosedError                       DeltaFIFO.pop on a closed, drained queue
       DecodeError(ValueError)               an undecodable body or watch line
       VeryShortWatchError                   a watch closed within a second with no events
@@ -132,6 +133,11 @@ class AmbiguousNameError(KinformerError, LookupError):
         super().__init__(
             f'{resource} "{key}" is in {len(self.clusters)} clusters ({named}): ask for one, with '
             f'a cluster-aware key ("{first}|{key}") or cluster(name)')
+
+
+class InvalidResourceVersionError(KinformerError, ValueError):
+    """A resourceVersion that is not a positive decimal integer without leading zeros, so it
+    cannot be ordered (apimachinery's ``CompareResourceVersion`` refuses it too)."""
 
 
 class FIFOClosedError(KinformerError):

@@ -109,7 +109,8 @@ class PrometheusMetricsProvider:
     ``kinformer_reflector_lists_total``, ``kinformer_reflector_watches_total``,
     ``kinformer_reflector_errors_total``, ``kinformer_informer_synced``,
     ``kinformer_informer_objects``. Leader election (label ``name``):
-    ``kinformer_leader_election_is_leader``.
+    ``kinformer_leader_election_is_leader``. Built controllers: ``kinformer_stale_sync_skips_total``
+    (label ``controller``) and ``kinformer_store_resource_version`` (label ``informer``).
 
     Example::
 
@@ -180,6 +181,18 @@ class PrometheusMetricsProvider:
         )
         reg.register(self._synced)
         reg.register(self._objects)
+        self._stale_skips = Counter(
+            "kinformer_stale_sync_skips_total",
+            "Reconciles skipped and requeued because the cache had not seen the controller's last write",
+            ["controller"],
+            registry=reg,
+        )
+        self._store_rv = _CallbackGauges(
+            "kinformer_store_resource_version",
+            "The resourceVersion the informer's cache last synced to (NaN when not a number)",
+            "informer",
+        )
+        reg.register(self._store_rv)
         self._leader = Gauge(
             "kinformer_leader_election_is_leader",
             "1 while this process leads the named election, 0 once it stopped leading",
@@ -225,6 +238,14 @@ class PrometheusMetricsProvider:
 
     def new_leader_metric(self) -> provider.SwitchMetric:
         return _LeaderSwitch(self._leader)
+
+    def new_stale_sync_skips_metric(self, controller: str) -> provider.CounterMetric:
+        return self._stale_skips.labels(controller=controller)
+
+    def new_store_resource_version_metric(
+        self, informer: str, read: Callable[[], float]
+    ) -> provider.CallbackGaugeMetric:
+        return self._store_rv.add(informer, read)
 
     def __repr__(self) -> str:
         return f"PrometheusMetricsProvider(registry={self.registry!r})"

@@ -97,6 +97,11 @@ class MetricsProvider(Protocol):
 
     def new_leader_metric(self) -> SwitchMetric: ...
 
+    def new_stale_sync_skips_metric(self, controller: str) -> CounterMetric: ...
+
+    def new_store_resource_version_metric(
+        self, informer: str, read: Callable[[], float]) -> CallbackGaugeMetric: ...
+
 
 class _Noop:
     """Every metric kind at once, doing nothing."""
@@ -174,6 +179,13 @@ class NoopMetricsProvider:
     def new_leader_metric(self) -> SwitchMetric:
         return NOOP_METRIC
 
+    def new_stale_sync_skips_metric(self, controller: str) -> CounterMetric:
+        return NOOP_METRIC
+
+    def new_store_resource_version_metric(
+        self, informer: str, read: Callable[[], float]) -> CallbackGaugeMetric:
+        return NOOP_METRIC
+
     def __repr__(self) -> str:
         return f"{type(self).__name__}()"
 
@@ -217,6 +229,21 @@ def leader_metric() -> SwitchMetric:
     ``kinformer_leader_election_is_leader{name=...}`` at 1 or 0.
     """
     return get_provider().new_leader_metric()
+
+
+def stale_sync_skips_metric(controller: str) -> CounterMetric:
+    """The counter of reconciles a controller skipped because its cache had not yet seen its
+    own last write (``stale_sync_skips_total{controller}``); a provider made before it existed
+    (without ``new_stale_sync_skips_metric``) gets a no-op."""
+    make = getattr(get_provider(), "new_stale_sync_skips_metric", None)
+    return NOOP_METRIC if make is None else make(controller)
+
+
+def store_resource_version_gauge(informer: str, read: Callable[[], float]) -> CallbackGaugeMetric:
+    """Register the gauge of the resourceVersion an informer's cache last synced to
+    (``store_resource_version{informer}``), read when collected; ``remove()`` takes it away."""
+    make = getattr(get_provider(), "new_store_resource_version_metric", None)
+    return NOOP_METRIC if make is None else make(informer, read)
 
 
 class ReflectorMetrics:

@@ -2,10 +2,12 @@
 
 :class:`WorkQueue` deduplicates and never hands one item to two workers at once;
 :class:`DelayingQueue` adds ``add_after``; :class:`RateLimitingQueue` adds per-item retry
-backoff from the limiters in :mod:`kinformer.workqueue.rate_limiters`.
+backoff from the limiters in :mod:`kinformer.workqueue.rate_limiters`; :class:`PriorityQueue`
+serves live changes before an initial list's keys.
 """
 
 from kinformer.workqueue.delaying import DelayingQueue
+from kinformer.workqueue.priority import PriorityQueue
 from kinformer.workqueue.queue import WorkQueue
 from kinformer.workqueue.rate_limiters import (
     BucketRateLimiter,
@@ -25,6 +27,7 @@ __all__ = [
     "ItemExponentialFailureRateLimiter",
     "ItemFastSlowRateLimiter",
     "MaxOfRateLimiter",
+    "PriorityQueue",
     "RateLimiter",
     "RateLimitingQueue",
     "WithMaxWaitRateLimiter",

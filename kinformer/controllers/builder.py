@@ -1,0 +1,426 @@
+"""ControllerBuilder: a controller declared by what it is for, owns and watches.
+
+controller-runtime's ``builder`` over kinformer's sources, with multicluster-runtime's requests:
+``ControllerBuilder(name, source).for_resource(gvr).owns(child_gvr).complete(reconciler)`` makes
+a :class:`BuiltController` whose event handlers, on the source's shared informers, turn each
+event that passes the predicates (``predicates.py``) into :class:`~kinformer.Request`\\ s
+(``request.py``) that name the object's cluster, queue their keys on a
+:class:`~kinformer.PriorityQueue` (``workqueue/priority.py``), and whose workers are the
+:class:`~kinformer.Controller` loop of ``managers/controller.py``. Before each reconcile the
+staleness check of ``staleness.py`` runs. The source is a
+:class:`~kinformer.DynamicSharedInformerFactory` (any ``cluster=``), a
+:class:`~kinformer.DiscoveringDynamicSharedInformerFactory` or a
+:class:`~kinformer.MultiClusterInformerFactory`.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import threading
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+from kinformer import _checks, _threads, context, errors, factory, handlers, meta
+from kinformer.cache import cluster as _cluster
+from kinformer.cluster_handlers import ClusterEventHandler
+from kinformer.clusters.factory import MultiClusterInformerFactory
+from kinformer.controllers import staleness
+from kinformer.controllers.predicates import Predicate
+from kinformer.controllers.request import Request
+from kinformer.gvr import GroupVersionResource
+from kinformer.managers import controller as _controller
+from kinformer.managers.discovering_factory import DiscoveringDynamicSharedInformerFactory
+from kinformer.workqueue.priority import PriorityQueue
+
+log = logging.getLogger(__name__)
+
+Source = (factory.DynamicSharedInformerFactory | DiscoveringDynamicSharedInformerFactory
+          | MultiClusterInformerFactory)
+SOURCES = (factory.DynamicSharedInformerFactory, DiscoveringDynamicSharedInformerFactory,
+           MultiClusterInformerFactory)
+
+STALE_REQUEUE_DELAY = 0.1  # seconds before a stale request is looked at again: a watch event's usual lag
+JOIN_TIMEOUT = 30.0  # seconds join() waits for a started controller by default
+
+
+class RequestReconciler(Protocol):
+    """Brings one object, named by a :class:`~kinformer.Request`, in line with what it should be.
+
+    Called from a worker thread, never concurrently for one request. Raise to be retried with
+    backoff; raise :class:`~kinformer.TerminalError` to give up on the request; return
+    ``Result(requeue_after=...)`` to look again later.
+    """
+
+    def reconcile(self, request: Request) -> _controller.Result | None: ...
+
+
+Mapper = Callable[[str, Any], Iterable[Request]]
+
+
+@dataclass(frozen=True)
+class _Binding:
+    """One resource the controller hears about, and how an event on it becomes requests."""
+
+    role: str  # "for", "owns" or "watches"
+    gvr: GroupVersionResource
+    predicates: tuple[Predicate, ...]
+    map_func: Callable[..., Iterable[Request]] | None = None
+
+
+def _api_group(api_version: Any) -> str | None:
+    if not isinstance(api_version, str):
+        return None
+    group, slash, _version = api_version.rpartition("/")
+    return group if slash else ""
+
+
+def _controller_reference(obj: Any) -> dict[str, Any] | None:
+    """The ``ownerReferences`` entry with ``controller: true``, or None."""
+    found = meta.metadata(obj)
+    if isinstance(found, dict):
+        refs = found.get("ownerReferences")
+    else:
+        refs = getattr(found, "owner_references", None)
+    for ref in refs or ():
+        if isinstance(ref, dict):
+            if ref.get("controller") is True:
+                return ref
+        elif getattr(ref, "controller", None) is True:
+            return {"apiVersion": ref.api_version, "kind": ref.kind, "name": ref.name, "uid": ref.uid}
+    return None
+
+
+class ControllerBuilder:
+    """Declares a controller: the resource it is for, those it owns and watches, its workers.
+
+    Methods return the builder (chainable) and check their arguments at once
+    (:class:`~kinformer.ConfigurationError`); :meth:`complete` makes the
+    :class:`BuiltController`. Not thread-safe; build on one thread.
+
+    An owned object's event enqueues its controlling owner: the ``ownerReferences`` entry with
+    ``controller: true`` whose API group is the ``for_resource``'s and whose kind is its kind.
+    The kind is ``for_resource(..., kind=)`` when given, else the discovering factory's (from
+    discovery); when neither is known, the entry whose name and uid are those of an object in the
+    ``for_resource``'s cache (same namespace and cluster) is the owner.
+
+    Example, with ``factory`` a :class:`~kinformer.DynamicSharedInformerFactory`::
+
+        controller = (ControllerBuilder("widgets", factory)
+                      .for_resource(WIDGETS, predicates=[GenerationChangedPredicate()])
+                      .owns(CONFIGMAPS)
+                      .with_workers(4)
+                      .complete(reconciler))  # reconciler.reconcile(request) -> Result | None
+        controller.run(stop)  # blocks until stop
+    """
+
+    def __init__(self, name: str, source: Source) -> None:
+        if not isinstance(name, str) or not name:
+            raise errors.ConfigurationError(f"a controller needs a name: {name!r}")
+        if not isinstance(source, SOURCES):
+            raise errors.ConfigurationError(
+                f"controller {name}: the source must be a DynamicSharedInformerFactory, a "
+                f"DiscoveringDynamicSharedInformerFactory or a MultiClusterInformerFactory, not {source!r}")
+        self._name = name
+        self._source = source
+        self._for: _Binding | None = None
+        self._kind: str | None = None
+        self._others: list[_Binding] = []
+        self._workers = 1
+
+    def for_resource(self, gvr: GroupVersionResource, predicates: Sequence[Predicate] = (),
+                     *, kind: str | None = None) -> ControllerBuilder:
+        """The resource the controller reconciles: its events enqueue the object itself.
+
+        Once per builder. ``kind`` (optional) is its kind, for :meth:`owns`.
+        """
+        if self._for is not None:
+            raise errors.ConfigurationError(f"controller {self._name}: for_resource was given already")
+        if kind is not None and (not isinstance(kind, str) or not kind):
+            raise errors.ConfigurationError(f"controller {self._name}: kind must be a non-empty string")
+        self._for = _Binding("for", self._check_gvr(gvr), self._check_predicates(predicates))
+        self._kind = kind
+        return self
+
+    def owns(self, gvr: GroupVersionResource, predicates: Sequence[Predicate] = ()) -> ControllerBuilder:
+        """A resource the controller creates: an event on one enqueues its controlling owner."""
+        self._others.append(_Binding("owns", self._check_gvr(gvr), self._check_predicates(predicates)))
+        return self
+
+    def watches(self, gvr: GroupVersionResource, map_func: Callable[..., Iterable[Request]],
+                predicates: Sequence[Predicate] = ()) -> ControllerBuilder:
+        """Another resource: an event on one enqueues ``map_func(obj)``'s requests
+        (``map_func(cluster, obj)`` over a multi-cluster source). A request without a cluster
+        gets the event's cluster."""
+        if not callable(map_func):
+            raise errors.ConfigurationError(f"controller {self._name}: map_func must be callable")
+        self._others.append(
+            _Binding("watches", self._check_gvr(gvr), self._check_predicates(predicates), map_func))
+        return self
+
+    def with_workers(self, n: int) -> ControllerBuilder:
+        """Run up to ``n`` reconciles at once (never two for one request); 1 by default."""
+        self._workers = _checks.integer(f"controller {self._name}: workers", n, minimum=1)
+        return self
+
+    def complete(self, reconciler: RequestReconciler) -> BuiltController:
+        """The controller, not started: see :meth:`BuiltController.run` and :meth:`~BuiltController.start`."""
+        if self._for is None:
+            raise errors.ConfigurationError(f"controller {self._name}: for_resource is needed")
+        if not callable(getattr(reconciler, "reconcile", None)):
+            raise errors.ConfigurationError(
+                f"controller {self._name}: not a reconciler (no reconcile): {reconciler!r}")
+        return BuiltController(self._name, self._source, self._for, self._kind, list(self._others),
+                               self._workers, reconciler)
+
+    def _check_gvr(self, gvr: Any) -> GroupVersionResource:
+        if not isinstance(gvr, GroupVersionResource):
+            raise errors.ConfigurationError(f"controller {self._name}: not a GroupVersionResource: {gvr!r}")
+        return gvr
+
+    def _check_predicates(self, predicates: Any) -> tuple[Predicate, ...]:
+        found = tuple(predicates)
+        for p in found:
+            methods = ("create", "update", "delete", "generic")
+            if isinstance(p, type) or not all(callable(getattr(p, m, None)) for m in methods):
+                hint = ""
+                if isinstance(p, type):
+                    hint = " (a predicate class is instantiated: GenerationChangedPredicate())"
+                raise errors.ConfigurationError(f"controller {self._name}: not a predicate{hint}: {p!r}")
+        return found
+
+
+class _Reconcile:
+    """The worker loop's reconciler: a key back to its Request, behind the staleness check."""
+
+    def __init__(self, name: str, reconciler: RequestReconciler, tracker: staleness.StalenessTracker) -> None:
+        self._reconciler = reconciler
+        self._tracker = tracker
+        self._skips = staleness.stale_sync_skips_metric(name)
+
+    def reconcile(self, key: str) -> _controller.Result | None:
+        request = Request.from_key(key)
+        if not self._tracker.ensure_ready(request):
+            self._skips.inc()
+            log.debug("cache has not seen the last write yet: skipping request=%s", request)
+            return _controller.Result(requeue_after=STALE_REQUEUE_DELAY)
+        with staleness.reconciling(self._tracker, request):
+            return self._reconciler.reconcile(request)
+
+
+class BuiltController:
+    """A controller made by :class:`ControllerBuilder`: its handlers, priority queue and workers.
+
+    :meth:`run` registers the handlers on the source's informers (shared with everyone else
+    using the source), starts the source (a no-op for what runs already), and reconciles on
+    the workers until ``stop``; then it removes its handlers, lets each worker finish its
+    reconcile and returns. Workers do not wait for the caches to sync: the initial lists'
+    requests queue behind live ones. :meth:`start` is :meth:`run` on a thread; a controller
+    runs once (:class:`~kinformer.AlreadyStartedError`).
+    """
+
+    def __init__(self, name: str, source: Source, primary: _Binding, kind: str | None,
+                 others: list[_Binding], workers: int, reconciler: RequestReconciler) -> None:
+        self.name = name
+        self.source = source
+        self.reconciler = reconciler
+        self.tracker = staleness.StalenessTracker(name)
+        self.queue: PriorityQueue[str] = PriorityQueue(name=name)
+        self._primary = primary
+        self._kind = kind
+        self._bindings = [primary, *others]
+        self._controller = _controller.Controller(
+            name, _Reconcile(name, reconciler, self.tracker), queue=self.queue, workers=workers)
+        self._lock = threading.Lock()  # guards _started, _thread
+        self._started = False
+        self._thread: threading.Thread | None = None
+
+    @property
+    def workers(self) -> int:
+        return self._controller.workers
+
+    def start(self, stop: context.StopSignal) -> None:
+        """:meth:`run` on a thread (``kinformer-controller-<name>``); returns at once."""
+        ctx = context.as_context(stop)
+        self._claim()
+        thread = _threads.spawn(self._run, _threads.thread_name("controller", self.name), ctx)
+        with self._lock:
+            self._thread = thread
+
+    def join(self, timeout: float | None = JOIN_TIMEOUT) -> bool:
+        """Wait for a :meth:`start`-ed controller to stop; True once it has (or never started)."""
+        with self._lock:
+            thread = self._thread
+        if thread is None:
+            return True
+        thread.join(_checks.timeout("timeout", timeout))
+        return not thread.is_alive()
+
+    def run(self, stop: context.StopSignal) -> None:
+        """Reconcile until ``stop`` fires; blocks, and returns once the workers exited."""
+        ctx = context.as_context(stop)
+        self._claim()
+        self._run(ctx)
+
+    def _claim(self) -> None:
+        with self._lock:
+            if self._started:
+                raise errors.AlreadyStartedError(f"controller {self.name} was already started")
+            self._started = True
+
+    def _run(self, ctx: context.Context) -> None:
+        removers = [self._register(binding) for binding in self._bindings]
+        try:
+            self._start_source(ctx)
+            self._controller.run(ctx)
+        finally:
+            for remove in removers:
+                remove()
+            self.tracker.close()
+
+    def _start_source(self, ctx: context.Context) -> None:
+        with contextlib.suppress(errors.AlreadyStartedError):  # a discovering factory runs once
+            self.source.start(ctx)
+
+    # -- events to requests -------------------------------------------------------------------
+
+    def _register(self, binding: _Binding) -> Callable[[], None]:
+        mapper = self._mapper(binding)
+        source = self.source
+        if isinstance(source, MultiClusterInformerFactory):
+            multi = source.for_resource(binding.gvr)
+            cluster_handler = _ClusterHandler(self, binding, mapper, multi)
+            registration = multi.add_event_handler(cluster_handler)
+            return lambda: multi.remove_event_handler(registration)
+        shared = source.for_resource(binding.gvr).informer()
+        self.tracker.observe(shared.name, shared.get_indexer())  # type: ignore[arg-type]
+        reg = shared.add_event_handler(_Handler(self, binding, mapper))
+
+        def remove() -> None:
+            with contextlib.suppress(errors.StoppedError):
+                shared.remove_event_handler(reg)
+        return remove
+
+    def _mapper(self, binding: _Binding) -> Mapper:
+        if binding.role == "for":
+            return lambda cluster, obj: (Request(meta.name(obj), meta.namespace(obj), cluster),)
+        if binding.role == "owns":
+            return self._owner
+        map_func = binding.map_func
+        assert map_func is not None
+        multi = isinstance(self.source, MultiClusterInformerFactory)
+
+        def mapped(cluster: str, obj: Any) -> Iterable[Request]:
+            found = map_func(cluster, obj) if multi else map_func(obj)
+            for request in found:
+                if not isinstance(request, Request):
+                    raise TypeError(f"map_func gave {request!r}, not a Request")
+                yield request if request.cluster or not cluster else Request(
+                    request.name, request.namespace, cluster)
+        return mapped
+
+    def _owner_kind(self) -> str | None:
+        if self._kind is None and isinstance(self.source, DiscoveringDynamicSharedInformerFactory):
+            served = self.source.served_resources().get(self._primary.gvr)
+            if served is not None:
+                self._kind = served.group_version_kind.kind  # two handler threads write one value
+        return self._kind
+
+    def _owner(self, cluster: str, obj: Any) -> Iterable[Request]:
+        ref = _controller_reference(obj)
+        if ref is None or _api_group(ref.get("apiVersion")) != self._primary.gvr.group:
+            return ()
+        name = ref.get("name")
+        if not isinstance(name, str) or not name:
+            return ()
+        namespace = meta.namespace(obj)
+        kind = self._owner_kind()
+        if kind is not None:
+            return () if ref.get("kind") != kind else (Request(name, namespace, cluster),)
+        cached = self._cached_primary(cluster, namespace, name)
+        if cached is None or meta.uid(cached) != ref.get("uid"):
+            return ()
+        return (Request(name, namespace, cluster),)
+
+    def _cached_primary(self, cluster: str, namespace: str, name: str) -> Any:
+        source = self.source
+        if isinstance(source, MultiClusterInformerFactory):
+            shared = source.for_resource(self._primary.gvr).informer_for(cluster)
+            if shared is None:
+                return None
+            return shared.get_indexer().get_by_key(_cluster.to_cluster_aware_key("", namespace, name))
+        indexer = source.for_resource(self._primary.gvr).informer().get_indexer()
+        found = indexer.get_by_key(_cluster.to_cluster_aware_key(cluster, namespace, name))
+        if found is None and cluster:  # an informer of one logical cluster keys without it
+            found = indexer.get_by_key(_cluster.to_cluster_aware_key("", namespace, name))
+        return found
+
+    def _enqueue(self, binding: _Binding, mapper: Mapper, cluster: str, obj: Any, initial: bool) -> None:
+        try:
+            requests = list(mapper(cluster, obj))
+        except Exception:
+            log.exception("controller %s: cannot map a %s event of %s to requests",
+                          self.name, binding.role, binding.gvr)
+            return
+        for request in requests:
+            if initial:
+                self.queue.add_initial(request.key)
+            else:
+                self.queue.add(request.key)
+
+    def __repr__(self) -> str:
+        return f"<BuiltController {self.name} for={self._primary.gvr} workers={self.workers}>"
+
+
+class _Handler:
+    """A plain informer handler: each object's cluster is its ``kcp.io/cluster`` annotation."""
+
+    def __init__(self, controller: BuiltController, binding: _Binding, mapper: Mapper) -> None:
+        self._controller = controller
+        self._binding = binding
+        self._mapper = mapper
+        self._predicates = binding.predicates
+
+    def on_add(self, obj: Any, is_in_initial_list: bool = False) -> None:
+        if all(p.create(obj) for p in self._predicates):
+            cluster = _cluster.cluster_of(obj)
+            self._controller._enqueue(self._binding, self._mapper, cluster, obj, is_in_initial_list)
+
+    def on_update(self, old: Any, new: Any) -> None:
+        if all(p.update(old, new) for p in self._predicates):
+            self._controller._enqueue(self._binding, self._mapper, _cluster.cluster_of(new), new, False)
+
+    def on_delete(self, obj: Any) -> None:
+        obj = handlers.deleted_object(obj)
+        if all(p.delete(obj) for p in self._predicates):
+            self._controller._enqueue(self._binding, self._mapper, _cluster.cluster_of(obj), obj, False)
+
+
+class _ClusterHandler(ClusterEventHandler):
+    """A multi-cluster handler: told each event's member cluster. An add while that member's
+    informer has not synced yet is taken as part of its initial list."""
+
+    def __init__(self, controller: BuiltController, binding: _Binding, mapper: Mapper, multi: Any) -> None:
+        self._controller = controller
+        self._binding = binding
+        self._mapper = mapper
+        self._predicates = binding.predicates
+        self._multi = multi
+
+    def on_add(self, cluster: str, obj: Any) -> None:
+        if all(p.create(obj) for p in self._predicates):
+            shared = self._multi.informer_for(cluster)
+            initial = shared is not None and not shared.has_synced()
+            self._controller._enqueue(self._binding, self._mapper, cluster, obj, initial)
+
+    def on_update(self, cluster: str, old: Any, new: Any) -> None:
+        if all(p.update(old, new) for p in self._predicates):
+            self._controller._enqueue(self._binding, self._mapper, cluster, new, False)
+
+    def on_delete(self, cluster: str, obj: Any) -> None:
+        obj = handlers.deleted_object(obj)
+        if all(p.delete(obj) for p in self._predicates):
+            self._controller._enqueue(self._binding, self._mapper, cluster, obj, False)
+
+

@@ -1,0 +1,196 @@
+"""Staleness mitigation: do not reconcile on a cache that has not seen the controller's own write.
+
+client-go 1.36's answer ("Staleness Mitigation and Observability for Controllers"): a controller
+notes the resourceVersion each of its writes returned (:meth:`StalenessTracker.wrote_at`) and,
+before reconciling a request, checks that the informer's cache has reached it
+(:meth:`StalenessTracker.ensure_ready`, reading ``last_store_sync_resource_version()``). The
+comparison is :func:`compare_resource_version`, apimachinery's ``CompareResourceVersion``:
+numeric, as Kubernetes 1.35+ guarantees (KEP-5504). A server whose versions are not numbers
+turns the check off for that informer, logged once. The builder (``builder.py``) runs the check
+and the :class:`~kinformer.CachedClient` (``cached_client.py``) records the writes.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import threading
+from collections.abc import Hashable, Iterator
+from typing import Protocol
+
+from kinformer import errors
+from kinformer.metrics import provider as metrics_provider
+
+log = logging.getLogger(__name__)
+
+
+def _check(rv: str) -> str:
+    if not isinstance(rv, str) or not rv or not rv.isascii() or not rv.isdigit() or rv[0] == "0":
+        raise errors.InvalidResourceVersionError(
+            f"resourceVersion {rv!r} is not a positive decimal integer without leading zeros")
+    return rv
+
+
+def compare_resource_version(a: str, b: str) -> int:
+    """-1, 0 or 1 as resourceVersion ``a`` is older than, the same as or newer than ``b``.
+
+    Both must be positive decimal integers without leading zeros, else
+    :class:`~kinformer.InvalidResourceVersionError` (a ValueError), as apimachinery's
+    ``CompareResourceVersion``; they are compared as numbers of any length.
+
+    >>> compare_resource_version("9", "10"), compare_resource_version("10", "10")
+    (-1, 0)
+    """
+    a, b = _check(a), _check(b)
+    if len(a) != len(b):
+        return -1 if len(a) < len(b) else 1
+    return (a > b) - (a < b)
+
+
+def _as_number(rv: str) -> float:
+    try:
+        return float(_check(rv))
+    except errors.InvalidResourceVersionError:
+        return float("nan")
+
+
+class StoreVersioned(Protocol):
+    """What the check reads: a cache and the version it last synced to."""
+
+    def last_store_sync_resource_version(self) -> str: ...
+
+
+class StalenessTracker:
+    """The resourceVersion of each request's last write, and whether its cache has caught up.
+
+    Thread-safe. Keys are any hashable (a built controller uses its :class:`Request`).
+    :meth:`wrote_at` keeps the newest version written for a key with the cache that should see
+    it, :meth:`forget` drops it (a delete). :meth:`ensure_ready` is True when no write is
+    recorded for the key, when that cache's last synced version has reached it (the record is
+    then dropped), or when that cache's versions are not numbers (then the check is off for
+    that informer, logged once).
+    """
+
+    def __init__(self, name: str = "") -> None:
+        self.name = name
+        self._lock = threading.Lock()  # guards _written, _disabled
+        self._written: dict[Hashable, tuple[str, StoreVersioned, str]] = {}  # key -> (informer, cache, rv)
+        self._disabled: set[str] = set()  # informers whose versions are not numbers
+        self._gauges: dict[str, metrics_provider.CallbackGaugeMetric] = {}  # informer -> its gauge
+
+    def observe(self, informer: str, cache: StoreVersioned) -> None:
+        """Export ``cache``'s last synced version as ``store_resource_version{informer}`` until
+        :meth:`close` (once per informer name)."""
+        with self._lock:
+            if informer in self._gauges:
+                return
+            self._gauges[informer] = metrics_provider.store_resource_version_gauge(
+                informer, lambda: _as_number(cache.last_store_sync_resource_version()))
+
+    def close(self) -> None:
+        """Take the gauges of :meth:`observe` away (the controller stopped)."""
+        with self._lock:
+            gauges, self._gauges = list(self._gauges.values()), {}
+        for gauge in gauges:
+            gauge.remove()
+
+    def wrote_at(self, key: Hashable, informer: str, cache: StoreVersioned, resource_version: str) -> None:
+        """Record that a write for ``key`` returned ``resource_version``, which ``cache`` (the
+        store of the informer named ``informer``) must reach before ``key`` is reconciled again.
+        A version older than the one recorded for the same informer is ignored."""
+        if not resource_version:
+            return
+        self.observe(informer, cache)
+        with self._lock:
+            if informer in self._disabled:
+                return
+            current = self._written.get(key)
+            if current is not None and current[0] == informer:
+                try:
+                    if compare_resource_version(resource_version, current[2]) < 0:
+                        return
+                except errors.InvalidResourceVersionError:
+                    pass
+            self._written[key] = (informer, cache, resource_version)
+
+    def forget(self, key: Hashable) -> None:
+        """Drop the record of ``key``'s writes."""
+        with self._lock:
+            self._written.pop(key, None)
+
+    def written(self, key: Hashable) -> tuple[str, str] | None:
+        """``(informer, resourceVersion)`` of ``key``'s last recorded write, or None."""
+        with self._lock:
+            record = self._written.get(key)
+        return None if record is None else (record[0], record[2])
+
+    def ensure_ready(self, key: Hashable) -> bool:
+        """True when ``key`` may be reconciled: the cache of its last write has synced to that
+        write's version, or nothing holds it back (see the class docstring)."""
+        with self._lock:
+            record = self._written.get(key)
+        if record is None:
+            return True
+        informer, cache, written = record
+        synced = cache.last_store_sync_resource_version()
+        try:
+            ready = compare_resource_version(synced, written) >= 0 if synced else not _check(written)
+        except errors.InvalidResourceVersionError as err:
+            self._disable(informer, err)
+            return True
+        if ready:
+            with self._lock:
+                if self._written.get(key) is record:
+                    del self._written[key]
+        return ready
+
+    def _disable(self, informer: str, err: Exception) -> None:
+        with self._lock:
+            first = informer not in self._disabled
+            self._disabled.add(informer)
+            for key in [k for k, r in self._written.items() if r[0] == informer]:
+                del self._written[key]
+        if first:
+            log.warning("staleness check off for informer=%s: %s", informer, err)
+
+    def __repr__(self) -> str:
+        with self._lock:
+            return f"<StalenessTracker {self.name!r} pending={len(self._written)}>"
+
+
+class _Current(threading.local):
+    tracker: StalenessTracker | None = None
+    key: Hashable = None
+
+
+_current = _Current()
+
+
+@contextlib.contextmanager
+def reconciling(tracker: StalenessTracker, key: Hashable) -> Iterator[None]:
+    """Within ``with reconciling(tracker, key):`` writes on this thread are ``key``'s writes."""
+    _current.tracker, _current.key = tracker, key
+    try:
+        yield
+    finally:
+        _current.tracker, _current.key = None, None
+
+
+def stale_sync_skips_metric(controller: str) -> metrics_provider.CounterMetric:
+    """The counter ``stale_sync_skips_total{controller}`` of the current metrics provider."""
+    return metrics_provider.stale_sync_skips_metric(controller)
+
+
+def record_write(informer: str, cache: StoreVersioned, resource_version: str) -> None:
+    """Note a write that returned ``resource_version`` for the request being reconciled on this
+    thread, if any (see :class:`reconciling`)."""
+    tracker = _current.tracker
+    if tracker is not None:
+        tracker.wrote_at(_current.key, informer, cache, resource_version)
+
+
+def record_delete() -> None:
+    """A delete for the request being reconciled on this thread clears its record."""
+    tracker = _current.tracker
+    if tracker is not None:
+        tracker.forget(_current.key)

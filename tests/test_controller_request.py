@@ -1,0 +1,97 @@
+"""Request keys across clusters, resourceVersion ordering and the staleness record."""
+
+from __future__ import annotations
+
+import pytest
+
+import kinformer
+from kinformer import errors
+from kinformer.controllers import Request, StalenessTracker, compare_resource_version
+
+
+def test_requests_of_two_clusters_holding_default_app_are_two_keys() -> None:
+    a, b = Request("app", "default", "root:a"), Request("app", "default", "root:b")
+    assert a != b and len({a, b, Request("app", "default", "root:a")}) == 2
+    assert (a.key, b.key) == ("root:a|default/app", "root:b|default/app")
+    assert Request("app", "default").key == "default/app"
+    assert Request("node-1", cluster="east").key == "east|node-1"
+
+
+@pytest.mark.parametrize("request_", [
+    Request("app"), Request("app", "default"), Request("app", "default", "root:a"), Request("n", cluster="c"),
+])
+def test_from_key_inverts_key(request_: Request) -> None:
+    assert Request.from_key(request_.key) == request_
+
+
+def test_a_request_is_frozen_and_checked() -> None:
+    request = Request("app", "default", "root:a")
+    with pytest.raises(AttributeError):
+        request.name = "other"  # type: ignore[misc]
+    with pytest.raises(errors.ConfigurationError):
+        Request("")
+    with pytest.raises(errors.InvalidKeyError):
+        Request.from_key("a|b|c")
+    with pytest.raises(errors.InvalidKeyError):
+        Request.from_key("root:a|default/")
+
+
+@pytest.mark.parametrize(("a", "b", "expected"), [
+    ("1", "1", 0), ("9", "10", -1), ("10", "9", 1), ("123", "124", -1),
+    ("99999999999999999999999", "100000000000000000000000", -1),
+])
+def test_resource_versions_compare_as_numbers(a: str, b: str, expected: int) -> None:
+    assert compare_resource_version(a, b) == expected
+    assert compare_resource_version(b, a) == -expected
+
+
+@pytest.mark.parametrize("bad", ["", "0", "01", "-1", "1.5", "abc", " 1", "\u0661"])
+def test_a_resource_version_that_is_not_a_positive_decimal_is_refused(bad: str) -> None:
+    with pytest.raises(errors.InvalidResourceVersionError) as caught:
+        compare_resource_version(bad, "1")
+    assert isinstance(caught.value, ValueError) and isinstance(caught.value, errors.KinformerError)
+    with pytest.raises(errors.InvalidResourceVersionError):
+        compare_resource_version("1", bad)
+
+
+def test_the_public_names_are_exported() -> None:
+    assert kinformer.Request is Request
+    assert kinformer.compare_resource_version is compare_resource_version
+    assert kinformer.InvalidResourceVersionError is errors.InvalidResourceVersionError
+
+
+class Store:
+    def __init__(self, rv: str) -> None:
+        self.rv = rv
+
+    def last_store_sync_resource_version(self) -> str:
+        return self.rv
+
+
+def test_a_request_waits_until_its_informer_saw_its_write() -> None:
+    tracker = StalenessTracker("c")
+    store = Store("9")
+    key = Request("app", "default")
+    assert tracker.ensure_ready(key)  # nothing written
+    tracker.wrote_at(key, "v1/configmaps", store, "10")
+    tracker.wrote_at(key, "v1/configmaps", store, "5")  # older: the newer one stays
+    assert not tracker.ensure_ready(key)
+    assert tracker.ensure_ready(Request("other"))
+    store.rv = "10"
+    assert tracker.ensure_ready(key)
+    assert tracker.written(key) is None  # caught up: the record is dropped
+    tracker.wrote_at(key, "v1/configmaps", store, "11")
+    tracker.forget(key)
+    assert tracker.ensure_ready(key)
+
+
+def test_versions_that_are_not_numbers_turn_the_check_off_for_that_informer_once(
+        caplog: pytest.LogCaptureFixture) -> None:
+    tracker = StalenessTracker("c")
+    store = Store("abc")
+    for name in ("a", "b"):
+        tracker.wrote_at(Request(name), "other", store, "xyz")
+        assert tracker.ensure_ready(Request(name))
+    assert [r.getMessage() for r in caplog.records if "staleness check off" in r.getMessage()] == [
+        "staleness check off for informer=other: resourceVersion 'abc' is not a positive decimal "
+        "integer without leading zeros"]

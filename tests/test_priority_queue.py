@@ -1,0 +1,105 @@
+"""PriorityQueue: live adds before an initial list's, promotion, and RateLimitingQueue's rules kept."""
+
+from __future__ import annotations
+
+import threading
+
+import kinformer
+from kinformer.testing.clock import FakeClock
+from kinformer.testing.waiting import wait_for
+from kinformer.workqueue import ItemExponentialFailureRateLimiter, PriorityQueue
+
+
+def drain(queue: PriorityQueue[str]) -> list[str]:
+    out = []
+    while len(queue):
+        item, _ = queue.get()
+        assert item is not None
+        out.append(item)
+        queue.done(item)
+    return out
+
+
+def test_live_adds_are_served_before_initial_list_adds() -> None:
+    queue: PriorityQueue[str] = PriorityQueue()
+    for key in ("l1", "l2", "l3"):
+        queue.add_initial(key)
+    queue.add("live1")
+    queue.add("live2")
+    assert queue.len_initial() == 3 and len(queue) == 5
+    assert drain(queue) == ["live1", "live2", "l1", "l2", "l3"]
+
+
+def test_a_live_add_promotes_a_waiting_initial_item_once() -> None:
+    queue: PriorityQueue[str] = PriorityQueue()
+    for key in ("l1", "l2", "l3"):
+        queue.add_initial(key)
+    queue.add("l3")
+    queue.add("l3")
+    assert len(queue) == 3 and queue.len_initial() == 2
+    assert drain(queue) == ["l3", "l1", "l2"]
+
+
+def test_an_initial_add_of_a_waiting_live_item_keeps_it_high() -> None:
+    queue: PriorityQueue[str] = PriorityQueue()
+    queue.add_initial("l1")
+    queue.add("x")
+    queue.add_initial("x")
+    assert drain(queue) == ["x", "l1"]
+
+
+def test_an_item_re_added_while_processing_is_queued_at_the_level_of_those_adds() -> None:
+    queue: PriorityQueue[str] = PriorityQueue()
+    queue.add("x")
+    queue.add("y")
+    assert queue.get() == ("x", False)
+    assert queue.get() == ("y", False)
+    queue.add_initial("l1")
+    queue.add_initial("x")  # while processing: back at the low level
+    queue.add_initial("y")
+    queue.add("y")  # a live add meanwhile wins
+    queue.done("x")
+    queue.done("y")
+    assert drain(queue) == ["y", "l1", "x"]
+
+
+def test_retries_keep_the_rate_limiting_queue_rules() -> None:
+    clock = FakeClock()
+    queue: PriorityQueue[str] = PriorityQueue(ItemExponentialFailureRateLimiter(1.0, 10.0), clock=clock)
+    try:
+        queue.add_initial("l1")
+        queue.add_rate_limited("r")
+        assert queue.num_requeues("r") == 1 and len(queue) == 1
+        clock.step(1.0)
+        assert wait_for(lambda: len(queue) == 2, timeout=5)
+        assert drain(queue) == ["r", "l1"]  # a retry coming due is live
+        queue.forget("r")
+        assert queue.num_requeues("r") == 0
+    finally:
+        queue.shut_down()
+
+
+def test_shut_down_hands_out_what_is_left_then_reports_shutdown() -> None:
+    queue: PriorityQueue[str] = PriorityQueue()
+    queue.add_initial("l1")
+    queue.add("a")
+    queue.shut_down()
+    queue.add("ignored")
+    queue.add_initial("ignored")
+    assert queue.get() == ("a", False)
+    assert queue.get() == ("l1", False)
+    assert queue.get() == (None, True)
+
+
+def test_a_blocked_worker_wakes_for_an_initial_add() -> None:
+    queue: PriorityQueue[str] = PriorityQueue()
+    got: list[tuple[str | None, bool]] = []
+    worker = threading.Thread(target=lambda: got.append(queue.get(timeout=5)))
+    worker.start()
+    queue.add_initial("l1")
+    worker.join(5)
+    assert got == [("l1", False)]
+
+
+def test_priority_queue_is_exported() -> None:
+    assert kinformer.PriorityQueue is PriorityQueue

@@ -1,0 +1,153 @@
+"""CachedClient and staleness through the official client over HTTP: a reconcile requeued at once
+while the watch lags does not act on a cache that missed its own write; reads name their cluster and
+writes reach that cluster, logical or member."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+from helpers import TIMEOUT, cm, crd, metric_value
+from kubernetes import client as k8s
+
+from kinformer import (
+    CachedClient,
+    ConfigurationError,
+    ControllerBuilder,
+    DynamicSharedInformerFactory,
+    MultiClusterInformerFactory,
+    NotFoundError,
+    Request,
+    Result,
+    StaticClusterProvider,
+)
+from kinformer.gvr import GroupVersionResource
+from kinformer.testing import FakeAPIServer, wait_for
+
+GROUP = "example.com"
+WIDGETS = GroupVersionResource(GROUP, "v1", "widgets")
+CONFIGMAPS = GroupVersionResource("", "v1", "configmaps")
+WATCH_LAG = 1.0  # seconds the re-established watch is held back: the window a stale cache is read in
+
+
+@pytest.fixture
+def stop() -> Iterator[threading.Event]:
+    event = threading.Event()
+    yield event
+    event.set()
+
+
+class ChildMaker:
+    """Makes one child ConfigMap (generateName) per widget, seen through the cache; requeues at once."""
+
+    def __init__(self, client: CachedClient, before_first_write: Any) -> None:
+        self.client = client
+        self.before_first_write = before_first_write
+        self.settled = threading.Event()
+        self.reconciles = 0
+
+    def reconcile(self, request: Request) -> Result | None:
+        self.reconciles += 1
+        owner = self.client.get(WIDGETS, request.name, request.namespace)
+        children = self.client.list(CONFIGMAPS, request.namespace, selector=f"owner={request.name}")
+        if children:
+            self.settled.set()
+            return None
+        if self.before_first_write is not None:
+            self.before_first_write()
+            self.before_first_write = None
+        ref = {"apiVersion": f"{GROUP}/v1", "kind": "Widget", "name": request.name,
+               "uid": owner["metadata"]["uid"], "controller": True}
+        self.client.create(CONFIGMAPS, {"metadata": {
+            "generateName": f"{request.name}-", "namespace": request.namespace,
+            "labels": {"owner": request.name}, "ownerReferences": [ref]}})
+        return Result(requeue_after=0)
+
+
+def test_a_reconcile_waits_for_the_cache_to_see_its_own_write(
+        apiserver: FakeAPIServer, api_client: Any, prometheus: Any, stop: threading.Event) -> None:
+    k8s.ApiextensionsV1Api(api_client).create_custom_resource_definition(crd(WIDGETS))
+    k8s.CustomObjectsApi(api_client).create_namespaced_custom_object(GROUP, "v1", "default", "widgets", {
+        "apiVersion": f"{GROUP}/v1", "kind": "Widget", "metadata": {"name": "w"}, "spec": {}})
+    factory = DynamicSharedInformerFactory(api_client)
+    client = CachedClient(factory, api_client)
+
+    def lag_the_watch() -> None:
+        apiserver.set_delay(WATCH_LAG, verb="watch")
+        apiserver.drop_watches()
+
+    maker = ChildMaker(client, lag_the_watch)
+    controller = (ControllerBuilder("widgets", factory).for_resource(WIDGETS, kind="Widget").owns(CONFIGMAPS)
+                  .complete(maker))
+    controller.start(stop)
+    try:
+        assert maker.settled.wait(TIMEOUT + WATCH_LAG)
+        assert metric_value(prometheus, "kinformer_store_resource_version", informer="v1/configmaps")
+    finally:
+        stop.set()
+        assert controller.join(TIMEOUT)
+        apiserver.clear_faults()
+        factory.shutdown()
+    children = [o for o in apiserver.list_objects(CONFIGMAPS, "default")
+                if (o["metadata"].get("labels") or {}).get("owner") == "w"]
+    assert len(children) == 1, [o["metadata"]["name"] for o in children]
+    skips = metric_value(prometheus, "kinformer_stale_sync_skips_total", controller="widgets")
+    assert skips is not None and skips >= 1
+    assert metric_value(prometheus, "kinformer_store_resource_version", informer="v1/configmaps") is None
+
+
+def test_reads_and_writes_name_the_logical_cluster(
+        logical_clusters_server: FakeAPIServer, client_of: Any) -> None:
+    server = logical_clusters_server
+    for cluster in ("root:a", "root:b"):
+        server.create(CONFIGMAPS, cm("app", None, "default", data={"in": cluster}), cluster=cluster)
+    factory = DynamicSharedInformerFactory(client_of(None), cluster="*")
+    client = CachedClient(factory, client_of(None))
+    factory.for_resource(CONFIGMAPS)
+    stop = threading.Event()
+    factory.start(stop)
+    try:
+        assert all(factory.wait_for_cache_sync(timeout=TIMEOUT).values())
+        assert client.get(CONFIGMAPS, "app", "default", cluster="root:b")["data"] == {"in": "root:b"}
+        assert [o["data"] for o in client.list(CONFIGMAPS, "default", cluster="root:a")] == [{"in": "root:a"}]
+        made = client.create(CONFIGMAPS, cm("new", None, "default"), cluster="root:b")
+        assert made["metadata"]["annotations"]["kcp.io/cluster"] == "root:b"
+        client.patch(CONFIGMAPS, "app", {"data": {"in": "patched"}}, "default", cluster="root:a")
+        assert server.get(CONFIGMAPS, "default", "app", cluster="root:a")["data"] == {"in": "patched"}
+        assert server.get(CONFIGMAPS, "default", "app", cluster="root:b")["data"] == {"in": "root:b"}
+        with pytest.raises(NotFoundError):
+            server.get(CONFIGMAPS, "default", "new", cluster="root:a")
+        assert wait_for(lambda: client.list(CONFIGMAPS, "default", cluster="root:b") != [], timeout=TIMEOUT)
+        client.delete(CONFIGMAPS, "new", "default", cluster="root:b")
+        with pytest.raises(NotFoundError):
+            server.get(CONFIGMAPS, "default", "new", cluster="root:b")
+    finally:
+        stop.set()
+        factory.shutdown()
+
+
+def test_writes_over_members_go_through_that_members_client(kube_fleet: dict[str, FakeAPIServer]) -> None:
+    clients = {name: server.api_client() for name, server in kube_fleet.items()}
+    for name, server in kube_fleet.items():
+        server.create(CONFIGMAPS, cm("app", None, "default", data={"in": name}))
+    factory = MultiClusterInformerFactory(StaticClusterProvider(clients))
+    client = CachedClient(factory)
+    factory.for_resource(CONFIGMAPS)
+    factory.start(threading.Event())
+    try:
+        assert factory.wait_for_cache_sync(timeout=TIMEOUT)
+        assert client.get(CONFIGMAPS, "app", "default", cluster="member-3")["data"] == {"in": "member-3"}
+        client.update(CONFIGMAPS, {**client.get(CONFIGMAPS, "app", "default", cluster="member-2"),
+                                   "data": {"in": "updated"}}, cluster="member-2")
+        assert kube_fleet["member-2"].get(CONFIGMAPS, "default", "app")["data"] == {"in": "updated"}
+        assert kube_fleet["member-1"].get(CONFIGMAPS, "default", "app")["data"] == {"in": "member-1"}
+        with pytest.raises(ConfigurationError):
+            client.create(CONFIGMAPS, cm("x", None, "default"))  # which member?
+        with pytest.raises(ConfigurationError):
+            client.create(CONFIGMAPS, cm("x", None, "default"), cluster="member-9")
+    finally:
+        factory.shutdown()
+        for api_client in clients.values():
+            api_client.close()

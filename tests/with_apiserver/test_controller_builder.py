@@ -1,0 +1,362 @@
+"""ControllerBuilder through the official client over HTTP: an owner reconciled for its own and its
+children's changes, predicates, the priority of live changes, and requests that name their cluster
+over logical clusters and over member clusters holding the same default/app."""
+
+from __future__ import annotations
+
+import queue as stdlib_queue
+import threading
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+from helpers import TIMEOUT, cm, crd
+from kubernetes import client as k8s
+
+from kinformer import (
+    ConfigurationError,
+    ControllerBuilder,
+    DiscoveringDynamicSharedInformerFactory,
+    DynamicSharedInformerFactory,
+    GenerationChangedPredicate,
+    MultiClusterInformerFactory,
+    Request,
+    StaticClusterProvider,
+)
+from kinformer.gvr import GroupVersionResource
+from kinformer.testing import FakeAPIServer, wait_for
+
+GROUP = "example.com"
+WIDGETS = GroupVersionResource(GROUP, "v1", "widgets")
+CONFIGMAPS = GroupVersionResource("", "v1", "configmaps")
+SECRETS = GroupVersionResource("", "v1", "secrets")
+
+
+def widget(name: str, size: int = 1, **labels: str) -> dict[str, Any]:
+    metadata: dict[str, Any] = {"name": name, "namespace": "default"}
+    if labels:
+        metadata["labels"] = labels
+    return {"apiVersion": f"{GROUP}/v1", "kind": "Widget", "metadata": metadata, "spec": {"size": size}}
+
+
+class Recorder:
+    """A reconciler that reports each request, optionally held at a gate."""
+
+    def __init__(self) -> None:
+        self.calls: stdlib_queue.Queue[Request] = stdlib_queue.Queue()
+        self.gate: threading.Event | None = None
+
+    def reconcile(self, request: Request) -> None:
+        self.calls.put(request)
+        if self.gate is not None:
+            self.gate.wait(TIMEOUT)
+
+    def next(self) -> Request:
+        return self.calls.get(timeout=TIMEOUT)
+
+    def until(self, wanted: Request) -> list[Request]:
+        seen = []
+        while True:
+            seen.append(self.next())
+            if seen[-1] == wanted:
+                return seen
+
+
+class WidgetReconciler:
+    """Keeps a ConfigMap ``<widget>-child`` holding the widget's size, owned by the widget."""
+
+    def __init__(self, api_client: Any, factory: DynamicSharedInformerFactory) -> None:
+        self.core = k8s.CoreV1Api(api_client)
+        self.widgets = factory.for_resource(WIDGETS).lister()
+        self.requests: stdlib_queue.Queue[Request] = stdlib_queue.Queue()
+
+    def reconcile(self, request: Request) -> None:
+        self.requests.put(request)
+        try:
+            owner = self.widgets.by_namespace(request.namespace).get(request.name)
+        except LookupError:
+            return
+        want = {"size": str(owner["spec"]["size"])}
+        name = f"{request.name}-child"
+        try:
+            child = self.core.read_namespaced_config_map(name, request.namespace)
+        except k8s.ApiException as err:
+            if err.status != 404:
+                raise
+            ref = {"apiVersion": f"{GROUP}/v1", "kind": "Widget", "name": request.name,
+                   "uid": owner["metadata"]["uid"], "controller": True}
+            self.core.create_namespaced_config_map(request.namespace, {
+                "metadata": {"name": name, "ownerReferences": [ref]}, "data": want})
+            return
+        if child.data != want:
+            self.core.patch_namespaced_config_map(name, request.namespace, {"data": want})
+
+
+@pytest.fixture
+def widgets(api_client: Any) -> Any:
+    k8s.ApiextensionsV1Api(api_client).create_custom_resource_definition(crd(WIDGETS))
+    return k8s.CustomObjectsApi(api_client)
+
+
+@pytest.fixture
+def stop() -> Iterator[threading.Event]:
+    event = threading.Event()
+    yield event
+    event.set()
+
+
+def child_data(api_client: Any, name: str) -> dict[str, str] | None:
+    try:
+        return dict(k8s.CoreV1Api(api_client).read_namespaced_config_map(name, "default").data or {})
+    except k8s.ApiException:
+        return None
+
+
+def test_an_owner_is_reconciled_for_its_own_changes_and_its_childrens(
+        api_client: Any, widgets: Any, stop: threading.Event) -> None:
+    widgets.create_namespaced_custom_object(GROUP, "v1", "default", "widgets", widget("w", 1))
+    factory = DynamicSharedInformerFactory(api_client)
+    reconciler = WidgetReconciler(api_client, factory)
+    controller = (ControllerBuilder("widgets", factory).for_resource(WIDGETS).owns(CONFIGMAPS)
+                  .complete(reconciler))
+    controller.start(stop)
+    try:
+        assert wait_for(lambda: child_data(api_client, "w-child") == {"size": "1"}, timeout=TIMEOUT)
+        widgets.patch_namespaced_custom_object(GROUP, "v1", "default", "widgets", "w", {"spec": {"size": 2}})
+        assert wait_for(lambda: child_data(api_client, "w-child") == {"size": "2"}, timeout=TIMEOUT)
+        # drift on the child: only its owner's reconcile repairs it
+        k8s.CoreV1Api(api_client).patch_namespaced_config_map("w-child", "default", {"data": {"size": "9"}})
+        assert wait_for(lambda: child_data(api_client, "w-child") == {"size": "2"}, timeout=TIMEOUT)
+        # a ConfigMap controlled by another kind of the group, or by nothing, enqueues nothing
+        k8s.CoreV1Api(api_client).create_namespaced_config_map("default", {"metadata": {
+            "name": "stray", "ownerReferences": [{"apiVersion": f"{GROUP}/v1", "kind": "Gadget",
+                                                  "name": "g", "uid": "u", "controller": True}]}})
+    finally:
+        stop.set()
+        assert controller.join(TIMEOUT)
+        factory.shutdown()
+    seen = set()
+    while not reconciler.requests.empty():
+        seen.add(reconciler.requests.get())
+    assert seen == {Request("w", "default")}
+
+
+def test_owns_matches_the_kind_given_or_discovered(
+        api_client: Any, widgets: Any, stop: threading.Event) -> None:
+    core = k8s.CoreV1Api(api_client)
+    made = widgets.create_namespaced_custom_object(GROUP, "v1", "default", "widgets", widget("w"))
+    factory = DiscoveringDynamicSharedInformerFactory(api_client)
+    recorder = Recorder()
+    controller = (ControllerBuilder("widgets", factory).for_resource(WIDGETS).owns(CONFIGMAPS)
+                  .complete(recorder))
+    controller.start(stop)
+    try:
+        assert recorder.next() == Request("w", "default")
+        assert wait_for(lambda: factory.informers()[0].get(CONFIGMAPS) is not None, timeout=TIMEOUT)
+        uid = made["metadata"]["uid"]
+        for kind, owner, name in (("Gadget", "g", "other-kind"), ("Widget", "w", "w-child")):
+            ref = {"apiVersion": f"{GROUP}/v1", "kind": kind, "name": owner, "uid": uid, "controller": True}
+            body = {"metadata": {"name": name, "ownerReferences": [ref]}}
+            core.create_namespaced_config_map("default", body)
+        assert recorder.next() == Request("w", "default")  # the Widget's child, not the Gadget's
+        assert recorder.calls.empty()
+    finally:
+        stop.set()
+        assert controller.join(TIMEOUT)
+        factory.stop()
+
+
+def test_a_predicate_drops_events_before_they_are_queued(
+        api_client: Any, widgets: Any, stop: threading.Event) -> None:
+    for name in ("a", "b"):
+        widgets.create_namespaced_custom_object(GROUP, "v1", "default", "widgets", widget(name))
+    factory = DynamicSharedInformerFactory(api_client)
+    recorder = Recorder()
+    controller = (ControllerBuilder("widgets", factory)
+                  .for_resource(WIDGETS, predicates=[GenerationChangedPredicate()]).complete(recorder))
+    controller.start(stop)
+    try:
+        assert {recorder.next(), recorder.next()} == {Request("a", "default"), Request("b", "default")}
+        widgets.patch_namespaced_custom_object(GROUP, "v1", "default", "widgets", "a",
+                                               {"metadata": {"labels": {"x": "y"}}})  # generation stays
+        widgets.patch_namespaced_custom_object(GROUP, "v1", "default", "widgets", "b", {"spec": {"size": 5}})
+        assert recorder.until(Request("b", "default")) == [Request("b", "default")]
+    finally:
+        stop.set()
+        assert controller.join(TIMEOUT)
+        factory.shutdown()
+
+
+def test_a_live_change_is_reconciled_before_the_initial_lists_keys(
+        api_client: Any, widgets: Any, stop: threading.Event) -> None:
+    names = [f"w{i:02d}" for i in range(20)]
+    for name in names:
+        widgets.create_namespaced_custom_object(GROUP, "v1", "default", "widgets", widget(name))
+    factory = DynamicSharedInformerFactory(api_client)
+    recorder = Recorder()
+    recorder.gate = threading.Event()
+    controller = ControllerBuilder("widgets", factory).for_resource(WIDGETS).complete(recorder)
+    controller.start(stop)
+    try:
+        first = recorder.next()  # held at the gate while the rest of the list queues
+        assert first.name != names[-1]
+        assert wait_for(lambda: controller.queue.len_initial() == len(names) - 1, timeout=TIMEOUT)
+        widgets.patch_namespaced_custom_object(
+            GROUP, "v1", "default", "widgets", names[-1], {"spec": {"size": 7}})
+        assert wait_for(lambda: controller.queue.len_initial() == len(names) - 2, timeout=TIMEOUT)
+        recorder.gate.set()
+        assert recorder.next() == Request(names[-1], "default")
+    finally:
+        stop.set()
+        assert controller.join(TIMEOUT)
+        factory.shutdown()
+
+
+def test_requests_name_the_logical_cluster_of_default_app(
+        logical_clusters_server: FakeAPIServer, client_of: Any, stop: threading.Event) -> None:
+    for cluster in ("root:a", "root:b"):
+        logical_clusters_server.create(CONFIGMAPS, cm("app", None, "default"), cluster=cluster)
+    factory = DynamicSharedInformerFactory(client_of(None), cluster="*")
+    recorder = Recorder()
+    controller = (ControllerBuilder("apps", factory).for_resource(CONFIGMAPS)
+                  .watches(SECRETS, lambda obj: [Request(obj["metadata"]["name"], "default")])
+                  .with_workers(2).complete(recorder))
+    controller.start(stop)
+    try:
+        assert {recorder.next(), recorder.next()} == {
+            Request("app", "default", "root:a"), Request("app", "default", "root:b")}
+        logical_clusters_server.create(SECRETS, {"metadata": {"name": "app", "namespace": "default"}},
+                                       cluster="root:b")
+        assert recorder.next() == Request("app", "default", "root:b")  # the event's cluster filled in
+    finally:
+        stop.set()
+        assert controller.join(TIMEOUT)
+        factory.shutdown()
+
+
+def test_requests_name_the_member_and_owners_are_found_in_their_member(
+        kube_fleet: dict[str, FakeAPIServer], stop: threading.Event) -> None:
+    clients = {name: server.api_client() for name, server in kube_fleet.items()}
+    made = {name: server.create(CONFIGMAPS, cm("app", None, "default"))
+            for name, server in kube_fleet.items()}
+    factory = MultiClusterInformerFactory(StaticClusterProvider(clients))
+    recorder = Recorder()
+    mapped: list[tuple[str, str]] = []
+
+    def map_func(cluster: str, obj: Any) -> list[Request]:
+        mapped.append((cluster, obj["metadata"]["name"]))
+        return []
+
+    controller = (ControllerBuilder("apps", factory).for_resource(CONFIGMAPS).owns(SECRETS)
+                  .watches(GroupVersionResource("", "v1", "serviceaccounts"), map_func).complete(recorder))
+    controller.start(stop)
+    try:
+        assert {recorder.next() for _ in kube_fleet} == {
+            Request("app", "default", name) for name in kube_fleet}
+        assert wait_for(lambda: all(i.has_synced() for i in (
+            factory.for_resource(SECRETS).informer_for(name) for name in kube_fleet) if i is not None),
+            timeout=TIMEOUT)
+        owner = made["member-2"]
+        ref = {"apiVersion": "v1", "kind": "ConfigMap", "name": "app", "uid": owner["metadata"]["uid"],
+               "controller": True}
+        kube_fleet["member-2"].create(
+            SECRETS, {"metadata": {"name": "s", "namespace": "default", "ownerReferences": [ref]}})
+        assert recorder.next() == Request("app", "default", "member-2")
+        kube_fleet["member-3"].create(GroupVersionResource("", "v1", "serviceaccounts"),
+                                      {"metadata": {"name": "sa", "namespace": "default"}})
+        assert wait_for(lambda: ("member-3", "sa") in mapped, timeout=TIMEOUT)
+    finally:
+        stop.set()
+        assert controller.join(TIMEOUT)
+        factory.shutdown()
+        for api_client in clients.values():
+            api_client.close()
+
+
+def test_the_builder_refuses_what_it_cannot_build(api_client: Any) -> None:
+    factory = DynamicSharedInformerFactory(api_client)
+    with pytest.raises(ConfigurationError):
+        ControllerBuilder("x", object())  # type: ignore[arg-type]
+    with pytest.raises(ConfigurationError):
+        ControllerBuilder("x", factory).complete(Recorder())  # no for_resource
+    with pytest.raises(ConfigurationError, match="instantiated"):
+        ControllerBuilder("x", factory).for_resource(WIDGETS, predicates=[GenerationChangedPredicate])  # type: ignore[list-item]
+    with pytest.raises(ConfigurationError):
+        ControllerBuilder("x", factory).with_workers(0)
+    built = ControllerBuilder("x", factory).for_resource(WIDGETS).complete(Recorder())
+    stop = threading.Event()
+    stop.set()
+    built.run(stop)
+    with pytest.raises(Exception, match="already started"):
+        built.run(stop)
+    factory.shutdown()
+
+
+def test_the_builder_example_runs_as_written(api_client: Any, widgets: Any) -> None:
+    import inspect
+    import re
+    import textwrap
+
+    import kinformer
+
+    doc = inspect.getdoc(kinformer.ControllerBuilder)
+    assert doc is not None
+    match = re.search(r"::\n\n((?:(?: {4}.*)?\n)+)", doc + "\n")
+    assert match is not None
+    widgets.create_namespaced_custom_object(GROUP, "v1", "default", "widgets", widget("w"))
+    factory = DynamicSharedInformerFactory(api_client)
+    stop = threading.Event()
+
+    class Reconciler:
+        def reconcile(self, request: Request) -> None:
+            assert request == Request("w", "default")
+            stop.set()
+
+    scope: dict[str, Any] = {name: getattr(kinformer, name) for name in kinformer.__all__}
+    scope.update(factory=factory, reconciler=Reconciler(), stop=stop, WIDGETS=WIDGETS, CONFIGMAPS=CONFIGMAPS)
+    exec(compile(textwrap.dedent(match.group(1)), "<ControllerBuilder example>", "exec"), scope)
+    factory.shutdown()
+    assert stop.is_set() and scope["controller"].workers == 4
+
+
+def test_a_factory_of_one_logical_cluster_names_it_in_requests(
+        logical_clusters_server: FakeAPIServer, client_of: Any, stop: threading.Event) -> None:
+    for cluster in ("root:a", "root:b"):
+        logical_clusters_server.create(CONFIGMAPS, cm("app", None, "default"), cluster=cluster)
+    factory = DynamicSharedInformerFactory(client_of("root:b"))  # the host names the cluster
+    recorder = Recorder()
+    controller = ControllerBuilder("apps", factory).for_resource(CONFIGMAPS).complete(recorder)
+    controller.start(stop)
+    try:
+        assert recorder.next() == Request("app", "default", "root:b")
+    finally:
+        stop.set()
+        assert controller.join(TIMEOUT)
+        factory.shutdown()
+    assert recorder.calls.empty()
+
+
+def test_a_controller_manager_runs_a_built_controller_while_its_crd_is_served(
+        api_client: Any, widgets: Any) -> None:
+    from kinformer import Context, ControllerManager, ManagedController
+
+    ctx = Context("test")
+    ddsif = DiscoveringDynamicSharedInformerFactory(api_client, lambda g: g.group == GROUP)
+    recorder = Recorder()
+
+    def create(_ctx: Context) -> Any:
+        return ControllerBuilder("widgets", ddsif).for_resource(WIDGETS).complete(recorder).run
+
+    managed = {"widgets": ManagedController({WIDGETS}, create)}
+    manager = ControllerManager("built", ddsif.informer_source(), managed)
+    ddsif.start(ctx)
+    runner = threading.Thread(target=manager.start, args=(ctx,), name="test-controller-manager")
+    runner.start()
+    try:
+        widgets.create_namespaced_custom_object(GROUP, "v1", "default", "widgets", widget("w"))
+        assert recorder.next() == Request("w", "default")
+    finally:
+        ctx.cancel()
+        runner.join(TIMEOUT)
+        ddsif.stop()
+    assert not runner.is_alive()
