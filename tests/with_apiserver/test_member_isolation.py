@@ -4,7 +4,9 @@ listener that accepts connections and never answers."""
 
 from __future__ import annotations
 
+import json
 import logging
+import queue
 import threading
 import time
 from collections.abc import Iterator
@@ -12,6 +14,7 @@ from contextlib import contextmanager
 from typing import Any
 
 import pytest
+import urllib3
 from _fleet import CONFIGMAPS, ClusterRecorder, DrivenProvider, cluster_id, lists_served
 from helpers import TIMEOUT, SilentServer, client_for, cm
 
@@ -231,3 +234,35 @@ def test_request_timeouts_are_checked() -> None:
     for bad in ((0, 1), (1, float("inf")), (1,), "1"):
         with pytest.raises(ConfigurationError):
             MultiClusterInformerFactory(StaticClusterProvider({}), request_timeout=bad)  # type: ignore[arg-type]
+
+
+def test_clients_the_providers_make_send_no_urllib3_retries(
+    kube_fleet: Fleet, tmp_path: Any, caplog: pytest.LogCaptureFixture,
+) -> None:
+    from kubernetes import client as k8s
+
+    from kinformer import Context, KubeconfigContextsProvider
+    from kinformer.clusters.kubeconfig import client_from_kubeconfig
+
+    caplog.set_level(logging.WARNING)
+    server = kube_fleet["member-1"]
+    path = server.write_kubeconfig(tmp_path / "config")
+    engaged: queue.Queue[Any] = queue.Queue()
+    stop = Context("provider")
+    provider = KubeconfigContextsProvider(path)
+    thread = threading.Thread(target=provider.run, name="test-provider",
+                              args=(stop, lambda _name, api_client: engaged.put(api_client), print))
+    thread.start()
+    try:
+        api_client = engaged.get(timeout=TIMEOUT)
+        from_secret = client_from_kubeconfig(json.dumps(server.kubeconfig()))
+        server.stop()
+        for made in (api_client, from_secret):
+            assert made.configuration.retries is False
+            with pytest.raises(urllib3.exceptions.HTTPError):  # at once, with no retry
+                k8s.CoreV1Api(made).list_namespaced_config_map("default", _request_timeout=SHORT)
+        from_secret.close()
+    finally:
+        stop.cancel()
+        thread.join(TIMEOUT)
+    assert not [r for r in caplog.records if r.name.startswith("urllib3")]
