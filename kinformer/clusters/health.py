@@ -63,7 +63,7 @@ class MemberHealth:
             if self._down_since is not None:
                 return
             self._down_since = time.monotonic()
-        log.warning("cluster %s stopped answering: %s; retrying with backoff", self.cluster, error)
+        log.warning("cluster %s is not answering: %s; retrying with backoff", self.cluster, error)
 
     def answered(self) -> None:
         """A request got an answer: the cluster is up (said once, when it was down)."""

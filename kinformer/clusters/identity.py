@@ -30,8 +30,9 @@ class Identity:
     :meth:`current` reads it when it is not known yet or a connection was :meth:`lost` since
     it was read; one thread reads while the member's other informers wait for that read (each
     still stoppable through its context). A changed uid is logged once, at WARNING. A
-    ``kube-system`` the member's credentials cannot read (403) or a cluster without one (404)
-    is logged once, at INFO, and never read again: its informers then go on unchecked.
+    ``kube-system`` the member's credentials cannot read (403), a cluster without one (404) or
+    an answer without a uid is logged once, at INFO, and never read again: its informers then
+    go on unchecked. Any other failure is raised, and the read made again next time.
     Thread-safe; it holds no lock while a request is in flight.
     """
 
@@ -88,22 +89,28 @@ class Identity:
                 KUBE_SYSTEM_PATH, timeout=self._timeout, ctx=ctx,
                 what=f"read cluster {self.cluster}'s identity (namespace kube-system)")
         except (errors.ForbiddenError, errors.NotFoundError) as exc:
-            with self._cond:
-                self._readable = False
-                self._stale = False
-            log.info("cluster %s: its identity cannot be read (%s on namespace kube-system); "
-                     "a cluster replaced behind its address will not be noticed", self.cluster,
-                     exc.status)
-            return None
+            return self._unreadable(f"{exc.status} on namespace kube-system")
+        except errors.DecodeError:
+            return self._unreadable("namespace kube-system is not JSON")
         metadata = body.get("metadata") if isinstance(body, dict) else None
         uid = metadata.get("uid") if isinstance(metadata, dict) else None
         if not isinstance(uid, str) or not uid:
-            raise errors.DecodeError(f"cluster {self.cluster}: namespace kube-system has no uid")
+            return self._unreadable("namespace kube-system has no uid")
         with self._cond:
             before, self._uid, self._stale = self._uid, uid, False
         if before is not None and before != uid:
             log.warning("cluster %s was replaced behind its address (kube-system uid %s, was %s): "
                         "relisting its informers from scratch", self.cluster, uid, before)
+        return uid
+
+    def _unreadable(self, why: str) -> str | None:
+        """Never read it again; say so once. The uid: None."""
+        with self._cond:
+            self._readable = False
+            self._stale = False
+            uid = self._uid
+        log.info("cluster %s: its identity cannot be read (%s); a cluster replaced behind its "
+                 "address will not be noticed", self.cluster, why)
         return uid
 
     def __repr__(self) -> str:

@@ -223,7 +223,7 @@ def test_a_member_refusing_connections_from_the_start_logs_once_until_it_answers
         status = configmaps.cluster_status()["member-2"]
         assert status.state == "synced" and status.last_error is None
     loud = naming(caplog.records, "member-2", logging.WARNING)
-    assert len(loud) == 1 and "stopped answering" in loud[0].getMessage()
+    assert len(loud) == 1 and "is not answering" in loud[0].getMessage()
     assert loud[0].exc_info is None
     assert len([r for r in caplog.records if "recovered" in r.getMessage()]) == 1
 
