@@ -179,7 +179,7 @@ class ReportingListerWatcher:
             raise
         self._member.answered()
         self.health.watching()
-        return _ReportingWatch(opened, self._identity)
+        return _ReportingWatch(opened, self._identity, self.health)
 
     def _failed(self, error: BaseException, ctx: context.Context | None) -> None:
         if ctx is not None and ctx.cancelled():
@@ -198,13 +198,15 @@ class _ReportingWatch:
 
     The server ends a healthy watch only at its ``timeoutSeconds``; any other end (a server
     stopping, a connection cut) may mean another cluster answers next, so the identity is read
-    again before the informer watches on. Iterate it or read its ``batches``, as the HTTP
-    watch it wraps.
+    again before the informer watches on. A stream that fails for another reason than a broken
+    connection (a line that does not decode) makes the informer failing until its relist.
+    Iterate it or read its ``batches``, as the HTTP watch it wraps.
     """
 
-    def __init__(self, inner: Any, identity: Identity) -> None:
+    def __init__(self, inner: Any, identity: Identity, health: InformerHealth) -> None:
         self._inner = inner
         self._identity = identity
+        self._health = health
         self._closed = False
         self.checked = getattr(inner, "checked", False)
 
@@ -215,14 +217,24 @@ class _ReportingWatch:
     def __iter__(self) -> Iterator[listerwatcher.WatchEvent]:
         try:
             yield from self._inner
+        except Exception as exc:
+            self._failed(exc)
+            raise
         finally:
             self._ended()
 
     def batches(self) -> Iterator[listerwatcher.WatchBatch]:
         try:
             yield from self._inner.batches()
+        except Exception as exc:
+            self._failed(exc)
+            raise
         finally:
             self._ended()
+
+    def _failed(self, error: BaseException) -> None:
+        if not self._closed and not is_network_failure(error):
+            self._health.failed(error)
 
     def _ended(self) -> None:
         if not self._closed:

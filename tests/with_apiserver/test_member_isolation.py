@@ -205,6 +205,26 @@ def test_the_error_clears_when_a_watch_opens_again_without_a_list(
         assert status.state == "synced" and lists_served(server) == lists
 
 
+def test_a_watch_line_that_does_not_decode_shows_as_failing_until_the_relist(
+    kube_fleet: Fleet, clients: dict[str, Any],
+) -> None:
+    from kinformer import DecodeError
+
+    server = kube_fleet["member-1"]
+    factory = MultiClusterInformerFactory(StaticClusterProvider({"member-1": clients["member-1"]}))
+    configmaps = factory.for_resource(CONFIGMAPS)
+    with started(factory):
+        assert factory.wait_for_cache_sync(timeout=TIMEOUT)
+        assert wait_for(lambda: watches_served(server) == 1)
+        lists = lists_served(server)
+        assert server.inject_watch_garbage() == 1
+        assert wait_for(lambda: configmaps.cluster_status()["member-1"].state == "failing")
+        assert isinstance(configmaps.cluster_status()["member-1"].last_error, DecodeError)
+        assert wait_for(lambda: lists_served(server) > lists, TIMEOUT)  # relisted after a backoff step
+        assert wait_for(lambda: configmaps.cluster_status()["member-1"].state == "synced")
+        assert configmaps.cluster_status()["member-1"].last_error is None
+
+
 def test_a_member_refusing_connections_from_the_start_logs_once_until_it_answers(
     kube_fleet: Fleet, clients: dict[str, Any], caplog: pytest.LogCaptureFixture,
 ) -> None:
