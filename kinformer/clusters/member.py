@@ -7,11 +7,14 @@ stops it when the cluster is disengaged: an informer registry as a
 :class:`~kinformer.DynamicSharedInformerFactory` keeps (``factory.InformerRegistry``) runs one
 informer per resource type the multi-cluster informers (``informer.py``) asked for, under a
 child :class:`~kinformer.Context` of the factory's, so stopping it touches no other cluster.
-Nothing here waits on the network: informers start on their own threads and retry with
-backoff while the cluster cannot be reached. Nothing here is a reference cycle either: a
-stopped member's caches are freed as soon as it is dropped, so a re-engage does not leave a
-cache behind for the cyclic collector (see ``_gc.py``: while a stopped informer is alive every
-cache stays unfrozen, and the next list begins with a full collection of all of them).
+Each informer's requests time out (:data:`REQUEST_TIMEOUT`, a watch's events after its
+server-side timeout plus :data:`WATCH_READ_MARGIN`) and report to the member's health and
+identity (``health.py``, ``identity.py``). Nothing here waits on the network: informers
+start on their own threads and retry with backoff while the cluster cannot be reached.
+Nothing here is a reference cycle either: a stopped member's caches are freed as soon as it
+is dropped, so a re-engage does not leave a cache behind for the cyclic collector (see
+``_gc.py``: while a stopped informer is alive every cache stays unfrozen, and the next list
+begins with a full collection of all of them).
 """
 
 from __future__ import annotations
@@ -47,7 +50,9 @@ WATCH_READ_MARGIN = 30.0
 class Member:
     """One engagement of one member cluster: its client, informers, context and handlers' tag.
 
-    Thread-safe. :meth:`informer` makes (not starts) the informer of a resource type once;
+    ``health`` says whether the cluster answers (and logs each change once), ``identity`` which
+    cluster answers (its kube-system uid). Thread-safe. :meth:`informer` makes (not starts) the
+    informer of a resource type once;
     :meth:`start` runs those not started yet; :meth:`stop` cancels the context and joins every
     informer thread, and may be called more than once and from several threads.
     """
