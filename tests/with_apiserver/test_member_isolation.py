@@ -141,6 +141,26 @@ def test_an_idle_members_watch_outlives_the_read_timeout(kube_fleet: Fleet, clie
         assert watches_served(server) == 1
 
 
+def test_an_idle_members_watch_over_tls_outlives_the_read_timeout() -> None:
+    server = FakeAPIServer(token="member-token").start()  # HTTPS: the timeout is the TLS socket's
+    api_client = client_for(server.url, "member-token", server.ca_file)
+    factory = MultiClusterInformerFactory(StaticClusterProvider({"tls": api_client}),
+                                          request_timeout=(5.0, 0.5))
+    configmaps = factory.for_resource(CONFIGMAPS)
+    recorder = ClusterRecorder()
+    configmaps.add_event_handler(recorder)
+    try:
+        with started(factory):
+            assert factory.wait_for_cache_sync(timeout=TIMEOUT)
+            assert wait_for(lambda: watches_served(server) == 1)
+            assert not wait_for(lambda: watches_served(server) > 1, timeout=2.0)
+            server.create(CONFIGMAPS, cm("after-silence", None, "default"))
+            assert recorder.next() == ("add", "tls", "after-silence")
+    finally:
+        api_client.close()
+        server.stop()
+
+
 def test_a_member_going_down_and_back_logs_one_warning_and_one_recovery(
     kube_fleet: Fleet, clients: dict[str, Any], caplog: pytest.LogCaptureFixture,
 ) -> None:
