@@ -21,7 +21,7 @@ from kinformer.client import rest
 log = logging.getLogger(__name__)
 
 KUBE_SYSTEM_PATH = "/api/v1/namespaces/kube-system"
-WAIT_STEP = 0.5  # seconds between looks at the caller's context while another thread reads
+WAIT_STEP = 1.0  # seconds between looks while another thread reads; a cancel wakes it at once
 
 
 class Identity:
@@ -40,7 +40,9 @@ class Identity:
         self.cluster = cluster
         self._client = client
         self._timeout = timeout
-        self._cond = threading.Condition()  # guards the fields below; notified when a read ends
+        # guards the fields below; notified when a read ends or a waiter's context is cancelled
+        # (reentrant: a context cancelled already runs the callback on the waiting thread)
+        self._cond = threading.Condition(threading.RLock())
         self._uid: str | None = None
         self._stale = True  # read before it is used: never read yet, or a connection was lost
         self._readable = True  # False once kube-system answered 403 or 404
@@ -66,14 +68,23 @@ class Identity:
         down, a typed :class:`~kinformer.APIError`), and TransportError when ``ctx`` is
         cancelled meanwhile.
         """
-        with self._cond:
-            while self._stale and self._readable and self._reading:
-                if ctx is not None and ctx.cancelled():
-                    raise errors.TransportError(f"read of cluster {self.cluster}'s identity: cancelled")
-                self._cond.wait(WAIT_STEP)
-            if not self._stale or not self._readable:
-                return self._uid
-            self._reading = True
+        handle = None
+        try:
+            with self._cond:
+                while self._stale and self._readable and self._reading:
+                    if ctx is not None:
+                        if ctx.cancelled():
+                            raise errors.TransportError(
+                                f"read of cluster {self.cluster}'s identity: cancelled")
+                        if handle is None:  # a cancel wakes this wait at once
+                            handle = ctx.on_cancel(self._wake)
+                    self._cond.wait(WAIT_STEP)
+                if not self._stale or not self._readable:
+                    return self._uid
+                self._reading = True
+        finally:
+            if handle is not None:
+                handle.remove()
         try:
             uid = self._read(ctx)
         finally:
@@ -81,6 +92,10 @@ class Identity:
                 self._reading = False
                 self._cond.notify_all()
         return uid
+
+    def _wake(self) -> None:
+        with self._cond:
+            self._cond.notify_all()
 
     def _read(self, ctx: context.Context | None) -> str | None:
         """Send the read; note what it says (the caller set ``_reading``)."""

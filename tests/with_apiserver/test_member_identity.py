@@ -161,3 +161,44 @@ def test_a_member_whose_identity_cannot_be_read_is_not_checked_and_says_so_once(
     assert len(reads) == 1
     said = [r for r in caplog.records if "identity cannot be read" in r.getMessage()]
     assert len(said) == 1 and "member-1" in said[0].getMessage() and "403" in said[0].getMessage()
+
+
+def test_informers_waiting_for_another_ones_identity_read_stop_at_once() -> None:
+    from helpers import SilentServer, client_for
+
+    from kinformer import Context, TransportError
+    from kinformer.client import rest
+    from kinformer.clusters.identity import Identity
+
+    silent = SilentServer()
+    api_client = client_for(f"http://127.0.0.1:{silent.port}")
+    identity = Identity("hung", rest.Client(api_client), (60.0, 60.0))
+    reader, waiter = Context("reader"), Context("waiter")
+    outcomes: dict[str, BaseException] = {}
+
+    def read(ctx: Context, name: str) -> None:
+        try:
+            identity.current(ctx)
+        except TransportError as exc:
+            outcomes[name] = exc
+
+    threads = [threading.Thread(target=read, args=(reader, "reader"), name="test-reader")]
+    threads[0].start()
+    try:
+        assert silent.accepted.wait(TIMEOUT)  # the reader's request waits for an answer
+        threads.append(threading.Thread(target=read, args=(waiter, "waiter"), name="test-waiter"))
+        threads[1].start()
+        waiter.cancel()  # the waiter returns without waiting for the reader's minute
+        threads[1].join(TIMEOUT)
+        assert not threads[1].is_alive() and "cancelled" in str(outcomes["waiter"])
+        assert threads[0].is_alive()
+        reader.cancel()  # and the reader's request is broken off
+        threads[0].join(TIMEOUT)
+        assert not threads[0].is_alive() and "reader" in outcomes
+    finally:
+        reader.cancel()
+        waiter.cancel()
+        for thread in threads:
+            thread.join(TIMEOUT)
+        api_client.close()
+        silent.close()
