@@ -108,8 +108,10 @@ class InformerHealth:
             self._error = None
             self._set(SYNCED)
 
-    def watching(self) -> None:
+    def watching(self, initial: bool = False) -> None:
+        """A watch opened; ``initial``: one that sends the initial state (it lists, too)."""
         with self._lock:
+            self._listed = self._listed or initial
             self._error = None
             self._set(SYNCED if self._listed else SYNCING)
 
@@ -129,7 +131,8 @@ class ReportingListerWatcher:
     Before each list and each watch it asks the member's :class:`Identity` (read at once
     when a connection was lost since the last read): a list after the uid changed asks for
     no resourceVersion (the new cluster's current state, from scratch), and a watch after it
-    changed fails with a 410 instead of opening, which makes the reflector relist. A watch
+    changed fails with a 410 instead of opening, which makes the reflector relist (a watch
+    that sends the initial state, WatchList, asks for no resourceVersion instead, as a list). A watch
     stream that ends or breaks, other than by being closed, counts as a lost connection.
     ``reports_failures`` tells the reflector not to log expected failures itself.
     """
@@ -166,19 +169,25 @@ class ReportingListerWatcher:
 
     def watch(self, options: listerwatcher.ListOptions, *,
               ctx: context.Context | None = None) -> listerwatcher.Watch:
+        initial = bool(options.send_initial_events)  # a WatchList: the stream lists, too
         try:
             uid = self._identity.current(ctx)
             if uid is not None and self._listed_under not in (None, uid):
-                self._member.answered()
-                raise errors.api_error_from_status(410, {
-                    "kind": "Status", "code": 410, "reason": "Expired",
-                    "message": f"cluster {self._identity.cluster} was replaced: relist from scratch"})
+                if initial:  # the new cluster's state from scratch, as a list would ask for it
+                    options = dataclasses.replace(options, resource_version="")
+                else:
+                    self._member.answered()
+                    raise errors.api_error_from_status(410, {
+                        "kind": "Status", "code": 410, "reason": "Expired",
+                        "message": f"cluster {self._identity.cluster} was replaced: relist from scratch"})
             opened = self._inner.watch(options, ctx=ctx)
         except Exception as exc:
             self._failed(exc, ctx)
             raise
         self._member.answered()
-        self.health.watching()
+        if initial:
+            self._listed_under = uid
+        self.health.watching(initial)
         return _ReportingWatch(opened, self._identity, self.health)
 
     def _failed(self, error: BaseException, ctx: context.Context | None) -> None:
