@@ -202,3 +202,47 @@ def test_informers_waiting_for_another_ones_identity_read_stop_at_once() -> None
             thread.join(TIMEOUT)
         api_client.close()
         silent.close()
+
+
+def test_a_member_streaming_its_initial_state_relists_a_rebuilt_cluster_from_scratch(
+    kube_fleet: Fleet,
+) -> None:
+    # the member informer's ListerWatcher under a WatchList reflector: the initial state comes
+    # from a watch stream, never a list, and a new identity makes that stream start over
+    from kinformer import Backoff, BackoffManager, Context, Indexer, ListWatch, Reflector
+    from kinformer.client import resource, rest
+    from kinformer.clusters.health import InformerHealth, MemberHealth, ReportingListerWatcher
+    from kinformer.clusters.identity import Identity
+
+    old = kube_fleet["member-1"]
+    for name in ("gone-1", "gone-2"):
+        old.create(CONFIGMAPS, cm(name, None, "default"))
+    api_client = old.api_client()
+    http = resource.HTTPResource(rest.Client(api_client), CONFIGMAPS, "", None, None, 1.0, 1.0,
+                                 None, watch_margin=30.0)
+    inner = ListWatch(http.list, http.watch)
+    health = InformerHealth()
+    identity = Identity("member-1", rest.Client(api_client), SHORT)
+    lw = ReportingListerWatcher(inner, CONFIGMAPS, MemberHealth("member-1"), identity, health)
+    cache = Indexer()
+    reflector = Reflector(lw, cache, name="streamed", use_watch_list=True,
+                          backoff=BackoffManager(Backoff(duration=0.05, cap=0.2)))
+    ctx = Context("streamed")
+    thread = threading.Thread(target=reflector.run, args=(ctx,), name="test-streamed")
+    thread.start()
+    new = FakeAPIServer(port=old.port)
+    try:
+        assert wait_for(lambda: set(cache.list_keys()) == {"default/gone-1", "default/gone-2"})
+        assert health.snapshot()[0] == "synced" and identity.uid == cluster_id(old)
+        new.create(CONFIGMAPS, cm("fresh", None, "default"))
+        old.stop()
+        new.start()
+        assert wait_for(lambda: set(cache.list_keys()) == {"default/fresh"}, 3 * TIMEOUT)
+        assert identity.uid == cluster_id(new)
+        assert not [q for m, p, q, _s in new.requests
+                    if p == "/api/v1/configmaps" and q.get("watch") not in ("true", "1")]
+    finally:
+        ctx.cancel()
+        thread.join(TIMEOUT)
+        new.stop()
+        api_client.close()
