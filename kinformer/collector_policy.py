@@ -74,7 +74,7 @@ class PausingListerWatcher:
     open, and ends it when that stream ends; any other watch is handed on as it is.
     """
 
-    __slots__ = ("_inner", "_pauses", "resource", "shard_selector")
+    __slots__ = ("_inner", "_pauses", "reports_failures", "resource", "shard_selector")
 
     def __init__(self, inner: listerwatcher.ListerWatcher, pauses: ListPauses) -> None:
         self._inner = listerwatcher.with_context(inner)
@@ -83,6 +83,8 @@ class PausingListerWatcher:
         self.shard_selector: sharding.ShardSelector | None = None
         if isinstance(inner, listerwatcher.DescribedListerWatcher):
             self.resource, self.shard_selector = inner.resource, inner.shard_selector
+        # a ListerWatcher that reports its own failures (a member cluster's) says so through this
+        self.reports_failures = getattr(inner, "reports_failures", False) is True
 
     def list(
         self, options: listerwatcher.ListOptions, *, ctx: _context.Context | None = None

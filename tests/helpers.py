@@ -416,6 +416,11 @@ class SilentServer:
             self._conns.append(conn)
             self.accepted.set()
 
+    @property
+    def connections(self) -> int:
+        """How many connections it accepted so far (each a request left without an answer)."""
+        return len(self._conns)
+
     def close(self) -> None:
         with contextlib.suppress(OSError):
             self.sock.shutdown(socket.SHUT_RDWR)  # wakes the blocked accept

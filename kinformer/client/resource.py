@@ -49,7 +49,10 @@ class HTTPResource:
     :class:`HTTPWatch`. Both raise typed errors (HTTP statuses, transport failures, responses
     that do not decode to what Kubernetes sends). Both take an optional ``ctx``: cancelling it
     breaks off the request, even one the server has not answered yet, and the call raises
-    :class:`~kinformer.TransportError`.
+    :class:`~kinformer.TransportError`. Every request waits at most the ``(connect, read)``
+    timeouts for its answer; with ``watch_margin``, a watch asking the server to end it after
+    ``timeoutSeconds`` then waits up to ``timeoutSeconds + watch_margin`` for each read of its
+    events (the member clusters' informers read so), else the read timeout again.
     """
 
     def __init__(
@@ -64,6 +67,8 @@ class HTTPResource:
         tweak: Callable[[listerwatcher.ListOptions], listerwatcher.ListOptions | None] | None,
         shard_selector: str = "",
         cluster_prefix: str = "",
+        *,
+        watch_margin: float | None = None,
     ) -> None:
         self._client = client
         self._gvr = gvr
@@ -73,6 +78,11 @@ class HTTPResource:
         self._timeout = (_checks.seconds("connect_timeout", connect_timeout, positive=True),
                          _checks.seconds("read_timeout", read_timeout, positive=True))
         self._tweak = tweak
+        # None: a watch's events wait the read timeout, as its headers do; else a watch with a
+        # server-side timeout waits for its events that timeout plus this margin, so an idle
+        # watch without bookmarks is never cut short by the client
+        self._watch_margin = (None if watch_margin is None
+                              else _checks.seconds("watch_margin", watch_margin, positive=True))
         self._shard_selector = shard_selector
         self._api_version = gvr.version if gvr.group == "" else f"{gvr.group}/{gvr.version}"
 
@@ -174,6 +184,9 @@ class HTTPResource:
             ctx=ctx, what=f"watch {self._gvr.group_resource}",
         )
         response.keep_open()
+        if self._watch_margin is not None and options.timeout_seconds:
+            response.set_read_timeout(
+                max(self._timeout[1], options.timeout_seconds + self._watch_margin))
         return HTTPWatch(response, self._gvr.group_resource)
 
 

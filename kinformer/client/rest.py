@@ -642,6 +642,19 @@ class Response:
             self.release(reuse=False)
             raise _cancelled_error(self.where)
 
+    def set_read_timeout(self, seconds: float) -> None:
+        """Wait up to ``seconds`` (positive, finite) for each later read of the body, instead of
+        the request's read timeout: a watch waits for its headers as long as any request, and
+        then, for its events, as long as the server may keep it open."""
+        seconds = _checks.seconds("read timeout", seconds, positive=True)
+        connection = getattr(self._raw, "connection", None) or getattr(self._raw, "_connection", None)
+        sock = getattr(connection, "sock", None)
+        if sock is None:
+            return
+        with contextlib.suppress(OSError):
+            sock.settimeout(seconds)
+            self._read_timeout = seconds
+
     def read1(self, amount: int) -> bytes:
         """The next bytes of the body as soon as any arrive (at most ``amount``); b"" at its end.
 

@@ -15,7 +15,7 @@ from __future__ import annotations
 import logging
 import threading
 from collections.abc import Iterator, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from kinformer import errors, factory
@@ -33,13 +33,28 @@ log = logging.getLogger(__name__)
 class ClusterStatus:
     """How one engaged cluster's informer of a resource type is doing.
 
-    ``synced``: its first list is in the cache; ``last_error``: its last list or watch error
-    (None once a list succeeds); ``objects``: how many objects it caches, over all namespaces.
+    ``synced``: its first list is in the cache; ``last_error``: the error its requests fail
+    with while they fail, None once one succeeds again (a list, or a watch that opened);
+    ``objects``: how many objects it caches, over all namespaces. ``state`` is ``"syncing"``
+    (no list yet, nothing failed), ``"synced"`` or ``"failing"`` (``last_error`` says why),
+    and ``since`` the POSIX time (``time.time()``) at which that state began: a member that
+    went down and came back shows ``"synced"`` since its recovery. ``cluster_id`` is the uid of
+    the cluster's ``kube-system`` namespace (SIG Multicluster's ``cluster.clusterset.k8s.io``),
+    None until read or when it cannot be read. Made by hand with the first three only,
+    ``state`` follows from them. ``since`` takes no part in comparisons.
     """
 
     synced: bool
     last_error: BaseException | None
     objects: int
+    state: str = ""
+    since: float = field(default=0.0, compare=False)
+    cluster_id: str | None = None
+
+    def __post_init__(self) -> None:
+        if not self.state:
+            state = "failing" if self.last_error is not None else "synced" if self.synced else "syncing"
+            object.__setattr__(self, "state", state)
 
 
 class ClusterHandlerRegistration:
@@ -155,8 +170,12 @@ class MultiClusterInformer:
         status: dict[str, ClusterStatus] = {}
         for member in self._fleet.members():
             shared = member.informer(self._gvr)
+            state, since, error = member.informer_health(self._gvr).snapshot()
+            synced = shared.has_synced()
+            if state == "synced" and not synced:  # listed, not yet in the cache
+                state = "syncing"
             status[member.name] = ClusterStatus(
-                shared.has_synced(), shared.last_error(), len(shared.get_indexer()))
+                synced, error, len(shared.get_indexer()), state, since, member.identity.uid)
         return status
 
     def informer_for(self, cluster: str) -> SharedIndexInformer | None:

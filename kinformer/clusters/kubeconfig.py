@@ -35,9 +35,27 @@ DEFAULT_SECRET_LABEL = "sigs.k8s.io/multicluster-runtime-kubeconfig"  # multiclu
 DEFAULT_SECRET_KEY = "kubeconfig"  # multicluster-runtime's DefaultKubeconfigSecretKey
 
 
+def member_configuration() -> Any:
+    """A fresh ``kubernetes.client.Configuration`` for a member cluster's client: as the
+    official client's loaders make one, with urllib3's retries off (``retries = False``).
+
+    kinformer's own requests never use urllib3's retries, and retry with backoff of their
+    own; urllib3's would retry each other request to a member that went down three times,
+    each with a multi-line WARNING. A request through such a client that cannot connect
+    raises at once instead. Only clients the providers make are so; a client given to
+    :class:`~kinformer.StaticClusterProvider` stays as its owner made it.
+    """
+    from kubernetes.client import Configuration
+
+    configuration: Any = type.__call__(Configuration)  # without the copy of the default one
+    configuration.retries = False
+    return configuration
+
+
 def client_from_kubeconfig(document: bytes | str, context_name: str | None = None) -> Any:
     """A new ``kubernetes.client.ApiClient`` for a kubeconfig document (YAML or JSON) and its
-    ``context_name`` (default: its current context).
+    ``context_name`` (default: its current context), made for a member cluster
+    (:func:`member_configuration`: urllib3's retries off).
 
     Nothing is sent over the network. A document that is not a usable kubeconfig raises
     :class:`~kinformer.ConfigurationError` saying why without quoting it (it holds credentials).
@@ -55,7 +73,8 @@ def client_from_kubeconfig(document: bytes | str, context_name: str | None = Non
     if not isinstance(parsed, dict):
         raise errors.ConfigurationError(f"not a kubeconfig: a {type(parsed).__name__}, not a mapping")
     try:
-        return kube_config.new_client_from_config_dict(parsed, context_name, persist_config=False)
+        return kube_config.new_client_from_config_dict(
+            parsed, context_name, persist_config=False, client_configuration=member_configuration())
     except ConfigException as err:  # its messages name keys and entries, never their values
         raise errors.ConfigurationError(f"not a usable kubeconfig: {err}") from None
     except Exception as err:  # the loader raises anything on a document of the wrong shape
@@ -80,7 +99,8 @@ class KubeconfigContextsProvider:
     missing or unreadable file, or a context it lacks, raises
     :class:`~kinformer.ConfigurationError`. ``run`` makes a client per context, engages each
     once and closes them when it returns; a context whose client cannot be made is logged and
-    skipped. Synced once every context was engaged.
+    skipped. Synced once every context was engaged. Its clients have urllib3's retries off
+    (:func:`member_configuration`).
     """
 
     def __init__(self, path: str | os.PathLike[str] | None = None,
@@ -115,6 +135,7 @@ class KubeconfigContextsProvider:
 
     def run(self, stop: context.Context, engage: Engage, disengage: Disengage) -> None:
         """Engage every context's cluster, wait for ``stop``, then close the clients."""
+        from kubernetes.client import ApiClient
         from kubernetes.config import kube_config as loader
 
         kube_config: Any = loader  # untyped
@@ -124,8 +145,11 @@ class KubeconfigContextsProvider:
                 if stop.cancelled():
                     return
                 try:
-                    api_client = kube_config.new_client_from_config(
-                        config_file=self._path, context=name, persist_config=False)
+                    configuration = member_configuration()
+                    kube_config.load_kube_config(
+                        config_file=self._path, context=name, client_configuration=configuration,
+                        persist_config=False)
+                    api_client = ApiClient(configuration=configuration)
                 except Exception as err:
                     log.error("kubeconfig %s: context %s skipped: %s", self._path, name,
                               type(err).__name__)

@@ -7,11 +7,14 @@ stops it when the cluster is disengaged: an informer registry as a
 :class:`~kinformer.DynamicSharedInformerFactory` keeps (``factory.InformerRegistry``) runs one
 informer per resource type the multi-cluster informers (``informer.py``) asked for, under a
 child :class:`~kinformer.Context` of the factory's, so stopping it touches no other cluster.
-Nothing here waits on the network: informers start on their own threads and retry with
-backoff while the cluster cannot be reached. Nothing here is a reference cycle either: a
-stopped member's caches are freed as soon as it is dropped, so a re-engage does not leave a
-cache behind for the cyclic collector (see ``_gc.py``: while a stopped informer is alive every
-cache stays unfrozen, and the next list begins with a full collection of all of them).
+Each informer's requests time out (:data:`REQUEST_TIMEOUT`, a watch's events after its
+server-side timeout plus :data:`WATCH_READ_MARGIN`) and report to the member's health and
+identity (``health.py``, ``identity.py``). Nothing here waits on the network: informers
+start on their own threads and retry with backoff while the cluster cannot be reached.
+Nothing here is a reference cycle either: a stopped member's caches are freed as soon as it
+is dropped, so a re-engage does not leave a cache behind for the cyclic collector (see
+``_gc.py``: while a stopped informer is alive every cache stays unfrozen, and the next list
+begins with a full collection of all of them).
 """
 
 from __future__ import annotations
@@ -25,21 +28,31 @@ from typing import Any
 from kinformer import _threads, context, factory, informer
 from kinformer.cache import store
 from kinformer.cache.thread_safe_store import IndexFunc
-from kinformer.client import listwatch
+from kinformer.client import listwatch, resource, rest
 from kinformer.client.listerwatcher import ListOptions
 from kinformer.clusters.delivery import Engagement
+from kinformer.clusters.health import InformerHealth, MemberHealth, ReportingListerWatcher
+from kinformer.clusters.identity import Identity
 from kinformer.gvr import GroupVersionResource
 from kinformer.informer import SharedIndexInformer
 
 log = logging.getLogger(__name__)
 
 STOP_TIMEOUT = 30.0  # an informer joins its own threads with bounded waits; this only bounds a bug
+# (connect, read) seconds for every request to a member: a cluster that accepts connections and
+# never answers fails its list after this and retries with backoff, instead of hanging on it
+REQUEST_TIMEOUT = (10.0, 30.0)
+# a watch asks the server to end it after 5-10 minutes; its events are waited for that long plus
+# this, so an idle watch is never cut by the client, and a silent dead one is noticed after it
+WATCH_READ_MARGIN = 30.0
 
 
 class Member:
     """One engagement of one member cluster: its client, informers, context and handlers' tag.
 
-    Thread-safe. :meth:`informer` makes (not starts) the informer of a resource type once;
+    ``health`` says whether the cluster answers (and logs each change once), ``identity`` which
+    cluster answers (its kube-system uid). Thread-safe. :meth:`informer` makes (not starts) the
+    informer of a resource type once;
     :meth:`start` runs those not started yet; :meth:`stop` cancels the context and joins every
     informer thread, and may be called more than once and from several threads.
     """
@@ -56,20 +69,31 @@ class Member:
         namespace: str = "",
         tweak_list_options: Callable[[ListOptions], ListOptions | None] | None = None,
         compact: bool = False,
+        request_timeout: tuple[float, float] = REQUEST_TIMEOUT,
     ) -> None:
         self.name = name
         self.api_client = api_client
         self.engagement = Engagement(name)
         self.ctx = parent.child(f"cluster-{name}")
+        self.health = MemberHealth(name)
+        self.identity = Identity(name, rest.Client(api_client), request_timeout)
+        self._informer_health: dict[GroupVersionResource, InformerHealth] = {}
         # made by a function of the settings only: a bound method of the member or of a factory
         # would make a cycle that keeps the stopped informers alive until a full collection
         self._registry = factory.InformerRegistry(functools.partial(
             _new_informer, name, api_client, default_resync, profile, dict(indexers), namespace,
-            tweak_list_options, compact), "informer", functools.partial(informer_name, name))
+            tweak_list_options, compact, _Reporting(self.health, self.identity,
+                                                    self._informer_health, request_timeout)),
+            "informer", functools.partial(informer_name, name))
 
     def informer(self, gvr: GroupVersionResource) -> SharedIndexInformer:
         """The informer of ``gvr`` in this cluster, made with the extra indexes on first use."""
         return self._registry.for_resource(gvr).informer()
+
+    def informer_health(self, gvr: GroupVersionResource) -> InformerHealth:
+        """How the informer of ``gvr`` is doing (made with the informer)."""
+        self.informer(gvr)
+        return self._informer_health[gvr]
 
     def start(self) -> None:
         """Start the informers not started yet; they run until :meth:`stop`. Does not block."""
@@ -92,14 +116,37 @@ def informer_name(cluster: str, gvr: GroupVersionResource) -> str:
     return factory.gvr_subject(gvr, cluster)
 
 
+class _Reporting:
+    """What a member's informers report to and read: its health, its identity, each informer's
+    health by resource (filled as informers are made) and the request timeouts."""
+
+    __slots__ = ("health", "identity", "informers", "timeout")
+
+    def __init__(self, health: MemberHealth, identity: Identity,
+                 informers: dict[GroupVersionResource, InformerHealth],
+                 timeout: tuple[float, float]) -> None:
+        self.health = health
+        self.identity = identity
+        self.informers = informers
+        self.timeout = timeout
+
+
 def _new_informer(cluster: str, api_client: Any, default_resync: float, profile: str,
                   indexers: dict[str, IndexFunc], namespace: str,
                   tweak_list_options: Callable[[ListOptions], ListOptions | None] | None,
-                  compact: bool, gvr: GroupVersionResource) -> factory.GenericInformer:
+                  compact: bool, reporting: _Reporting,
+                  gvr: GroupVersionResource) -> factory.GenericInformer:
     """The informer of ``gvr`` in member ``cluster``, as a ``DynamicSharedInformerFactory`` makes
-    it, with the namespace index and ``indexers``, named by :func:`informer_name`."""
-    lw = listwatch.ListWatch.for_resource(api_client, gvr, namespace=namespace,
-                                          tweak_list_options=tweak_list_options)
+    it, with the namespace index and ``indexers``, named by :func:`informer_name`; its requests
+    time out (a watch's reads after its server-side timeout plus a margin) and report to the
+    member's health and identity (``health.py``)."""
+    connect, read = reporting.timeout
+    http = resource.HTTPResource(rest.Client(api_client), gvr, namespace, None, None, read, connect,
+                                 tweak_list_options, watch_margin=WATCH_READ_MARGIN)
+    inner = listwatch.ListWatch(http.list, http.watch)
+    inner.resource = gvr
+    health = reporting.informers.setdefault(gvr, InformerHealth())
+    lw = ReportingListerWatcher(inner, gvr, reporting.health, reporting.identity, health)
     shared = informer.SharedIndexInformer(
         lw, {}, default_resync, {store.NAMESPACE_INDEX: store.meta_namespace_index_func, **indexers},
         name=informer_name(cluster, gvr), profile=profile, compact=compact)

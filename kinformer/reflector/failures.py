@@ -10,6 +10,8 @@ that the stop signal interrupted ends the round quietly (:mod:`kinformer.reflect
 
 from __future__ import annotations
 
+import logging
+
 from kinformer import errors
 
 
@@ -55,3 +57,18 @@ def refused_version(exc: BaseException, rv: str) -> bool:
     version instead, as after a 410.
     """
     return isinstance(exc, errors.BadRequestError) and rv not in ("", "0")
+
+
+def expected(error: BaseException) -> bool:
+    """Whether ``error`` is what a server going away or coming back causes: a connection
+    refused, reset, cut or silent (:class:`~kinformer.TransportError`), a version the server no
+    longer has (410) or a watch closed at once (:class:`~kinformer.VeryShortWatchError`)."""
+    return (is_connection_refused(error) or errors.is_expired(error)
+            or isinstance(error, (errors.TransportError, errors.VeryShortWatchError)))
+
+
+def log_level(error: BaseException, reported_elsewhere: bool) -> int:
+    """The level a reflector logs ``error`` at: WARNING, or DEBUG for an :func:`expected` one
+    when its ListerWatcher reports failures itself (``reports_failures``, as a member
+    cluster's does: one line when the cluster goes, one when it comes back)."""
+    return logging.DEBUG if reported_elsewhere and expected(error) else logging.WARNING

@@ -78,9 +78,11 @@ class Lister:
             if ctx.cancelled():
                 raise failures.StopRequested() from exc
             if not (failures.version_unavailable(exc) or failures.refused_version(exc, rv)):
-                log.warning("reflector %s: list at rv=%r failed: %s", self.name, rv, exc)
+                log.log(self._shared.level(exc), "reflector %s: list at rv=%r failed: %s",
+                        self.name, rv, exc)
                 raise
-            log.warning(
+            log.log(
+                self._shared.level(exc),
                 "reflector %s: list at rv=%r: %s; listing again at the current version",
                 self.name,
                 rv,
@@ -93,7 +95,8 @@ class Lister:
             except Exception as exc2:
                 if ctx.cancelled():
                     raise failures.StopRequested() from exc2
-                log.warning("reflector %s: list at rv='' failed: %s", self.name, exc2)
+                log.log(self._shared.level(exc2), "reflector %s: list at rv='' failed: %s",
+                        self.name, exc2)
                 raise
         if ctx.cancelled():
             raise failures.StopRequested()

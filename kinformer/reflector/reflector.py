@@ -70,7 +70,10 @@ class Reflector:
     started (the resync timer, the WatchList bookmark timer); stopping closes the open watch
     so ``run`` returns promptly. A Reflector runs once. Getters are thread-safe.
 
-    Errors: every list or watch error (a failed list, a refused or failed watch start, a watch
+    Errors: a ListerWatcher whose ``reports_failures`` attribute is True (a member cluster's)
+    reports failures itself, and the reflector then logs the expected ones (a connection
+    refused, reset or silent, a 410, a very short watch) at DEBUG instead of WARNING.
+    Every list or watch error (a failed list, a refused or failed watch start, a watch
     that ended with an error) goes to the watch error handler, ``handler(reflector, error)``
     (a raising handler is logged), and :meth:`last_error` reports it until the next successful
     list. A failed list or watch start ends the round and the next starts after one backoff
@@ -149,7 +152,8 @@ class Reflector:
         shared = _shared.Shared(
             listerwatcher.with_context(lister_watcher), self._store, self._shard, self._version,
             self.name, clock, self._backoff, self._metrics, transform, self._record_error,
-            self._mark_synced, min_watch_timeout, self._rand)
+            self._mark_synced, min_watch_timeout, self._rand,
+            getattr(lister_watcher, "reports_failures", False) is True)
         self._lister = listing.Lister(shared, page_size)
         self._watch_list = (watch_list.WatchListSync(shared, initial_events_timeout)
                             if use_watch_list else None)

@@ -19,7 +19,7 @@ from kinformer import backoff as _backoff
 from kinformer import clock as _clock
 from kinformer.client import listerwatcher
 from kinformer.metrics import provider as _metrics
-from kinformer.reflector import shard_state, sink, watch
+from kinformer.reflector import failures, shard_state, sink, watch
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -28,7 +28,8 @@ class Shared:
 
     ``version`` is written by the run thread only; ``record_error(exc)`` shows an error to
     the watch error handler and :meth:`~kinformer.Reflector.last_error`; ``synced(rv)`` says a
-    list, or a WatchList's initial events, reached the store at ``rv``.
+    list, or a WatchList's initial events, reached the store at ``rv``. ``level(error)`` is
+    the level to log a failed request at (see :func:`~kinformer.reflector.failures.log_level`).
     """
 
     lw: listerwatcher.ContextListerWatcher
@@ -44,6 +45,11 @@ class Shared:
     synced: Callable[[str], None]
     min_watch_timeout: float
     rand: Callable[[], float]
+    quiet: bool = False  # the ListerWatcher reports failures itself: expected ones at DEBUG here
+
+    def level(self, error: BaseException) -> int:
+        """The level to log ``error`` at: DEBUG for an expected one when ``quiet``, else WARNING."""
+        return failures.log_level(error, self.quiet)
 
     def watch_options(self, rv: str) -> listerwatcher.ListOptions:
         """A watch from ``rv`` with bookmarks, on this round's shard, timing out server-side

@@ -63,7 +63,8 @@ class WatchListSync:
                     raise failures.StopRequested() from exc
                 shared.record_error(exc)
                 if failures.backs_off(exc):
-                    log.warning("reflector %s: watch-list start failed: %s; backing off", self.name, exc)
+                    log.log(shared.level(exc),
+                            "reflector %s: watch-list start failed: %s; backing off", self.name, exc)
                     if shared.backoff.wait(ctx):
                         raise failures.StopRequested() from exc
                     continue

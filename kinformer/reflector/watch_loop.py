@@ -129,10 +129,12 @@ class WatchLoop:
                     if ctx.cancelled():
                         return
                     if not failures.backs_off(exc):
-                        log.warning("reflector %s: watch start failed: %s", self.name, exc)
+                        log.log(shared.level(exc), "reflector %s: watch start failed: %s",
+                                self.name, exc)
                         raise
                     shared.record_error(exc)
-                    log.warning("reflector %s: watch start failed: %s; backing off", self.name, exc)
+                    log.log(shared.level(exc), "reflector %s: watch start failed: %s; backing off",
+                            self.name, exc)
                     if shared.backoff.wait(ctx):
                         return
                     continue
@@ -160,7 +162,8 @@ class WatchLoop:
             error = abort.error
             if end.outcome is _Outcome.DROPPED:
                 if error is None:
-                    log.info(
+                    log.log(
+                        logging.DEBUG if shared.quiet else logging.INFO,
                         "reflector %s: watch dropped (%s); watching again from rv=%s",
                         self.name,
                         end.error,
@@ -177,7 +180,8 @@ class WatchLoop:
                 continue  # closed cleanly: watch again from the last version, at once
             shared.record_error(error)
             if errors.is_expired(error):
-                log.warning("reflector %s: watch expired (%s); relisting", self.name, error)
+                log.log(shared.level(error), "reflector %s: watch expired (%s); relisting",
+                        self.name, error)
                 return
             if isinstance(error, errors.TooManyRequestsError):
                 log.warning("reflector %s: watch got 429; backing off", self.name)
@@ -187,7 +191,7 @@ class WatchLoop:
             if self._retry_internal_error(error):
                 log.warning("reflector %s: watch got %s; watching again", self.name, error)
                 continue
-            log.warning("reflector %s: watch ended: %s; relisting", self.name, error)
+            log.log(shared.level(error), "reflector %s: watch ended: %s; relisting", self.name, error)
             return
 
     def _very_short(self, end: watch.WatchEnd, opened: watch.OpenWatch, continued: bool) -> bool:

@@ -146,3 +146,9 @@ def lists_served(server: FakeAPIServer, path: str = "/api/v1/configmaps") -> int
     """How many lists (not watches) of ``path`` the server answered."""
     return sum(1 for method, p, query, _status in server.requests
                if method == "GET" and p == path and query.get("watch") not in ("true", "1"))
+
+
+def cluster_id(server: FakeAPIServer) -> str:
+    """The uid of ``server``'s kube-system namespace: the identity of the cluster it serves."""
+    uid: str = server.get(NAMESPACES, None, "kube-system")["metadata"]["uid"]
+    return uid

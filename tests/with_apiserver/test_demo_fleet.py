@@ -25,18 +25,21 @@ def test_the_fleet_demo_shows_members_leave_fail_and_rejoin_and_ends_with_equal_
     out = " ".join(result.stdout.split())  # the wrapped lines as one text
     # one line per cluster in the live display
     for name in ("member-1", "member-2", "member-3"):
-        assert re.search(rf"{name} engaged, synced, \d+ objects, \d+ events, no error", out)
+        assert re.search(rf"{name} engaged, synced for \d+s, \d+ objects, \d+ events", out)
     # the member that leaves: its Secret deleted on the hub, disengaged without deletes, back
     assert "member-2 leaves the fleet: its kubeconfig Secret is deleted on the hub" in out
     assert re.search(r"member-2 disengaged [\d.]+s later: its objects left the cache, handlers got "
                      r"on_disengaged and no deletes", out)
     assert re.search(r"member-2 engaged and synced [\d.]+s later \(\d+ ConfigMaps\)", out)
     # the member whose server stops: engaged, its error shown, the others go on
-    assert re.search(r"member-3 unreachable, seen [\d.]+s later: watch configmaps: .*the others go on", out)
+    assert re.search(r"member-3 unreachable, seen [\d.]+s later: .*the others go on", out)
+    # and back: shown as plainly, its state synced and the error gone
+    assert re.search(r"member-3 recovered [\d.]+s after its server came back: synced, no error", out)
     summary = out[out.index("kinformer demo summary (clusters, finished"):]
     assert re.search(r"left member-2 at [\d.]+s, disengaged [\d.]+s later", summary)
     assert re.search(r"rejoined member-2 at [\d.]+s, synced [\d.]+s later", summary)
     assert re.search(r"unreachable member-3 at [\d.]+s, its error seen [\d.]+s later", summary)
+    assert re.search(r"reachable member-3 at [\d.]+s, recovered [\d.]+s later", summary)
     for name in ("member-1", "member-2", "member-3"):
         assert re.search(rf"{name} cache equals its server \(\d+ ConfigMaps\)", summary)
     assert "consistency every cache equals its server" in summary

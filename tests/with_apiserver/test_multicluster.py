@@ -12,7 +12,7 @@ from contextlib import contextmanager
 from typing import Any
 
 import pytest
-from _fleet import CONFIGMAPS, ClusterRecorder, DrivenProvider, excluding, lists_served
+from _fleet import CONFIGMAPS, ClusterRecorder, DrivenProvider, cluster_id, excluding, lists_served
 from helpers import TIMEOUT, SilentServer, client_for, cm, keys, metric_value
 
 from kinformer import (
@@ -71,7 +71,9 @@ def test_the_same_key_in_three_clusters_is_three_objects(kube_fleet: Fleet, clie
             lister.cluster("member-4").by_namespace("default").get("app")
         assert factory.clusters() == ["member-1", "member-2", "member-3"]
         assert configmaps.cluster_status() == {
-            name: ClusterStatus(synced=True, last_error=None, objects=1) for name in kube_fleet}
+            name: ClusterStatus(synced=True, last_error=None, objects=1, state="synced",
+                                cluster_id=cluster_id(server))
+            for name, server in kube_fleet.items()}
 
 
 def test_each_members_informer_names_its_cluster_in_threads_and_metrics(
@@ -167,7 +169,8 @@ def test_an_unreachable_member_holds_no_other_back(kube_fleet: Fleet, clients: d
         kube_fleet["member-3"].start()  # it retries with backoff in the background
         assert recorder.next() == ("add", "member-3", "app")
         assert factory.wait_for_cache_sync(timeout=TIMEOUT)
-        assert configmaps.cluster_status()["member-3"] == ClusterStatus(True, None, 1)
+        assert configmaps.cluster_status()["member-3"] == ClusterStatus(
+            True, None, 1, "synced", cluster_id=cluster_id(kube_fleet["member-3"]))
 
 
 def test_a_member_that_never_answers_is_engaged_at_once_and_disengaged_promptly(

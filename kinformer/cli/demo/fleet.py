@@ -195,9 +195,11 @@ class FleetDemo:
                 fault.seen_after = after
                 say(f"{name} unreachable, seen {after:.2f}s later: {_error(status.last_error)}; the "
                     "others go on")
-        elif self.counts.snapshot()[0].get(name, 0) > self._events_at_start:
+        elif (status is not None and status.state == "synced"
+              and self.counts.snapshot()[0].get(name, 0) > self._events_at_start):
             fault.seen_after = after
-            say(f"{name} delivers events again {after:.2f}s after its server came back")
+            say(f"{name} recovered {after:.2f}s after its server came back: synced, no error, "
+                "delivering events again")
 
     def restore(self, say: Callable[[str], None]) -> None:
         """Put back what the script took away and not yet returned, before the caches are checked."""
@@ -213,7 +215,8 @@ class FleetDemo:
     # -- what it shows --
 
     def cluster_lines(self, width: int) -> list[str]:
-        """One line (wrapped) per member: engaged, synced, objects, events, last error."""
+        """One line (wrapped) per member: engaged, its state and for how long, objects, events,
+        and the error while it fails (none once it recovered)."""
         statuses = self.configmaps.cluster_status()
         events = self.counts.snapshot()[0]
         lines: list[str] = []
@@ -224,9 +227,10 @@ class FleetDemo:
                        else " yet" if name not in events else "")
                 text = f"not engaged{why}, {events.get(name, 0)} events"
             else:
-                error = f"last error: {_error(status.last_error)}" if status.last_error else "no error"
-                text = (f"engaged, {'synced' if status.synced else 'listing…'}, {status.objects} "
-                        f"objects, {events.get(name, 0)} events, {error}")
+                age = max(0.0, time.time() - status.since)
+                error = f", error: {_error(status.last_error)}" if status.last_error else ""
+                text = (f"engaged, {status.state} for {age:.0f}s, {status.objects} objects, "
+                        f"{events.get(name, 0)} events{error}")
             lines += display.wrap(name, text, width, max_lines=2)
         return lines
 
@@ -426,4 +430,4 @@ def _summary(out: TextIO, demo: FleetDemo, interrupted: bool, differences: dict[
 
 _LABELS = {"leave": "left", "rejoin": "rejoined", "stop": "unreachable", "start": "reachable"}
 _SEEN = {"leave": "disengaged", "rejoin": "synced", "stop": "its error seen",
-         "start": "events again"}
+         "start": "recovered"}
