@@ -24,7 +24,6 @@ from typing import Any, Protocol
 
 from kinformer import _checks, _threads, context, errors, factory, handlers, meta
 from kinformer.cache import cluster as _cluster
-from kinformer.cluster_handlers import ClusterEventHandler
 from kinformer.clusters.factory import MultiClusterInformerFactory
 from kinformer.controllers import staleness
 from kinformer.controllers.predicates import Predicate
@@ -290,8 +289,7 @@ class BuiltController:
         source = self.source
         if isinstance(source, MultiClusterInformerFactory):
             multi = source.for_resource(binding.gvr)
-            cluster_handler = _ClusterHandler(self, binding, mapper, multi)
-            registration = multi.add_event_handler(cluster_handler)
+            registration = multi.add_event_handler(_Handler(self, binding, mapper))
             return lambda: multi.remove_event_handler(registration)
         shared = source.for_resource(binding.gvr).informer()
         self.tracker.observe(shared.name, shared.get_indexer())  # type: ignore[arg-type]
@@ -374,53 +372,35 @@ class BuiltController:
 
 
 class _Handler:
-    """A plain informer handler: each object's cluster is its ``kcp.io/cluster`` annotation."""
+    """An informer handler turning events into requests. On an informer of logical clusters each
+    object's cluster is its ``kcp.io/cluster`` annotation; a multi-cluster informer makes one
+    per member cluster (``for_cluster``, a :class:`~kinformer.cluster_handlers.PerClusterHandler`)
+    that names that cluster, and still hears ``is_in_initial_list`` for the priority queue."""
 
-    def __init__(self, controller: BuiltController, binding: _Binding, mapper: Mapper) -> None:
+    def __init__(self, controller: BuiltController, binding: _Binding, mapper: Mapper,
+                 cluster: str | None = None) -> None:
         self._controller = controller
         self._binding = binding
         self._mapper = mapper
         self._predicates = binding.predicates
+        self._cluster = cluster
+
+    def for_cluster(self, cluster: str) -> _Handler:
+        return _Handler(self._controller, self._binding, self._mapper, cluster)
+
+    def _cluster_of(self, obj: Any) -> str:
+        return _cluster.cluster_of(obj) if self._cluster is None else self._cluster
 
     def on_add(self, obj: Any, is_in_initial_list: bool = False) -> None:
         if all(p.create(obj) for p in self._predicates):
-            cluster = _cluster.cluster_of(obj)
-            self._controller._enqueue(self._binding, self._mapper, cluster, obj, is_in_initial_list)
+            self._controller._enqueue(self._binding, self._mapper, self._cluster_of(obj), obj,
+                                      is_in_initial_list)
 
     def on_update(self, old: Any, new: Any) -> None:
         if all(p.update(old, new) for p in self._predicates):
-            self._controller._enqueue(self._binding, self._mapper, _cluster.cluster_of(new), new, False)
+            self._controller._enqueue(self._binding, self._mapper, self._cluster_of(new), new, False)
 
     def on_delete(self, obj: Any) -> None:
         obj = handlers.deleted_object(obj)
         if all(p.delete(obj) for p in self._predicates):
-            self._controller._enqueue(self._binding, self._mapper, _cluster.cluster_of(obj), obj, False)
-
-
-class _ClusterHandler(ClusterEventHandler):
-    """A multi-cluster handler: told each event's member cluster. An add while that member's
-    informer has not synced yet is taken as part of its initial list."""
-
-    def __init__(self, controller: BuiltController, binding: _Binding, mapper: Mapper, multi: Any) -> None:
-        self._controller = controller
-        self._binding = binding
-        self._mapper = mapper
-        self._predicates = binding.predicates
-        self._multi = multi
-
-    def on_add(self, cluster: str, obj: Any) -> None:
-        if all(p.create(obj) for p in self._predicates):
-            shared = self._multi.informer_for(cluster)
-            initial = shared is not None and not shared.has_synced()
-            self._controller._enqueue(self._binding, self._mapper, cluster, obj, initial)
-
-    def on_update(self, cluster: str, old: Any, new: Any) -> None:
-        if all(p.update(old, new) for p in self._predicates):
-            self._controller._enqueue(self._binding, self._mapper, cluster, new, False)
-
-    def on_delete(self, cluster: str, obj: Any) -> None:
-        obj = handlers.deleted_object(obj)
-        if all(p.delete(obj) for p in self._predicates):
-            self._controller._enqueue(self._binding, self._mapper, cluster, obj, False)
-
-
+            self._controller._enqueue(self._binding, self._mapper, self._cluster_of(obj), obj, False)

@@ -212,6 +212,38 @@ def test_a_live_change_is_reconciled_before_the_initial_lists_keys(
         factory.shutdown()
 
 
+def test_a_members_initial_list_queues_low_and_a_live_change_there_goes_first(
+        kube_fleet: dict[str, FakeAPIServer], stop: threading.Event) -> None:
+    """Over member clusters, each member's initial list reaches the builder as initial (low
+    priority), and a live change in one member promotes that member's request."""
+    names = [f"s{i:02d}" for i in range(8)]
+    for server in kube_fleet.values():
+        for name in names:
+            server.create(SECRETS, {"metadata": {"name": name, "namespace": "default"}})
+    clients = {name: server.api_client() for name, server in kube_fleet.items()}
+    factory = MultiClusterInformerFactory(StaticClusterProvider(clients))
+    recorder = Recorder()
+    recorder.gate = threading.Event()
+    controller = ControllerBuilder("secrets", factory).for_resource(SECRETS).complete(recorder)
+    controller.start(stop)
+    total = len(names) * len(kube_fleet)
+    try:
+        recorder.next()  # held at the gate while the rest of the lists queue
+        assert wait_for(lambda: controller.queue.len_initial() == total - 1, timeout=TIMEOUT)
+        assert len(controller.queue) == total - 1  # every one of them low
+        kube_fleet["member-2"].update(SECRETS, {"metadata": {"name": names[-1], "namespace": "default"},
+                                                "data": {"k": "dg=="}})
+        assert wait_for(lambda: controller.queue.len_initial() == total - 2, timeout=TIMEOUT)
+        recorder.gate.set()
+        assert recorder.next() == Request(names[-1], "default", "member-2")
+    finally:
+        stop.set()
+        assert controller.join(TIMEOUT)
+        factory.shutdown()
+        for api_client in clients.values():
+            api_client.close()
+
+
 def test_requests_name_the_logical_cluster_of_default_app(
         logical_clusters_server: FakeAPIServer, client_of: Any, stop: threading.Event) -> None:
     for cluster in ("root:a", "root:b"):

@@ -6,7 +6,6 @@ it refuses connections or accepts them and never answers (a black hole)."""
 from __future__ import annotations
 
 import contextlib
-import dataclasses
 import json
 import queue
 import re
@@ -20,7 +19,6 @@ from typing import IO, Any
 import pytest
 from helpers import SilentServer, cm, crd
 
-from kinformer import ClusterStatus
 from kinformer.gvr import GroupVersionResource
 from kinformer.testing import FakeAPIServer
 
@@ -280,8 +278,6 @@ def test_streaming_says_once_that_a_context_is_down_and_once_that_it_recovered(
             "down", "ADDED", "default/late", made["metadata"]["resourceVersion"]]
 
 
-@pytest.mark.skipif("state" not in {f.name for f in dataclasses.fields(ClusterStatus)},
-                    reason="needs member clusters whose last_error clears when a watch resumes")
 def test_streaming_says_when_a_listed_context_that_went_down_recovers(
     fleet: dict[str, FakeAPIServer], tmp_path: Path,
 ) -> None:
