@@ -138,6 +138,13 @@ class MultiClusterInformerFactory:
         with self._lock:
             return sorted(self._members)
 
+    def api_client_for(self, cluster: str) -> Any | None:
+        """The ``ApiClient`` the provider engaged ``cluster`` with (the one its informers use),
+        or None when ``cluster`` is not engaged: where a controller writes to that member."""
+        with self._lock:
+            member = self._members.get(cluster)
+        return None if member is None else member.api_client
+
     def cluster_shard(self) -> sharding.ShardSelector | None:
         """The shard of clusters this factory engages; None for all of them."""
         with self._lock:
@@ -257,7 +264,7 @@ class MultiClusterInformerFactory:
             self._stop_members([leaving])
 
     def set_cluster_shard(self, selector: sharding.ShardSelector | None) -> None:
-        """Engage only the clusters whose :func:`~kinformer.fnv1a_64` hash of their name lies in
+        """Engage only the clusters whose :func:`~kinformer.cluster_shard_hash` of their name lies in
         ``selector``'s ranges (its field is ignored); None engages every cluster offered.
 
         While running, the clusters that leave the shard are disengaged (one ``on_disengaged``

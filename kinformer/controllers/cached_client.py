@@ -132,12 +132,10 @@ class CachedClient:
             return self._rest
         if not cluster:
             raise errors.ConfigurationError("a write over member clusters needs cluster=")
-        # the member's own client: the multi-cluster factory keeps it on the engaged member
-        fleet = getattr(self._source, "_fleet", None)
-        member = None if fleet is None else fleet.member(cluster)
-        if member is None:
+        api_client = self._source.api_client_for(cluster)  # type: ignore[union-attr]
+        if api_client is None:
             raise errors.ConfigurationError(f"cluster {cluster!r} is not engaged")
-        return rest.Client(member.api_client)
+        return rest.Client(api_client)
 
     def _record(self, gvr: GroupVersionResource, cluster: str, answer: Any) -> None:
         rv = meta.resource_version(answer) if isinstance(answer, dict) else None
