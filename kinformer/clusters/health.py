@@ -144,6 +144,9 @@ class ReportingListerWatcher:
         self._inner = listerwatcher.with_context(inner)
         self.resource: GroupVersionResource | None = gvr
         self.shard_selector = None
+        # the kcp logical cluster the member's host names (``/clusters/*``: many clusters at one
+        # address, so the informer is cluster-aware), as ListWatch.cluster says it
+        self.cluster: str | None = getattr(inner, "cluster", None)
         self._member = member
         self._identity = identity
         self.health = health

@@ -30,8 +30,9 @@ class Identity:
     :meth:`current` reads it when it is not known yet or a connection was :meth:`lost` since
     it was read; one thread reads while the member's other informers wait for that read (each
     still stoppable through its context). A changed uid is logged once, at WARNING. A
-    ``kube-system`` the member's credentials cannot read (403), a cluster without one (404) or
-    an answer without a uid is logged once, at INFO, and never read again: its informers then
+    ``kube-system`` the member's credentials cannot read (403), a cluster without one (404), an
+    endpoint that serves no get (405: a member on kcp's ``/clusters/*``, many clusters behind one
+    address, which has no one identity) or an answer without a uid is logged once, at INFO, and never read again: its informers then
     go on unchecked. Any other failure is raised, and the read made again next time.
     Thread-safe; it holds no lock while a request is in flight.
     """
@@ -45,7 +46,7 @@ class Identity:
         self._cond = threading.Condition(threading.RLock())
         self._uid: str | None = None
         self._stale = True  # read before it is used: never read yet, or a connection was lost
-        self._readable = True  # False once kube-system answered 403 or 404
+        self._readable = True  # False once kube-system answered 403, 404 or 405
         self._reading = False  # a thread is reading it now
 
     @property
@@ -103,7 +104,7 @@ class Identity:
             body: Any = self._client.get_json(
                 KUBE_SYSTEM_PATH, timeout=self._timeout, ctx=ctx,
                 what=f"read cluster {self.cluster}'s identity (namespace kube-system)")
-        except (errors.ForbiddenError, errors.NotFoundError) as exc:
+        except (errors.ForbiddenError, errors.NotFoundError, errors.MethodNotAllowedError) as exc:
             return self._unreadable(f"{exc.status} on namespace kube-system")
         except errors.DecodeError:
             return self._unreadable("namespace kube-system is not JSON")

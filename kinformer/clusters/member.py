@@ -145,6 +145,7 @@ def _new_informer(cluster: str, api_client: Any, default_resync: float, profile:
                                  tweak_list_options, watch_margin=WATCH_READ_MARGIN)
     inner = listwatch.ListWatch(http.list, http.watch)
     inner.resource = gvr
+    inner.cluster = rest.host_cluster(api_client)  # a member on kcp's /clusters/*: cluster-aware
     health = reporting.informers.setdefault(gvr, InformerHealth())
     lw = ReportingListerWatcher(inner, gvr, reporting.health, reporting.identity, health)
     shared = informer.SharedIndexInformer(
