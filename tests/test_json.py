@@ -73,3 +73,58 @@ def test_gc_paused_leaves_a_disabled_collector_disabled() -> None:
         assert not gc.isenabled()
     finally:
         gc.enable()
+
+
+def big_list(count: int) -> dict[str, object]:
+    """A list body of ``count`` items, some of whose strings and nested arrays read like a
+    boundary between two items (``},{``)."""
+    items: list[dict[str, object]] = [
+        {"metadata": {"name": f"cm-{i}", "namespace": "default"}, "data": {"k": "v" * 300}}
+        for i in range(count)]
+    items[5]["data"] = {"x": '},{"a":1}', "y": "},{"}
+    items[count // 2]["spec"] = {"items": [{"a": 1}, {"b": [{"c": "},{"}]}]}
+    return {"kind": "ConfigMapList", "apiVersion": "v1", "metadata": {"resourceVersion": "7"},
+            "items": items}
+
+
+def test_loads_bulk_with_a_check_between_chunks_decodes_a_big_list_as_one_decode_does(
+    backend: str
+) -> None:
+    body = big_list(30_000)
+    data = _json.dumps(body)
+    assert len(data) > 4 * _json.CHUNK_BYTES
+    checks: list[int] = []
+    assert _json.loads_bulk(data, lambda: checks.append(1)) == body
+    assert len(checks) > 4  # one before each chunk: the decoder let go between them
+
+
+@pytest.mark.parametrize("body", [
+    {"items": [{"n": "x" * 300, "i": i} for i in range(30_000)], "kind": "L", "metadata": {}},
+    {"metadata": {"items": [{"a": 1}, {"b": 2}]}, "items": [{"i": i, "s": "x" * 300} for i in range(30_000)]},
+    {"kind": "L", "items": [], "metadata": {"pad": "},{" * 3_000_000}},
+], ids=["items-first", "nested-items-key-first", "no-items"])
+def test_loads_bulk_in_chunks_gives_what_one_decode_gives_whatever_the_key_order(
+    backend: str, body: dict[str, object]
+) -> None:
+    data = _json.dumps(body)
+    assert _json.loads_bulk(data, lambda: None) == _json.loads(data)
+
+
+def test_a_check_that_raises_breaks_off_a_big_decode(backend: str) -> None:
+    data = _json.dumps(big_list(30_000))
+    calls: list[int] = []
+
+    def stop_at_the_third() -> None:
+        calls.append(1)
+        if len(calls) == 3:
+            raise ConnectionError("stopped")
+
+    with pytest.raises(ConnectionError, match="stopped"):
+        _json.loads_bulk(data, stop_at_the_third)
+    assert len(calls) == 3
+
+
+def test_a_truncated_big_list_is_still_a_value_error(backend: str) -> None:
+    data = _json.dumps(big_list(30_000))
+    with pytest.raises(ValueError):
+        _json.loads_bulk(data[:-3], lambda: None)

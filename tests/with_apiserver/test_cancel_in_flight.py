@@ -14,6 +14,7 @@ import kubernetes
 import pytest
 from helpers import running
 
+from kinformer import _json, errors
 from kinformer.client.listerwatcher import ListOptions
 from kinformer.client.listwatch import ListWatch
 from kinformer.context import Context
@@ -111,3 +112,14 @@ def test_stop_breaks_off_a_held_request_over_https_through_a_dynamic_client(verb
             assert reflector_threads() == []
         finally:
             api.close()
+
+
+def test_a_stop_breaks_off_the_decode_of_a_big_list(apiserver: FakeAPIServer, api_client: Any) -> None:
+    # a list of several decode chunks; the stop comes once the body is read, as it is decoded
+    apiserver.preload(CONFIGMAPS, ({"metadata": {"name": f"cm-{i}", "namespace": "default"},
+                                    "data": {"k": "v" * 300}} for i in range(20_000)))
+    lw = ListWatch.for_resource(api_client, CONFIGMAPS)
+    ctx = Context()
+    with _json.before_bulk_decodes(ctx.cancel), pytest.raises(errors.TransportError, match="cancelled"):
+        lw.list(ListOptions(), ctx=ctx)
+    assert len(lw.list(ListOptions()).items) == 20_000  # the next list is whole

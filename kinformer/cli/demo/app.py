@@ -26,7 +26,7 @@ import time
 from collections.abc import Callable
 from typing import Any, TextIO
 
-from kinformer import _threads, context, errors, factory, meta
+from kinformer import _gc, _threads, context, errors, factory, meta
 from kinformer.cli import options
 from kinformer.cli.demo import controllers, display, fleet, queue_metrics, replicas, signals, workload
 from kinformer.client import rest
@@ -322,13 +322,14 @@ def run(args: argparse.Namespace) -> int:
             return _run(options, stop, screen, out)
         finally:
             screen.close()
+            _gc.exiting()  # the process ends next, holding the run's objects: seconds to collect
 
 
 def _run(options: workload.Options, stop: threading.Event, screen: display.Display, out: TextIO) -> int:
     stats = workload.Stats()
     demo = Demo(options, stats)
     interrupted = False
-    mismatched: list[str] = []
+    mismatched: list[str] | None = None  # None: the caches were not checked
     alive: list[str] = []
     try:
         deadline = demo.started + options.duration if options.duration else float("inf")
@@ -352,9 +353,10 @@ def _run(options: workload.Options, stop: threading.Event, screen: display.Displ
             phase = "listing: initial lists loading"
             next_frame = time.monotonic()
             while not demo.synced():
+                if stop.is_set() or time.monotonic() >= deadline:
+                    break  # at once, not at the next frame: the lists may take long
                 if time.monotonic() >= next_frame:
-                    if not tick(phase):
-                        break
+                    screen.frame(demo.status(), phase)
                     next_frame = time.monotonic() + frame_interval
                 stop.wait(0.05)
             else:
@@ -367,7 +369,7 @@ def _run(options: workload.Options, stop: threading.Event, screen: display.Displ
                 stop.wait(min(frame_interval, max(0.0, deadline - time.monotonic())))
         interrupted = stop.is_set()
         demo.stop_churn()
-        if demo.synced_after is not None:
+        if demo.synced_after is not None and not interrupted:  # Ctrl-C: stop now, check nothing
             screen.frame(demo.status(), "checking the caches against the server")
             mismatched = _converge(demo)
     finally:
