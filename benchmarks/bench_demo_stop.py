@@ -8,7 +8,8 @@ the seconds from the signal to the summary line and to the process's exit, and w
 says of the initial sync (whether the signal came before it completed). Results are compared
 between runs, not asserted; the demo's promise (docs/cli.md) is an exit within a second.
 
-Run ``python benchmarks/bench_demo_stop.py [--objects 200000] [--runs 3] [--json]``.
+Run ``python benchmarks/bench_demo_stop.py [--objects 200000] [--runs 3] [--json] [--quick]``
+(``--quick``: 20,000 objects, one run per moment).
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ from pathlib import Path
 from typing import Any
 
 N_OBJECTS = 200_000
+QUICK_OBJECTS = 20_000
 # (phase line to wait for, seconds after it): loading, then a sweep over the first lists
 MOMENTS = (("loading", 1.0), ("listing", 0.0), ("listing", 0.5), ("listing", 1.0), ("listing", 1.5),
            ("listing", 2.0), ("listing", 3.0))
@@ -79,7 +81,10 @@ def main() -> int:
     parser.add_argument("--objects", type=int, default=N_OBJECTS)
     parser.add_argument("--runs", type=int, default=3, help="runs per moment (default 3)")
     parser.add_argument("--json", action="store_true", help="print the results as JSON")
+    parser.add_argument("--quick", action="store_true", help="20,000 objects, one run per moment")
     args = parser.parse_args()
+    if args.quick:
+        args.objects, args.runs = QUICK_OBJECTS, 1
     results = [one_run(args.objects, phase, after)
                for _ in range(args.runs) for phase, after in MOMENTS]
     if args.json:

@@ -4,7 +4,9 @@
 standard library, so both paths stay tested. A big body (a whole list) is decoded with
 :func:`loads_bulk`, before which a caller higher up may act on its own thread
 (:func:`before_bulk_decodes`) without the decoder knowing why: the informer pauses the cyclic
-collector there (:mod:`kinformer.collector_policy`).
+collector there (:mod:`kinformer.collector_policy`). Given a check to call between chunks (a
+list request's stop), :func:`loads_bulk` decodes a big list a few MiB of items at a time, so
+neither a stop nor another thread waits for the whole decode.
 """
 
 from __future__ import annotations
@@ -103,8 +105,12 @@ def loads_bulk(
     :data:`CHUNK_BYTES` of items at a time, calling ``between()`` before each chunk: the decoder
     holds the interpreter lock for one chunk, not for the whole list (a second of a 200,000
     object list), so other threads run meanwhile, and ``between`` may raise to break the decode
-    off (a stop). The result is what one decode gives.
+    off (a stop); it is called once before anything else too, so a list stopped while its body
+    was read is not decoded at all, nor is the hook called for it. The result is what one
+    decode gives.
     """
+    if between is not None:
+        between()
     hook = getattr(_hooks, "before", None)
     if hook is not None:
         hook()

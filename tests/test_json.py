@@ -128,3 +128,14 @@ def test_a_truncated_big_list_is_still_a_value_error(backend: str) -> None:
     data = _json.dumps(big_list(30_000))
     with pytest.raises(ValueError):
         _json.loads_bulk(data[:-3], lambda: None)
+
+
+def test_a_list_stopped_before_its_decode_is_not_decoded_nor_its_hook_called(backend: str) -> None:
+    hooked: list[int] = []
+
+    def stopped() -> None:
+        raise ConnectionError("stopped")
+
+    with _json.before_bulk_decodes(lambda: hooked.append(1)), pytest.raises(ConnectionError):
+        _json.loads_bulk(b'{"items": []}', stopped)
+    assert hooked == []  # the informer's collector pause (and its collection) never began

@@ -34,9 +34,11 @@ class Announcing:
     def __init__(self, inner: ListWatch) -> None:
         self.inner = inner
         self.listing = threading.Event()
+        self.list_ctx: Context | None = None  # what the last list was given
         self.watching = threading.Event()
 
     def list(self, options: ListOptions, ctx: Context | None = None) -> Any:
+        self.list_ctx = ctx
         self.listing.set()
         return self.inner.list(options, ctx=ctx)
 
@@ -123,3 +125,20 @@ def test_a_stop_breaks_off_the_decode_of_a_big_list(apiserver: FakeAPIServer, ap
     with _json.before_bulk_decodes(ctx.cancel), pytest.raises(errors.TransportError, match="cancelled"):
         lw.list(ListOptions(), ctx=ctx)
     assert len(lw.list(ListOptions()).items) == 20_000  # the next list is whole
+
+
+def test_cancelling_the_run_context_cancels_the_list_in_flight_as_it_is_cancelled(
+    apiserver: FakeAPIServer, api_client: Any
+) -> None:
+    # not once the informer's thread wakes up to stop its reflector: on a busy interpreter that
+    # can be long after, and meanwhile the list goes on (a big one decoding, holding the lock)
+    apiserver.set_delay(HOLD, verb="list")
+    lw = Announcing(ListWatch.for_resource(api_client, CONFIGMAPS))
+    informer = SharedIndexInformer(lw, name="held")
+    stop = Context()
+    with running(informer.run, stop, deadline=STOP_DEADLINE):
+        assert lw.listing.wait(TIMEOUT)
+        assert lw.list_ctx is not None and not lw.list_ctx.cancelled()
+        stop.cancel()
+        assert lw.list_ctx.cancelled()
+    assert reflector_threads() == []
