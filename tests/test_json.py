@@ -139,3 +139,29 @@ def test_a_list_stopped_before_its_decode_is_not_decoded_nor_its_hook_called(bac
     with _json.before_bulk_decodes(lambda: hooked.append(1)), pytest.raises(ConnectionError):
         _json.loads_bulk(b'{"items": []}', stopped)
     assert hooked == []  # the informer's collector pause (and its collection) never began
+
+
+def test_exiting_keeps_the_collector_off_through_pauses_and_stopped_informers() -> None:
+    # in a child process: exiting() is for good, as the process it is called in ends next
+    import subprocess
+    import sys
+    script = """if True:
+        import gc
+        from kinformer import _gc
+        gc.enable()
+        _gc.pause()
+        _gc.freeze()
+        _gc.resume()
+        _gc.exiting()
+        class Cache:
+            pass
+        cache = Cache()
+        _gc.informer_stopped(cache)
+        _gc.pause()
+        _gc.resume()
+        assert not gc.isenabled()
+        assert gc.get_freeze_count() > 0, "given back to the collector"
+        print("ok")
+    """
+    result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60)
+    assert result.stdout.strip() == "ok", result.stderr

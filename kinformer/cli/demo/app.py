@@ -272,8 +272,11 @@ class Demo:
     def close(self) -> list[str]:
         """Cancel everything and join every thread; returns the names of threads still alive.
 
-        Records the run's final :meth:`status` first, for the summary.
+        Records the run's final :meth:`status` first, for the summary. The process exits after
+        it, so the cyclic collector is turned off first (:func:`kinformer._gc.exiting`): the
+        stopping threads would otherwise wait for it to walk the heap.
         """
+        _gc.exiting()
         self.final = self.status()
         self.ctx.cancel()
         _threads.join_all([*self.threads, *filter(None, [self._churn_thread])], STOP_TIMEOUT)
@@ -322,7 +325,7 @@ def run(args: argparse.Namespace) -> int:
             return _run(options, stop, screen, out)
         finally:
             screen.close()
-            _gc.exiting()  # the process ends next, holding the run's objects: seconds to collect
+            _gc.exiting()  # the process ends next: walking what the run leaves takes seconds
 
 
 def _run(options: workload.Options, stop: threading.Event, screen: display.Display, out: TextIO) -> int:
