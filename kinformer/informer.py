@@ -286,7 +286,10 @@ class SharedIndexInformer:
         log.info("informer %s starting", self._name)
         # synced and object count, read when metrics are collected: no cost per event
         gauges = metrics_provider.informer_gauges(self._name, self.has_synced, self._indexer.__len__)
-        inner = context.Context(f"informer-{self._name}")
+        # a Context stops the reflector as it is cancelled, breaking off a list in flight at once,
+        # not once this thread has woken from stop.wait() below (a while on a busy interpreter)
+        inner = (stop.child(f"informer-{self._name}") if isinstance(stop, context.Context)
+                 else context.Context(f"informer-{self._name}"))
         self._processor.start()
         threads = [
             _threads.spawn(refl.run, _threads.thread_name("reflector", self._name), inner),

@@ -6,7 +6,7 @@ from typing import Any
 
 from helpers import cm
 
-from kinformer.cache.mutation_detector import CheckedIndexer, MutationDetector
+from kinformer.cache.mutation_detector import CheckedIndexer, MutationDetector, field_changes
 from kinformer.cache.store import NAMESPACE_INDEX, meta_namespace_index_func, meta_namespace_key_func
 from kinformer.cache.thread_safe_store import NOT_APPLIED
 
@@ -65,3 +65,16 @@ def test_a_finding_is_reported_once_until_the_key_is_cached_again() -> None:
     indexer.update(a2)
     touch(a2)
     assert indexer.detector.report() == ["ns/a"]
+
+
+def test_field_changes_name_each_path_in_the_order_met() -> None:
+    before = {"metadata": {"labels": {"app.kubernetes.io/name": "a"}},
+              "spec": {"replicas": 3, "ports": [80, 443, 8080]}, "data": {}}
+    after = {"metadata": {"labels": {"app.kubernetes.io/name": "b"}},
+             "spec": {"ports": [80, 8443]}, "data": {"x": 1}}
+    assert field_changes(before, after) == [
+        "metadata.labels['app.kubernetes.io/name']: 'a' -> 'b'", "spec.replicas: removed",
+        "spec.ports[1]: 443 -> 8443", "spec.ports[2]: removed", "data.x: added"]
+    assert field_changes(before, after, limit=2)[-1] == "and 3 more"
+    assert field_changes({"a": 1}, {"a": 1.0}) == ["a: 1 -> 1.0"]  # equal, yet another type
+    assert field_changes(before, before) == []

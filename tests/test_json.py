@@ -73,3 +73,95 @@ def test_gc_paused_leaves_a_disabled_collector_disabled() -> None:
         assert not gc.isenabled()
     finally:
         gc.enable()
+
+
+def big_list(count: int) -> dict[str, object]:
+    """A list body of ``count`` items, some of whose strings and nested arrays read like a
+    boundary between two items (``},{``)."""
+    items: list[dict[str, object]] = [
+        {"metadata": {"name": f"cm-{i}", "namespace": "default"}, "data": {"k": "v" * 300}}
+        for i in range(count)]
+    items[5]["data"] = {"x": '},{"a":1}', "y": "},{"}
+    items[count // 2]["spec"] = {"items": [{"a": 1}, {"b": [{"c": "},{"}]}]}
+    return {"kind": "ConfigMapList", "apiVersion": "v1", "metadata": {"resourceVersion": "7"},
+            "items": items}
+
+
+def test_loads_bulk_with_a_check_between_chunks_decodes_a_big_list_as_one_decode_does(
+    backend: str
+) -> None:
+    body = big_list(30_000)
+    data = _json.dumps(body)
+    assert len(data) > 4 * _json.CHUNK_BYTES
+    checks: list[int] = []
+    assert _json.loads_bulk(data, lambda: checks.append(1)) == body
+    assert len(checks) > 4  # one before each chunk: the decoder let go between them
+
+
+@pytest.mark.parametrize("body", [
+    {"items": [{"n": "x" * 300, "i": i} for i in range(30_000)], "kind": "L", "metadata": {}},
+    {"metadata": {"items": [{"a": 1}, {"b": 2}]}, "items": [{"i": i, "s": "x" * 300} for i in range(30_000)]},
+    {"kind": "L", "items": [], "metadata": {"pad": "},{" * 3_000_000}},
+], ids=["items-first", "nested-items-key-first", "no-items"])
+def test_loads_bulk_in_chunks_gives_what_one_decode_gives_whatever_the_key_order(
+    backend: str, body: dict[str, object]
+) -> None:
+    data = _json.dumps(body)
+    assert _json.loads_bulk(data, lambda: None) == _json.loads(data)
+
+
+def test_a_check_that_raises_breaks_off_a_big_decode(backend: str) -> None:
+    data = _json.dumps(big_list(30_000))
+    calls: list[int] = []
+
+    def stop_at_the_third() -> None:
+        calls.append(1)
+        if len(calls) == 3:
+            raise ConnectionError("stopped")
+
+    with pytest.raises(ConnectionError, match="stopped"):
+        _json.loads_bulk(data, stop_at_the_third)
+    assert len(calls) == 3
+
+
+def test_a_truncated_big_list_is_still_a_value_error(backend: str) -> None:
+    data = _json.dumps(big_list(30_000))
+    with pytest.raises(ValueError):
+        _json.loads_bulk(data[:-3], lambda: None)
+
+
+def test_a_list_stopped_before_its_decode_is_not_decoded_nor_its_hook_called(backend: str) -> None:
+    hooked: list[int] = []
+
+    def stopped() -> None:
+        raise ConnectionError("stopped")
+
+    with _json.before_bulk_decodes(lambda: hooked.append(1)), pytest.raises(ConnectionError):
+        _json.loads_bulk(b'{"items": []}', stopped)
+    assert hooked == []  # the informer's collector pause (and its collection) never began
+
+
+def test_exiting_keeps_the_collector_off_through_pauses_and_stopped_informers() -> None:
+    # in a child process: exiting() is for good, as the process it is called in ends next
+    import subprocess
+    import sys
+    script = """if True:
+        import gc
+        from kinformer import _gc
+        gc.enable()
+        _gc.pause()
+        _gc.freeze()
+        _gc.resume()
+        _gc.exiting()
+        class Cache:
+            pass
+        cache = Cache()
+        _gc.informer_stopped(cache)
+        _gc.pause()
+        _gc.resume()
+        assert not gc.isenabled()
+        assert gc.get_freeze_count() > 0, "given back to the collector"
+        print("ok")
+    """
+    result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60)
+    assert result.stdout.strip() == "ok", result.stderr

@@ -5,8 +5,10 @@ shared with every handler and lister caller, so one that edits what it was hande
 changes the cache for everybody. When detection is on, the informer caches into a
 :class:`CheckedIndexer`, which hands each object it stores to a :class:`MutationDetector`; the
 detector keeps a deep copy of it until the key is written again or deleted, and
-:meth:`MutationDetector.check` names the keys whose object no longer equals its copy. When it
-is off, the informer uses a plain :class:`~kinformer.Indexer` and nothing here runs.
+:meth:`MutationDetector.check` names the keys whose object no longer equals its copy; the log
+line of each also says which fields changed (:func:`field_changes`, as client-go's detector
+prints its diff). When it is off, the informer uses a plain :class:`~kinformer.Indexer` and
+nothing here runs.
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ import builtins
 import copy
 import logging
 import os
+import re
 import threading
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -28,6 +31,53 @@ log = logging.getLogger(__name__)
 
 ENV_VAR = "KINFORMER_CACHE_MUTATION_DETECTOR"
 _TRUE = ("1", "true")
+MAX_CHANGES = 5  # field paths one log line names; more are counted ("and 3 more")
+MAX_VALUE = 40  # characters of a value shown before and after a change
+_PLAIN_KEY = re.compile(r"[A-Za-z_][A-Za-z0-9_-]*\Z")  # printed after a dot; others in brackets
+
+
+def field_changes(original: Any, current: Any, limit: int = MAX_CHANGES) -> list[str]:
+    """What changed from ``original`` to ``current``, one field path each, at most ``limit``.
+
+    ``metadata.labels.app: 'a' -> 'b'``, ``data.x: added``, ``spec.replicas: removed``; list
+    items as ``[2]``, keys that are not plain words as ``['app.kubernetes.io/name']``; values
+    shortened to :data:`MAX_VALUE` characters. Past ``limit`` changes one last entry counts the
+    rest (``and 3 more``). Only JSON-like values (dicts, lists, scalars) are walked into.
+    """
+    found: list[str] = []
+    _walk(original, current, "", found)
+    if len(found) > limit:
+        return [*found[:limit], f"and {len(found) - limit} more"]
+    return found
+
+
+def _walk(old: Any, new: Any, path: str, found: list[str]) -> None:
+    if type(old) is dict and type(new) is dict:
+        for key in old:
+            child = _join(path, key)
+            if key not in new:
+                found.append(f"{child}: removed")
+            else:
+                _walk(old[key], new[key], child, found)
+        found.extend(f"{_join(path, key)}: added" for key in new if key not in old)
+    elif type(old) is list and type(new) is list:
+        for index, (before, after) in enumerate(zip(old, new, strict=False)):  # the rest below
+            _walk(before, after, f"{path}[{index}]", found)
+        found.extend(f"{path}[{i}]: removed" for i in range(len(new), len(old)))
+        found.extend(f"{path}[{i}]: added" for i in range(len(old), len(new)))
+    elif type(old) is not type(new) or old != new:
+        found.append(f"{path or '(the object)'}: {_short(old)} -> {_short(new)}")
+
+
+def _join(path: str, key: Any) -> str:
+    if isinstance(key, str) and _PLAIN_KEY.match(key):
+        return f"{path}.{key}" if path else key
+    return f"{path}[{key!r}]"
+
+
+def _short(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= MAX_VALUE else text[:MAX_VALUE - 3] + "..."
 
 
 def enabled(detect_mutations: bool | None) -> bool:
@@ -101,15 +151,21 @@ class MutationDetector:
             self.report()
 
     def report(self) -> list[str]:
-        """Check, log each mutated key not logged yet at ERROR, and return those keys."""
+        """Check, log each mutated key not logged yet at ERROR with the fields that changed,
+        and return those keys."""
         mutated = self.check()
         with self._lock:
-            new = [key for key in mutated if key not in self._reported and key in self._copies]
-            self._reported.update(new)
-        for key in new:
+            new = [(key, self._copies[key]) for key in mutated
+                   if key not in self._reported and key in self._copies]
+            self._reported.update(key for key, _ in new)
+        for key, (obj, original) in new:
+            try:
+                changes = "; ".join(field_changes(original, obj))
+            except RuntimeError:  # changed again while being compared
+                changes = "changed while being compared"
             log.error("cache mutation detected: %s (informer %s; copy what the cache hands you "
-                      "before changing it)", key, self.name)
-        return new
+                      "before changing it): %s", key, self.name, changes)
+        return [key for key, _ in new]
 
 
 class CheckedIndexer(store.Indexer):

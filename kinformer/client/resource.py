@@ -41,6 +41,17 @@ def _runs(starts: list[tuple[str, int]], total: int) -> store.NamespaceRuns:
     return [(namespace, end - first) for (namespace, first), end in zip(starts, ends, strict=True)]
 
 
+def _stopper(ctx: _context.Context, what: str) -> Callable[[], None]:
+    """What a list's decode calls between chunks: raises once ``ctx`` is cancelled, as a
+    request broken off does, so a stop does not wait for a big list to be decoded."""
+
+    def check() -> None:
+        if ctx.cancelled():
+            raise errors.TransportError(f"{what}: request cancelled")
+
+    return check
+
+
 class HTTPResource:
     """List and watch of one resource collection through the request path.
 
@@ -103,14 +114,15 @@ class HTTPResource:
     def list(
         self, options: listerwatcher.ListOptions, ctx: _context.Context | None = None
     ) -> listerwatcher.ListResult:
-        """One list request; cancelling ``ctx`` breaks it off (it raises TransportError)."""
+        """One list request; cancelling ``ctx`` breaks it off, its decode included (it raises
+        TransportError)."""
         options = self._options(options)
         what = f"list {self._gvr.group_resource}"  # once: the request, the error messages, item checks
         data = self._client.request(
             "GET", self._path, query=options.query(), timeout=self._timeout, ctx=ctx, what=what
         ).read()
         try:
-            body = _json.loads_bulk(data)
+            body = _json.loads_bulk(data, None if ctx is None else _stopper(ctx, what))
         except ValueError as exc:
             log.warning("%s: response is not JSON: %s", what, exc)
             raise errors.DecodeError(f"{what}: response is not JSON") from exc

@@ -317,3 +317,107 @@ def test_kubectl_scale_changes_a_deployments_replicas(
                             capture_output=True, text=True, timeout=60)
     assert result.returncode == 0, result.stderr
     assert k8s.AppsV1Api(api_client).read_namespaced_deployment("web", NS).spec.replicas == 3
+
+
+# -- what kubectl looks at next: ReplicaSets, the kubernetes Service, pod logs ------------------
+
+
+def test_replicasets_are_served_as_rs_with_their_defaults_and_scale(api_client: Any) -> None:
+    apps = k8s.AppsV1Api(api_client)
+    served = {r.name: r for r in apps.get_api_resources().resources}
+    assert served["replicasets"].short_names == ["rs"]
+    assert served["replicasets"].categories == ["all"]
+    assert served["replicasets"].kind == "ReplicaSet"
+    assert {"replicasets/scale", "replicasets/status"} <= set(served)
+    spec = deployment("web", 1)["spec"]
+    del spec["replicas"]
+    made = apps.create_namespaced_replica_set(NS, {"metadata": {"name": "web-1"}, "spec": spec})
+    assert (made.spec.replicas, made.status.replicas) == (1, 0)  # defaulted; no pods made
+    assert made.spec.template.spec.restart_policy == "Always"  # the pod template's defaults
+    assert [rs.metadata.name for rs in apps.list_namespaced_replica_set(NS).items] == ["web-1"]
+    apps.patch_namespaced_replica_set_scale("web-1", NS, {"spec": {"replicas": 4}})
+    assert apps.read_namespaced_replica_set_scale("web-1", NS).status.selector == "app=web"
+    assert apps.read_namespaced_replica_set("web-1", NS).spec.replicas == 4
+
+
+def test_a_deployment_makes_no_replica_sets_nor_pods_without_controllers(api_client: Any) -> None:
+    apps = k8s.AppsV1Api(api_client)
+    apps.create_namespaced_deployment(NS, deployment("web", 3))
+    assert apps.list_namespaced_replica_set(NS).items == []
+    assert k8s.CoreV1Api(api_client).list_namespaced_pod(NS).items == []
+    assert apps.read_namespaced_deployment("web", NS).status.replicas is None
+
+
+def test_default_holds_the_kubernetes_service_as_every_cluster_does(api_client: Any) -> None:
+    service = k8s.CoreV1Api(api_client).read_namespaced_service("kubernetes", "default")
+    assert service.metadata.labels == {"component": "apiserver", "provider": "kubernetes"}
+    assert (service.spec.type, service.spec.cluster_ip) == ("ClusterIP", "10.96.0.1")
+    [port] = service.spec.ports
+    assert (port.name, port.port, port.protocol) == ("https", 443, "TCP")
+    created = k8s.CoreV1Api(api_client).create_namespaced_service(NS, {
+        "metadata": {"name": "web"}, "spec": {"ports": [{"port": 80}]}})
+    assert created.spec.cluster_ip != "10.96.0.1"  # never handed out again
+
+
+def pod(name: str, **spec: Any) -> dict[str, Any]:
+    return {"metadata": {"name": name},
+            "spec": {"containers": [{"name": "c", "image": "nginx"}], **spec}}
+
+
+@pytest.mark.parametrize("follow", [False, True])
+def test_the_log_of_a_pod_with_no_node_is_204_with_no_body(api_client: Any, follow: bool) -> None:
+    core = k8s.CoreV1Api(api_client)
+    core.create_namespaced_pod(NS, pod("p"))
+    answer = core.read_namespaced_pod_log("p", NS, follow=follow, _preload_content=False)
+    assert (answer.status, answer.data) == (204, b"")
+    assert core.read_namespaced_pod_log("p", NS, follow=follow) is None  # no body to decode
+
+
+def test_the_log_of_a_missing_pod_is_404_and_a_wrong_container_400(api_client: Any) -> None:
+    core = k8s.CoreV1Api(api_client)
+    status, body = api_error(core.read_namespaced_pod_log, "nope", NS)
+    assert (status, body["reason"], body["message"]) == (404, "NotFound", 'pods "nope" not found')
+    core.create_namespaced_pod(NS, pod("p"))
+    status, body = api_error(core.read_namespaced_pod_log, "p", NS, container="other")
+    assert (status, body["message"]) == (400, "container other is not valid for pod p")
+
+
+def test_the_log_of_a_pod_on_a_node_is_the_error_of_a_kubelet_that_does_not_answer(
+    api_client: Any,
+) -> None:
+    core = k8s.CoreV1Api(api_client)
+    core.create_node({"metadata": {"name": "node-1"}, "status": {
+        "addresses": [{"type": "Hostname", "address": "node-1"},
+                      {"type": "InternalIP", "address": "172.18.0.2"}]}})
+    core.create_namespaced_pod(NS, pod("p", nodeName="node-1"))
+    status, body = api_error(core.read_namespaced_pod_log, "p", NS)
+    assert status == 500
+    assert body["message"] == ('Get "https://172.18.0.2:10250/containerLogs/default/p/c": '
+                               "dial tcp 172.18.0.2:10250: connect: connection refused")
+    core.create_namespaced_pod(NS, pod("q", nodeName="gone"))
+    status, body = api_error(core.read_namespaced_pod_log, "q", NS)
+    assert (status, body["message"]) == (404, 'nodes "gone" not found')
+
+
+@pytest.mark.skipif(shutil.which("kubectl") is None, reason="kubectl is not installed")
+def test_kubectl_gets_rs_and_prints_nothing_for_the_log_of_a_pending_pod(
+    apiserver: FakeAPIServer, api_client: Any, tmp_path: Path,
+) -> None:
+    spec = deployment("web", 2)["spec"]
+    k8s.AppsV1Api(api_client).create_namespaced_replica_set(NS, {"metadata": {"name": "web-1"},
+                                                                 "spec": spec})
+    k8s.CoreV1Api(api_client).create_namespaced_pod(NS, pod("p"))
+    env = dict(os.environ, KUBECONFIG=apiserver.write_kubeconfig(tmp_path / "kubeconfig"))
+
+    def kubectl(*args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(["kubectl", *args], env=env, capture_output=True, text=True,
+                              timeout=60)
+
+    listed = kubectl("get", "rs", "-o", "wide")
+    assert listed.returncode == 0, listed.stderr
+    header, row = listed.stdout.splitlines()
+    assert header.split() == ["NAME", "DESIRED", "CURRENT", "READY", "AGE", "CONTAINERS",
+                              "IMAGES", "SELECTOR"]
+    assert row.split()[:4] + row.split()[5:] == ["web-1", "2", "0", "0", "c", "i", "app=web"]
+    logs = kubectl("logs", "p")
+    assert (logs.returncode, logs.stdout, logs.stderr) == (0, "", "")

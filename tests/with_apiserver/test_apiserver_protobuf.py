@@ -123,6 +123,19 @@ def test_a_protobuf_deployment_is_created_as_its_json_form(
     assert read.metadata.generation == 1
 
 
+def test_a_protobuf_replica_set_is_created_as_its_json_form(apiserver: FakeAPIServer) -> None:
+    container = m(f(1, "web"), f(2, "nginx"), f(8, b""), f(16, False))
+    template = m(f(1, meta("", app="web")), f(2, m(f(2, container), f(3, ""))))
+    spec = m(f(1, 2), f(2, m(entry(1, "app", "web"))), f(3, template), f(4, 0))
+    body = envelope("apps/v1", "ReplicaSet", m(f(1, meta("web-1", app="web")), f(2, spec),
+                                                f(3, m(f(1, 0)))))
+    code, made = post(apiserver, f"/apis/apps/v1/namespaces/{NS}/replicasets", body)
+    assert code == 201, made
+    assert (made["spec"]["replicas"], made["spec"]["selector"]) == (2, {"matchLabels": {"app": "web"}})
+    assert made["spec"]["template"]["spec"]["containers"][0]["image"] == "nginx"
+    assert made["status"] == {"replicas": 0}
+
+
 def test_a_pointer_field_keeps_its_zero_while_plain_zero_fields_are_left_out(
     apiserver: FakeAPIServer,
 ) -> None:

@@ -112,13 +112,35 @@ def test_deployments_services_and_configmaps_print_their_columns(api_client: Any
     assert columns(services) == [("Name", 0), ("Type", 0), ("Cluster-IP", 0),
                                  ("External-IP", 0), ("Port(s)", 0), ("Age", 0),
                                  ("Selector", 1)]
-    cells = services["rows"][0]["cells"]
+    rows = {row["cells"][0]: row["cells"] for row in services["rows"]}
+    assert sorted(rows) == ["kubernetes", "web"]  # every cluster's default holds the API's own
+    cells = rows["web"]
     assert cells[0:2] + cells[3:5] + cells[6:] == ["web", "NodePort", "<none>",
                                                    "80:30080/TCP,53:30000/UDP", "app=web"]
     assert cells[2].startswith("10.96.")
+    kubernetes = rows["kubernetes"]
+    assert kubernetes[:5] + kubernetes[6:] == ["kubernetes", "ClusterIP", "10.96.0.1", "<none>",
+                                               "443/TCP", "<none>"]
     _, maps = get(api_client, f"/api/v1/namespaces/{NS}/configmaps")
     assert columns(maps) == [("Name", 0), ("Data", 0), ("Age", 0)]
     assert [r["cells"][:2] for r in maps["rows"]] == [["cfg", 2]]
+
+
+def test_replica_sets_print_kubectls_columns(api_client: Any) -> None:
+    template = {"metadata": {"labels": {"app": "web"}},
+                "spec": {"containers": [{"name": "nginx", "image": "nginx:1.25"}]}}
+    apps = k8s.AppsV1Api(api_client)
+    apps.create_namespaced_replica_set(NS, {"metadata": {"name": "web-1"}, "spec": {
+        "replicas": 3, "selector": {"matchLabels": {"app": "web"}}, "template": template}})
+    apps.patch_namespaced_replica_set_status("web-1", NS, {"status": {"replicas": 3,
+                                                                      "readyReplicas": 2}})
+    _, table = get(api_client, f"/apis/apps/v1/namespaces/{NS}/replicasets")
+    assert columns(table) == [("Name", 0), ("Desired", 0), ("Current", 0), ("Ready", 0),
+                              ("Age", 0), ("Containers", 1), ("Images", 1), ("Selector", 1)]
+    assert [c["type"] for c in table["columnDefinitions"][1:4]] == ["integer"] * 3
+    [row] = table["rows"]
+    cells = row["cells"]
+    assert cells[:4] + cells[5:] == ["web-1", 3, 3, 2, "nginx", "nginx:1.25", "app=web"]
 
 
 def test_other_built_in_types_print_at_least_name_and_age(api_client: Any) -> None:

@@ -14,6 +14,7 @@ import kubernetes
 import pytest
 from helpers import running
 
+from kinformer import _json, errors
 from kinformer.client.listerwatcher import ListOptions
 from kinformer.client.listwatch import ListWatch
 from kinformer.context import Context
@@ -33,9 +34,11 @@ class Announcing:
     def __init__(self, inner: ListWatch) -> None:
         self.inner = inner
         self.listing = threading.Event()
+        self.list_ctx: Context | None = None  # what the last list was given
         self.watching = threading.Event()
 
     def list(self, options: ListOptions, ctx: Context | None = None) -> Any:
+        self.list_ctx = ctx
         self.listing.set()
         return self.inner.list(options, ctx=ctx)
 
@@ -111,3 +114,31 @@ def test_stop_breaks_off_a_held_request_over_https_through_a_dynamic_client(verb
             assert reflector_threads() == []
         finally:
             api.close()
+
+
+def test_a_stop_breaks_off_the_decode_of_a_big_list(apiserver: FakeAPIServer, api_client: Any) -> None:
+    # a list of several decode chunks; the stop comes once the body is read, as it is decoded
+    apiserver.preload(CONFIGMAPS, ({"metadata": {"name": f"cm-{i}", "namespace": "default"},
+                                    "data": {"k": "v" * 300}} for i in range(20_000)))
+    lw = ListWatch.for_resource(api_client, CONFIGMAPS)
+    ctx = Context()
+    with _json.before_bulk_decodes(ctx.cancel), pytest.raises(errors.TransportError, match="cancelled"):
+        lw.list(ListOptions(), ctx=ctx)
+    assert len(lw.list(ListOptions()).items) == 20_000  # the next list is whole
+
+
+def test_cancelling_the_run_context_cancels_the_list_in_flight_as_it_is_cancelled(
+    apiserver: FakeAPIServer, api_client: Any
+) -> None:
+    # not once the informer's thread wakes up to stop its reflector: on a busy interpreter that
+    # can be long after, and meanwhile the list goes on (a big one decoding, holding the lock)
+    apiserver.set_delay(HOLD, verb="list")
+    lw = Announcing(ListWatch.for_resource(api_client, CONFIGMAPS))
+    informer = SharedIndexInformer(lw, name="held")
+    stop = Context()
+    with running(informer.run, stop, deadline=STOP_DEADLINE):
+        assert lw.listing.wait(TIMEOUT)
+        assert lw.list_ctx is not None and not lw.list_ctx.cancelled()
+        stop.cancel()
+        assert lw.list_ctx.cancelled()
+    assert reflector_threads() == []

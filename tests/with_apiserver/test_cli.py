@@ -115,6 +115,30 @@ def test_demo_stops_cleanly_on_ctrl_c_with_its_summary() -> None:
         process.send_signal(signal.SIGINT)
         assert process.wait(TIMEOUT) == 0
         assert "interrupted after" in lines.next_matching("kinformer demo summary")
+        # Ctrl-C means now: the caches are not waited for nor compared
+        assert "not checked: interrupted" in lines.next_matching("consistency")
+        assert lines.next_matching("threads").split() == ["threads", "all", "stopped"]
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait(10)
+        lines.join()
+
+
+def test_demo_stops_on_ctrl_c_while_its_first_lists_load() -> None:
+    # 100,000 ConfigMaps take a few seconds to list, decode and cache; Ctrl-C must not wait for
+    # them (how soon it ends is measured by benchmarks/bench_demo_stop.py, not asserted here)
+    process = subprocess.Popen([sys.executable, "-m", "kinformer", "demo", "--duration", "0",
+                                "--objects", "100000", "--no-faults"],
+                               stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
+                               stdin=subprocess.DEVNULL)
+    assert process.stdout is not None
+    lines = Lines(process.stdout)
+    try:
+        lines.next_matching("phase=listing", timeout=TIMEOUT)
+        process.send_signal(signal.SIGINT)
+        assert process.wait(INTERRUPT_BOUND) == 0
+        assert "interrupted after" in lines.next_matching("kinformer demo summary")
         assert lines.next_matching("threads").split() == ["threads", "all", "stopped"]
     finally:
         if process.poll() is None:

@@ -78,6 +78,44 @@ def test_a_handler_that_changes_its_argument_is_found_and_logged_once(
         assert informer.check_mutations() == ["default/bad-1", "default/bad-2"]
     assert len(errors_about(caplog, "default/bad-1")) == 1
     assert len(errors_about(caplog, "default/bad-2")) == 1
+    assert errors_about(caplog, "default/bad-1")[0].endswith(": metadata.labels.touched: added")
+
+
+def test_the_error_names_the_fields_that_changed_once_per_key(
+    api_client: Any, caplog: pytest.LogCaptureFixture
+) -> None:
+    create_cm(api_client, "a", app="a")
+    informer = informer_for(api_client, detect_mutations=True, mutation_check_period=PERIOD)
+    caplog.set_level(logging.ERROR, logger=LOGGER)
+    with running(informer.run):
+        assert informer.wait_for_sync(timeout=TIMEOUT)
+        cached = informer.get_indexer().get_by_key("default/a")
+        cached["metadata"]["labels"]["app"] = "b"
+        cached["data"]["x"] = "new"
+        del cached["data"]["k"]
+        assert wait_for(lambda: errors_about(caplog, "default/a"), TIMEOUT)
+    [message] = errors_about(caplog, "default/a")
+    changes = message.split("before changing it): ", 1)[1]
+    assert changes == "metadata.labels.app: 'a' -> 'b'; data.k: removed; data.x: added"
+
+
+def test_the_error_stays_short_however_much_changed(
+    api_client: Any, caplog: pytest.LogCaptureFixture
+) -> None:
+    create_cm(api_client, "a")
+    informer = informer_for(api_client, detect_mutations=True, mutation_check_period=PERIOD)
+    caplog.set_level(logging.ERROR, logger=LOGGER)
+    with running(informer.run):
+        assert informer.wait_for_sync(timeout=TIMEOUT)
+        data = informer.get_indexer().get_by_key("default/a")["data"]
+        data["k"] = "x" * 10_000
+        data.update({f"added-{i}": "v" for i in range(100)})
+        assert wait_for(lambda: errors_about(caplog, "default/a"), TIMEOUT)
+    [message] = errors_about(caplog, "default/a")
+    changes = message.split("before changing it): ", 1)[1].split("; ")
+    assert len(changes) == 6 and changes[-1] == "and 96 more"
+    assert changes[0].startswith("data.k: 'v' -> 'xxx") and len(changes[0]) < 80
+    assert changes[1:3] == ["data.added-0: added", "data.added-1: added"]
 
 
 def test_a_lister_caller_that_changes_a_cached_object_is_found(api_client: Any) -> None:

@@ -26,7 +26,7 @@ import time
 from collections.abc import Callable
 from typing import Any, TextIO
 
-from kinformer import _threads, context, errors, factory, meta
+from kinformer import _gc, _threads, context, errors, factory, meta
 from kinformer.cli import options
 from kinformer.cli.demo import controllers, display, fleet, queue_metrics, replicas, signals, workload
 from kinformer.client import rest
@@ -272,8 +272,11 @@ class Demo:
     def close(self) -> list[str]:
         """Cancel everything and join every thread; returns the names of threads still alive.
 
-        Records the run's final :meth:`status` first, for the summary.
+        Records the run's final :meth:`status` first, for the summary. The process exits after
+        it, so the cyclic collector is turned off first (:func:`kinformer._gc.exiting`): the
+        stopping threads would otherwise wait for it to walk the heap.
         """
+        _gc.exiting()
         self.final = self.status()
         self.ctx.cancel()
         _threads.join_all([*self.threads, *filter(None, [self._churn_thread])], STOP_TIMEOUT)
@@ -322,13 +325,14 @@ def run(args: argparse.Namespace) -> int:
             return _run(options, stop, screen, out)
         finally:
             screen.close()
+            _gc.exiting()  # the process ends next: walking what the run leaves takes seconds
 
 
 def _run(options: workload.Options, stop: threading.Event, screen: display.Display, out: TextIO) -> int:
     stats = workload.Stats()
     demo = Demo(options, stats)
     interrupted = False
-    mismatched: list[str] = []
+    mismatched: list[str] | None = None  # None: the caches were not checked
     alive: list[str] = []
     try:
         deadline = demo.started + options.duration if options.duration else float("inf")
@@ -352,9 +356,10 @@ def _run(options: workload.Options, stop: threading.Event, screen: display.Displ
             phase = "listing: initial lists loading"
             next_frame = time.monotonic()
             while not demo.synced():
+                if stop.is_set() or time.monotonic() >= deadline:
+                    break  # at once, not at the next frame: the lists may take long
                 if time.monotonic() >= next_frame:
-                    if not tick(phase):
-                        break
+                    screen.frame(demo.status(), phase)
                     next_frame = time.monotonic() + frame_interval
                 stop.wait(0.05)
             else:
@@ -367,7 +372,7 @@ def _run(options: workload.Options, stop: threading.Event, screen: display.Displ
                 stop.wait(min(frame_interval, max(0.0, deadline - time.monotonic())))
         interrupted = stop.is_set()
         demo.stop_churn()
-        if demo.synced_after is not None:
+        if demo.synced_after is not None and not interrupted:  # Ctrl-C: stop now, check nothing
             screen.frame(demo.status(), "checking the caches against the server")
             mismatched = _converge(demo)
     finally:

@@ -214,11 +214,12 @@ class WarningCollector(logging.Handler):
 
 
 def summary(out: TextIO, final: Status, synced_after: float | None, interrupted: bool,
-            mismatched: list[str], alive: list[str], width: int | None = None) -> None:
+            mismatched: list[str] | None, alive: list[str], width: int | None = None) -> None:
     """Print what the run did and whether the caches ended equal to the server.
 
     ``final`` is the run once stopped, ``synced_after`` the seconds its first lists took (None:
-    they never completed). Lines wrap at word boundaries to ``width`` (default: the terminal's).
+    they never completed), ``mismatched`` the types whose cache differed (None: not checked,
+    after Ctrl-C). Lines wrap at word boundaries to ``width`` (default: the terminal's).
     """
     width = width or terminal_width()
     events = final.events
@@ -240,7 +241,9 @@ def summary(out: TextIO, final: Status, synced_after: float | None, interrupted:
     if final.queues:
         fields.append(("work queues", ", ".join(f"{name} {retries} {'retry' if retries == 1 else 'retries'}"
                                                 for name, (_, retries) in final.queues.items())))
-    if synced_after is not None:
+    if synced_after is not None and mismatched is None:
+        fields.append(("consistency", "not checked: interrupted (a run that ends by --duration is)"))
+    elif synced_after is not None:
         fields.append(("consistency", f"caches differ from the server: {', '.join(mismatched)}"
                        if mismatched else "every cache matches the server"))
     fields.append(("threads", f"still alive after stop: {', '.join(alive)}" if alive else "all stopped"))

@@ -59,6 +59,7 @@ _EMPTY_STATUS: dict[str, dict[str, Any]] = {
     "services": {"loadBalancer": {}},
     "replicationcontrollers": {"replicas": 0},
     "deployments.apps": {},
+    "replicasets.apps": {"replicas": 0},
     "daemonsets.apps": {"currentNumberScheduled": 0, "numberMisscheduled": 0,
                         "desiredNumberScheduled": 0, "numberReady": 0},
     "jobs.batch": {},

@@ -17,6 +17,7 @@ thread is the only one that waits on a slow client. A Pod's ``exec``, ``attach``
 
 from __future__ import annotations
 
+import contextlib
 import hmac
 import http.server
 import logging
@@ -243,6 +244,11 @@ class Handler(http.server.BaseHTTPRequestHandler):
                 raise clusters.refuse_across("create" if self.command == "POST" else "get", rt)
             self._connect(Request(rt, namespace, name, sub, cluster), query)
             return
+        if rt.group_resource == "pods" and sub == connect.LOG and not watch_path:
+            if cluster == WILDCARD:
+                raise clusters.refuse_across("get", rt)
+            self._log(Request(rt, namespace, name, sub, cluster), query)
+            return
         if sub and not (sub == "status" and rt.status) and (rt.group_resource, sub) not in (
                 ("serviceaccounts", "token"), *((r, "scale") for r in resources.SCALABLE)):
             raise status.path_not_found()
@@ -458,6 +464,25 @@ class Handler(http.server.BaseHTTPRequestHandler):
             except StatusError:
                 pass
         raise connect.refuse(pod, req.subresource, query, node_exists)
+
+    def _log(self, req: Request, query: dict[str, str]) -> None:
+        """``log`` of a Pod: 204 with no body until it has a node, then the kubelet's error."""
+        if self.command != "GET":
+            raise status.method_not_allowed()
+        pod = self.state.storage.get(req.rt, req.namespace, req.name, req.cluster).obj
+        node_name = str((pod.get("spec") or {}).get("nodeName") or "")
+        node: dict[str, Any] | None = None
+        nodes = self.state.storage.resolve("", "v1", "nodes", req.cluster)
+        if node_name and nodes is not None:
+            with contextlib.suppress(StatusError):  # answered as a Node that does not exist
+                node = self.state.storage.get(nodes, "", node_name, req.cluster).obj
+        error = connect.log_answer(pod, query, node)
+        if error is not None:
+            raise error
+        self._record(204)
+        self.send_response(204)
+        self.send_header("Cache-Control", "no-cache, private")
+        self.end_headers()
 
     # ---- watch -------------------------------------------------------------------------------
 

@@ -185,6 +185,12 @@ MESSAGES: dict[str, Schema] = {
     "DeploymentStrategy": {1: ("type", "s"), 2: ("rollingUpdate", "RollingUpdateDeployment")},
     "RollingUpdateDeployment": {1: ("maxUnavailable", "x"), 2: ("maxSurge", "x")},
     "DeploymentStatus": _EMPTY,
+    "ReplicaSet": _object("ReplicaSetSpec", "ReplicaSetStatus"),
+    "ReplicaSetSpec": {
+        1: ("replicas", "i!"), 4: ("minReadySeconds", "i"), 2: ("selector", "LabelSelector"),
+        3: ("template", "PodTemplateSpec"),
+    },
+    "ReplicaSetStatus": _EMPTY,
     # batch/v1
     "Job": _object("JobSpec", "JobStatus"),
     "JobSpec": {
@@ -273,6 +279,7 @@ KINDS: dict[tuple[str, str], str] = {
     ("v1", "Event"): "Event",
     ("coordination.k8s.io/v1", "Lease"): "Lease",
     ("apps/v1", "Deployment"): "Deployment",
+    ("apps/v1", "ReplicaSet"): "ReplicaSet",
     ("batch/v1", "Job"): "Job",
     ("batch/v1", "CronJob"): "CronJob",
     ("rbac.authorization.k8s.io/v1", "Role"): "Role",

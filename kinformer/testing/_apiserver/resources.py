@@ -19,7 +19,7 @@ ALL_VERBS = ("create", "delete", "deletecollection", "get", "list", "patch", "up
 CRD_GROUP = "apiextensions.k8s.io"
 CRD_RESOURCE = "customresourcedefinitions"
 RBAC_GROUP = "rbac.authorization.k8s.io"
-SCALABLE = ("deployments.apps", "replicationcontrollers")  # types with a scale subresource
+SCALABLE = ("deployments.apps", "replicasets.apps", "replicationcontrollers")  # with a scale subresource
 
 
 @dataclass(frozen=True)
@@ -93,6 +93,8 @@ class ResourceType:
                            for sub, kind in (("attach", "PodAttachOptions"),
                                              ("exec", "PodExecOptions"),
                                              ("portforward", "PodPortForwardOptions")))
+            entries.append({"name": "pods/log", "singularName": "", "namespaced": True,
+                            "kind": "Pod", "verbs": ["get"]})
         if self.group_resource == "serviceaccounts":
             entries.append({"name": "serviceaccounts/token", "singularName": "",
                             "namespaced": True, "group": "authentication.k8s.io",
@@ -166,6 +168,7 @@ BUILTIN_TYPES: tuple[ResourceType, ...] = (
              status=True),
     _builtin("apps", "deployments", "Deployment", True, ("deploy",), status=True,
              categories=("all",)),
+    _builtin("apps", "replicasets", "ReplicaSet", True, ("rs",), status=True, categories=("all",)),
     _builtin("coordination.k8s.io", "leases", "Lease", True, generation=False),
     _builtin(CRD_GROUP, CRD_RESOURCE, "CustomResourceDefinition", False, ("crd", "crds"),
              status=True, categories=("api-extensions",)),
@@ -187,6 +190,16 @@ BUILTIN_TYPES: tuple[ResourceType, ...] = (
 )
 
 DEFAULT_NAMESPACES = ("default", "kube-node-lease", "kube-public", "kube-system")
+KUBERNETES_SERVICE_IP = "10.96.0.1"  # the first address of the service range, as in kubeadm's
+
+
+def kubernetes_service() -> dict[str, Any]:
+    """The Service ``default/kubernetes`` every cluster holds: the API server's own address."""
+    return {"metadata": {"name": "kubernetes", "namespace": "default",
+                         "labels": {"component": "apiserver", "provider": "kubernetes"}},
+            "spec": {"type": "ClusterIP", "clusterIP": KUBERNETES_SERVICE_IP,
+                     "ports": [{"name": "https", "port": 443, "protocol": "TCP",
+                                "targetPort": 6443}]}}
 
 
 def types_from_crd(crd: dict[str, Any]) -> list[ResourceType]:

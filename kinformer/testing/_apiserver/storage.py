@@ -79,6 +79,7 @@ class Storage:
         builtin = {rt.group_resource: rt for rt in resources.BUILTIN_TYPES}
         self._ns_type = builtin["namespaces"]
         self._sa_type = builtin["serviceaccounts"]
+        self._svc_type = builtin["services"]
         with self._lock:
             self._space(ROOT)
 
@@ -101,6 +102,7 @@ class Storage:
             self._create_locked(space, self._ns_type, "", {
                 "metadata": {"name": name}, "spec": {"finalizers": ["kubernetes"]},
                 "status": {"phase": "Active"}})
+        self._create_locked(space, self._svc_type, "default", resources.kubernetes_service())
         return space
 
     def _spaces_for(self, cluster: str) -> list[Keyspace]:

@@ -64,6 +64,9 @@ _KIND_FIELDS: dict[str, tuple[tuple[str, str, str], ...]] = {
     "Deployment": (*_spec("Deployment", "DeploymentSpec", (
         ("replicas", "int32"), ("selector", "v1.LabelSelector"))),
                    *_template("DeploymentSpec")),
+    "ReplicaSet": (*_spec("ReplicaSet", "ReplicaSetSpec", (
+        ("replicas", "int32"), ("selector", "v1.LabelSelector"))),
+                   *_template("ReplicaSetSpec")),
     "ReplicationController": (*_spec("ReplicationController", "ReplicationControllerSpec", (
         ("replicas", "int32"), ("selector", "map[string]string"))),
                               *_template("ReplicationControllerSpec")),

@@ -4,7 +4,7 @@
 Containers (``imagePullPolicy`` from the image's tag, termination message path and policy,
 ``resources``, port protocols, probe timings), pod specs (restart and DNS policy, grace period,
 security context, scheduler), Pod-only defaults (service links, requests from limits), and the
-specs of Deployments, DaemonSets, Jobs, CronJobs and ReplicationControllers, including the pod
+specs of Deployments, ReplicaSets, DaemonSets, Jobs, CronJobs and ReplicationControllers, including the pod
 template each holds. Pure functions that change the decoded body in place and never fail: a
 malformed body is left for validation to refuse. :mod:`.defaults` calls :func:`apply`.
 """
@@ -233,10 +233,14 @@ def apply(rt: ResourceType, obj: dict[str, Any]) -> None:
     spec = _dict(obj.get("spec"))
     if spec is None:
         return
-    if kind in ("deployments.apps", "daemonsets.apps", "jobs.batch", "replicationcontrollers"):
+    if kind in ("deployments.apps", "replicasets.apps", "daemonsets.apps", "jobs.batch",
+                "replicationcontrollers"):
         _template(spec)
     if kind == "deployments.apps":
         _deployment(spec)
+    elif kind == "replicasets.apps":
+        if spec.get("replicas") is None:
+            spec["replicas"] = 1
     elif kind == "daemonsets.apps":
         _daemon_set(spec)
     elif kind == "jobs.batch":

@@ -1,7 +1,8 @@
 """The Table printers of the types outside the core group, after kube-apiserver's own:
-deployments' READY, UP-TO-DATE, AVAILABLE, CONTAINERS, IMAGES and SELECTOR; daemon sets, jobs
-and cron jobs; RBAC roles and bindings; ingresses, disruption budgets, priority classes, leases,
-API services, and CustomResourceDefinitions (NAME and CREATED AT, the server's default table).
+deployments' READY, UP-TO-DATE, AVAILABLE, CONTAINERS, IMAGES and SELECTOR; replica sets'
+DESIRED, CURRENT and READY (and the same three wide columns); daemon sets, jobs and cron jobs;
+RBAC roles and bindings; ingresses, disruption budgets, priority classes, leases, API services,
+and CustomResourceDefinitions (NAME and CREATED AT, the server's default table).
 """
 
 from __future__ import annotations
@@ -37,6 +38,14 @@ def _deployment(obj: dict[str, Any], now: float) -> Row:
     cells = [name_of(obj), f"{as_int(status.get('readyReplicas'))}/{as_int(spec.get('replicas'))}",
              as_int(status.get("updatedReplicas")), as_int(status.get("availableReplicas")),
              age(obj, now), *template_cells(spec, selector_text(spec.get("selector")))]
+    return cells, []
+
+
+def _replica_set(obj: dict[str, Any], now: float) -> Row:
+    spec, status = as_dict(obj.get("spec")), as_dict(obj.get("status"))
+    cells = [name_of(obj), as_int(spec.get("replicas")), as_int(status.get("replicas")),
+             as_int(status.get("readyReplicas")), age(obj, now),
+             *template_cells(spec, selector_text(spec.get("selector")))]
     return cells, []
 
 
@@ -171,6 +180,13 @@ PRINTERS: dict[str, Printer] = {
         column("Available", "Total number of available non-terminating pods (ready for at least "
                           "minReadySeconds) targeted by this deployment."),
         AGE, *TEMPLATE_COLUMNS), _deployment),
+    "replicasets.apps": Printer((
+        NAME, column("Desired", "Replicas is the number of desired pods.", "integer"),
+        column("Current", "Replicas is the most recently observed number of non-terminating "
+                        "pods.", "integer"),
+        column("Ready", "The number of non-terminating pods targeted by this ReplicaSet with a "
+                      "Ready Condition.", "integer"),
+        AGE, *TEMPLATE_COLUMNS), _replica_set),
     "daemonsets.apps": Printer((
         NAME,
         column("Desired", "The total number of nodes that should be running the daemon pod.",
