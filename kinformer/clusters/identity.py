@@ -32,8 +32,9 @@ class Identity:
     still stoppable through its context). A changed uid is logged once, at WARNING. A
     ``kube-system`` the member's credentials cannot read (403), a cluster without one (404), an
     endpoint that serves no get (405: a member on kcp's ``/clusters/*``, many clusters behind one
-    address, which has no one identity) or an answer without a uid is logged once, at INFO, and never read again: its informers then
-    go on unchecked. Any other failure is raised, and the read made again next time.
+    address, which has no one identity) or an answer without a uid is logged once, at INFO, and
+    never read again: its informers then go on unchecked. Any other failure is raised, and the
+    read made again next time.
     Thread-safe; it holds no lock while a request is in flight.
     """
 
