@@ -22,6 +22,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Protocol
 
+import urllib3
+
 from kinformer import _checks, _threads, context, errors
 from kinformer.cache import cluster as _cluster
 from kinformer.cache import store
@@ -66,6 +68,12 @@ class Controller:
     queued are not reconciled. ``enqueue`` is thread-safe and may be called before ``run``.
     A controller runs once: a second ``run`` raises
     :class:`~kinformer.AlreadyStartedError`.
+
+    A reconcile that raises is logged at ERROR with its traceback and retried with backoff;
+    one that raises because a server did not answer (refused, reset, timed out: kinformer's
+    :class:`~kinformer.TransportError`, a ``ConnectionError``, urllib3's errors) is expected
+    while that server is down, so it is one WARNING line without a traceback for the key's
+    first failure and DEBUG for its retries.
 
     Example, with ``informer`` a :class:`~kinformer.SharedIndexInformer`, ``reconciler`` a
     :class:`Reconciler` and ``ctx`` a :class:`~kinformer.Context`::
@@ -138,13 +146,14 @@ class Controller:
         except errors.TerminalError as err:
             log.error("controller %s: giving up on key=%s: %s", self.name, key, err)
             self.queue.forget(key)
-        except Exception:
-            log.exception(
-                "controller %s: reconcile failed key=%s retries=%d",
-                self.name,
-                key,
-                self.queue.num_requeues(key),
-            )
+        except Exception as err:
+            retries = self.queue.num_requeues(key)
+            if _unreachable(err):  # expected while a server is down: no traceback, said once
+                log.log(logging.WARNING if retries == 0 else logging.DEBUG,
+                        "controller %s: reconcile of key=%s could not reach the server, retrying "
+                        "with backoff (retries=%d): %s", self.name, key, retries, _one_line(err))
+            else:
+                log.exception("controller %s: reconcile failed key=%s retries=%d", self.name, key, retries)
             self.queue.add_rate_limited(key)
         else:
             self.queue.forget(key)
@@ -153,6 +162,18 @@ class Controller:
 
     def __repr__(self) -> str:
         return f"<Controller {self.name} workers={self.workers}>"
+
+
+def _unreachable(error: BaseException) -> bool:
+    """Whether a reconcile failed because a server did not answer (refused, reset, timed out):
+    kinformer's :class:`~kinformer.TransportError`, the socket's own errors, or urllib3's (the
+    official client's transport)."""
+    return isinstance(error, (errors.TransportError, ConnectionError, TimeoutError,
+                              urllib3.exceptions.HTTPError))
+
+
+def _one_line(error: BaseException) -> str:
+    return f"{type(error).__name__}: {' '.join(str(error).split())}"
 
 
 class EnqueueRequestForObject:

@@ -144,3 +144,40 @@ def test_as_a_process_against_a_hub_context(
         if process.poll() is None:
             process.kill()
             process.wait(10)
+
+
+def test_a_member_that_goes_down_and_returns_is_said_once_each_way_without_tracebacks(
+    hub: FakeAPIServer, kube_fleet: dict[str, FakeAPIServer], caplog: pytest.LogCaptureFixture,
+) -> None:
+    """Issue: one member down flooded the example's log with urllib3 retries and tracebacks, and
+    its return was never said. Now: at most two WARNING-or-above records name it, none with a
+    traceback, none from urllib3, and one INFO says it recovered."""
+    caplog.set_level(logging.DEBUG)
+    members = {name: kube_fleet[name] for name in ("member-1", "member-2")}
+    for name, member in members.items():
+        join(hub, name, member)
+    hub_client = hub.api_client()
+    try:
+        with running(functools.partial(fleet_controller.run_fleet_controller, hub_client)):
+            info = {"logLevel": "info"}
+            assert wait_for(lambda: copies(members) == {"member-1": info, "member-2": info}, TIMEOUT)
+            members["member-2"].stop()
+            set_source(hub, {"logLevel": "warn"})  # every member is reconciled: member-2 fails
+            assert wait_for(lambda: copies({"member-1": members["member-1"]})["member-1"]
+                            == {"logLevel": "warn"}, TIMEOUT)
+            assert wait_for(lambda: any("member-2" in r.getMessage() and r.levelno >= logging.WARNING
+                                        for r in caplog.records), TIMEOUT)
+            failed = len(caplog.records)
+            assert wait_for(lambda: len(caplog.records) > failed + 5, TIMEOUT)  # retries go on
+            members["member-2"].start()  # on the port it had
+            assert wait_for(lambda: copies(members)["member-2"] == {"logLevel": "warn"}, TIMEOUT * 2)
+            assert wait_for(lambda: any("member-2" in r.getMessage() and "recovered" in r.getMessage()
+                                        and r.levelno == logging.INFO for r in caplog.records), TIMEOUT)
+    finally:
+        hub_client.close()
+    loud = [r for r in caplog.records if r.levelno >= logging.WARNING]
+    naming = [r for r in loud if "member-2" in r.getMessage()]
+    assert len(naming) <= 2, [r.getMessage() for r in naming]
+    assert [r.getMessage() for r in loud if r.exc_info] == []
+    assert [r.getMessage() for r in caplog.records if r.name.startswith("urllib3")
+            and r.levelno >= logging.WARNING] == []
