@@ -294,8 +294,12 @@ class _MemberClusterView:
 
     def get_by_key(self, key: str) -> Any | None:
         indexer = self._indexers.get(self._cluster)
+        if indexer is None:
+            return None
         plain = _own_key(self._cluster, key)
-        return None if indexer is None or plain is None else indexer.get_by_key(plain)
+        # another cluster's key: found only in a member whose own cache is cluster-aware (a
+        # member on kcp's /clusters/*, keyed by its logical clusters)
+        return indexer.get_by_key(key if plain is None else plain)
 
     def get_indexers(self) -> Mapping[str, Any]:
         indexer = self._indexers.get(self._cluster)

@@ -174,3 +174,27 @@ def test_streamed_lines_name_each_objects_cluster(
     assert lines.next() == ["root:team-b", "MODIFIED", "default/hello", version]
     process.send_signal(signal.SIGINT)
     assert process.wait(TIMEOUT) == 0
+
+
+def test_a_member_on_clusters_star_keeps_its_logical_clusters_apart_and_finds_them_by_key(
+    server: FakeAPIServer, kubeconfig: str,
+) -> None:
+    from kinformer import Context, KubeconfigContextsProvider, MultiClusterInformerFactory
+
+    for team in TEAMS[:2]:
+        hello(server, team)
+    provider = KubeconfigContextsProvider(kubeconfig, contexts=[serve.ALL_CLUSTERS_CONTEXT])
+    factory = MultiClusterInformerFactory(provider)
+    configmaps = factory.for_resource(CONFIGMAPS)
+    stop = Context("test")
+    factory.start(stop)
+    try:
+        assert factory.wait_for_cache_sync(timeout=30)
+        member = configmaps.lister().cluster(serve.ALL_CLUSTERS_CONTEXT)
+        for team in TEAMS[:2]:
+            found = member.get(f"{team}|default/hello")
+            assert found["metadata"]["annotations"]["kcp.io/cluster"] == team
+        assert len(member.list()) == 2
+    finally:
+        stop.cancel()
+        factory.shutdown()
