@@ -6,9 +6,9 @@ InformerManager and ControllerManager build controllers on top. See README.md an
 
 Everything a user needs imports from here, grouped as the API reference is. Inside, the package
 is layered: the base modules (errors, context, clock, gvr, meta), then ``cache/``, ``client/``,
-``reflector/``, the informers and factories, and ``managers/`` beside ``leaderelection/`` and
-``clusters/``, with ``controllers/`` (the builder, predicates and cached client) above them;
-``cli/`` and ``testing/`` are side wings that ``import kinformer`` never loads.
+``reflector/``, the informers and factories, ``leaderelection/`` beside ``clusters/``, then
+``controllers/`` (the controller loop, builder, predicates and cached client) and ``managers/`` on
+top; ``cli/`` and ``testing/`` are side wings that ``import kinformer`` never loads.
 """
 
 import logging
@@ -86,6 +86,7 @@ from kinformer.controllers import (
     not_,
     or_,
 )
+from kinformer.controllers.controller import Controller, EnqueueRequestForObject, Reconciler, Result
 from kinformer.errors import (
     AlreadyStartedError,
     AmbiguousNameError,
@@ -136,7 +137,6 @@ from kinformer.leaderelection import (
     ResourceLock,
     ShardCoordinator,
 )
-from kinformer.managers.controller import Controller, EnqueueRequestForObject, Reconciler, Result
 from kinformer.managers.controller_manager import CONTROLLER_NAME_PREFIX, ControllerManager, ManagedController
 from kinformer.managers.discovering_factory import (
     DiscoveringDynamicSharedInformerFactory,

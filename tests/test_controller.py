@@ -11,7 +11,7 @@ from helpers import Background, clock_waits
 
 from kinformer import errors
 from kinformer.cache.store import DeletedFinalStateUnknown
-from kinformer.managers.controller import Controller, Result
+from kinformer.controllers.controller import Controller, Result
 from kinformer.testing.clock import FakeClock
 from kinformer.testing.waiting import wait_for
 from kinformer.workqueue import ItemExponentialFailureRateLimiter, RateLimitingQueue

@@ -6,7 +6,7 @@ a :class:`BuiltController` whose event handlers, on the source's shared informer
 event that passes the predicates (``predicates.py``) into :class:`~kinformer.Request`\\ s
 (``request.py``) that name the object's cluster, queue their keys on a
 :class:`~kinformer.PriorityQueue` (``workqueue/priority.py``), and whose workers are the
-:class:`~kinformer.Controller` loop of ``managers/controller.py``. Before each reconcile the
+:class:`~kinformer.Controller` loop of ``controller.py``. Before each reconcile the
 staleness check of ``staleness.py`` runs. The source is a
 :class:`~kinformer.DynamicSharedInformerFactory` (any ``cluster=``), a
 :class:`~kinformer.DiscoveringDynamicSharedInformerFactory` or a
@@ -20,25 +20,40 @@ import logging
 import threading
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Any, Protocol, runtime_checkable
 
 from kinformer import _checks, _threads, context, errors, factory, handlers, meta
 from kinformer.cache import cluster as _cluster
 from kinformer.clusters.factory import MultiClusterInformerFactory
+from kinformer.controllers import controller as _controller
 from kinformer.controllers import staleness
 from kinformer.controllers.predicates import Predicate
 from kinformer.controllers.request import Request
-from kinformer.gvr import GroupVersionResource
-from kinformer.managers import controller as _controller
-from kinformer.managers.discovering_factory import DiscoveringDynamicSharedInformerFactory
+from kinformer.gvr import APIResourceMeta, GroupVersionResource
 from kinformer.workqueue.priority import PriorityQueue
 
 log = logging.getLogger(__name__)
 
-Source = (factory.DynamicSharedInformerFactory | DiscoveringDynamicSharedInformerFactory
-          | MultiClusterInformerFactory)
-SOURCES = (factory.DynamicSharedInformerFactory, DiscoveringDynamicSharedInformerFactory,
-           MultiClusterInformerFactory)
+
+@runtime_checkable
+class DiscoveringSource(Protocol):
+    """A factory keeping one informer per resource the server serves, found by discovery.
+
+    What the builder and :class:`~kinformer.CachedClient` need of a
+    :class:`~kinformer.DiscoveringDynamicSharedInformerFactory`, which lives in ``managers/``, a
+    layer above this one: ``start`` returns at once, ``for_resource`` gives the shared informer
+    of a resource, ``served_resources`` the kinds discovery found.
+    """
+
+    def start(self, ctx: context.StopSignal) -> None: ...
+
+    def for_resource(self, gvr: GroupVersionResource) -> factory.GenericInformer: ...
+
+    def served_resources(self) -> dict[GroupVersionResource, APIResourceMeta]: ...
+
+
+Source = factory.DynamicSharedInformerFactory | DiscoveringSource | MultiClusterInformerFactory
+SOURCES = (factory.DynamicSharedInformerFactory, MultiClusterInformerFactory, DiscoveringSource)
 
 STALE_REQUEUE_DELAY = 0.1  # seconds before a stale request is looked at again: a watch event's usual lag
 JOIN_TIMEOUT = 30.0  # seconds join() waits for a started controller by default
@@ -229,6 +244,8 @@ class BuiltController:
         self._primary = primary
         self._kind = kind
         self._bindings = [primary, *others]
+        # a discovering source tells the primary's kind (for owns) from discovery
+        self._discovery = source if isinstance(source, DiscoveringSource) else None
         self._controller = _controller.Controller(
             name, _Reconcile(name, reconciler, self.tracker), queue=self.queue, workers=workers)
         self._lock = threading.Lock()  # guards _started, _thread
@@ -319,8 +336,8 @@ class BuiltController:
         return mapped
 
     def _owner_kind(self) -> str | None:
-        if self._kind is None and isinstance(self.source, DiscoveringDynamicSharedInformerFactory):
-            served = self.source.served_resources().get(self._primary.gvr)
+        if self._kind is None and self._discovery is not None:
+            served = self._discovery.served_resources().get(self._primary.gvr)
             if served is not None:
                 self._kind = served.group_version_kind.kind  # two handler threads write one value
         return self._kind
