@@ -25,7 +25,7 @@ import threading
 import tracemalloc
 from typing import Any
 
-from _cluster import pod
+from _server_process import pod
 
 from kinformer import _json
 from kinformer.cache.store import NAMESPACE_INDEX, meta_namespace_index_func
