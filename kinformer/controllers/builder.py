@@ -230,8 +230,11 @@ class BuiltController:
     using the source), starts the source (a no-op for what runs already), and reconciles on
     the workers until ``stop``; then it removes its handlers, lets each worker finish its
     reconcile and returns. Workers do not wait for the caches to sync: the initial lists'
-    requests queue behind live ones. :meth:`start` is :meth:`run` on a thread; a controller
-    runs once (:class:`~kinformer.AlreadyStartedError`).
+    requests queue behind live ones.
+
+    Lifecycle: :meth:`run` blocks; :meth:`start` is :meth:`run` on a thread and returns at once;
+    :meth:`shutdown` stops either as ``stop`` would and joins (:meth:`join` only waits). A
+    controller runs once (:class:`~kinformer.AlreadyStartedError`).
     """
 
     def __init__(self, name: str, source: Source, primary: _Binding, kind: str | None,
@@ -248,9 +251,11 @@ class BuiltController:
         self._discovery = source if isinstance(source, DiscoveringSource) else None
         self._controller = _controller.Controller(
             name, _Reconcile(name, reconciler, self.tracker), queue=self.queue, workers=workers)
-        self._lock = threading.Lock()  # guards _started, _thread
+        self._lock = threading.Lock()  # guards _started, _cancel, _thread; each is set once
         self._started = False
+        self._cancel: Callable[[], None] | None = None  # cancels the running context
         self._thread: threading.Thread | None = None
+        self._exited = threading.Event()  # set once run (or start's thread) has finished
 
     @property
     def workers(self) -> int:
@@ -258,9 +263,8 @@ class BuiltController:
 
     def start(self, stop: context.StopSignal) -> None:
         """:meth:`run` on a thread (``kinformer-controller-<name>``); returns at once."""
-        ctx = context.as_context(stop)
-        self._claim()
-        thread = _threads.spawn(self._run, _threads.thread_name("controller", self.name), ctx)
+        ctx = self._claim(stop)
+        thread = _threads.spawn(self._run, _threads.thread_name("controller", self.name), ctx, stop)
         with self._lock:
             self._thread = thread
 
@@ -274,28 +278,49 @@ class BuiltController:
         return not thread.is_alive()
 
     def run(self, stop: context.StopSignal) -> None:
-        """Reconcile until ``stop`` fires; blocks, and returns once the workers exited."""
-        ctx = context.as_context(stop)
-        self._claim()
-        self._run(ctx)
+        """Reconcile until ``stop`` fires (or :meth:`shutdown`); blocks, and returns once the
+        workers exited."""
+        self._run(self._claim(stop), stop)
 
-    def _claim(self) -> None:
+    def shutdown(self, timeout: float | None = JOIN_TIMEOUT) -> bool:
+        """Stop a running controller as its ``stop`` would and wait until it has finished; True
+        once it has (at once when it never ran), False after ``timeout`` seconds. The source
+        and its informers keep running: they are the source's."""
+        limit = _checks.timeout("timeout", timeout)
+        with self._lock:
+            cancel, thread = self._cancel, self._thread
+        if cancel is None:
+            return True
+        cancel()
+        if thread is not None:
+            thread.join(limit)
+            return not thread.is_alive()
+        return self._exited.wait(limit)
+
+    def _claim(self, stop: context.StopSignal) -> context.Context:
+        ctx, cancel = context.context_for_channel(stop)
         with self._lock:
             if self._started:
+                cancel()
                 raise errors.AlreadyStartedError(f"controller {self.name} was already started")
             self._started = True
+            self._cancel = cancel
+        return ctx
 
-    def _run(self, ctx: context.Context) -> None:
-        removers = [self._register(binding) for binding in self._bindings]
+    def _run(self, ctx: context.Context, stop: context.StopSignal) -> None:
         try:
-            self._start_source(ctx)
-            self._controller.run(ctx)
+            removers = [self._register(binding) for binding in self._bindings]
+            try:
+                self._start_source(stop)  # the caller's stop: shutdown leaves the source running
+                self._controller.run(ctx)
+            finally:
+                for remove in removers:
+                    remove()
+                self.tracker.close()
         finally:
-            for remove in removers:
-                remove()
-            self.tracker.close()
+            self._exited.set()
 
-    def _start_source(self, ctx: context.Context) -> None:
+    def _start_source(self, ctx: context.StopSignal) -> None:
         with contextlib.suppress(errors.AlreadyStartedError):  # a discovering factory runs once
             self.source.start(ctx)
 
