@@ -161,6 +161,7 @@ from kinformer.clusters import (
     MultiClusterInformer,
     MultiClusterInformerFactory,
     StaticClusterProvider,
+    SyncingClusterProvider,
 )
 
 # metrics and probes
@@ -353,6 +354,7 @@ __all__ = [  # noqa: RUF022 (grouped by area, as the API reference is)
     "MultiClusterInformer",
     "MultiClusterInformerFactory",
     "StaticClusterProvider",
+    "SyncingClusterProvider",
     # metrics and probes (set_provider and PrometheusMetricsProvider live in kinformer.metrics)
     "MetricsProvider",
     "NoopMetricsProvider",

@@ -79,7 +79,7 @@ class MultiClusterInformerFactory:
 
     def __init__(
         self,
-        provider: Any,
+        provider: _provider.ClusterProvider,
         default_resync: float = 0,
         profile: str = "modern",
         indexers: Mapping[str, IndexFunc] | None = None,
