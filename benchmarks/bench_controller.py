@@ -33,7 +33,7 @@ import time
 from multiprocessing.connection import Connection
 from typing import Any
 
-from _cluster import ChildProcessServer
+from _server_process import ChildProcessServer
 
 from kinformer import ControllerBuilder, DynamicSharedInformerFactory, Request
 from kinformer.controllers import builder as builder_module

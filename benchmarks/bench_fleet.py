@@ -5,7 +5,7 @@ of its own: each member is the logical cluster ``/clusters/member-N``, reached t
 ``ApiClient`` of its own, so to the client they are separate servers (separate URLs, clients,
 connection pools, lists and watches) while the machine (2 cores) runs one server process
 instead of twenty. Each member holds ``--objects`` ConfigMaps of about 1 KB
-(:func:`_cluster.configmap`) in ``default``.
+(:func:`_server_process.configmap`) in ``default``.
 
 **Initial sync** (``sync``): ``--clusters`` members (default 20 of 2,000 ConfigMaps). Each
 contender runs in a fresh child process of its own, one after another, so each resident set
@@ -83,8 +83,8 @@ import time
 from multiprocessing.connection import Connection
 from typing import Any
 
-import _cluster
-from _cluster import CONFIGMAPS, SENT_ANNOTATION, configmap, rss_mb
+import _server_process
+from _server_process import CONFIGMAPS, SENT_ANNOTATION, configmap, rss_mb
 
 CLUSTERS = 20
 OBJECTS = 2_000
@@ -185,7 +185,7 @@ def _stream(server: Any, gvr: Any, clusters: list[str], n: int, rate: float, sto
         counter[0] += 1
 
 
-class FleetServer(_cluster.ChildProcessServer):
+class FleetServer(_server_process.ChildProcessServer):
     """The logical-clusters server in a spawned child process; a context manager."""
 
     def __init__(self) -> None:

@@ -36,8 +36,8 @@ import time
 from typing import Any
 
 import urllib3
-from _cluster import ServerProcess, path, read_and_keep
 from _common import measure
+from _server_process import ServerProcess, path, read_and_keep
 from bench_fifo import FloorFIFO, process
 from bench_fifo import make_objects as fifo_objects
 from bench_indexer import FUNCS, Floor

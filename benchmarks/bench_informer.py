@@ -39,7 +39,7 @@ from collections.abc import Callable
 from typing import Any
 
 import urllib3
-from _cluster import CONFIGMAPS, PODS, ServerProcess, path, stop_official
+from _server_process import CONFIGMAPS, PODS, ServerProcess, path, stop_official
 from bench_watch import kinformer_delivery, raw_stream_rate
 
 from kinformer import _gc, _json

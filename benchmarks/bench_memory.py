@@ -25,15 +25,15 @@ import threading
 import tracemalloc
 from typing import Any
 
-from _cluster import pod
+from _server_process import pod
 
 from kinformer import _json
 from kinformer.cache.store import NAMESPACE_INDEX, meta_namespace_index_func
-from kinformer.client.channel_watch import ChannelWatch
 from kinformer.client.listerwatcher import ListResult
 from kinformer.client.listwatch import ListWatch
 from kinformer.handlers import ResourceEventHandlerFuncs, wait_for_cache_sync
 from kinformer.informer import SharedIndexInformer
+from kinformer.testing import ChannelWatch
 
 N_OBJECTS = 20_000
 N_NAMESPACES = 50

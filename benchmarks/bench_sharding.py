@@ -26,8 +26,8 @@ import threading
 from multiprocessing.connection import Connection
 from typing import Any
 
-from _cluster import ServerProcess
 from _common import parse_args
+from _server_process import ServerProcess
 
 N_OBJECTS = 100_000
 N_UPDATES = 20_000

@@ -30,7 +30,7 @@ import time
 from typing import Any
 
 import urllib3
-from _cluster import (
+from _server_process import (
     CONFIGMAPS,
     PODS,
     SENT_ANNOTATION,

@@ -203,11 +203,13 @@ class InformerRegistry:
 class DynamicSharedInformerFactory:
     """Creates, starts and stops shared informers for resource types, one per GVR.
 
-    Thread-safe. ``start(stop)`` does not block: it starts, each on its own thread, the informers
-    created since the last start; they stop when ``stop`` fires, when :meth:`shutdown` is called,
-    or individually through :meth:`stop_informer`. After ``shutdown`` the factory starts nothing.
-    With ``shard_selector`` (or :meth:`set_shard_selector`) every informer caches only that
-    shard of its resource. Its informers follow ``profile`` (``"modern"`` or ``"classic"``, see
+    Thread-safe. Lifecycle: ``start(stop)`` does not block, :meth:`shutdown` joins, and there is
+    no blocking ``run`` (client-go's factory has none). ``start`` starts, each on its own
+    thread, the informers created since the last start; they stop when ``stop`` fires, when
+    :meth:`shutdown` is called, or individually through :meth:`stop_informer`. After
+    ``shutdown`` the factory starts nothing. With ``shard_selector`` (or
+    :meth:`set_shard_selector`) every informer caches only that shard of its resource. Its
+    informers follow ``profile`` (``"modern"`` or ``"classic"``, see
     :class:`~kinformer.SharedIndexInformer`), ``detect_mutations`` (see
     :meth:`SharedIndexInformer.check_mutations`) and ``compact`` (a compact cache, see
     :class:`~kinformer.SharedIndexInformer`), and resync every ``default_resync`` seconds

@@ -16,7 +16,6 @@ from kinformer import (
     NAMESPACE_INDEX,
     ConfigurationError,
     DeletedFinalStateUnknown,
-    ExplicitKey,
     Indexer,
     InvalidKeyError,
     KeyFuncError,
@@ -31,6 +30,7 @@ from kinformer import (
     with_cluster_indexes,
 )
 from kinformer.cache.cluster import cluster_and_namespace_index_value, cluster_of
+from kinformer.cache.store import ExplicitKey
 
 
 def in_cluster(cluster: str, name: str, namespace: str = "default", **labels: str) -> dict[str, Any]:

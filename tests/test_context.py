@@ -6,7 +6,8 @@ import threading
 
 import pytest
 
-from kinformer import Context, _threads, as_context, context_for_channel
+from kinformer import Context, _threads, context_for_channel
+from kinformer.context import as_context
 
 
 def test_cancel_reaches_grandchildren() -> None:

@@ -11,7 +11,7 @@ from helpers import Background, clock_waits
 
 from kinformer import errors
 from kinformer.cache.store import DeletedFinalStateUnknown
-from kinformer.managers.controller import Controller, Result
+from kinformer.controllers.controller import Controller, Result
 from kinformer.testing.clock import FakeClock
 from kinformer.testing.waiting import wait_for
 from kinformer.workqueue import ItemExponentialFailureRateLimiter, RateLimitingQueue
@@ -147,6 +147,34 @@ def test_a_controller_runs_only_once(running: Running) -> None:
     running.stop()
     with pytest.raises(errors.AlreadyStartedError):
         running.controller.run(running.signal)
+
+
+def test_start_returns_at_once_and_shutdown_stops_and_joins_the_workers() -> None:
+    recorder = Reconciles()
+    controller = Controller("started", recorder, workers=2)
+    stop = threading.Event()  # never set: only shutdown stops it
+    controller.start(stop)
+    controller.enqueue("default/a")
+    assert recorder.next_call() == "default/a"
+    assert controller.shutdown(timeout=TIMEOUT)
+    names = {t.name for t in threading.enumerate()}
+    assert not {n for n in names if n.startswith("kinformer-controller-started")}
+    assert wait_for(lambda: not [t for t in threading.enumerate()  # the Event's bridge ends too
+                                 if t.name.startswith("kinformer-context-")], TIMEOUT)
+    assert controller.queue.shutting_down()
+    with pytest.raises(errors.AlreadyStartedError):
+        controller.start(stop)
+
+
+def test_shutdown_ends_a_blocking_run_and_is_harmless_before_one() -> None:
+    controller = Controller("blocking", Reconciles())
+    assert controller.shutdown(timeout=TIMEOUT)  # never ran: nothing to wait for
+    running = Background(controller.run)
+    assert wait_for(lambda: controller.queue.len() == 0 and "kinformer-controller-blocking-0" in
+                    {t.name for t in threading.enumerate()}, TIMEOUT)
+    assert controller.shutdown(timeout=TIMEOUT)
+    running.thread.join(TIMEOUT)
+    assert not running.thread.is_alive()  # run returned without its stop being cancelled
 
 
 def test_the_event_handler_enqueues_object_keys() -> None:

@@ -17,7 +17,7 @@ import pytest
 
 import kinformer
 from kinformer import Context, GroupVersionResource, errors
-from kinformer.managers.controller import Controller, Result
+from kinformer.controllers.controller import Controller, Result
 from kinformer.managers.controller_manager import (
     CONTROLLER_NAME_PREFIX,
     ControllerManager,

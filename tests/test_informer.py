@@ -12,12 +12,11 @@ import pytest
 
 import kinformer
 from kinformer import Context, errors, processor
-from kinformer.client.channel_watch import ChannelWatch
 from kinformer.client.listerwatcher import ListOptions, ListResult
 from kinformer.client.listwatch import ListWatch
 from kinformer.handlers import ResourceEventHandlerFuncs
 from kinformer.informer import SharedIndexInformer
-from kinformer.testing import FakeClock, Recorder, ScriptedSource, wait_for
+from kinformer.testing import ChannelWatch, FakeClock, Recorder, ScriptedSource, wait_for
 
 TIMEOUT = 5.0
 

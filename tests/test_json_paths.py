@@ -13,13 +13,12 @@ from helpers import cm, running, step_when_waiting
 
 from kinformer import _gc, _json, collector_policy, errors
 from kinformer.cache.real_fifo import RealFIFO
-from kinformer.client.channel_watch import ChannelWatch
 from kinformer.client.listerwatcher import ListOptions, ListResult, WatchEvent
 from kinformer.client.listwatch import ListWatch
 from kinformer.handlers import wait_for_cache_sync
 from kinformer.informer import SharedIndexInformer
 from kinformer.reflector.reflector import Reflector
-from kinformer.testing import FakeClock, ScriptedSource, wait_for
+from kinformer.testing import ChannelWatch, FakeClock, ScriptedSource, wait_for
 
 TIMEOUT = 5.0
 _permanent_at_start = 0

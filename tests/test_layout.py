@@ -8,11 +8,14 @@ from __future__ import annotations
 
 import ast
 import configparser
+import importlib
 import importlib.metadata
 import re
 import subprocess
 import sys
 from pathlib import Path
+
+import pytest
 
 import kinformer
 
@@ -36,6 +39,25 @@ def test_every_public_name_is_exported_once_and_resolves() -> None:
     assert len(kinformer.__all__) == len(set(kinformer.__all__))
     missing = [name for name in kinformer.__all__ if not hasattr(kinformer, name)]
     assert missing == []
+
+
+def test_internals_left_the_public_face_and_still_resolve_with_a_warning() -> None:
+    for name, module in kinformer.MOVED.items():
+        assert name not in kinformer.__all__
+        with pytest.warns(DeprecationWarning, match=module.replace(".", r"\.")):
+            found = getattr(kinformer, name)
+        assert found is getattr(importlib.import_module(module), name)
+    with pytest.raises(AttributeError):
+        kinformer.no_such_name  # noqa: B018
+
+
+def test_the_errors_users_meet_are_exported() -> None:
+    from kinformer import errors
+
+    tree = {name for name in dir(errors)
+            if isinstance(getattr(errors, name), type) and issubclass(getattr(errors, name), Exception)
+            and getattr(errors, name).__module__ == errors.__name__}
+    assert tree - set(kinformer.__all__) == set()
 
 
 def _modules_calling(attribute: str) -> list[str]:

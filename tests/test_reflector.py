@@ -21,11 +21,11 @@ from kubernetes.client import V1ConfigMap, V1ObjectMeta
 from kinformer import errors
 from kinformer.cache.delta_fifo import DeltaFIFO, DeltaType
 from kinformer.cache.store import Indexer
-from kinformer.client.channel_watch import ChannelWatch
 from kinformer.client.listerwatcher import ListOptions, ListResult, WatchEvent
 from kinformer.client.listwatch import ListWatch
 from kinformer.context import Context
 from kinformer.reflector.reflector import Reflector
+from kinformer.testing import ChannelWatch
 from kinformer.testing.clock import FakeClock
 from kinformer.testing.waiting import wait_for
 

@@ -34,9 +34,9 @@ from kinformer import (
     GroupVersionResource,
     ManagedController,
     NotFoundError,
-    as_context,
     split_meta_namespace_key,
 )
+from kinformer.context import as_context
 
 log = logging.getLogger("widgets")
 

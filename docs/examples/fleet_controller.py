@@ -55,8 +55,8 @@ from kinformer import (
     NotFoundError,
     Result,
     SharedIndexInformer,
-    as_context,
 )
+from kinformer.context import as_context
 from kinformer.testing import FakeAPIServer, wait_for
 
 log = logging.getLogger("fleet")

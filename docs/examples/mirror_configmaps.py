@@ -33,9 +33,9 @@ from kinformer import (
     InformerManager,
     NotFoundError,
     TerminalError,
-    as_context,
     deleted_object,
 )
+from kinformer.context import as_context
 
 log = logging.getLogger("mirror")
 

@@ -32,11 +32,11 @@ from kinformer import (
     NotFoundError,
     ProbeServer,
     SharedIndexInformer,
-    as_context,
     informers_synced_check,
     metrics,
     split_meta_namespace_key,
 )
+from kinformer.context import as_context
 
 log = logging.getLogger("checksums")
 

@@ -53,8 +53,8 @@ from kinformer import (
     NotFoundError,
     ShardCoordinator,
     SharedIndexInformer,
-    as_context,
 )
+from kinformer.context import as_context
 from kinformer.testing import FakeAPIServer, wait_for
 
 log = logging.getLogger("sharded")

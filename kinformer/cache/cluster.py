@@ -92,7 +92,7 @@ def cluster_aware_key_func(obj: Any) -> str:
     :func:`~kinformer.meta_namespace_key_func`'s key when ``obj`` names no cluster.
 
     A :class:`~kinformer.DeletedFinalStateUnknown` gives its ``key`` and an
-    :class:`~kinformer.ExplicitKey` itself, as the deletion-handling key function does; an
+    :class:`~kinformer.cache.store.ExplicitKey` itself, as the deletion-handling key function does; an
     object without metadata raises :class:`~kinformer.KeyFuncError`.
     """
     try:  # decoded JSON inline, as meta_namespace_key_func: it runs on every FIFO and cache write

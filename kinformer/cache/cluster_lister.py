@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import builtins
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, Protocol
 
 from kinformer import errors, meta
 from kinformer.cache import cluster as _cluster
@@ -73,19 +73,13 @@ class GenericClusterLister(GenericLister):
     kinformer.errors.AmbiguousNameError: configmaps "default/app" is in 2 clusters (root:a, root:b): ...
     """
 
-    __slots__ = ("_indexers",)
+    __slots__ = ("_clusters",)
 
     def __init__(self, indexer: Any, gvr: GroupVersionResource) -> None:
-        missing = [name for name in (_cluster.CLUSTER_INDEX, _cluster.CLUSTER_AND_NAMESPACE_INDEX)
-                   if name not in indexer.get_indexers()]
-        if missing:
-            raise errors.ConfigurationError(
-                f"a GenericClusterLister needs the indexes {_cluster.CLUSTER_INDEX!r} and "
-                f"{_cluster.CLUSTER_AND_NAMESPACE_INDEX!r} (cluster_index_func, "
-                f"cluster_and_namespace_index_func); this indexer lacks {', '.join(map(repr, missing))}")
-        self._indexer: Any = indexer
-        self._indexers: Mapping[str, Any] | None = None
-        self._gvr = gvr
+        # the one place the kind is chosen: member clusters come from from_cluster_indexers
+        clusters: _Clusters = indexer if isinstance(indexer, _MemberClusters) else _LogicalClusters(indexer)
+        super().__init__(clusters.everything(), gvr)
+        self._clusters = clusters
 
     @classmethod
     def from_cluster_indexers(
@@ -94,11 +88,7 @@ class GenericClusterLister(GenericLister):
         """A lister over one indexer per cluster: ``indexers`` maps each cluster's name to its
         indexer and is read anew on every call, so a live mapping (one that follows clusters as
         they come and go) gives a live lister. No objects are copied."""
-        self = cls.__new__(cls)
-        self._indexer = _MemberClustersView(indexers)
-        self._indexers = indexers
-        self._gvr = gvr
-        return self
+        return cls(_MemberClusters(indexers), gvr)
 
     def get(self, name: str) -> Any:
         """The object of a cluster-aware key (``"root:a|default/app"``), or of a key without a
@@ -129,18 +119,11 @@ class GenericClusterLister(GenericLister):
     def cluster(self, name: str) -> GenericLister:
         """A lister of ``name``'s objects only (``list``, ``get``, ``by_namespace``); empty for a
         cluster this lister does not hold, and live: it follows the cluster leaving or joining."""
-        view: Any
-        if self._indexers is None:
-            view = _IndexedClusterView(self._indexer, name)
-        else:
-            view = _MemberClusterView(self._indexers, name)
-        return GenericLister(view, self._gvr)
+        return GenericLister(self._clusters.view(name), self._gvr)
 
     def clusters(self) -> builtins.list[str]:
         """The names of the clusters with objects cached (member clusters: every one held), sorted."""
-        if self._indexers is None:
-            return sorted(self._indexer.list_index_func_values(_cluster.CLUSTER_INDEX))
-        return sorted(self._indexers)
+        return self._clusters.names()
 
     def _items(self, namespace: str | None, selector: SelectorArg) -> builtins.list[tuple[str, Any]]:
         """``(cluster, object)`` pairs of ``namespace`` (None: all) that match ``selector``."""
@@ -152,27 +135,10 @@ class GenericClusterLister(GenericLister):
             pairs.extend((cluster, obj) for obj in lister.select(objs, parsed))
         return pairs
 
-    def _holding(self, namespace: str, name: str) -> builtins.list[tuple[str, Any]]:
-        """``(cluster, object)`` for each cluster caching ``namespace/name``: one lookup each."""
-        found: builtins.list[tuple[str, Any]] = []
-        if self._indexers is None:
-            for cluster in self._indexer.list_index_func_values(_cluster.CLUSTER_INDEX):
-                obj = self._indexer.get_by_key(_cluster.to_cluster_aware_key(cluster, namespace, name))
-                if obj is not None:
-                    found.append((cluster, obj))
-            return found
-        key = _cluster.to_cluster_aware_key("", namespace, name)
-        for cluster in builtins.list(self._indexers):
-            indexer = self._indexers.get(cluster)  # None: it left since
-            obj = None if indexer is None else indexer.get_by_key(key)
-            if obj is not None:
-                found.append((cluster, obj))
-        return found
-
     def _only(self, namespace: str, name: str, asked: str) -> Any:
         """The one cluster's ``namespace/name``; NotFoundError for none, AmbiguousNameError for
         several (``asked`` is what the caller named, for the error)."""
-        found = self._holding(namespace, name)
+        found = self._clusters.holding(namespace, name)
         if len(found) == 1:
             return found[0][1]
         if not found:
@@ -182,6 +148,83 @@ class GenericClusterLister(GenericLister):
 
     def __repr__(self) -> str:
         return f"<GenericClusterLister {self._gvr}>"
+
+
+class _Clusters(Protocol):
+    """How a :class:`GenericClusterLister` reaches its clusters: chosen once, at construction."""
+
+    def everything(self) -> Any:
+        """A plain indexer over every cluster, keyed by cluster-aware keys."""
+
+    def view(self, cluster: str) -> Any:
+        """A plain indexer over ``cluster`` alone, keyed by plain keys (empty when not held)."""
+
+    def names(self) -> builtins.list[str]:
+        """The clusters held, sorted."""
+
+    def holding(self, namespace: str, name: str) -> builtins.list[tuple[str, Any]]:
+        """``(cluster, object)`` for each cluster caching ``namespace/name``: one lookup each."""
+
+
+class _LogicalClusters:
+    """Logical clusters (kcp) sharing one cluster-aware indexer, read through its cluster indexes."""
+
+    __slots__ = ("_indexer",)
+
+    def __init__(self, indexer: Any) -> None:
+        missing = [name for name in (_cluster.CLUSTER_INDEX, _cluster.CLUSTER_AND_NAMESPACE_INDEX)
+                   if name not in indexer.get_indexers()]
+        if missing:
+            raise errors.ConfigurationError(
+                f"a GenericClusterLister needs the indexes {_cluster.CLUSTER_INDEX!r} and "
+                f"{_cluster.CLUSTER_AND_NAMESPACE_INDEX!r} (cluster_index_func, "
+                f"cluster_and_namespace_index_func); this indexer lacks {', '.join(map(repr, missing))}")
+        self._indexer = indexer
+
+    def everything(self) -> Any:
+        return self._indexer
+
+    def view(self, cluster: str) -> _IndexedClusterView:
+        return _IndexedClusterView(self._indexer, cluster)
+
+    def names(self) -> builtins.list[str]:
+        return sorted(self._indexer.list_index_func_values(_cluster.CLUSTER_INDEX))
+
+    def holding(self, namespace: str, name: str) -> builtins.list[tuple[str, Any]]:
+        found: builtins.list[tuple[str, Any]] = []
+        for cluster in self._indexer.list_index_func_values(_cluster.CLUSTER_INDEX):
+            obj = self._indexer.get_by_key(_cluster.to_cluster_aware_key(cluster, namespace, name))
+            if obj is not None:
+                found.append((cluster, obj))
+        return found
+
+
+class _MemberClusters:
+    """Member clusters, one ordinary indexer each, in a live mapping read anew on every call."""
+
+    __slots__ = ("_indexers",)
+
+    def __init__(self, indexers: Mapping[str, Any]) -> None:
+        self._indexers = indexers
+
+    def everything(self) -> _MemberClustersView:
+        return _MemberClustersView(self._indexers)
+
+    def view(self, cluster: str) -> _MemberClusterView:
+        return _MemberClusterView(self._indexers, cluster)
+
+    def names(self) -> builtins.list[str]:
+        return sorted(self._indexers)
+
+    def holding(self, namespace: str, name: str) -> builtins.list[tuple[str, Any]]:
+        found: builtins.list[tuple[str, Any]] = []
+        key = _cluster.to_cluster_aware_key("", namespace, name)
+        for cluster in builtins.list(self._indexers):
+            indexer = self._indexers.get(cluster)  # None: it left since
+            obj = None if indexer is None else indexer.get_by_key(key)
+            if obj is not None:
+                found.append((cluster, obj))
+        return found
 
 
 class _ClusterNamespaceLister(GenericNamespaceLister):

@@ -5,8 +5,8 @@ A :class:`ListerWatcher` is what a :class:`~kinformer.Reflector` pulls from:
 :class:`WatchEvent` values (client-go's ``cache.ListerWatcher``, apimachinery's
 ``metav1.ListOptions`` and ``watch.Interface``). This module sits below every implementation:
 :class:`~kinformer.ListWatch` (:mod:`kinformer.client.listwatch`), the HTTP one
-(:mod:`kinformer.client.resource`) and the hand-fed :class:`~kinformer.ChannelWatch`
-(:mod:`kinformer.client.channel_watch`); the reflector depends on it alone.
+(:mod:`kinformer.client.resource`) and, among the test fakes, the hand-fed
+:class:`~kinformer.testing.ChannelWatch`; the reflector depends on it alone.
 """
 
 from __future__ import annotations

@@ -7,15 +7,15 @@ reports clusters joining, changing and leaving; the
 ordinary :class:`~kinformer.DynamicSharedInformerFactory` under a child context of its own
 (``member.py``), and each :class:`~kinformer.MultiClusterInformer` (``informer.py``) serves
 one resource type across them, delivering to each handler on one thread of its own
-(``delivery.py``). Above ``factory.py``, beside ``managers/``; the cluster-aware keys, indexes
-and lister it reads through sit in ``cache/``.
+(``delivery.py``). Above ``factory.py``, below ``controllers/`` and ``managers/``; the
+cluster-aware keys, indexes and lister it reads through sit in ``cache/``.
 """
 
 from kinformer.clusters.cluster_profile import ClusterProfileProvider
 from kinformer.clusters.factory import MultiClusterInformerFactory
 from kinformer.clusters.informer import ClusterHandlerRegistration, ClusterStatus, MultiClusterInformer
 from kinformer.clusters.kubeconfig import KubeconfigContextsProvider, KubeconfigSecretProvider
-from kinformer.clusters.provider import ClusterProvider, StaticClusterProvider
+from kinformer.clusters.provider import ClusterProvider, StaticClusterProvider, SyncingClusterProvider
 
 __all__ = [
     "ClusterHandlerRegistration",
@@ -27,4 +27,5 @@ __all__ = [
     "MultiClusterInformer",
     "MultiClusterInformerFactory",
     "StaticClusterProvider",
+    "SyncingClusterProvider",
 ]

@@ -37,7 +37,8 @@ class MultiClusterInformerFactory:
     """Shared informers of resource types in every member cluster a provider offers.
 
     :meth:`for_resource` gives the :class:`~kinformer.MultiClusterInformer` of a resource type,
-    before or after :meth:`start`. ``start(stop)`` does not block: it runs the provider on
+    before or after :meth:`start`. Lifecycle: ``start(stop)`` does not block, :meth:`shutdown`
+    joins, and there is no blocking ``run``. ``start`` runs the provider on
     thread ``kinformer-clusters-provider``, and from then on every cluster the provider engages
     (and the shard admits) gets one informer per resource type, started at once, each informer
     following ``profile`` with ``default_resync`` and, besides the namespace index, ``indexers``.
@@ -78,7 +79,7 @@ class MultiClusterInformerFactory:
 
     def __init__(
         self,
-        provider: Any,
+        provider: _provider.ClusterProvider,
         default_resync: float = 0,
         profile: str = "modern",
         indexers: Mapping[str, IndexFunc] | None = None,

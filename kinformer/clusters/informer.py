@@ -57,6 +57,58 @@ class ClusterStatus:
             object.__setattr__(self, "state", state)
 
 
+class _HandlerBinding:
+    """One handler of a :class:`MultiClusterInformer`: its delivery, and its registration on the
+    informer of each engaged cluster.
+
+    The informer calls :meth:`attach`, :meth:`detach`, :meth:`remove` and :meth:`start` with
+    the fleet's lock held, so they are ordered with clusters coming and going; ``_lock`` is
+    innermost (nothing is called while it is held) and lets :meth:`synced` read from any thread.
+    """
+
+    __slots__ = ("_fleet", "_gvr", "_lock", "_registrations", "delivery")
+
+    def __init__(self, fleet: Fleet, gvr: GroupVersionResource, delivery: HandlerDelivery) -> None:
+        self._fleet = fleet
+        self._gvr = gvr
+        self.delivery = delivery
+        self._lock = threading.Lock()  # guards _registrations
+        # cluster -> its member and the registration on the member's informer
+        self._registrations: dict[str, tuple[Member, ResourceEventHandlerRegistration]] = {}
+
+    def synced(self) -> bool:
+        if not self._fleet.running or not self._fleet.provider_synced():
+            return False
+        with self._lock:
+            registrations = [reg for _member, reg in self._registrations.values()]
+        return all(reg.has_synced() for reg in registrations) and self.delivery.pending_initial() == 0
+
+    def attach(self, member: Member) -> None:
+        """Register the handler's forwarder on ``member``'s informer of the resource."""
+        forwarder = self.delivery.forwarder(member.engagement)
+        try:
+            reg = member.informer(self._gvr).add_event_handler(forwarder)
+        except errors.StoppedError:  # the factory is stopping: nothing more to deliver
+            return
+        with self._lock:
+            self._registrations[member.name] = (member, reg)
+
+    def detach(self, member: Member) -> None:
+        """Forget ``member`` (its engagement is over); a cluster handler gets ``on_disengaged``."""
+        with self._lock:
+            self._registrations.pop(member.name, None)
+        self.delivery.disengaged(member.engagement)
+
+    def remove(self) -> None:
+        """Unregister from every member's informer and close the delivery (its buffer dropped)."""
+        with self._lock:
+            found = list(self._registrations.values())
+            self._registrations.clear()
+        for member, reg in found:
+            member.informer(self._gvr).remove_event_handler(reg)
+        self.delivery.close()
+
+
 class ClusterHandlerRegistration:
     """What :meth:`MultiClusterInformer.add_event_handler` returns; pass it to ``remove_event_handler``.
 
@@ -64,27 +116,20 @@ class ClusterHandlerRegistration:
     and the handler returned from every ``on_add`` of their initial lists.
     """
 
-    __slots__ = ("_delivery", "_fleet", "_registrations")
+    __slots__ = ("_binding",)
 
-    def __init__(self, fleet: Fleet, delivery: HandlerDelivery) -> None:
-        self._fleet = fleet
-        self._delivery = delivery
-        # cluster -> its member and the registration on the member's informer; guarded by fleet.lock
-        self._registrations: dict[str, tuple[Member, ResourceEventHandlerRegistration]] = {}
+    def __init__(self, binding: _HandlerBinding) -> None:
+        self._binding = binding
 
     @property
     def handler(self) -> Any:
-        return self._delivery.handler
+        return self._binding.delivery.handler
 
     def has_synced(self) -> bool:
-        if not self._fleet.running or not self._fleet.provider_synced():
-            return False
-        with self._fleet.lock:
-            registrations = [reg for _member, reg in self._registrations.values()]
-        return all(reg.has_synced() for reg in registrations) and self._delivery.pending_initial() == 0
+        return self._binding.synced()
 
     def __repr__(self) -> str:
-        return f"<ClusterHandlerRegistration {self._delivery.handler!r}>"
+        return f"<ClusterHandlerRegistration {self.handler!r}>"
 
 
 class MultiClusterInformer:
@@ -99,13 +144,19 @@ class MultiClusterInformer:
     :meth:`cluster_status` says how each is doing and :meth:`has_synced` is True once the
     provider synced and every engaged cluster did: an unreachable cluster keeps it False for as
     long as it is engaged, and holds no other cluster back. Thread-safe.
+
+    A handler costs one thread per engaged cluster, its listener on that cluster's informer
+    (client-go's ``processorListener``: a cluster's informer never waits on the handler or on
+    another cluster), plus its one delivery thread, which merges the clusters into one stream
+    as multicluster-runtime merges a fleet into one queue.
     """
 
     def __init__(self, fleet: Fleet, gvr: GroupVersionResource) -> None:
         self._fleet = fleet
         self._gvr = gvr
         self._subject = factory.gvr_subject(gvr)
-        self._registrations: list[ClusterHandlerRegistration] = []  # guarded by fleet.lock
+        # each handler added, by its registration; guarded by fleet.lock
+        self._bindings: dict[ClusterHandlerRegistration, _HandlerBinding] = {}
         self._retired: list[HandlerDelivery] = []  # removed; joined on shutdown; fleet.lock
         self._lister = GenericClusterLister.from_cluster_indexers(_Indexers(fleet, gvr), gvr)
 
@@ -128,27 +179,24 @@ class MultiClusterInformer:
         for method in ("on_add", "on_update", "on_delete"):
             if not callable(getattr(handler, method, None)):
                 raise TypeError(f"not an event handler (no {method}): {handler!r}")
-        delivery = HandlerDelivery(handler, self._subject)
-        registration = ClusterHandlerRegistration(self._fleet, delivery)
+        binding = _HandlerBinding(self._fleet, self._gvr, HandlerDelivery(handler, self._subject))
+        registration = ClusterHandlerRegistration(binding)
         with self._fleet.lock:
-            self._registrations.append(registration)
+            self._bindings[registration] = binding
             for member in self._fleet.members():
-                self._register(registration, member)
+                binding.attach(member)
             if self._fleet.running:
-                delivery.start()
+                binding.delivery.start()
         return registration
 
     def remove_event_handler(self, registration: ClusterHandlerRegistration) -> None:
         """Stop delivering to a handler; idempotent. Its buffered notifications are dropped."""
         with self._fleet.lock:
-            if registration not in self._registrations:
+            binding = self._bindings.pop(registration, None)
+            if binding is None:
                 return
-            self._registrations.remove(registration)
-            for member, reg in registration._registrations.values():
-                member.informer(self._gvr).remove_event_handler(reg)
-            registration._registrations.clear()
-            registration._delivery.close()
-            self._retired.append(registration._delivery)
+            binding.remove()
+            self._retired.append(binding.delivery)
 
     # -- reading ------------------------------------------------------------------------------
 
@@ -188,34 +236,25 @@ class MultiClusterInformer:
     def attach(self, member: Member) -> None:
         """Make ``member``'s informer of this resource and register every handler on it."""
         member.informer(self._gvr)
-        for registration in self._registrations:
-            self._register(registration, member)
+        for binding in self._bindings.values():
+            binding.attach(member)
 
     def detach(self, member: Member) -> None:
         """Forget ``member`` (its engagement is over): each handler drops what it has of it and
         a cluster handler gets ``on_disengaged``."""
-        for registration in self._registrations:
-            registration._registrations.pop(member.name, None)
-            registration._delivery.disengaged(member.engagement)
+        for binding in self._bindings.values():
+            binding.detach(member)
 
     def start_deliveries(self) -> None:
-        for registration in self._registrations:
-            registration._delivery.start()
+        for binding in self._bindings.values():
+            binding.delivery.start()
 
     def close_deliveries(self) -> list[threading.Thread]:
         """Close every delivery; return their threads to join."""
-        deliveries = [r._delivery for r in self._registrations] + self._retired
+        deliveries = [b.delivery for b in self._bindings.values()] + self._retired
         for delivery in deliveries:
             delivery.close()
         return [d.thread for d in deliveries if d.thread is not None]
-
-    def _register(self, registration: ClusterHandlerRegistration, member: Member) -> None:
-        delivery = registration._delivery
-        try:
-            reg = member.informer(self._gvr).add_event_handler(delivery.forwarder(member.engagement))
-        except errors.StoppedError:  # the factory is stopping: nothing more to deliver
-            return
-        registration._registrations[member.name] = (member, reg)
 
     def __repr__(self) -> str:
         return f"<MultiClusterInformer {self._gvr}>"

@@ -34,20 +34,34 @@ class ClusterProvider(Protocol):
     cancelled. It calls ``engage(name, api_client)`` when a cluster appears or its credentials
     change (then again, with the new client) and ``disengage(name)`` when it goes; both return
     promptly and never wait on the network. A provider may also offer ``has_synced() -> bool``,
-    True once its first pass of engagements is done; without it a provider counts as synced
-    once its ``run`` has begun. An ``api_client`` is a ``kubernetes.client.ApiClient`` (or
-    anything :meth:`ListWatch.for_resource <kinformer.ListWatch.for_resource>` accepts); a
-    provider that made it closes it once the cluster was disengaged or ``run`` returned.
+    True once its first pass of engagements is done (it is then a
+    :class:`SyncingClusterProvider`, as the static, contexts, Secret and ClusterProfile providers
+    are); without it a provider counts as synced once its ``run`` has begun. An ``api_client``
+    is a ``kubernetes.client.ApiClient`` (or anything :meth:`ListWatch.for_resource
+    <kinformer.ListWatch.for_resource>` accepts); a provider that made it closes it once the
+    cluster was disengaged or ``run`` returned.
     """
 
     def run(self, stop: context.Context, engage: Engage, disengage: Disengage) -> None: ...
 
 
-def provider_synced(provider: Any, run_began: bool) -> bool:
-    """The provider's ``has_synced()`` when it has one, else whether its ``run`` has begun."""
-    has_synced = getattr(provider, "has_synced", None)
-    if callable(has_synced):
-        return bool(has_synced())
+@runtime_checkable
+class SyncingClusterProvider(ClusterProvider, Protocol):
+    """A :class:`ClusterProvider` that says when its first pass of engagements is done.
+
+    ``has_synced()`` is the optional half of the provider protocol, declared here so that it is
+    typed: a factory's ``has_synced()`` and ``wait_for_cache_sync()`` wait for it. Thread-safe
+    and cheap: it is called from any thread, often.
+    """
+
+    def has_synced(self) -> bool: ...
+
+
+def provider_synced(provider: ClusterProvider, run_began: bool) -> bool:
+    """The provider's ``has_synced()`` when it is a :class:`SyncingClusterProvider`, else
+    whether its ``run`` has begun."""
+    if isinstance(provider, SyncingClusterProvider):
+        return bool(provider.has_synced())
     return run_began
 
 

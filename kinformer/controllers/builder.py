@@ -6,7 +6,7 @@ a :class:`BuiltController` whose event handlers, on the source's shared informer
 event that passes the predicates (``predicates.py``) into :class:`~kinformer.Request`\\ s
 (``request.py``) that name the object's cluster, queue their keys on a
 :class:`~kinformer.PriorityQueue` (``workqueue/priority.py``), and whose workers are the
-:class:`~kinformer.Controller` loop of ``managers/controller.py``. Before each reconcile the
+:class:`~kinformer.Controller` loop of ``controller.py``. Before each reconcile the
 staleness check of ``staleness.py`` runs. The source is a
 :class:`~kinformer.DynamicSharedInformerFactory` (any ``cluster=``), a
 :class:`~kinformer.DiscoveringDynamicSharedInformerFactory` or a
@@ -20,25 +20,40 @@ import logging
 import threading
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Any, Protocol, runtime_checkable
 
 from kinformer import _checks, _threads, context, errors, factory, handlers, meta
 from kinformer.cache import cluster as _cluster
 from kinformer.clusters.factory import MultiClusterInformerFactory
+from kinformer.controllers import controller as _controller
 from kinformer.controllers import staleness
 from kinformer.controllers.predicates import Predicate
 from kinformer.controllers.request import Request
-from kinformer.gvr import GroupVersionResource
-from kinformer.managers import controller as _controller
-from kinformer.managers.discovering_factory import DiscoveringDynamicSharedInformerFactory
+from kinformer.gvr import APIResourceMeta, GroupVersionResource
 from kinformer.workqueue.priority import PriorityQueue
 
 log = logging.getLogger(__name__)
 
-Source = (factory.DynamicSharedInformerFactory | DiscoveringDynamicSharedInformerFactory
-          | MultiClusterInformerFactory)
-SOURCES = (factory.DynamicSharedInformerFactory, DiscoveringDynamicSharedInformerFactory,
-           MultiClusterInformerFactory)
+
+@runtime_checkable
+class DiscoveringSource(Protocol):
+    """A factory keeping one informer per resource the server serves, found by discovery.
+
+    What the builder and :class:`~kinformer.CachedClient` need of a
+    :class:`~kinformer.DiscoveringDynamicSharedInformerFactory`, which lives in ``managers/``, a
+    layer above this one: ``start`` returns at once, ``for_resource`` gives the shared informer
+    of a resource, ``served_resources`` the kinds discovery found.
+    """
+
+    def start(self, ctx: context.StopSignal) -> None: ...
+
+    def for_resource(self, gvr: GroupVersionResource) -> factory.GenericInformer: ...
+
+    def served_resources(self) -> dict[GroupVersionResource, APIResourceMeta]: ...
+
+
+Source = factory.DynamicSharedInformerFactory | DiscoveringSource | MultiClusterInformerFactory
+SOURCES = (factory.DynamicSharedInformerFactory, MultiClusterInformerFactory, DiscoveringSource)
 
 STALE_REQUEUE_DELAY = 0.1  # seconds before a stale request is looked at again: a watch event's usual lag
 JOIN_TIMEOUT = 30.0  # seconds join() waits for a started controller by default
@@ -215,8 +230,11 @@ class BuiltController:
     using the source), starts the source (a no-op for what runs already), and reconciles on
     the workers until ``stop``; then it removes its handlers, lets each worker finish its
     reconcile and returns. Workers do not wait for the caches to sync: the initial lists'
-    requests queue behind live ones. :meth:`start` is :meth:`run` on a thread; a controller
-    runs once (:class:`~kinformer.AlreadyStartedError`).
+    requests queue behind live ones.
+
+    Lifecycle: :meth:`run` blocks; :meth:`start` is :meth:`run` on a thread and returns at once;
+    :meth:`shutdown` stops either as ``stop`` would and joins (:meth:`join` only waits). A
+    controller runs once (:class:`~kinformer.AlreadyStartedError`).
     """
 
     def __init__(self, name: str, source: Source, primary: _Binding, kind: str | None,
@@ -229,11 +247,15 @@ class BuiltController:
         self._primary = primary
         self._kind = kind
         self._bindings = [primary, *others]
+        # a discovering source tells the primary's kind (for owns) from discovery
+        self._discovery = source if isinstance(source, DiscoveringSource) else None
         self._controller = _controller.Controller(
             name, _Reconcile(name, reconciler, self.tracker), queue=self.queue, workers=workers)
-        self._lock = threading.Lock()  # guards _started, _thread
+        self._lock = threading.Lock()  # guards _started, _cancel, _thread; each is set once
         self._started = False
+        self._cancel: Callable[[], None] | None = None  # cancels the running context
         self._thread: threading.Thread | None = None
+        self._exited = threading.Event()  # set once run (or start's thread) has finished
 
     @property
     def workers(self) -> int:
@@ -241,9 +263,8 @@ class BuiltController:
 
     def start(self, stop: context.StopSignal) -> None:
         """:meth:`run` on a thread (``kinformer-controller-<name>``); returns at once."""
-        ctx = context.as_context(stop)
-        self._claim()
-        thread = _threads.spawn(self._run, _threads.thread_name("controller", self.name), ctx)
+        ctx = self._claim(stop)
+        thread = _threads.spawn(self._run, _threads.thread_name("controller", self.name), ctx, stop)
         with self._lock:
             self._thread = thread
 
@@ -257,28 +278,49 @@ class BuiltController:
         return not thread.is_alive()
 
     def run(self, stop: context.StopSignal) -> None:
-        """Reconcile until ``stop`` fires; blocks, and returns once the workers exited."""
-        ctx = context.as_context(stop)
-        self._claim()
-        self._run(ctx)
+        """Reconcile until ``stop`` fires (or :meth:`shutdown`); blocks, and returns once the
+        workers exited."""
+        self._run(self._claim(stop), stop)
 
-    def _claim(self) -> None:
+    def shutdown(self, timeout: float | None = JOIN_TIMEOUT) -> bool:
+        """Stop a running controller as its ``stop`` would and wait until it has finished; True
+        once it has (at once when it never ran), False after ``timeout`` seconds. The source
+        and its informers keep running: they are the source's."""
+        limit = _checks.timeout("timeout", timeout)
+        with self._lock:
+            cancel, thread = self._cancel, self._thread
+        if cancel is None:
+            return True
+        cancel()
+        if thread is not None:
+            thread.join(limit)
+            return not thread.is_alive()
+        return self._exited.wait(limit)
+
+    def _claim(self, stop: context.StopSignal) -> context.Context:
+        ctx, cancel = context.context_for_channel(stop)
         with self._lock:
             if self._started:
+                cancel()
                 raise errors.AlreadyStartedError(f"controller {self.name} was already started")
             self._started = True
+            self._cancel = cancel
+        return ctx
 
-    def _run(self, ctx: context.Context) -> None:
-        removers = [self._register(binding) for binding in self._bindings]
+    def _run(self, ctx: context.Context, stop: context.StopSignal) -> None:
         try:
-            self._start_source(ctx)
-            self._controller.run(ctx)
+            removers = [self._register(binding) for binding in self._bindings]
+            try:
+                self._start_source(stop)  # the caller's stop: shutdown leaves the source running
+                self._controller.run(ctx)
+            finally:
+                for remove in removers:
+                    remove()
+                self.tracker.close()
         finally:
-            for remove in removers:
-                remove()
-            self.tracker.close()
+            self._exited.set()
 
-    def _start_source(self, ctx: context.Context) -> None:
+    def _start_source(self, ctx: context.StopSignal) -> None:
         with contextlib.suppress(errors.AlreadyStartedError):  # a discovering factory runs once
             self.source.start(ctx)
 
@@ -319,8 +361,8 @@ class BuiltController:
         return mapped
 
     def _owner_kind(self) -> str | None:
-        if self._kind is None and isinstance(self.source, DiscoveringDynamicSharedInformerFactory):
-            served = self.source.served_resources().get(self._primary.gvr)
+        if self._kind is None and self._discovery is not None:
+            served = self._discovery.served_resources().get(self._primary.gvr)
             if served is not None:
                 self._kind = served.group_version_kind.kind  # two handler threads write one value
         return self._kind

@@ -38,7 +38,8 @@ _ATTEMPT_ERRORS = (errors.KinformerError, OSError)  # a failed attempt, retried;
 class LeaderElector:
     """Runs one replica's side of a leader election.
 
-    ``run(stop)`` blocks: it tries to acquire the lock until it succeeds or ``stop`` (a
+    Lifecycle: ``run(stop)`` blocks, and is the only way to run one (put it on a thread of your
+    own to go on). It tries to acquire the lock until it succeeds or ``stop`` (a
     :class:`~kinformer.Context` or ``threading.Event``) is set; then it calls
     ``on_started_leading(ctx)`` on thread ``kinformer-leader-<name>`` and renews until ``stop``
     is set or leadership is lost (no renewal for ``renew_deadline``, or another holder seen).

@@ -61,7 +61,8 @@ def lease_name(group: str, identity: str) -> str:
 class ShardCoordinator:
     """Membership of a shard group through Leases, and this member's shard of the hash space.
 
-    ``run(stop)`` blocks until ``stop`` (an Event or :class:`~kinformer.Context`) fires: it
+    Lifecycle: ``run(stop)`` blocks (the only way to run one) until ``stop`` (an Event or
+    :class:`~kinformer.Context`) fires: it
     renews this member's Lease, watches the group's Leases and recomputes the members on every
     change and expiry. On the way out it deletes its Lease, sets its selector to the empty one
     (telling the listeners) and joins every thread it started. ``selector()`` is this member's

@@ -2,7 +2,7 @@
 
 ``informer_manager`` (fleet's InformerManager, over the plain factory), ``discovering_factory``
 (kcp's ddsif, over the plain factory's registry, with ``crd`` for its CRD watch),
-``controller_manager`` (kcp's syncer controller manager), ``source`` (the InformerSource the
-last two agree on, so neither imports the other) and ``controller`` (controller-runtime's
-reconcile loop over a work queue).
+``controller_manager`` (kcp's syncer controller manager) and ``source`` (the InformerSource the
+last two agree on, so neither imports the other). The controllers they run live one layer down,
+in ``controllers/``.
 """

@@ -9,7 +9,7 @@ that set changes. The manager turns each notification into one coalesced ``"resy
 :class:`~kinformer.RateLimitingQueue` (``workqueue/``) and reconciles: a
 :class:`ManagedController` runs, on its own thread under its own child
 :class:`~kinformer.Context`, exactly while every resource it requires has a synced informer;
-what it runs is usually a :class:`~kinformer.Controller` (``managers/controller.py``). Unlike kcp
+what it runs is usually a :class:`~kinformer.Controller` (``controllers/controller.py``). Unlike kcp
 it reconciles once at start, and it joins the controllers it stops.
 """
 

@@ -108,10 +108,11 @@ class _FanOut:
 class DiscoveringDynamicSharedInformerFactory:
     """kcp's ddsif: one informer per served resource type the filter accepts, as types come and go.
 
-    ``start(ctx)`` does not block: it runs :meth:`run` on a thread named ``kinformer-ddsif``.
-    ``run(ctx)`` blocks until ``ctx`` is cancelled (or :meth:`stop`), then stops every informer
-    and returns after joining their threads; it runs once (a second start raises
-    :class:`~kinformer.AlreadyStartedError`).
+    Lifecycle: ``start(ctx)`` does not block: it runs :meth:`run` on a thread named
+    ``kinformer-ddsif``. ``run(ctx)`` blocks until ``ctx`` is cancelled (or :meth:`stop`), then
+    stops every informer and returns after joining their threads; it runs once (a second start
+    raises :class:`~kinformer.AlreadyStartedError`). :meth:`shutdown` (kcp's :meth:`stop`, the
+    same call) cancels and joins.
 
     A pass reads discovery (:class:`~kinformer.CachedDiscoveryClient`), starts an informer, under its own
     child context, for each accepted type that has none, and stops (cancel, then join) and
@@ -210,6 +211,10 @@ class DiscoveringDynamicSharedInformerFactory:
         own.cancel()
         if not self._done.wait(timeout):
             log.warning("ddsif still stopping after %.1fs", timeout)
+
+    def shutdown(self, timeout: float = JOIN_TIMEOUT) -> None:
+        """:meth:`stop` by the name every factory has: cancel, then join every thread."""
+        self.stop(timeout)
 
     def __enter__(self) -> DiscoveringDynamicSharedInformerFactory:
         self.start(context.Context("ddsif"))

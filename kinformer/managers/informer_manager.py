@@ -41,12 +41,13 @@ class _Record:
 class InformerManager:
     """Runs one shared informer per resource type and registers each type's handler once.
 
-    Thread-safe. Nothing runs until :meth:`start`, which starts the informers created since the
-    last call and can be called after every discovery pass. Everything stops when
-    ``parent_stop`` (a ``threading.Event`` or :class:`~kinformer.Context`) fires or :meth:`stop`
-    is called; :meth:`stop` also waits until every informer thread ended, and after it nothing
-    starts again. Handlers run on the informers' handler threads, never under the manager's
-    lock.
+    Thread-safe. Lifecycle: nothing runs until :meth:`start`, which returns at once, starts the
+    informers created since the last call and can be called after every discovery pass (fleet's
+    ``Start()``: no stop argument, ``parent_stop`` is given at construction). Everything stops
+    when ``parent_stop`` (a ``threading.Event`` or :class:`~kinformer.Context`) fires or
+    :meth:`stop` (or :meth:`shutdown`, the same) is called; :meth:`stop` also waits until every
+    informer thread ended, and after it nothing starts again. There is no blocking ``run``.
+    Handlers run on the informers' handler threads, never under the manager's lock.
 
     kinformer's difference from fleet: with ``list_complete=True``, a dynamic type missing from
     the list has its informer stopped (cancelled, then joined) and dropped; when the type comes
@@ -234,6 +235,10 @@ class InformerManager:
         with self._update_lock:
             self._cancel()
             self._factory.shutdown()
+
+    def shutdown(self) -> None:
+        """:meth:`stop` by the name the factories use: stop every informer and join its threads."""
+        self.stop()
 
     def __enter__(self) -> InformerManager:
         self.start()

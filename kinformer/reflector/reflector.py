@@ -36,7 +36,7 @@ from kinformer import clock as _clock
 from kinformer import context as _context
 from kinformer.client import listerwatcher
 from kinformer.metrics import provider as _metrics
-from kinformer.reflector import failures, listing, shard_state, sink, watch, watch_list, watch_loop
+from kinformer.reflector import failures, listing, shard_state, sink, watch_events, watch_list, watch_loop
 from kinformer.reflector import shared as _shared
 
 log = logging.getLogger(__name__)
@@ -139,7 +139,7 @@ class Reflector:
         self._metrics = _metrics.ReflectorMetrics(self.name)  # lists, watches, errors counters
 
         self._store = sink.Sink.of(store)  # its optional methods looked up once, here
-        self._version = watch.LastVersion()  # written by the run thread only; read without a lock
+        self._version = watch_events.LastVersion()  # written by the run thread only; read without a lock
         # a ListWatch.for_resource(shard_selector=...) brings its shard: the one to go back to
         base = (lister_watcher.shard_selector
                 if isinstance(lister_watcher, listerwatcher.DescribedListerWatcher) else None)

@@ -19,7 +19,7 @@ from kinformer import backoff as _backoff
 from kinformer import clock as _clock
 from kinformer.client import listerwatcher
 from kinformer.metrics import provider as _metrics
-from kinformer.reflector import failures, shard_state, sink, watch
+from kinformer.reflector import failures, shard_state, sink, watch_events
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -35,7 +35,7 @@ class Shared:
     lw: listerwatcher.ContextListerWatcher
     store: sink.Sink
     shard: shard_state.ShardState
-    version: watch.LastVersion
+    version: watch_events.LastVersion
     name: str
     clock: _clock.Clock
     backoff: _backoff.BackoffManager

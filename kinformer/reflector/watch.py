@@ -1,15 +1,20 @@
-"""The reflector's one watch-event handler, for ordinary watches and for WatchList streams alike.
+"""Reading one open watch into a store: the handler every watch's events go through.
 
-client-go's ``handleAnyWatch`` and its two callers, ``handleWatch`` and ``handleListWatch``:
-:func:`handle_any_watch` reads the events of one open watch, checks each once through
-:mod:`kinformer.meta`, applies it to a store, tracks its resourceVersion (:class:`LastVersion`),
-and returns how the stream ended as a :class:`WatchEnd`. The reflector's watch loop
-(:mod:`kinformer.reflector.watch_loop`) calls it with the reflector's store for every watch, and
-its WatchList sync (:mod:`kinformer.reflector.watch_list`) through :func:`handle_initial_events`
-with a temporary store for the initial events of a ``sendInitialEvents`` stream, which end at the
-bookmark annotated ``k8s.io/initial-events-end``. A watch that hands its events over a read at a
-time (the HTTP one) is applied a read at a time, any other an event at a time, both through
-:class:`~kinformer.reflector.watch_events.EventApplier`. What to do about an ending (watch
+One of the reflector's four watch modules: this one reads a watch (client-go's
+``handleAnyWatch`` and its two callers, ``handleWatch`` and ``handleListWatch``);
+:mod:`~kinformer.reflector.watch_events` writes each event, or each read of events, into the
+store; :mod:`~kinformer.reflector.watch_loop` decides when to watch again;
+:mod:`~kinformer.reflector.watch_list` streams the initial state instead of listing it.
+
+:func:`handle_any_watch` reads the events of one open watch until it ends, has
+:class:`~kinformer.reflector.watch_events.EventWriter` check each once (through
+:mod:`kinformer.meta`) and write it to a store, tracks its resourceVersion
+(:class:`~kinformer.reflector.watch_events.LastVersion`), and returns how the stream ended as a
+:class:`WatchEnd`. The watch loop calls it with the reflector's store for every watch, and the
+WatchList sync through :func:`handle_initial_events` with a temporary store for the initial
+events of a ``sendInitialEvents`` stream, which end at the bookmark annotated
+``k8s.io/initial-events-end``. A watch that hands its events over a read at a time (the HTTP one)
+is written a read at a time, any other an event at a time. What to do about an ending (watch
 again, back off, relist, list instead) is theirs. :func:`open_watch` starts each watch the same
 way for both.
 """
@@ -50,7 +55,7 @@ class WatchOutcome(enum.Enum):
 class WatchEnd:
     """What :func:`handle_any_watch` returns: the outcome, what caused it, how many events counted.
 
-    ``events`` counts the events applied by this call (skipped ones do not count);
+    ``events`` counts the events written by this call (skipped ones do not count);
     ``resource_version`` is the end bookmark's for :attr:`WatchOutcome.INITIAL_EVENTS_END`.
     """
 
@@ -58,10 +63,6 @@ class WatchEnd:
     events: int = 0
     error: BaseException | None = None
     resource_version: str = ""
-
-
-LastVersion = watch_events.LastVersion
-is_initial_events_end = watch_events.is_initial_events_end
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -116,7 +117,7 @@ def handle_any_watch(
     opened: OpenWatch,
     store: sink.Sink,
     name: str,
-    last_version: LastVersion,
+    last_version: watch_events.LastVersion,
     *,
     propagate_now: bool = True,
     exit_on_initial_events_end: bool = False,
@@ -148,7 +149,7 @@ def handle_any_watch(
     """
     # a line per change, but none per initial event: like a list, they are summed up once
     debug = log.isEnabledFor(logging.DEBUG) and not exit_on_initial_events_end
-    applier = watch_events.EventApplier(
+    writer = watch_events.EventWriter(
         store, name, last_version, propagate_now=propagate_now,
         # a watch whose events its reader checked already (HTTPWatch): not looked at twice
         checked=getattr(opened.watch, "checked", False) is True,
@@ -157,40 +158,40 @@ def handle_any_watch(
     handle = ctx.on_cancel(opened.watch.close)
     try:
         if opened.batches is not None:
-            end = _read_batches(opened, applier, cancelled, exit_on_initial_events_end)
+            end = _read_batches(opened, writer, cancelled, exit_on_initial_events_end)
             if end.outcome is not WatchOutcome.CLOSED:
                 return end
-        one = applier.one
+        one = writer.one
         for event in opened.iterator:  # empty for a BatchWatch
             if cancelled():
-                return WatchEnd(WatchOutcome.STOPPED, applier.events)
+                return WatchEnd(WatchOutcome.STOPPED, writer.events)
             event_type, obj = event.type, event.object
             if event_type == "ERROR":
-                return WatchEnd(WatchOutcome.FAILED, applier.events,
+                return WatchEnd(WatchOutcome.FAILED, writer.events,
                                 listerwatcher.error_from_event(event))
             if (one(event_type, obj) and exit_on_initial_events_end
-                    and event_type == "BOOKMARK" and is_initial_events_end(obj)):
-                return WatchEnd(WatchOutcome.INITIAL_EVENTS_END, applier.events,
+                    and event_type == "BOOKMARK" and watch_events.is_initial_events_end(obj)):
+                return WatchEnd(WatchOutcome.INITIAL_EVENTS_END, writer.events,
                                 resource_version=meta.resource_version(obj) or "")
     except Exception as exc:
         if ctx.cancelled():
-            return WatchEnd(WatchOutcome.STOPPED, applier.events)
+            return WatchEnd(WatchOutcome.STOPPED, writer.events)
         outcome = WatchOutcome.DROPPED if is_dropped(exc) else WatchOutcome.FAILED
-        return WatchEnd(outcome, applier.events, exc)
+        return WatchEnd(outcome, writer.events, exc)
     finally:
         handle.remove()
     if ctx.cancelled():
-        return WatchEnd(WatchOutcome.STOPPED, applier.events)
-    return WatchEnd(WatchOutcome.CLOSED, applier.events)
+        return WatchEnd(WatchOutcome.STOPPED, writer.events)
+    return WatchEnd(WatchOutcome.CLOSED, writer.events)
 
 
 def _read_batches(
     opened: OpenWatch,
-    applier: watch_events.EventApplier,
+    writer: watch_events.EventWriter,
     cancelled: Callable[[], bool],
     exit_on_initial_events_end: bool,
 ) -> WatchEnd:
-    """:func:`handle_any_watch` for a BatchWatch: apply a read at a time until the stream ends.
+    """:func:`handle_any_watch` for a BatchWatch: write a read at a time until the stream ends.
 
     Returns STOPPED, FAILED (an ERROR event) or INITIAL_EVENTS_END (the events after the end
     bookmark kept in ``opened.leftover``); CLOSED when the stream ended; raises what it raised.
@@ -203,19 +204,19 @@ def _read_batches(
         else:
             batch = next(opened.batches, None)
             if batch is None:
-                return WatchEnd(WatchOutcome.CLOSED, applier.events)
+                return WatchEnd(WatchOutcome.CLOSED, writer.events)
             types, objects = batch
         if cancelled():
-            return WatchEnd(WatchOutcome.STOPPED, applier.events)
-        stop = applier.batch(types, objects, exit_on_initial_events_end)
+            return WatchEnd(WatchOutcome.STOPPED, writer.events)
+        stop = writer.batch(types, objects, exit_on_initial_events_end)
         if stop < 0:
             continue
         event = listerwatcher.WatchEvent(types[stop], objects[stop])
         if event.type == "ERROR":
-            return WatchEnd(WatchOutcome.FAILED, applier.events, listerwatcher.error_from_event(event))
+            return WatchEnd(WatchOutcome.FAILED, writer.events, listerwatcher.error_from_event(event))
         if stop + 1 < len(types):
             leftover.append(listerwatcher.WatchBatch(types[stop + 1:], objects[stop + 1:]))
-        return WatchEnd(WatchOutcome.INITIAL_EVENTS_END, applier.events,
+        return WatchEnd(WatchOutcome.INITIAL_EVENTS_END, writer.events,
                         resource_version=meta.resource_version(event.object) or "")
 
 
@@ -238,7 +239,7 @@ def handle_initial_events(
     ``timeout`` seconds, which returns TIMED_OUT with a :class:`~kinformer.SyncTimeoutError`;
     the timer is joined before this returns.
     """
-    unused = LastVersion()  # the initial events' versions: only the end bookmark's counts
+    unused = watch_events.LastVersion()  # the initial events' versions: only the end bookmark's counts
     finished = threading.Event()
     timed_out = threading.Event()
     timer = _threads.spawn(

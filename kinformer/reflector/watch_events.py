@@ -1,13 +1,16 @@
-"""How a watch's events reach the reflector's store: one at a time, or a read of the stream at once.
+"""Writing a watch's events into the reflector's store: one at a time, or a read of the stream at once.
 
-:class:`EventApplier` holds what :func:`kinformer.reflector.watch.handle_any_watch` needs for each
-event of one watch (the store's methods, the shard filter, the transform, whether versions are
-handed on yet) and applies events with client-go's rules: :meth:`EventApplier.one` an event, as
-a watch yielding one at a time gives it, and :meth:`EventApplier.batch` the events of one read
-of a :class:`~kinformer.client.listerwatcher.BatchWatch`. The usual read, every event a change
-its reader checked, goes to a store taking batches (the RealFIFO's ``add_batch``) in one call,
-its last resourceVersion noted once; any other read is applied event by event, with the same
-outcome as if its events had come one at a time.
+Cut from :mod:`~kinformer.reflector.watch`, which reads the watch and calls this module for each
+event or read. :class:`EventWriter` holds what is needed to write the events of one watch (the
+store's methods, the shard filter, the transform, whether versions are handed on yet) and writes
+them with client-go's rules: :meth:`EventWriter.one` an event, as a watch yielding one at a time
+gives it, and :meth:`EventWriter.batch` the events of one read of a
+:class:`~kinformer.client.listerwatcher.BatchWatch`. The usual read, every event a change its
+reader checked, goes to a store taking batches (the RealFIFO's ``add_batch``) in one call, its
+last resourceVersion noted once; any other read is written event by event, with the same outcome
+as if its events had come one at a time. :class:`LastVersion` is the version a reflector resumes
+from; :func:`is_initial_events_end` spots a WatchList stream's end bookmark. (An *applier*, in
+this project, is what moves a FIFO's deltas into the cache: :mod:`kinformer.appliers`.)
 """
 
 from __future__ import annotations
@@ -25,13 +28,13 @@ log = logging.getLogger(__name__)
 
 _ACTIONS = {"ADDED": DeltaType.ADDED, "MODIFIED": DeltaType.UPDATED, "DELETED": DeltaType.DELETED}
 _CHANGES = frozenset(_ACTIONS)
-_KINDS = frozenset((*_ACTIONS, "BOOKMARK"))  # every type an applier takes (ERROR ends a watch)
+_KINDS = frozenset((*_ACTIONS, "BOOKMARK"))  # every type a writer takes (ERROR ends a watch)
 
 
 class LastVersion:
     """The last resourceVersion a reflector has seen, and whether the server still has it.
 
-    An :class:`EventApplier` tracks :attr:`value`; :attr:`unavailable` is set when a list or
+    An :class:`EventWriter` tracks :attr:`value`; :attr:`unavailable` is set when a list or
     a stream found that version gone or too new, so the next one asks for the current version
     (""). Only the reflector's run thread writes either; any thread may read :attr:`value`. Each
     is one reference, replaced whole, so neither side takes a lock.
@@ -49,8 +52,8 @@ def is_initial_events_end(obj: Any) -> bool:
     return meta.annotations(obj).get(listerwatcher.INITIAL_EVENTS_END_ANNOTATION) == "true"
 
 
-class EventApplier:
-    """Applies the events of one watch to a store, in order, and counts them; one thread.
+class EventWriter:
+    """Writes the events of one watch to a store, in order, and counts them; one thread.
 
     See :func:`kinformer.reflector.watch.handle_any_watch` for the rules: an event that cannot
     be used is logged and skipped, a store error is logged and the event still counts, each
@@ -129,7 +132,7 @@ class EventApplier:
     def batch(self, types: list[str], objects: list[Any], stop_at_initial_events_end: bool) -> int:
         """Apply the events of one read in order; the index of the event to stop at, or -1.
 
-        Stops before an ERROR event (its index is returned, the events before it applied) and,
+        Stops before an ERROR event (its index is returned, the events before it written) and,
         with ``stop_at_initial_events_end``, after the bookmark that ends a WatchList stream's
         initial events (its index; the events after it are left to the caller).
         """

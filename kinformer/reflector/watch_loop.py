@@ -1,5 +1,6 @@
 """A reflector's watch loop: watch from the last version until a watch ends in a way that calls
-for a relist, and how each ending is answered.
+for a relist, and how each ending is answered. Reads each watch through
+:mod:`~kinformer.reflector.watch`.
 
 client-go's ``reflector.watch`` with its ``handleWatch`` outcomes. :class:`WatchLoop` opens a
 watch at the last resourceVersion, hands its events to the one event handler

@@ -1,7 +1,7 @@
 """ScriptedSource: a ListerWatcher a test scripts by hand, with no server behind it.
 
 client-go's ``fake_controller_source.go``. A :class:`ScriptedSource` answers every list with the
-objects the test put in it and opens every watch as a :class:`~kinformer.ChannelWatch` that the
+objects the test put in it and opens every watch as a :class:`~kinformer.testing.ChannelWatch` that the
 test takes (:meth:`ScriptedSource.next_watch`) and feeds, event by event. It is for tests of what
 sits on top of a ListerWatcher (a handler, a controller, a transform, an informer's own rules),
 where an HTTP round trip would only add time; :class:`~kinformer.testing.FakeAPIServer` is for
@@ -14,15 +14,16 @@ import queue
 from typing import Any
 
 from kinformer import _checks
-from kinformer.client import channel_watch, listwatch
+from kinformer.client import listwatch
 from kinformer.client.listerwatcher import ListOptions, ListResult
+from kinformer.testing import channel_watch
 
 
 class ScriptedSource:
     """A scripted API server for one resource type, offered as ``lister_watcher``.
 
     A list answers ``items`` at resourceVersion ``rv`` (or raises ``list_error`` when set); each
-    watch opens a :class:`~kinformer.ChannelWatch` that the test takes with :meth:`next_watch`
+    watch opens a :class:`~kinformer.testing.ChannelWatch` that the test takes with :meth:`next_watch`
     and feeds (``add``, ``modify``, ``delete``, ``bookmark``, ``error``, ``end``). The test may
     change ``items``, ``rv`` and ``list_error`` between requests. Thread-safe: the informer's
     reflector lists and watches on its own thread while the test feeds from its own.

@@ -14,6 +14,7 @@ from helpers import TIMEOUT, cm, crd
 from kubernetes import client as k8s
 
 from kinformer import (
+    AlreadyStartedError,
     ConfigurationError,
     ControllerBuilder,
     DiscoveringDynamicSharedInformerFactory,
@@ -139,6 +140,32 @@ def test_an_owner_is_reconciled_for_its_own_changes_and_its_childrens(
     while not reconciler.requests.empty():
         seen.add(reconciler.requests.get())
     assert seen == {Request("w", "default")}
+
+
+def test_shutdown_stops_a_started_controller_and_leaves_its_source_running(
+        api_client: Any, stop: threading.Event) -> None:
+    core = k8s.CoreV1Api(api_client)
+    factory = DynamicSharedInformerFactory(api_client)
+    recorder = Recorder()
+    controller = ControllerBuilder("configmaps", factory).for_resource(CONFIGMAPS).complete(recorder)
+    assert controller.shutdown(TIMEOUT)  # never started: nothing to stop
+    controller.start(stop)
+    try:
+        core.create_namespaced_config_map("default", cm("before", None, "default"))
+        assert recorder.until(Request("before", "default"))
+        assert controller.shutdown(TIMEOUT)
+        assert not stop.is_set()
+        assert not [t for t in threading.enumerate() if t.name.startswith("kinformer-controller-configmaps")]
+        # the source's informer is the source's: it keeps its cache up to date after the shutdown
+        core.create_namespaced_config_map("default", cm("after", None, "default"))
+        lister = factory.for_resource(CONFIGMAPS).lister()
+        assert wait_for(lambda: len(lister.by_namespace("default").list()) == 2, timeout=TIMEOUT)
+        assert recorder.calls.empty()
+        with pytest.raises(AlreadyStartedError):
+            controller.run(stop)
+    finally:
+        stop.set()
+        factory.shutdown()
 
 
 def test_owns_matches_the_kind_given_or_discovered(

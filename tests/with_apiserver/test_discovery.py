@@ -421,3 +421,16 @@ def test_a_late_gvr_handler_sees_only_later_events(
     assert seen.get(timeout=TIMEOUT) == "after"
     assert early.get(timeout=TIMEOUT) == "after"
     ddsif.stop()
+
+
+def test_shutdown_is_stop_by_the_name_every_factory_has(
+        apiserver: FakeAPIServer, api_client: Any, ctx: Context) -> None:
+    install(api_client, WIDGETS)
+    ddsif = DiscoveringDynamicSharedInformerFactory(api_client, example_only, watch_crds=False)
+    ddsif.start(ctx)
+    assert ddsif.wait_ready(TIMEOUT)
+    inf = ddsif.for_resource(WIDGETS).informer()
+    ddsif.shutdown()
+    assert inf.is_stopped()  # joined before shutdown returned
+    assert not [t for t in _threads.kinformer_threads() if t.name == "kinformer-ddsif"]
+    assert not ctx.cancelled()

@@ -27,7 +27,7 @@ from kinformer.client.listwatch import ListWatch
 from kinformer.client.resource import HTTPWatch
 from kinformer.gvr import GroupVersionResource
 from kinformer.reflector.reflector import Reflector
-from kinformer.testing import FakeAPIServer, wait_for
+from kinformer.testing import ChannelWatch, FakeAPIServer, wait_for
 
 CONFIGMAPS = GroupVersionResource("", "v1", "configmaps")
 DEPLOYMENTS = GroupVersionResource("apps", "v1", "deployments")
@@ -452,7 +452,7 @@ def test_list_and_watch_value_types_take_api_md_field_names() -> None:
 
 
 def test_closing_a_channel_watch_from_another_thread_ends_its_iteration() -> None:
-    watch = kinformer.ChannelWatch()
+    watch = ChannelWatch()
     ended = threading.Event()
 
     def consume() -> None:

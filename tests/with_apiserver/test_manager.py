@@ -182,6 +182,18 @@ def test_stop_joins_every_informer_and_start_after_stop_does_nothing(
     assert client_threads() == []
 
 
+def test_shutdown_is_stop_by_the_factories_name(apiserver: FakeAPIServer, api_client: Any) -> None:
+    manager = InformerManager(api_client, 0, Context())
+    manager.add_dynamic_resources([CM], ResourceEventHandlerFuncs(), True)
+    manager.start()
+    assert manager.wait_for_cache_sync(TIMEOUT)
+    manager.shutdown()
+    assert client_threads() == []  # joined, as stop joins
+    manager.add_dynamic_resources([SECRET], ResourceEventHandlerFuncs(), True)
+    manager.start()
+    assert client_threads() == []
+
+
 def test_the_parent_stop_event_stops_the_informers(apiserver: FakeAPIServer, api_client: Any) -> None:
     stop = threading.Event()
     manager = InformerManager(api_client, 0, stop)

@@ -16,13 +16,18 @@ from _fleet import CONFIGMAPS, ClusterRecorder, DrivenProvider, cluster_id, excl
 from helpers import TIMEOUT, SilentServer, client_for, cm, keys, metric_value
 
 from kinformer import (
+    ClusterProfileProvider,
+    ClusterProvider,
     ClusterStatus,
     ConfigurationError,
     GenericLister,
+    KubeconfigContextsProvider,
+    KubeconfigSecretProvider,
     MultiClusterInformerFactory,
     NotFoundError,
     ResourceEventHandlerFuncs,
     StaticClusterProvider,
+    SyncingClusterProvider,
 )
 from kinformer.testing import FakeAPIServer, wait_for
 
@@ -318,6 +323,16 @@ def test_a_provider_without_has_synced_is_synced_once_it_runs(clients: dict[str,
         assert factory.wait_for_cache_sync(timeout=TIMEOUT)
         assert configmaps.cluster_status() == {}
         assert configmaps.lister().list() == []
+
+
+def test_has_synced_is_the_typed_optional_half_of_the_provider_protocol(clients: dict[str, Any]) -> None:
+    plain = NoSyncReport(clients)
+    assert isinstance(plain, ClusterProvider)
+    assert not isinstance(plain, SyncingClusterProvider)
+    for shipped in (StaticClusterProvider, KubeconfigContextsProvider, KubeconfigSecretProvider,
+                    ClusterProfileProvider):
+        assert callable(getattr(shipped, "has_synced", None)), shipped  # each is a SyncingClusterProvider
+    assert isinstance(StaticClusterProvider(clients), SyncingClusterProvider)
 
 
 def test_a_cluster_shard_engages_only_its_clusters_and_follows_changes(

@@ -31,8 +31,8 @@ from kinformer.cli import options
 from kinformer.cli.demo import controllers, display, fleet, queue_metrics, replicas, signals, workload
 from kinformer.client import rest
 from kinformer.client.discovery import CachedDiscoveryClient
+from kinformer.controllers.controller import Controller
 from kinformer.gvr import APIResourceMeta, GroupVersionResource
-from kinformer.managers.controller import Controller
 from kinformer.managers.controller_manager import ControllerManager, ManagedController
 from kinformer.managers.discovering_factory import DiscoveringDynamicSharedInformerFactory
 from kinformer.managers.informer_manager import InformerManager

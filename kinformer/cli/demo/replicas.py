@@ -29,9 +29,9 @@ from typing import Any, TextIO
 from kinformer import _threads, context, errors
 from kinformer.cache.lister import GenericLister
 from kinformer.cli.demo import display, signals, workload
+from kinformer.controllers.controller import Controller
 from kinformer.gvr import APIResourceMeta, GroupVersionKind
 from kinformer.leaderelection import LeaderElectionConfig, LeaderElector, LeaseLock
-from kinformer.managers.controller import Controller
 from kinformer.managers.informer_manager import InformerManager
 from kinformer.testing.apiserver import FakeAPIServer
 

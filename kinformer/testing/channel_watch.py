@@ -1,4 +1,4 @@
-"""ChannelWatch: a watch fed by hand, for scripted ListerWatchers and tests.
+"""ChannelWatch: a watch fed by hand, for scripted ListerWatchers and tests (a test fake).
 
 client-go's ``watch.FakeWatcher``: whoever holds a :class:`ChannelWatch` sends it events and
 ends it, and whoever reads it sees them in order, as from a server's watch stream. It is a

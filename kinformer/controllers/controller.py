@@ -63,11 +63,12 @@ class Reconciler(Protocol):
 class Controller:
     """Runs ``workers`` threads that feed queued keys to ``reconciler``.
 
-    ``run(ctx)`` blocks until ``ctx`` (a Context or threading.Event) is cancelled, then shuts
-    the queue down, lets each worker finish the reconcile it is in and joins them; keys still
-    queued are not reconciled. ``enqueue`` is thread-safe and may be called before ``run``.
-    A controller runs once: a second ``run`` raises
-    :class:`~kinformer.AlreadyStartedError`.
+    Lifecycle: ``run(ctx)`` blocks until ``ctx`` (a Context or threading.Event) is cancelled,
+    then shuts the queue down, lets each worker finish the reconcile it is in and joins them;
+    keys still queued are not reconciled. ``start(ctx)`` is the same ``run`` on a thread and
+    returns at once; ``shutdown()`` stops either early and joins. ``enqueue`` is thread-safe
+    and may be called before ``run``. A controller runs once: a second ``run`` or ``start``
+    raises :class:`~kinformer.AlreadyStartedError`.
 
     A reconcile that raises is logged at ERROR with its traceback and retried with backoff;
     one that raises because a server did not answer (refused, reset, timed out: kinformer's
@@ -94,8 +95,11 @@ class Controller:
         self.reconciler = reconciler
         self.queue: RateLimitingQueue[str] = queue if queue is not None else RateLimitingQueue(name=name)
         self.workers = _checks.integer(f"controller {name}: workers", workers, minimum=1)
-        self._lock = threading.Lock()  # guards _started
+        self._lock = threading.Lock()  # guards _started, _cancel, _thread; each is set once
         self._started = False
+        self._cancel: Callable[[], None] | None = None  # cancels the running context
+        self._exited = threading.Event()  # set once run (or start's thread) has joined its workers
+        self._thread: threading.Thread | None = None  # start's thread
 
     def enqueue(self, key: str) -> None:
         """Ask for ``key`` to be reconciled (merged with a pending request for it)."""
@@ -110,12 +114,48 @@ class Controller:
         return EnqueueRequestForObject(self.queue, key_func)
 
     def run(self, stop: context.StopSignal) -> None:
-        """Reconcile keys on ``workers`` threads until ``stop`` is cancelled; return once they exited."""
+        """Reconcile keys on ``workers`` threads until ``stop`` is cancelled (or :meth:`shutdown`);
+        blocks, and returns once the workers exited."""
+        self._run(self._claim(stop))
+
+    def start(self, stop: context.StopSignal) -> None:
+        """:meth:`run` on a thread (``kinformer-controller-<name>``); returns at once."""
+        ctx = self._claim(stop)
+        thread = _threads.spawn(self._run, _threads.thread_name("controller", self.name), ctx)
+        with self._lock:
+            self._thread = thread
+
+    def shutdown(self, timeout: float | None = JOIN_TIMEOUT) -> bool:
+        """Stop a running controller as its ``stop`` would and wait until its workers exited;
+        True once they have (at once when it never ran), False after ``timeout`` seconds."""
+        limit = _checks.timeout("timeout", timeout)
+        with self._lock:
+            cancel, thread = self._cancel, self._thread
+        if cancel is None:
+            return True
+        cancel()
+        if thread is not None:
+            thread.join(limit)
+            return not thread.is_alive()
+        return self._exited.wait(limit)
+
+    def _claim(self, stop: context.StopSignal) -> context.Context:
+        ctx, cancel = context.context_for_channel(stop)
         with self._lock:
             if self._started:
+                cancel()
                 raise errors.AlreadyStartedError(f"controller {self.name} was already started")
             self._started = True
-        ctx = context.as_context(stop)
+            self._cancel = cancel
+        return ctx
+
+    def _run(self, ctx: context.Context) -> None:
+        try:
+            self._work(ctx)
+        finally:
+            self._exited.set()
+
+    def _work(self, ctx: context.Context) -> None:
         log.info("controller started name=%s workers=%d", self.name, self.workers)
         threads = [
             _threads.spawn(self._worker, _threads.thread_name("controller", f"{self.name}-{i}"), ctx)
