@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import contextlib
 import logging
-import threading
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol, runtime_checkable
@@ -26,7 +25,7 @@ from kinformer import _checks, _threads, context, errors, factory, handlers, met
 from kinformer.cache import cluster as _cluster
 from kinformer.clusters.factory import MultiClusterInformerFactory
 from kinformer.controllers import controller as _controller
-from kinformer.controllers import staleness
+from kinformer.controllers import lifecycle, staleness
 from kinformer.controllers.predicates import Predicate
 from kinformer.controllers.request import Request
 from kinformer.gvr import APIResourceMeta, GroupVersionResource
@@ -251,11 +250,7 @@ class BuiltController:
         self._discovery = source if isinstance(source, DiscoveringSource) else None
         self._controller = _controller.Controller(
             name, _Reconcile(name, reconciler, self.tracker), queue=self.queue, workers=workers)
-        self._lock = threading.Lock()  # guards _started, _cancel, _thread; each is set once
-        self._started = False
-        self._cancel: Callable[[], None] | None = None  # cancels the running context
-        self._thread: threading.Thread | None = None
-        self._exited = threading.Event()  # set once run (or start's thread) has finished
+        self._once = lifecycle.RunOnce(name)
 
     @property
     def workers(self) -> int:
@@ -263,49 +258,24 @@ class BuiltController:
 
     def start(self, stop: context.StopSignal) -> None:
         """:meth:`run` on a thread (``kinformer-controller-<name>``); returns at once."""
-        ctx = self._claim(stop)
-        thread = _threads.spawn(self._run, _threads.thread_name("controller", self.name), ctx, stop)
-        with self._lock:
-            self._thread = thread
+        ctx = self._once.claim(stop)
+        self._once.ran_on(
+            _threads.spawn(self._run, _threads.thread_name("controller", self.name), ctx, stop))
 
     def join(self, timeout: float | None = JOIN_TIMEOUT) -> bool:
         """Wait for a :meth:`start`-ed controller to stop; True once it has (or never started)."""
-        with self._lock:
-            thread = self._thread
-        if thread is None:
-            return True
-        thread.join(_checks.timeout("timeout", timeout))
-        return not thread.is_alive()
+        return self._once.join(timeout)
 
     def run(self, stop: context.StopSignal) -> None:
         """Reconcile until ``stop`` fires (or :meth:`shutdown`); blocks, and returns once the
         workers exited."""
-        self._run(self._claim(stop), stop)
+        self._run(self._once.claim(stop), stop)
 
     def shutdown(self, timeout: float | None = JOIN_TIMEOUT) -> bool:
         """Stop a running controller as its ``stop`` would and wait until it has finished; True
         once it has (at once when it never ran), False after ``timeout`` seconds. The source
         and its informers keep running: they are the source's."""
-        limit = _checks.timeout("timeout", timeout)
-        with self._lock:
-            cancel, thread = self._cancel, self._thread
-        if cancel is None:
-            return True
-        cancel()
-        if thread is not None:
-            thread.join(limit)
-            return not thread.is_alive()
-        return self._exited.wait(limit)
-
-    def _claim(self, stop: context.StopSignal) -> context.Context:
-        ctx, cancel = context.context_for_channel(stop)
-        with self._lock:
-            if self._started:
-                cancel()
-                raise errors.AlreadyStartedError(f"controller {self.name} was already started")
-            self._started = True
-            self._cancel = cancel
-        return ctx
+        return self._once.shutdown(timeout)
 
     def _run(self, ctx: context.Context, stop: context.StopSignal) -> None:
         try:
@@ -318,7 +288,7 @@ class BuiltController:
                     remove()
                 self.tracker.close()
         finally:
-            self._exited.set()
+            self._once.exited()
 
     def _start_source(self, ctx: context.StopSignal) -> None:
         with contextlib.suppress(errors.AlreadyStartedError):  # a discovering factory runs once

@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import functools
 import logging
-import threading
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Protocol
@@ -27,6 +26,7 @@ import urllib3
 from kinformer import _checks, _threads, context, errors
 from kinformer.cache import cluster as _cluster
 from kinformer.cache import store
+from kinformer.controllers import lifecycle
 from kinformer.workqueue import RateLimitingQueue
 
 log = logging.getLogger(__name__)
@@ -95,11 +95,7 @@ class Controller:
         self.reconciler = reconciler
         self.queue: RateLimitingQueue[str] = queue if queue is not None else RateLimitingQueue(name=name)
         self.workers = _checks.integer(f"controller {name}: workers", workers, minimum=1)
-        self._lock = threading.Lock()  # guards _started, _cancel, _thread; each is set once
-        self._started = False
-        self._cancel: Callable[[], None] | None = None  # cancels the running context
-        self._exited = threading.Event()  # set once run (or start's thread) has joined its workers
-        self._thread: threading.Thread | None = None  # start's thread
+        self._once = lifecycle.RunOnce(name)
 
     def enqueue(self, key: str) -> None:
         """Ask for ``key`` to be reconciled (merged with a pending request for it)."""
@@ -116,44 +112,23 @@ class Controller:
     def run(self, stop: context.StopSignal) -> None:
         """Reconcile keys on ``workers`` threads until ``stop`` is cancelled (or :meth:`shutdown`);
         blocks, and returns once the workers exited."""
-        self._run(self._claim(stop))
+        self._run(self._once.claim(stop))
 
     def start(self, stop: context.StopSignal) -> None:
         """:meth:`run` on a thread (``kinformer-controller-<name>``); returns at once."""
-        ctx = self._claim(stop)
-        thread = _threads.spawn(self._run, _threads.thread_name("controller", self.name), ctx)
-        with self._lock:
-            self._thread = thread
+        ctx = self._once.claim(stop)
+        self._once.ran_on(_threads.spawn(self._run, _threads.thread_name("controller", self.name), ctx))
 
     def shutdown(self, timeout: float | None = JOIN_TIMEOUT) -> bool:
         """Stop a running controller as its ``stop`` would and wait until its workers exited;
         True once they have (at once when it never ran), False after ``timeout`` seconds."""
-        limit = _checks.timeout("timeout", timeout)
-        with self._lock:
-            cancel, thread = self._cancel, self._thread
-        if cancel is None:
-            return True
-        cancel()
-        if thread is not None:
-            thread.join(limit)
-            return not thread.is_alive()
-        return self._exited.wait(limit)
-
-    def _claim(self, stop: context.StopSignal) -> context.Context:
-        ctx, cancel = context.context_for_channel(stop)
-        with self._lock:
-            if self._started:
-                cancel()
-                raise errors.AlreadyStartedError(f"controller {self.name} was already started")
-            self._started = True
-            self._cancel = cancel
-        return ctx
+        return self._once.shutdown(timeout)
 
     def _run(self, ctx: context.Context) -> None:
         try:
             self._work(ctx)
         finally:
-            self._exited.set()
+            self._once.exited()
 
     def _work(self, ctx: context.Context) -> None:
         log.info("controller started name=%s workers=%d", self.name, self.workers)
