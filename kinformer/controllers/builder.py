@@ -207,13 +207,24 @@ class ControllerBuilder:
 class _Reconcile:
     """The worker loop's reconciler: a key back to its Request, behind the staleness check."""
 
-    def __init__(self, name: str, reconciler: RequestReconciler, tracker: staleness.StalenessTracker) -> None:
+    def __init__(self, name: str, reconciler: RequestReconciler, tracker: staleness.StalenessTracker,
+                 member_caches: Callable[[str], bool | None] | None = None) -> None:
         self._reconciler = reconciler
         self._tracker = tracker
         self._skips = staleness.stale_sync_skips_metric(name)
+        # over member clusters: whether the request's member has its caches synced (None: the
+        # member is not engaged); other sources' workers start once every cache synced
+        self._member_caches = member_caches
 
     def reconcile(self, key: str) -> _controller.Result | None:
         request = Request.from_key(key)
+        if self._member_caches is not None:
+            synced = self._member_caches(request.cluster)
+            if synced is None:
+                log.debug("cluster %s is not engaged: dropping request=%s", request.cluster, request)
+                return None
+            if not synced:  # its cache cannot yet tell a missing object from a late one
+                return _controller.Result(requeue_after=STALE_REQUEUE_DELAY)
         if not self._tracker.ensure_ready(request):
             self._skips.inc()
             log.debug("cache has not seen the last write yet: skipping request=%s", request)
@@ -228,8 +239,10 @@ class BuiltController:
     :meth:`run` registers the handlers on the source's informers (shared with everyone else
     using the source), starts the source (a no-op for what runs already), and reconciles on
     the workers until ``stop``; then it removes its handlers, lets each worker finish its
-    reconcile and returns. Workers do not wait for the caches to sync: the initial lists'
-    requests queue behind live ones.
+    reconcile and returns. Workers start once every informer the controller reads has synced
+    (the requests of the initial lists queue meanwhile, behind live ones); over member
+    clusters each request waits instead for its own member's informers, and a request for a
+    member no longer engaged is dropped.
 
     Lifecycle: :meth:`run` blocks; :meth:`start` is :meth:`run` on a thread and returns at once;
     :meth:`shutdown` stops either as ``stop`` would and joins (:meth:`join` only waits). A
@@ -248,8 +261,9 @@ class BuiltController:
         self._bindings = [primary, *others]
         # a discovering source tells the primary's kind (for owns) from discovery
         self._discovery = source if isinstance(source, DiscoveringSource) else None
+        per_member = self._member_synced if isinstance(source, MultiClusterInformerFactory) else None
         self._controller = _controller.Controller(
-            name, _Reconcile(name, reconciler, self.tracker), queue=self.queue, workers=workers)
+            name, _Reconcile(name, reconciler, self.tracker, per_member), queue=self.queue, workers=workers)
         self._once = lifecycle.RunOnce(name)
 
     @property
@@ -282,13 +296,40 @@ class BuiltController:
             removers = [self._register(binding) for binding in self._bindings]
             try:
                 self._start_source(stop)  # the caller's stop: shutdown leaves the source running
-                self._controller.run(ctx)
+                if self._caches_synced(ctx):
+                    self._controller.run(ctx)
             finally:
                 for remove in removers:
                     remove()
                 self.tracker.close()
         finally:
             self._once.exited()
+
+    def _caches_synced(self, ctx: context.Context) -> bool:
+        """Wait until every informer the controller reads has synced (False: ``ctx`` ended
+        first), as controller-runtime's controllers wait before their workers start: a cache
+        that has not listed yet would answer NotFound for objects that exist. Over member
+        clusters nothing waits here: each request waits for its own member (``_member_synced``),
+        so a member that never answers holds no other back."""
+        if isinstance(self.source, MultiClusterInformerFactory):
+            return True
+        for binding in self._bindings:
+            informer = self.source.for_resource(binding.gvr).informer()
+            if not informer.wait_for_sync(stop=ctx):
+                return False
+        return True
+
+    def _member_synced(self, cluster: str) -> bool | None:
+        """Whether member ``cluster``'s informers of every resource the controller reads have
+        synced; None when it is not engaged."""
+        assert isinstance(self.source, MultiClusterInformerFactory)
+        synced = True
+        for binding in self._bindings:
+            informer = self.source.for_resource(binding.gvr).informer_for(cluster)
+            if informer is None:
+                return None
+            synced = synced and informer.has_synced()
+        return synced
 
     def _start_source(self, ctx: context.StopSignal) -> None:
         with contextlib.suppress(errors.AlreadyStartedError):  # a discovering factory runs once

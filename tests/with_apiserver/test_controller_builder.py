@@ -10,7 +10,7 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from helpers import TIMEOUT, cm, crd
+from helpers import TIMEOUT, cm, crd, metric_value
 from kubernetes import client as k8s
 
 from kinformer import (
@@ -208,6 +208,40 @@ def test_a_predicate_drops_events_before_they_are_queued(
                                                {"metadata": {"labels": {"x": "y"}}})  # generation stays
         widgets.patch_namespaced_custom_object(GROUP, "v1", "default", "widgets", "b", {"spec": {"size": 5}})
         assert recorder.until(Request("b", "default")) == [Request("b", "default")]
+    finally:
+        stop.set()
+        assert controller.join(TIMEOUT)
+        factory.shutdown()
+
+
+def test_workers_wait_until_every_cache_the_controller_reads_has_synced(
+        apiserver: FakeAPIServer, api_client: Any, widgets: Any, prometheus: Any,
+        stop: threading.Event) -> None:
+    """A widget's child exists, but the ConfigMaps' list fails at first: a reconcile then would
+    see no child and make a second one. The workers start only once both caches synced."""
+    made = widgets.create_namespaced_custom_object(GROUP, "v1", "default", "widgets", widget("w"))
+    ref = {"apiVersion": f"{GROUP}/v1", "kind": "Widget", "name": "w", "uid": made["metadata"]["uid"],
+           "controller": True}
+    apiserver.create(CONFIGMAPS, {"metadata": {"name": "w-child", "namespace": "default",
+                                               "ownerReferences": [ref]}})
+    apiserver.forbid("configmaps", "list")
+    factory = DynamicSharedInformerFactory(api_client)
+    configmaps = factory.for_resource(CONFIGMAPS)
+    seen: stdlib_queue.Queue[bool] = stdlib_queue.Queue()
+
+    class Reconciler:
+        def reconcile(self, request: Request) -> None:
+            seen.put(configmaps.informer().has_synced())
+
+    controller = (ControllerBuilder("widgets", factory).for_resource(WIDGETS, kind="Widget")
+                  .owns(CONFIGMAPS).complete(Reconciler()))
+    controller.start(stop)
+    try:
+        # until a reconcile comes (it must not, yet) or the ConfigMaps' list failed twice
+        assert wait_for(lambda: not seen.empty() or (metric_value(
+            prometheus, "kinformer_reflector_errors_total", resource="v1/configmaps") or 0) >= 2, TIMEOUT)
+        apiserver.allow("configmaps", "list")
+        assert seen.get(timeout=TIMEOUT) is True  # the first reconcile read a synced cache
     finally:
         stop.set()
         assert controller.join(TIMEOUT)
