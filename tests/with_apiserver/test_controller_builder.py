@@ -248,6 +248,43 @@ def test_workers_wait_until_every_cache_the_controller_reads_has_synced(
         factory.shutdown()
 
 
+def test_over_members_each_request_waits_for_its_own_members_caches(
+        kube_fleet: dict[str, FakeAPIServer], prometheus: Any, stop: threading.Event) -> None:
+    """member-2's ConfigMaps cannot be listed at first: member-1's request is reconciled at
+    once, member-2's only once member-2's ConfigMaps synced."""
+    for server in kube_fleet.values():
+        server.create(SECRETS, {"metadata": {"name": "s", "namespace": "default"}})
+    kube_fleet["member-2"].forbid("configmaps", "list")
+    clients = {name: kube_fleet[name].api_client() for name in ("member-1", "member-2")}
+    factory = MultiClusterInformerFactory(StaticClusterProvider(clients))
+    configmaps = factory.for_resource(CONFIGMAPS)
+    seen: stdlib_queue.Queue[tuple[str, bool]] = stdlib_queue.Queue()
+
+    class Reconciler:
+        def reconcile(self, request: Request) -> None:
+            informer = configmaps.informer_for(request.cluster)
+            seen.put((request.cluster, informer is not None and informer.has_synced()))
+
+    def member_2_list_failures() -> float:
+        return metric_value(prometheus, "kinformer_reflector_errors_total",
+                            resource="v1/configmaps@member-2") or 0
+
+    controller = (ControllerBuilder("secrets", factory).for_resource(SECRETS)
+                  .watches(CONFIGMAPS, lambda cluster, obj: ()).complete(Reconciler()))
+    controller.start(stop)
+    try:
+        assert seen.get(timeout=TIMEOUT) == ("member-1", True)  # not held back by member-2
+        assert wait_for(lambda: not seen.empty() or member_2_list_failures() >= 2, TIMEOUT)
+        kube_fleet["member-2"].allow("configmaps", "list")
+        assert seen.get(timeout=TIMEOUT) == ("member-2", True)
+    finally:
+        stop.set()
+        assert controller.join(TIMEOUT)
+        factory.shutdown()
+        for api_client in clients.values():
+            api_client.close()
+
+
 def test_a_live_change_is_reconciled_before_the_initial_lists_keys(
         api_client: Any, widgets: Any, stop: threading.Event) -> None:
     names = [f"w{i:02d}" for i in range(20)]
