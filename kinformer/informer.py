@@ -291,16 +291,17 @@ class SharedIndexInformer:
         inner = (stop.child(f"informer-{self._name}") if isinstance(stop, context.Context)
                  else context.Context(f"informer-{self._name}"))
         self._processor.start()
-        threads = [
+        threads = []
+        if self._detector is not None:  # first: it runs whenever the cache has synced
+            threads.append(_threads.spawn(
+                self._detector.run, _threads.thread_name("mutations", self._name), inner,
+                self._mutation_check_period, self._clock))
+        threads += [
             _threads.spawn(refl.run, _threads.thread_name("reflector", self._name), inner),
             _threads.spawn(
                 self._delta_loop, _threads.thread_name("deltas", self._name), applier, pauses, inner
             ),
         ]
-        if self._detector is not None:
-            threads.append(_threads.spawn(
-                self._detector.run, _threads.thread_name("mutations", self._name), inner,
-                self._mutation_check_period, self._clock))
         try:
             stop.wait()
         finally:
