@@ -413,3 +413,41 @@ def test_no_collection_runs_while_the_initial_events_of_an_informers_watch_list_
         pauses.end_all()
     assert len(fifo.list()) == 0 and len(fifo) == 1  # one ReplacedAll of the 3,000 objects
     assert marks["stored"] == marks["first event"]
+
+
+class Chunks:
+    """An ItemsTaker noting each chunk's names and each restart, keeping every item."""
+
+    def __init__(self) -> None:
+        self.calls: list[Any] = []
+
+    def restart(self) -> None:
+        self.calls.append("restart")
+
+    def __call__(self, head: dict[str, Any], items: list[Any]) -> list[Any]:
+        self.calls.append((head.get("kind"), [item["n"] for item in items]))
+        return items
+
+
+def test_a_big_list_reaches_its_taker_a_chunk_at_a_time_and_a_bad_cut_restarts_it_whole(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(_json, "CHUNK_BYTES", 16)
+    body = {"kind": "ThingList", "items": [{"n": i, "pad": "x" * 10} for i in range(6)],
+            "metadata": {}}
+    data = _json.dumps(body)
+    taker = Chunks()
+    assert _json.loads_bulk(data, lambda: None, taker) == body
+    assert taker.calls[0] == "restart" and len(taker.calls) > 3
+    assert [n for call in taker.calls[1:] for n in call[1]] == list(range(6))
+    assert {call[0] for call in taker.calls[1:]} == {"ThingList"}
+    # a cut inside a string: the list is decoded whole, and the taker starts over
+    tricky = {"kind": "ThingList", "items": [{"n": 0, "pad": "x" * 20 + "},{" + "y" * 20},
+                                             {"n": 1, "pad": ""}]}
+    taker = Chunks()
+    assert _json.loads_bulk(_json.dumps(tricky), lambda: None, taker) == tricky
+    assert taker.calls[-2:] == ["restart", ("ThingList", [0, 1])]
+    # no kind before the items: decoded whole, so the one call knows it
+    late = {"items": [{"n": i, "pad": "x" * 10} for i in range(6)], "kind": "ThingList"}
+    taker = Chunks()
+    assert _json.loads_bulk(_json.dumps(late), lambda: None, taker) == late
+    assert taker.calls == ["restart", ("ThingList", list(range(6)))]
