@@ -149,14 +149,27 @@ def _taken(body: Any, take: ItemsTaker | None) -> Any:
 
 CHUNK_BYTES = 1 << 21  # 2 MiB of a list's items per decode: 5-20 ms of the interpreter lock
 _ITEMS = b'"items":['
+_CUT_TRIES = 8  # cuts tried per chunk before the list is decoded whole
+
+
+def _item_start(data: bytes, first: int) -> bytes:
+    """Where a chunk may end: ``},`` and the start of the first item up to its first key
+    (``},{"metadata":``), which inside an item can only begin an object of an array whose
+    objects begin alike (rare); ``},{`` when the first item does not start so."""
+    colon = data.find(b":", first, first + 64)
+    if colon < 0 or data[first:first + 2] != b'{"':
+        return b"},{"
+    return b"}," + data[first:colon + 1]
 
 
 def _loads_in_chunks(data: bytes, between: Callable[[], object], take: ItemsTaker | None) -> Any:
     """A list body decoded a chunk of items at a time (see :func:`loads_bulk`).
 
-    A chunk ends where an item ends: at a ``},{`` after :data:`CHUNK_BYTES`, decoded as
-    ``[`` chunk ``]``. Such a cut inside a string or a nested array leaves that text unbalanced,
-    so it fails to decode, and the body is then decoded whole, as it is when its ``items`` key
+    A chunk ends where an item ends: at a ``},`` followed by the first key the first item
+    begins with (``},{"metadata":``), after :data:`CHUNK_BYTES`, decoded as ``[`` chunk ``]``.
+    Such a cut inside a string or a nested array leaves that text unbalanced, so it fails to
+    decode, and the next such place is tried; after :data:`_CUT_TRIES` failures in one chunk,
+    the body is decoded whole, as it is when its ``items`` key
     is not the top-level object's. The last chunk is decoded with the rest of the body, which
     gives the object with every other key as it is. Each chunk goes to ``take`` as it is
     decoded, with the keys before ``items``; a list whose ``kind`` does not come before its
@@ -178,15 +191,24 @@ def _loads_in_chunks(data: bytes, between: Callable[[], object], take: ItemsTake
         take.restart()
     items: list[Any] = []
     begin = first
+    marker = _item_start(data, first)
     while True:
         between()
-        cut = data.find(b"},{", begin + CHUNK_BYTES)
+        cut = data.find(marker, begin + CHUNK_BYTES)
+        tries = _CUT_TRIES
+        while True:  # a cut between two objects of an array inside an item does not decode
+            if cut < 0:
+                break
+            try:
+                chunk = decode(b"[" + data[begin:cut + 1] + b"]")
+                break
+            except ValueError:
+                tries -= 1
+                if not tries:
+                    return _taken(loads(data), take)
+                cut = data.find(marker, cut + 1)
         if cut < 0:
             break
-        try:
-            chunk = decode(b"[" + data[begin:cut + 1] + b"]")
-        except ValueError:  # the cut was not between two items
-            return _taken(loads(data), take)
         items += chunk if take is None else take(before_items, chunk)
         del chunk  # freed before the next chunk is decoded, into the memory it leaves
         begin = cut + 2

@@ -26,9 +26,12 @@ OBJECTS = 600
 
 
 def bulky(i: int) -> dict[str, Any]:
-    """A ConfigMap whose managedFields are most of it (about 6 KB of them as JSON)."""
+    """A ConfigMap whose managedFields are most of it (about 6 KB of them as JSON), with two
+    owners: objects in an array inside an item, where no chunk may end."""
     fields = {f"f:key-{k:03d}": {} for k in range(150)}
-    return {"metadata": {"name": f"cm-{i:04d}", "namespace": "default", "managedFields": [
+    owners = [{"apiVersion": "v1", "kind": "Thing", "name": f"t{k}", "uid": f"u{k}"} for k in (1, 2)]
+    return {"metadata": {"name": f"cm-{i:04d}", "namespace": "default", "ownerReferences": owners,
+                         "managedFields": [
         {"manager": "kubectl", "operation": "Update", "apiVersion": "v1",
          "fieldsType": "FieldsV1", "fieldsV1": {"f:data": fields}}]},
         "data": {"k": str(i)}}
