@@ -454,3 +454,10 @@ def test_a_big_list_reaches_its_taker_a_chunk_at_a_time_and_a_bad_cut_restarts_i
     taker = Chunks()
     assert _json.loads_bulk(_json.dumps(late), lambda: None, taker) == late
     assert taker.calls == ["restart", ("ThingList", list(range(6)))]
+
+
+def test_the_allocator_is_trimmed_where_glibc_offers_it() -> None:
+    import platform
+
+    glibc = platform.system() == "Linux" and platform.libc_ver()[0] == "glibc"
+    assert _gc.trim() is glibc
