@@ -4,7 +4,8 @@ client-go's ``reflector.list`` and ``relistResourceVersion``. :class:`Lister` li
 resource (its shard, :mod:`kinformer.reflector.shard_state`) page by page through
 :mod:`kinformer.reflector.pager`, at resourceVersion "0" first, at the last version seen on a
 relist, and at "" (the current version) once a version is gone, too new or refused; it applies the
-informer's transform to each page as it arrives, leaves out objects unfit for a cache, and
+informer's transform to each page as it arrives (to each chunk of one as the HTTP lister decodes
+it: ``listerwatcher.transforming_pages``), leaves out objects unfit for a cache, and
 replaces the store's content with the result. The :class:`~kinformer.Reflector` runs it at the
 start of every round that does not stream its initial state (:mod:`kinformer.reflector.watch_list`).
 """

@@ -89,8 +89,9 @@ def test_the_transform_takes_a_one_page_first_list_a_decoded_chunk_at_a_time(
     lists = [q for _, path, q, _ in loaded.requests if path.endswith("/configmaps") and "watch" not in q]
     assert [q.get("resourceVersion") for q in lists] == ["0"]  # one page, one request
     # the first object is transformed long before the list is decoded whole: the memory then
-    # held is the body's bytes (read whole, about a sixth of the decoded list) and one chunk
-    assert held[0] < whole / 3, (held[0], whole)
+    # held is the body's bytes (read whole, a fifth of the decoded list; the server's copy may
+    # not be freed yet) and one chunk; a list decoded whole first holds all of it
+    assert held[0] < whole / 2, (held[0], whole)
     # and the transform's cuts are freed as it goes: never the whole list decoded at once
     assert max(held) < whole / 2, (max(held), whole)
     obj = informer.get_indexer().get_by_key("default/cm-0007")
