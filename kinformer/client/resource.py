@@ -88,6 +88,7 @@ class _ListedItems:
         keys = self.keys
         add_key, add_start = keys.append, self.starts.append
         run_namespace = self.run_namespace
+        transformed = self.transform is not None
         try:
             for item in items:
                 # meta.is_well_formed, inline and by subscript: the item is read from memory once
@@ -108,6 +109,8 @@ class _ListedItems:
                     item["kind"] = item_kind
                 if "apiVersion" not in item:
                     item["apiVersion"] = api_version
+                if transformed:  # keys of objects a transform may rename: not made
+                    continue
                 if namespace:
                     add_key(f"{namespace}/{name}")
                 else:
