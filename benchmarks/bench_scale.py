@@ -4,7 +4,7 @@ A FakeAPIServer in a child process holds ``--objects`` Pods (default 150,000, Ku
 for one cluster) of about 5 KB each as JSON, spread over ``--namespaces`` namespaces and loaded
 with ``FakeAPIServer.preload``: managedFields, status with conditions and containerStatuses, an
 owner reference, two or three containers with env, ports, resources and volume mounts, labels and
-annotations, each Pod different (:func:`_cluster.scale_pod`). Every contender then lists all
+annotations, each Pod different (:func:`_server_process.scale_pod`). Every contender then lists all
 namespaces in a fresh child process of its own, one after another, so each resident set (RSS) is
 its own:
 
@@ -63,7 +63,7 @@ from multiprocessing.connection import Connection
 from typing import Any
 from urllib.parse import quote
 
-from _cluster import PART_LABEL, PODS, ServerProcess, rss_mb
+from _server_process import PART_LABEL, PODS, ServerProcess, rss_mb
 
 OBJECTS = 150_000
 NAMESPACES = 300

@@ -24,7 +24,7 @@ from typing import Any
 
 HERE = Path(__file__).resolve().parent
 BENCHMARKS = ("indexer", "fifo", "workqueue", "apiserver", "informer", "watch", "memory",
-              "leaderelection", "scale", "fleet", "gaps", "cluster_shards", "controller")
+              "leaderelection", "scale", "rss", "fleet", "gaps", "cluster_shards", "controller")
 TIMEOUT = 3600.0  # seconds per benchmark
 
 
@@ -141,6 +141,12 @@ def summary(name: str, result: dict[str, Any]) -> list[str]:
                          f"(x floor {_ratio(r.get('seconds_over_floor'))}), "
                          f"{r['settled_bytes_per_object']:>7,.0f} B per object "
                          f"(x floor {_ratio(r.get('memory_over_floor'))})")
+    elif name == "rss":
+        for r in result["rows"]:
+            ratio = r.get("settled_over_dict")
+            lines.append(f"  {r['shape']:<10} {r['decoder']:<6} {r['name']:<14} settled "
+                         f"+{min(r['settled_mb']):,.0f}-{max(r['settled_mb']):,.0f} MiB"
+                         + (f" ({min(ratio):.2f}-{max(ratio):.2f}x the dict cache)" if ratio else ""))
     elif name == "fleet":
         for r in result["results"]:
             if r["name"] == "sync":

@@ -23,10 +23,13 @@ test server (``testing/``) pauses around its own bulk work.
 from __future__ import annotations
 
 import contextlib
+import ctypes
+import ctypes.util
 import gc
+import sys
 import threading
 import weakref
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 _lock = threading.Lock()  # guards the collector's state below, and its enabled state while paused
@@ -85,6 +88,36 @@ def freeze() -> bool:
             return False
         gc.freeze()
         _frozen = True
+    trim()
+    return True
+
+
+_trim: Callable[[int], int] | None = None
+_trim_looked_up = False
+
+
+def trim() -> bool:
+    """Give the C allocator's free pages back to the operating system (glibc's
+    ``malloc_trim(0)``); False where there is no such call (another libc, another system).
+
+    A synced cache has just freed what its list was decoded into; the allocator keeps those
+    pages for later, and a process holds them as resident memory until it does.
+    ``malloc_trim`` returns every whole free page inside its heaps, not only those at the top.
+    Pages of Python's own small-object allocator (arenas) that still hold a live object stay.
+    Takes milliseconds for a heap of a few hundred MiB; thread-safe.
+    """
+    global _trim, _trim_looked_up
+    if not _trim_looked_up:
+        _trim_looked_up = True
+        if sys.platform.startswith("linux"):
+            try:
+                libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6")
+                _trim = libc.malloc_trim
+            except (OSError, AttributeError):  # musl has no malloc_trim
+                _trim = None
+    if _trim is None:
+        return False
+    _trim(0)
     return True
 
 

@@ -6,7 +6,8 @@ standard library, so both paths stay tested. A big body (a whole list) is decode
 (:func:`before_bulk_decodes`) without the decoder knowing why: the informer pauses the cyclic
 collector there (:mod:`kinformer.collector_policy`). Given a check to call between chunks (a
 list request's stop), :func:`loads_bulk` decodes a big list a few MiB of items at a time, so
-neither a stop nor another thread waits for the whole decode.
+neither a stop nor another thread waits for the whole decode, and hands each chunk to an
+:class:`ItemsTaker` as it is decoded, so the whole list need never be held decoded.
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ import os
 import threading
 from collections.abc import Callable, Iterator
 from types import ModuleType
-from typing import Any
+from typing import Any, Protocol
 
 _orjson: ModuleType | None
 try:  # pragma: no cover - depends on the installation
@@ -95,8 +96,20 @@ def before_bulk_decodes(hook: Callable[[], object]) -> Iterator[None]:
         _hooks.before = outer
 
 
+class ItemsTaker(Protocol):
+    """What :func:`loads_bulk` hands a list's items to as they are decoded, a chunk at a time."""
+
+    def restart(self) -> None:
+        """Forget every chunk taken so far: the items come again, from the first."""
+
+    def __call__(self, head: dict[str, Any], items: list[Any]) -> list[Any]:
+        """The items to keep for ``items``, the next chunk; ``head`` holds the list's other
+        keys that precede ``items`` in the body (all of them with the last chunk)."""
+
+
 def loads_bulk(
-    data: bytes | bytearray | memoryview | str, between: Callable[[], object] | None = None
+    data: bytes | bytearray | memoryview | str, between: Callable[[], object] | None = None,
+    take: ItemsTaker | None = None,
 ) -> Any:
     """:func:`loads` of a big body (a list), after calling this thread's hook of
     :func:`before_bulk_decodes`, if any.
@@ -108,6 +121,14 @@ def loads_bulk(
     off (a stop); it is called once before anything else too, so a list stopped while its body
     was read is not decoded at all, nor is the hook called for it. The result is what one
     decode gives.
+
+    With ``take``, a list body's ``items`` are what ``take`` kept of them: it is handed each
+    chunk as soon as it is decoded, before the next is, so what it drops of a chunk (a
+    transform's cut, the decoded form of an object it packs) is freed while the rest of the list
+    still waits to be decoded, and the next chunk reuses that memory; the whole list is never
+    held decoded. Decoded whole (a small body, no ``between``, a chunk that did not cut between
+    two items), the list's items are handed over in one call, after ``take.restart()``. A body
+    that is not an object with an ``items`` array never reaches ``take``.
     """
     if between is not None:
         between()
@@ -115,49 +136,86 @@ def loads_bulk(
     if hook is not None:
         hook()
     if between is None or type(data) is not bytes or len(data) < 2 * CHUNK_BYTES:
-        return loads(data)
-    return _loads_in_chunks(data, between)
+        return _taken(loads(data), take)
+    return _loads_in_chunks(data, between, take)
+
+
+def _taken(body: Any, take: ItemsTaker | None) -> Any:
+    """``body`` with its ``items`` handed to ``take`` whole (when there is one and it is a list)."""
+    if take is not None and type(body) is dict and type(body.get("items")) is list:
+        take.restart()
+        body["items"] = take(body, body["items"])
+    return body
 
 
 CHUNK_BYTES = 1 << 21  # 2 MiB of a list's items per decode: 5-20 ms of the interpreter lock
 _ITEMS = b'"items":['
+_CUT_TRIES = 8  # cuts tried per chunk before the list is decoded whole
 
 
-def _loads_in_chunks(data: bytes, between: Callable[[], object]) -> Any:
+def _item_start(data: bytes, first: int) -> bytes:
+    """Where a chunk may end: ``},`` and the start of the first item up to its first key
+    (``},{"metadata":``), which inside an item can only begin an object of an array whose
+    objects begin alike (rare); ``},{`` when the first item does not start so."""
+    colon = data.find(b":", first, first + 64)
+    if colon < 0 or data[first:first + 2] != b'{"':
+        return b"},{"
+    return b"}," + data[first:colon + 1]
+
+
+def _loads_in_chunks(data: bytes, between: Callable[[], object], take: ItemsTaker | None) -> Any:
     """A list body decoded a chunk of items at a time (see :func:`loads_bulk`).
 
-    A chunk ends where an item ends: at a ``},{`` after :data:`CHUNK_BYTES`, decoded as
-    ``[`` chunk ``]``. Such a cut inside a string or a nested array leaves that text unbalanced,
-    so it fails to decode, and the body is then decoded whole, as it is when its ``items`` key
+    A chunk ends where an item ends: at a ``},`` followed by the first key the first item
+    begins with (``},{"metadata":``), after :data:`CHUNK_BYTES`, decoded as ``[`` chunk ``]``.
+    Such a cut inside a string or a nested array leaves that text unbalanced, so it fails to
+    decode, and the next such place is tried; after :data:`_CUT_TRIES` failures in one chunk,
+    the body is decoded whole, as it is when its ``items`` key
     is not the top-level object's. The last chunk is decoded with the rest of the body, which
-    gives the object with every other key as it is.
+    gives the object with every other key as it is. Each chunk goes to ``take`` as it is
+    decoded, with the keys before ``items``; a list whose ``kind`` does not come before its
+    items is decoded whole for ``take``, so that every chunk is handed over knowing it.
     """
     decode = loader()
     items_key = data.find(_ITEMS)
     if items_key < 0:
-        return loads(data)
+        return _taken(loads(data), take)
     first = items_key + len(_ITEMS)
     head = data[:first]
     try:  # "items" is a key of the top-level object, not of one nested in it
-        decode(head + b"]}")
+        before_items = decode(head + b"]}")
     except ValueError:
-        return loads(data)
+        return _taken(loads(data), take)
+    if take is not None:
+        if type(before_items) is not dict or "kind" not in before_items:
+            return _taken(loads(data), take)
+        take.restart()
     items: list[Any] = []
     begin = first
+    marker = _item_start(data, first)
     while True:
         between()
-        cut = data.find(b"},{", begin + CHUNK_BYTES)
+        cut = data.find(marker, begin + CHUNK_BYTES)
+        tries = _CUT_TRIES
+        while True:  # a cut between two objects of an array inside an item does not decode
+            if cut < 0:
+                break
+            try:
+                chunk = decode(b"[" + data[begin:cut + 1] + b"]")
+                break
+            except ValueError:
+                tries -= 1
+                if not tries:
+                    return _taken(loads(data), take)
+                cut = data.find(marker, cut + 1)
         if cut < 0:
             break
-        try:
-            chunk = decode(b"[" + data[begin:cut + 1] + b"]")
-        except ValueError:  # the cut was not between two items
-            return loads(data)
-        items += chunk
+        items += chunk if take is None else take(before_items, chunk)
+        del chunk  # freed before the next chunk is decoded, into the memory it leaves
         begin = cut + 2
     body = decode(head + data[begin:])
     if type(body) is not dict or type(body.get("items")) is not list:
-        return loads(data)  # a second "items" key: what one decode keeps
-    items += body["items"]
+        return _taken(loads(data), take)  # a second "items" key: what one decode keeps
+    items += body["items"] if take is None else take(body, body["items"])
     body["items"] = items
     return body

@@ -412,3 +412,51 @@ def test_no_collection_runs_while_the_initial_events_of_an_informers_watch_list_
         pauses.end_all()
     assert len(fifo.list()) == 0 and len(fifo) == 1  # one ReplacedAll of the 3,000 objects
     assert marks["stored"] == marks["first event"]
+
+
+class Chunks:
+    """An ItemsTaker noting each chunk's names and each restart, keeping every item."""
+
+    def __init__(self) -> None:
+        self.calls: list[Any] = []
+
+    def restart(self) -> None:
+        self.calls.append("restart")
+
+    def __call__(self, head: dict[str, Any], items: list[Any]) -> list[Any]:
+        self.calls.append((head.get("kind"), [item["n"] for item in items]))
+        return items
+
+
+def test_a_big_list_reaches_its_taker_a_chunk_at_a_time_and_a_bad_cut_restarts_it_whole(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(_json, "CHUNK_BYTES", 16)
+    body = {"kind": "ThingList", "metadata": {},  # objects in arrays inside items: no cut there
+            "items": [{"n": i, "pad": "x" * 10, "list": [{"a": 1}, {"a": 2}]} for i in range(6)]}
+    data = _json.dumps(body)
+    taker = Chunks()
+    assert _json.loads_bulk(data, lambda: None, taker) == body
+    assert taker.calls[0] == "restart" and len(taker.calls) > 3
+    assert [n for call in taker.calls[1:] for n in call[1]] == list(range(6))
+    assert {call[0] for call in taker.calls[1:]} == {"ThingList"}
+    # cuts inside an item, between objects that begin as items do, tried over and over: the
+    # list is decoded whole, and the taker starts over (a quote inside a string is escaped,
+    # so no cut ever falls inside one)
+    tricky = {"kind": "ThingList", "items": [{"n": 0, "pad": "x" * 20 + '},{"n":',
+                                              "nested": [{"n": k} for k in range(10)]},
+                                             {"n": 1, "pad": ""}]}
+    taker = Chunks()
+    assert _json.loads_bulk(_json.dumps(tricky), lambda: None, taker) == tricky
+    assert taker.calls == ["restart", "restart", ("ThingList", [0, 1])]
+    # no kind before the items: decoded whole, so the one call knows it
+    late = {"items": [{"n": i, "pad": "x" * 10} for i in range(6)], "kind": "ThingList"}
+    taker = Chunks()
+    assert _json.loads_bulk(_json.dumps(late), lambda: None, taker) == late
+    assert taker.calls == ["restart", ("ThingList", list(range(6)))]
+
+
+def test_the_allocator_is_trimmed_where_glibc_offers_it() -> None:
+    import platform
+
+    glibc = platform.system() == "Linux" and platform.libc_ver()[0] == "glibc"
+    assert _gc.trim() is glibc

@@ -1,8 +1,8 @@
 """Objects packed for a compact cache as they arrive (kinformer.cache.packed).
 
-A packed object is a stub (apiVersion, kind, metadata less managedFields) carrying the whole
-object's bytes and index values: the cache must store and index the whole object, never the
-stub, and a handler must be handed the whole object.
+A packed object is a stub (apiVersion, kind, and of its metadata what keys, versions and shard
+hashes read) carrying the whole object's bytes and index values: the cache must store and
+index the whole object, never the stub, and a handler must be handed the whole object.
 """
 
 from __future__ import annotations
@@ -32,8 +32,7 @@ def test_a_packed_object_is_a_stub_carrying_the_whole_objects_bytes_and_index_va
     stub = packed.pack(obj, (by_value,))
     assert type(stub) is packed.Packed
     assert stub == {"apiVersion": "v1", "kind": "ConfigMap",
-                    "metadata": {"name": "a", "namespace": "ns", "resourceVersion": "7",
-                                 "labels": {"app": "web"}}}
+                    "metadata": {"name": "a", "namespace": "ns", "resourceVersion": "7"}}
     assert _json.loads(stub.data) == obj
     assert list(stub.index_values) == [["one"]]
     assert packed.decoded(stub) == obj and packed.decoded(obj) is obj
@@ -66,3 +65,15 @@ def test_a_stub_packed_before_an_index_was_added_is_indexed_from_its_decoded_byt
 def test_a_handler_is_handed_the_whole_object_of_a_stub() -> None:
     copy = fresh(packed.pack(pod("a", "one"), ()))
     assert type(copy) is dict and copy == pod("a", "one")
+
+
+def test_a_stub_keeps_the_logical_cluster_a_cluster_aware_key_reads_and_the_uid_a_shard_hashes() -> None:
+    from kinformer.cache.cluster import LOGICAL_CLUSTER_ANNOTATION, cluster_aware_key_func
+
+    obj = pod("a", "one")
+    obj["metadata"].update(uid="u-1", annotations={LOGICAL_CLUSTER_ANNOTATION: "root:org", "x": "y"})
+    stub = packed.pack(obj, ())
+    assert stub["metadata"]["uid"] == "u-1"
+    assert stub["metadata"]["annotations"] == {LOGICAL_CLUSTER_ANNOTATION: "root:org"}
+    assert cluster_aware_key_func(stub) == cluster_aware_key_func(obj)
+    assert _json.loads(stub.data) == obj

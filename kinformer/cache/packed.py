@@ -9,10 +9,13 @@ packs instead: its reflector hands each object, a list page by page and each wat
 :class:`Packed` stub. The decoded object is then freed with its page, and the cache stores the
 stub's bytes and values as they are.
 
-A stub is a ``dict`` holding ``apiVersion``, ``kind`` and ``metadata`` (less ``managedFields``),
-enough for what reads an object on its way to the cache: the key function, the resourceVersion,
-a shard's hash. Nothing else ever sees it: the cache keeps its bytes and every handler of a compact
-informer is handed a copy decoded from them (``compact_store.fresh``).
+A stub is a ``dict`` holding ``apiVersion``, ``kind`` and of ``metadata`` only ``name``,
+``namespace``, ``uid``, ``resourceVersion`` and a logical cluster's annotation: what reads an object
+on its way to the cache (the key function, the resourceVersion, a shard's hash) and no more. The
+stubs of a whole first list live until it is stored; every small object one holds would be one
+more left among the freed remains of the decoded list. Nothing else ever sees a stub: the cache
+keeps its bytes and every handler of a compact informer is handed a copy decoded from them
+(``compact_store.fresh``).
 """
 
 from __future__ import annotations
@@ -26,10 +29,12 @@ from kinformer.cache.thread_safe_store import IndexFunc, _index_values
 __all__ = ["Packed", "decoded", "pack"]
 
 _STUB_FIELDS = ("apiVersion", "kind")
+_STUB_METADATA = ("name", "namespace", "uid", "resourceVersion")  # keys, versions, shard hashes
+_CLUSTER = "kcp.io/cluster"  # the annotation a cluster-aware key reads (kinformer.cache.cluster)
 
 
 class Packed(dict):  # type: ignore[type-arg]
-    """A stub of an object (apiVersion, kind, metadata) with its bytes and index values.
+    """A stub of an object (apiVersion, kind, some of its metadata) with its bytes and index values.
 
     ``data`` is the object's compact JSON, exactly as long as it is; ``index_values`` its values
     under the index functions ``fns`` (in order), computed from the whole object.
@@ -51,9 +56,10 @@ def pack(obj: Any, fns: tuple[IndexFunc, ...]) -> Any:
     if type(obj) is not dict or type(metadata := obj.get("metadata")) is not dict:
         return obj
     stub = Packed({field: obj[field] for field in _STUB_FIELDS if field in obj})
-    stub["metadata"] = (
-        {k: v for k, v in metadata.items() if k != "managedFields"}
-        if "managedFields" in metadata else dict(metadata))
+    stub["metadata"] = kept = {k: metadata[k] for k in _STUB_METADATA if k in metadata}
+    annotations = metadata.get("annotations")
+    if type(annotations) is dict and _CLUSTER in annotations:
+        kept["annotations"] = {_CLUSTER: annotations[_CLUSTER]}
     stub.index_values = _index_values(fns, obj) if fns else ()
     stub.fns = fns
     stub.data = _json.dumps_to_keep(obj)

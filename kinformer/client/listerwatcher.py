@@ -11,8 +11,10 @@ A :class:`ListerWatcher` is what a :class:`~kinformer.Reflector` pulls from:
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import inspect
+import threading
 from collections.abc import Callable, Iterator
 from typing import Any, NamedTuple, Protocol, TypeVar, runtime_checkable
 
@@ -71,7 +73,8 @@ class ListResult(NamedTuple):
     ``shard_info`` is the selector a server that shards lists echoed (``metadata.shardInfo``),
     None when it did not shard the list. ``checked`` says the ListerWatcher already made sure
     every item is fit for a cache (:func:`kinformer.meta.is_well_formed`), so the reflector need
-    not look again.
+    not look again; ``transformed`` that the items went through the transform of
+    :func:`transforming_pages` already, as they were decoded.
     """
 
     items: list[Any]
@@ -79,6 +82,34 @@ class ListResult(NamedTuple):
     continue_token: str = ""
     shard_info: str | None = None
     checked: bool = False
+    transformed: bool = False
+
+
+_pages = threading.local()  # .transform: what this thread's lists put their items through
+
+
+@contextlib.contextmanager
+def transforming_pages(transform: Callable[[list[Any]], list[Any]]) -> Iterator[None]:
+    """Ask every list this thread makes inside the block to put its items through
+    ``transform`` (a list's items in, the items to keep out) as they are decoded.
+
+    A ListerWatcher that can (the HTTP one) hands ``transform`` each chunk of a page's items as
+    soon as the chunk is decoded and checked, so the page is never held decoded whole, and
+    says so with ``ListResult.transformed``; any other ignores the request, and its caller
+    transforms the page itself. Blocks nest: the innermost transform is the one used.
+    """
+    outer = getattr(_pages, "transform", None)
+    _pages.transform = transform
+    try:
+        yield
+    finally:
+        _pages.transform = outer
+
+
+def page_transform() -> Callable[[list[Any]], list[Any]] | None:
+    """The transform of this thread's innermost :func:`transforming_pages` block, or None."""
+    transform: Callable[[list[Any]], list[Any]] | None = getattr(_pages, "transform", None)
+    return transform
 
 
 class WatchEvent(NamedTuple):

@@ -52,6 +52,80 @@ def _stopper(ctx: _context.Context, what: str) -> Callable[[], None]:
     return check
 
 
+class _ListedItems:
+    """A list's items checked, completed (``kind``, ``apiVersion``) and keyed a decoded chunk at
+    a time (a :class:`kinformer._json.ItemsTaker`), then put through the transform of
+    :func:`~kinformer.client.listerwatcher.transforming_pages` when the caller set one: what it
+    drops is freed before the next chunk is decoded."""
+
+    __slots__ = ("api_version", "error", "keys", "run_namespace", "starts", "transform", "what")
+
+    def __init__(self, what: str, api_version: str,
+                 transform: Callable[[list[Any]], list[Any]] | None) -> None:
+        self.what = what
+        self.api_version = api_version
+        self.transform = transform
+        self.error: BaseException | None = None  # what an item raised, told from bad JSON
+        self.restart()
+
+    def restart(self) -> None:
+        self.keys: list[str] = []  # each item's store key, made while the item is fresh
+        self.starts: list[tuple[str, int]] = []  # (namespace, index of its first item), per run
+        self.run_namespace: str | None = None
+
+    def __call__(self, head: dict[str, Any], items: list[Any]) -> list[Any]:
+        try:
+            return self._take(head, items)
+        except Exception as exc:
+            self.error = exc
+            raise
+
+    def _take(self, head: dict[str, Any], items: list[Any]) -> list[Any]:
+        what = self.what
+        kind = head.get("kind")
+        item_kind = kind[:-4] if isinstance(kind, str) and kind.endswith("List") else None
+        api_version = head.get("apiVersion") or self.api_version
+        keys = self.keys
+        add_key, add_start = keys.append, self.starts.append
+        run_namespace = self.run_namespace
+        transformed = self.transform is not None
+        try:
+            for item in items:
+                # meta.is_well_formed, inline and by subscript: the item is read from memory once
+                # here, for its check and its key together (a third of this loop's time)
+                try:
+                    metadata = item["metadata"]
+                    name = metadata["name"]
+                    namespace = metadata.get("namespace")
+                    fit = (type(item) is dict and type(metadata) is dict
+                           and type(name) is str and name != ""
+                           and (namespace is None or type(namespace) is str)
+                           and type(metadata.get("resourceVersion", "")) is str)
+                except (KeyError, TypeError, AttributeError):
+                    fit = False
+                if not fit:
+                    meta.check(item, what)  # raises, saying what is wrong
+                if item_kind and "kind" not in item:
+                    item["kind"] = item_kind
+                if "apiVersion" not in item:
+                    item["apiVersion"] = api_version
+                if transformed:  # keys of objects a transform may rename: not made
+                    continue
+                if namespace:
+                    add_key(f"{namespace}/{name}")
+                else:
+                    add_key(name)
+                    namespace = ""
+                if namespace != run_namespace:  # a list comes in key order: rarely true
+                    run_namespace = namespace
+                    add_start((namespace, len(keys) - 1))
+        except errors.DecodeError as exc:
+            log.warning("%s", exc)
+            raise
+        self.run_namespace = run_namespace
+        return items if self.transform is None else self.transform(items)
+
+
 class HTTPResource:
     """List and watch of one resource collection through the request path.
 
@@ -121,53 +195,18 @@ class HTTPResource:
         data = self._client.request(
             "GET", self._path, query=options.query(), timeout=self._timeout, ctx=ctx, what=what
         ).read()
+        taker = _ListedItems(what, self._api_version, listerwatcher.page_transform())
         try:
-            body = _json.loads_bulk(data, None if ctx is None else _stopper(ctx, what))
+            body = _json.loads_bulk(data, None if ctx is None else _stopper(ctx, what), taker)
         except ValueError as exc:
+            if exc is taker.error:  # an item, not the JSON: raised as it is
+                raise
             log.warning("%s: response is not JSON: %s", what, exc)
             raise errors.DecodeError(f"{what}: response is not JSON") from exc
         if not isinstance(body, dict) or not isinstance(body.get("items"), list):
             log.warning("%s: response is not a list (no items)", what)
             raise errors.DecodeError(f"{what}: response is not a list (no items)")
         items: list[Any] = body["items"]
-        kind = body.get("kind")
-        item_kind = kind[:-4] if isinstance(kind, str) and kind.endswith("List") else None
-        api_version = body.get("apiVersion") or self._api_version
-        keys: list[str] = []  # each item's store key, made while the item is fresh
-        starts: list[tuple[str, int]] = []  # (namespace, index of its first item), per run
-        add_key, add_start = keys.append, starts.append
-        run_namespace: str | None = None
-        try:
-            for item in items:
-                # meta.is_well_formed, inline and by subscript: the item is read from memory once
-                # here, for its check and its key together (a third of this loop's time)
-                try:
-                    metadata = item["metadata"]
-                    name = metadata["name"]
-                    namespace = metadata.get("namespace")
-                    fit = (type(item) is dict and type(metadata) is dict
-                           and type(name) is str and name != ""
-                           and (namespace is None or type(namespace) is str)
-                           and type(metadata.get("resourceVersion", "")) is str)
-                except (KeyError, TypeError, AttributeError):
-                    fit = False
-                if not fit:
-                    meta.check(item, what)  # raises, saying what is wrong, or lets a null through
-                if item_kind and "kind" not in item:
-                    item["kind"] = item_kind
-                if "apiVersion" not in item:
-                    item["apiVersion"] = api_version
-                if namespace:
-                    add_key(f"{namespace}/{name}")
-                else:
-                    add_key(name)
-                    namespace = ""
-                if namespace != run_namespace:  # a list comes in key order: rarely true
-                    run_namespace = namespace
-                    add_start((namespace, len(keys) - 1))
-        except errors.DecodeError as exc:
-            log.warning("%s", exc)
-            raise
         metadata = body.get("metadata") or {}
         is_dict = isinstance(metadata, dict)
         rv = (metadata.get("resourceVersion") or "") if is_dict else None
@@ -180,7 +219,10 @@ class HTTPResource:
             info = metadata.get("shardInfo")
             if isinstance(info, dict) and isinstance(info.get("selector"), str):
                 shard_info = info["selector"]
-        listed = store.KeyedList(items, keys, _runs(starts, len(keys)))
+        if taker.transform is not None:  # transformed: the keys may not be the objects' any more
+            return listerwatcher.ListResult(items, rv, token, shard_info, checked=True,
+                                            transformed=True)
+        listed = store.KeyedList(items, taker.keys, _runs(taker.starts, len(taker.keys)))
         return listerwatcher.ListResult(listed, rv, token, shard_info, checked=True)
 
     def watch(

@@ -4,7 +4,8 @@ client-go's ``reflector.list`` and ``relistResourceVersion``. :class:`Lister` li
 resource (its shard, :mod:`kinformer.reflector.shard_state`) page by page through
 :mod:`kinformer.reflector.pager`, at resourceVersion "0" first, at the last version seen on a
 relist, and at "" (the current version) once a version is gone, too new or refused; it applies the
-informer's transform to each page as it arrives, leaves out objects unfit for a cache, and
+informer's transform to each page as it arrives (to each chunk of one as the HTTP lister decodes
+it: ``listerwatcher.transforming_pages``), leaves out objects unfit for a cache, and
 replaces the store's content with the result. The :class:`~kinformer.Reflector` runs it at the
 start of every round that does not stream its initial state (:mod:`kinformer.reflector.watch_list`).
 """
@@ -123,23 +124,41 @@ class Lister:
         """All pages of one list at ``rv``; raises StopRequested when stopped between pages."""
         limit = pager.page_size(self._page_size, self._paginated_result, rv)
         shared = self._shared
-        on_page = None if shared.transform is None else self._transformed
-        pages = pager.list_all(shared.lw, rv, limit, ctx, self.name, shared.shard.text(), on_page)
+        if shared.transform is None:
+            pages = pager.list_all(shared.lw, rv, limit, ctx, self.name, shared.shard.text())
+        else:  # a lister that can transforms each chunk of a page as it is decoded
+            with listerwatcher.transforming_pages(self._transformed_items):
+                pages = pager.list_all(shared.lw, rv, limit, ctx, self.name, shared.shard.text(),
+                                       self._transformed)
         if pages is None:
             raise failures.StopRequested()
         return pages
 
     def _transformed(self, page: listerwatcher.ListResult) -> list[Any]:
-        """A page's objects through the transform, as the page arrives; an object without a
-        name is left as it is, for the check after the list to skip."""
+        """A page's objects through the transform, as the page arrives (unless its lister
+        transformed them as it decoded them); an object without a name is left as it is, for
+        the check after the list to skip."""
+        if page.transformed:
+            return page.items
+        if page.checked:  # the usual HTTP page: every object checked already
+            return self._transformed_items(page.items)
         transform = self._shared.transform
         assert transform is not None
         try:
-            if page.checked:  # the usual HTTP page: every object checked already
-                return [transform(obj) for obj in page.items]
             fit = meta.is_well_formed
             return [transform(obj) if fit(obj) or meta.has_name(obj) else obj
                     for obj in page.items]
+        except Exception as exc:
+            raise errors.KinformerError(
+                f"reflector {self.name}: transform failed on a listed object: {exc}") from exc
+
+    def _transformed_items(self, items: list[Any]) -> list[Any]:
+        """Checked objects through the transform: a page's, or a chunk of one as the HTTP
+        lister decodes it (``listerwatcher.transforming_pages``)."""
+        transform = self._shared.transform
+        assert transform is not None
+        try:
+            return [transform(obj) for obj in items]
         except Exception as exc:
             raise errors.KinformerError(
                 f"reflector {self.name}: transform failed on a listed object: {exc}") from exc

@@ -95,9 +95,10 @@ class Reflector:
 
     ``transform`` (an informer's, see ``SharedIndexInformer.set_transform``) is applied once to
     every object before the store gets it, as the object arrives: a page's objects when the page
-    comes (what it drops is freed while later pages still download, so their memory is reused;
-    applied to a whole list at its end, the freed memory would lie scattered and unused), each
-    WatchList initial event and each watch event. A transform that raises on a listed object
+    comes, and from the HTTP lister a page's objects a decoded chunk at a time, before the next
+    chunk is decoded (what it drops is freed while the rest of the list waits, so its memory is
+    reused; applied to a whole list at its end, the freed memory would lie scattered and
+    unused), each WatchList initial event and each watch event. A transform that raises on a listed object
     fails the list (logged, retried after a backoff step); on a watch event it is logged as a
     store error is, and the watch goes on.
     """

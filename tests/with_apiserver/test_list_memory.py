@@ -1,0 +1,99 @@
+"""A first list is never held decoded whole when a transform or a compact cache shrinks it.
+
+An informer's first list asks resourceVersion "0", which the server answers in one page however
+big. The HTTP lister decodes such a body a chunk of items at a time, and hands each chunk to the
+informer's transform (and a compact informer's packing) as soon as it is decoded, so what they
+drop is freed before the next chunk is decoded. Measured with tracemalloc, through the official
+client's configuration to a FakeAPIServer, with chunks made small so a small list has many.
+"""
+
+from __future__ import annotations
+
+import threading
+import tracemalloc
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+from helpers import TIMEOUT, running
+
+from kinformer import GroupVersionResource, ListWatch, SharedIndexInformer, _json
+from kinformer.testing import FakeAPIServer
+from kinformer.transforms import strip_managed_fields
+
+CONFIGMAPS = GroupVersionResource("", "v1", "configmaps")
+OBJECTS = 600
+
+
+def bulky(i: int) -> dict[str, Any]:
+    """A ConfigMap whose managedFields are most of it (about 6 KB of them as JSON), with two
+    owners: objects in an array inside an item, where no chunk may end."""
+    fields = {f"f:key-{k:03d}": {} for k in range(150)}
+    owners = [{"apiVersion": "v1", "kind": "Thing", "name": f"t{k}", "uid": f"u{k}"} for k in (1, 2)]
+    return {"metadata": {"name": f"cm-{i:04d}", "namespace": "default", "ownerReferences": owners,
+                         "managedFields": [
+        {"manager": "kubectl", "operation": "Update", "apiVersion": "v1",
+         "fieldsType": "FieldsV1", "fieldsV1": {"f:data": fields}}]},
+        "data": {"k": str(i)}}
+
+
+@pytest.fixture
+def loaded(apiserver: FakeAPIServer, monkeypatch: pytest.MonkeyPatch) -> FakeAPIServer:
+    apiserver.preload(CONFIGMAPS, (bulky(i) for i in range(OBJECTS)))
+    monkeypatch.setattr(_json, "CHUNK_BYTES", 64 * 1024)  # about 10 objects a chunk
+    return apiserver
+
+
+@pytest.fixture
+def traced() -> Iterator[None]:
+    tracemalloc.start()
+    try:
+        yield
+    finally:
+        tracemalloc.stop()
+
+
+def decoded_size() -> int:
+    """What the list's objects take decoded, with their managedFields (traced bytes)."""
+    before = tracemalloc.get_traced_memory()[0]
+    objs = [_json.loads(_json.dumps(bulky(i))) for i in range(OBJECTS)]
+    size = tracemalloc.get_traced_memory()[0] - before
+    del objs
+    return size
+
+
+def sync(api_client: Any, transform: Any, compact: bool = False) -> SharedIndexInformer:
+    informer = SharedIndexInformer(
+        ListWatch.for_resource(api_client, CONFIGMAPS, namespace="default"), compact=compact)
+    informer.set_transform(transform)
+    with running(informer.run, threading.Event()):
+        assert informer.wait_for_sync(TIMEOUT)
+    return informer
+
+
+@pytest.mark.usefixtures("traced")
+@pytest.mark.parametrize("compact", [False, True], ids=["dict", "compact"])
+def test_the_transform_takes_a_one_page_first_list_a_decoded_chunk_at_a_time(
+    loaded: FakeAPIServer, api_client: Any, compact: bool
+) -> None:
+    whole = decoded_size()
+    held: list[int] = []  # traced memory above the start, at each object the transform sees
+    start = tracemalloc.get_traced_memory()[0]
+
+    def watching(obj: Any) -> Any:
+        held.append(tracemalloc.get_traced_memory()[0] - start)
+        return strip_managed_fields(obj)
+
+    informer = sync(api_client, watching, compact)
+    assert len(held) == OBJECTS and len(informer.get_indexer()) == OBJECTS
+    lists = [q for _, path, q, _ in loaded.requests if path.endswith("/configmaps") and "watch" not in q]
+    assert [q.get("resourceVersion") for q in lists] == ["0"]  # one page, one request
+    # the first object is transformed long before the list is decoded whole: the memory then
+    # held is the body's bytes (read whole, a fifth of the decoded list; the server's copy may
+    # not be freed yet) and one chunk; a list decoded whole first holds all of it
+    assert held[0] < whole / 2, (held[0], whole)
+    # and the transform's cuts are freed as it goes: never the whole list decoded at once
+    assert max(held) < whole / 2, (max(held), whole)
+    obj = informer.get_indexer().get_by_key("default/cm-0007")
+    assert obj is not None and "managedFields" not in obj["metadata"]
+    assert obj["kind"] == "ConfigMap" and obj["apiVersion"] == "v1"  # completed before packing
