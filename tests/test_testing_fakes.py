@@ -13,7 +13,9 @@ from kinformer.testing import Recorder, ScriptedSource
 
 def test_a_scripted_source_lists_its_items_raises_its_error_and_hands_out_each_watch_once() -> None:
     source = ScriptedSource(cm("a", 1), rv=7, timeout=0.01)
-    assert source.lister_watcher.list(ListOptions()) == ([cm("a", 1)], "7", "", None, False)
+    listed = source.lister_watcher.list(ListOptions())
+    assert (listed.items, listed.resource_version, listed.continue_token) == ([cm("a", 1)], "7", "")
+    assert (listed.shard_info, listed.checked, listed.transformed) == (None, False, False)
     source.items.append(cm("b", 2))
     assert [o["metadata"]["name"] for o in source.lister_watcher.list(ListOptions()).items] == ["a", "b"]
     source.list_error = ConnectionRefusedError("down")
