@@ -17,7 +17,6 @@ import dataclasses
 import hashlib
 import json
 import logging
-import threading
 import time
 from collections.abc import Iterable, Mapping
 from typing import Any, NamedTuple
@@ -26,7 +25,7 @@ from kinformer import _checks, context, errors, meta
 from kinformer.cache import store
 from kinformer.client import listwatch
 from kinformer.clusters import exec_credential
-from kinformer.clusters.provider import Disengage, Engage
+from kinformer.clusters.provider import Disengage, Engage, HubWatch
 from kinformer.gvr import GroupVersionResource
 from kinformer.informer import SharedIndexInformer
 
@@ -184,35 +183,22 @@ class ClusterProfileProvider:
         self.gvr = cluster_profiles(version)
         self._retry_period = _checks.seconds("retry_period", retry_period, positive=True)
         self._plugin_timeout = _checks.seconds("plugin_timeout", plugin_timeout, positive=True)
-        self._lock = threading.Lock()  # guards _registration, _started
-        self._registration: Any = None
-        self._started = False
+        self._hub = HubWatch()
 
     def run(self, stop: context.Context, engage: Engage, disengage: Disengage) -> None:
         """Watch the ClusterProfiles until ``stop``; runs once (:class:`~kinformer.AlreadyStartedError`)."""
-        with self._lock:
-            if self._started:
-                raise errors.AlreadyStartedError(f"{self!r} already started")
-            self._started = True
+        self._hub.claim(self)
         watched = SharedIndexInformer(
             listwatch.ListWatch.for_resource(self._hub_client, self.gvr, self.namespace or ""),
             default_event_handler_resync_period=self._retry_period,
             name=f"clusterprofiles-{self.namespace or 'all'}")
         profiles = _ProfileHandler(self.access_providers, self._plugin_timeout, self._retry_period,
                                    engage, disengage)
-        registration = watched.add_event_handler(profiles)
-        with self._lock:
-            self._registration = registration
-        try:
-            watched.run(stop)
-        finally:
-            profiles.close()
+        self._hub.run(stop, watched, profiles)
 
     def has_synced(self) -> bool:
         """True once the profiles of the first list were all handled."""
-        with self._lock:
-            registration = self._registration
-        return registration is not None and bool(registration.has_synced())
+        return self._hub.has_synced()
 
     def __repr__(self) -> str:
         known = ", ".join(p.name for p in self.access_providers)

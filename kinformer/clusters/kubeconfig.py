@@ -24,7 +24,7 @@ from typing import Any
 from kinformer import context, errors, meta
 from kinformer.cache import store
 from kinformer.client import listwatch
-from kinformer.clusters.provider import Disengage, Engage
+from kinformer.clusters.provider import Disengage, Engage, HubWatch
 from kinformer.gvr import GroupVersionResource
 from kinformer.informer import SharedIndexInformer
 
@@ -193,34 +193,21 @@ class KubeconfigSecretProvider:
         self.namespace = namespace
         self.label = label
         self.key = key
-        self._lock = threading.Lock()  # guards _registration, _started
-        self._registration: Any = None
-        self._started = False
+        self._hub = HubWatch()
 
     def run(self, stop: context.Context, engage: Engage, disengage: Disengage) -> None:
         """Watch the Secrets until ``stop``; runs once (:class:`~kinformer.AlreadyStartedError`)."""
-        with self._lock:
-            if self._started:
-                raise errors.AlreadyStartedError(f"{self!r} already started")
-            self._started = True
+        self._hub.claim(self)
         watched = SharedIndexInformer(
             listwatch.ListWatch.for_resource(self._hub_client, SECRETS, self.namespace,
                                              label_selector=f"{self.label}=true"),
             name=f"kubeconfig-secrets-{self.namespace}")
         secrets = _SecretHandler(self.namespace, self.key, engage, disengage)
-        registration = watched.add_event_handler(secrets)
-        with self._lock:
-            self._registration = registration
-        try:
-            watched.run(stop)
-        finally:
-            secrets.close()
+        self._hub.run(stop, watched, secrets)
 
     def has_synced(self) -> bool:
         """True once the Secrets of the first list were all handled."""
-        with self._lock:
-            registration = self._registration
-        return registration is not None and bool(registration.has_synced())
+        return self._hub.has_synced()
 
     def __repr__(self) -> str:
         return f"<KubeconfigSecretProvider {self.namespace} {self.label}=true key={self.key}>"

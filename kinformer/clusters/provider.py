@@ -72,6 +72,45 @@ def check_name(name: Any) -> str:
     return name
 
 
+class HubWatch:
+    """The run-once and synced bookkeeping of a provider that watches objects on a hub.
+
+    The kubeconfig-Secret and ClusterProfile providers each run one informer over the hub with
+    one handler that turns objects into engagements; this holds what they share. :meth:`claim`
+    succeeds once (then :class:`~kinformer.AlreadyStartedError`); :meth:`run` registers the
+    handler, runs the informer until ``stop`` and then closes the handler (its ``close()``);
+    :meth:`has_synced` is True once the handler took every object of the first list.
+    Thread-safe.
+    """
+
+    __slots__ = ("_lock", "_registration", "_started")
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()  # guards _registration, _started
+        self._registration: Any = None
+        self._started = False
+
+    def claim(self, owner: object) -> None:
+        with self._lock:
+            if self._started:
+                raise errors.AlreadyStartedError(f"{owner!r} already started")
+            self._started = True
+
+    def run(self, stop: context.Context, informer: Any, handler: Any) -> None:
+        registration = informer.add_event_handler(handler)
+        with self._lock:
+            self._registration = registration
+        try:
+            informer.run(stop)
+        finally:
+            handler.close()
+
+    def has_synced(self) -> bool:
+        with self._lock:
+            registration = self._registration
+        return registration is not None and bool(registration.has_synced())
+
+
 class StaticClusterProvider:
     """A fixed set of member clusters: engages each of ``clusters`` (name to ``ApiClient``) once.
 
