@@ -125,10 +125,10 @@ class Applier:
         """
         raise NotImplementedError
 
-    def _add_new(self, items: dict[str, Any]) -> bool:
+    def _add_new(self, items: dict[str, Any], namespace_runs: meta.NamespaceRuns | None = None) -> bool:
         """``InformerIndexer.add_new``; False (nothing changed) also when an index function fails."""
         try:
-            return self._indexer.add_new(items)
+            return self._indexer.add_new(items, namespace_runs)
         except Exception:
             return False
 
@@ -195,8 +195,8 @@ class ClassicApplier(Applier):
 
     def _new_fifo(self) -> FIFO:
         self._delta_fifo = delta_fifo.DeltaFIFO(
-            fifo_key_func(self._indexer), self._indexer, True, None,
-            take_first_list=self._take_first_list)
+            key_func=fifo_key_func(self._indexer), known_objects=self._indexer,
+            emit_delta_type_replaced=True, take_first_list=self._take_first_list)
         return self._delta_fifo
 
     def pop(self, timeout: float) -> None:
@@ -204,7 +204,7 @@ class ClassicApplier(Applier):
         limit = STEADY_BATCH if fifo.has_synced() else INITIAL_BATCH
         fifo.pop_batch(self._handle_batch, limit, timeout=timeout)
 
-    def _take_first_list(self, items: dict[str, Any]) -> bool:
+    def _take_first_list(self, items: dict[str, Any], namespace_runs: meta.NamespaceRuns | None) -> bool:
         """Store a whole first list, keyed, and queue ``on_add(obj, True)`` for each handler.
 
         The FIFO's ``take_first_list``: runs on the reflector's thread under the FIFO lock. False,
@@ -212,7 +212,7 @@ class ClassicApplier(Applier):
         is then queued, and applying it logs and drops the object that fails).
         """
         with self._lock:
-            return self._add_new_and_notify(items)
+            return self._add_new_and_notify(items, namespace_runs)
 
     def _handle_batch(self, batch: list[list[delta_fifo.Delta]], is_in_initial_list: bool) -> None:
         """Apply popped keys in queue order (under the FIFO lock), then notify each handler once.
@@ -228,14 +228,15 @@ class ClassicApplier(Applier):
                     return
             self._apply_all(batch, is_in_initial_list)
 
-    def _add_new_and_notify(self, items: dict[str, Any]) -> bool:
+    def _add_new_and_notify(self, items: dict[str, Any],
+                            namespace_runs: meta.NamespaceRuns | None = None) -> bool:
         """Add objects under keys not cached yet, all or none, then queue ``on_add(obj, True)``.
 
         Call with the lock held; a handler added later replays the cache instead, under the
         same lock. False, with nothing changed, for a key cached already or an index function
         that fails.
         """
-        if not self._add_new(items):
+        if not self._add_new(items, namespace_runs):
             return False
         if self._processor.listeners():
             self._processor.distribute_initial(list(items.values()))
@@ -255,16 +256,17 @@ class ModernApplier(Applier):
 
     def _new_fifo(self) -> FIFO:
         self._real_fifo = real_fifo.RealFIFO(
-            fifo_key_func(self._indexer), None, None, take_first_list=self._take_first_list)
+            key_func=fifo_key_func(self._indexer), take_first_list=self._take_first_list)
         return self._real_fifo
 
-    def _take_first_list(self, items: dict[str, Any], resource_version: str) -> bool:
+    def _take_first_list(self, items: dict[str, Any], resource_version: str,
+                         namespace_runs: meta.NamespaceRuns | None) -> bool:
         """The FIFO's ``take_first_list``: a first list into an empty cache, on the reflector's
         thread under the FIFO lock, as :meth:`_replace_all_locked` would apply its
         ``ReplacedAll`` (all new, then ``on_add(obj, True)`` for each); False, with nothing
         changed, when the cache holds anything or an index function fails."""
         with self._lock:
-            if len(self._indexer) or not self._add_new(items):
+            if len(self._indexer) or not self._add_new(items, namespace_runs):
                 return False
             self._indexer.bookmark(resource_version)
             self._processor.distribute_initial(list(items.values()))
@@ -353,7 +355,7 @@ class ModernApplier(Applier):
         """
         indexer, items = self._indexer, info.items
         current = indexer.snapshot() if len(indexer) else {}
-        first = not current and self._add_new(items)  # into an empty cache: one pass
+        first = not current and self._add_new(items, info.namespace_runs)  # an empty cache: one pass
         if not first:
             gone = [key for key in current if key not in items]
             changes: list[tuple[str, Any, bool]] = [(key, None, True) for key in gone]

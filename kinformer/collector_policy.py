@@ -10,27 +10,28 @@ reach (:func:`kinformer._gc.freeze`); a failed list ends its pause before the re
 off, and a stop ends every pause. The mechanism is :mod:`kinformer._gc`; this module is the
 policy, and the informer (:mod:`kinformer.informer`) is its one user.
 
-It reaches the reflector only through what the informer hands it, wrapped: the ListerWatcher
-(:class:`PausingListerWatcher`: the first bulk decode of a list begins the pause, through the
-:func:`kinformer._json.before_bulk_decodes` seam, and so does a page that comes back from a
-ListerWatcher that decodes nothing, so the page's transform runs paused too; a WatchList
-stream's initial events pile up paused), the store (:class:`PausingStore`: a list queued ends
-the pause, a first list applied ends its own with a freeze) and the watch error handler
+It reaches the reflector only through what the informer hands it, each wrapped once: the
+ListerWatcher (:class:`PausingListerWatcher`: the first bulk decode of a list begins the pause,
+through the :func:`kinformer._json.before_bulk_decodes` seam, and so does a page that comes back
+from a ListerWatcher that decodes nothing, so the page's transform runs paused too; a WatchList
+stream's initial events pile up paused), the store's ready :class:`~kinformer.reflector.sink.Sink`
+(:func:`pausing_sink`: a list queued ends the pause, a first list applied ends its own with a
+freeze; every other method is the FIFO's own) and the watch error handler
 (:func:`ending_pauses`). The client and the reflector know nothing of it.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import logging
-from collections.abc import Iterator
+from collections.abc import Callable
 from typing import Any
 
-from kinformer import _gc, _json, appliers, sharding
+from kinformer import _gc, _json, appliers, meta, sharding
 from kinformer import context as _context
-from kinformer.cache import real_fifo
 from kinformer.client import listerwatcher
 from kinformer.gvr import GroupVersionResource
-from kinformer.reflector import reflector
+from kinformer.reflector import reflector, sink
 
 log = logging.getLogger(__name__)
 
@@ -71,20 +72,22 @@ class PausingListerWatcher:
     first bulk decode on the reflector's thread (the HTTP lister's), or, for a ListerWatcher
     that decodes nothing, as the page comes back; a failed list ends it. ``watch`` begins it
     for a stream that sends its initial events (``send_initial_events``) once the stream is
-    open, and ends it when that stream ends; any other watch is handed on as it is.
+    open, and hands the stream on as it is: that pause ends when the store takes the initial
+    state, when a list or watch fails (:func:`ending_pauses`) or at stop; a stream closed before
+    its end bookmark is streamed again at once, still paused. It says of itself what the inner
+    ListerWatcher says (:func:`~kinformer.client.listerwatcher.describe`).
     """
 
-    __slots__ = ("_inner", "_pauses", "reports_failures", "resource", "shard_selector")
+    __slots__ = ("_inner", "_pauses", "cluster", "reports_failures", "resource", "shard_selector")
 
     def __init__(self, inner: listerwatcher.ListerWatcher, pauses: ListPauses) -> None:
         self._inner = listerwatcher.with_context(inner)
         self._pauses = pauses
-        self.resource: GroupVersionResource | None = None  # what it lists, as ``inner`` says
-        self.shard_selector: sharding.ShardSelector | None = None
-        if isinstance(inner, listerwatcher.DescribedListerWatcher):
-            self.resource, self.shard_selector = inner.resource, inner.shard_selector
-        # a ListerWatcher that reports its own failures (a member cluster's) says so through this
-        self.reports_failures = getattr(inner, "reports_failures", False) is True
+        described = listerwatcher.describe(inner)
+        self.resource: GroupVersionResource | None = described.resource
+        self.shard_selector: sharding.ShardSelector | None = described.shard_selector
+        self.cluster: str | None = described.cluster
+        self.reports_failures: bool = described.reports_failures
 
     def list(
         self, options: listerwatcher.ListOptions, *, ctx: _context.Context | None = None
@@ -103,80 +106,29 @@ class PausingListerWatcher:
         self, options: listerwatcher.ListOptions, *, ctx: _context.Context | None = None
     ) -> listerwatcher.Watch:
         opened = self._inner.watch(options, ctx=ctx)
-        if not options.send_initial_events:
-            return opened
-        self._pauses.listing.begin()  # as over a list: the initial events pile up paused
-        if isinstance(opened, listerwatcher.BatchWatch):
-            return _InitialEventsBatchWatch(opened, self._pauses.listing)
-        return _InitialEventsWatch(opened, self._pauses.listing)
+        if options.send_initial_events:
+            self._pauses.listing.begin()  # as over a list: the initial events pile up paused
+        return opened
 
 
-class _InitialEventsWatch:
-    """A WatchList stream whose end also ends the pause its initial events began.
+class _QueuedLists:
+    """A list queued ends its pause: the ``replace`` and ``replace_listed`` of
+    :func:`pausing_sink`. Called by the reflector's thread only."""
 
-    The pause usually ends sooner, when the store takes the initial state; the stream ending
-    first (closed, dropped, timed out before the end bookmark) ends it then, on the thread
-    reading the stream.
-    """
-
-    __slots__ = ("_inner", "_pause")
-
-    def __init__(self, inner: listerwatcher.Watch, pause: _gc.HeldPause) -> None:
-        self._inner = inner
-        self._pause = pause
-
-    def __iter__(self) -> Iterator[listerwatcher.WatchEvent]:
-        try:
-            yield from self._inner
-        finally:
-            self._pause.end()
-
-    def close(self) -> None:
-        self._inner.close()
-
-
-class _InitialEventsBatchWatch(_InitialEventsWatch):
-    """An :class:`_InitialEventsWatch` over a BatchWatch, read a batch at a time as well."""
-
-    __slots__ = ()
-
-    @property
-    def checked(self) -> bool:
-        """The inner watch's promise that its events are checked (``HTTPWatch.checked``)."""
-        return getattr(self._inner, "checked", False) is True
-
-    def batches(self) -> Iterator[listerwatcher.WatchBatch]:
-        inner = self._inner
-        assert isinstance(inner, listerwatcher.BatchWatch)
-        try:
-            yield from inner.batches()
-        finally:
-            self._pause.end()
-
-
-class PausingStore:
-    """The informer's FIFO as its reflector writes to it: a list queued ends its pause.
-
-    ``add``, ``update``, ``delete`` and ``resync`` are the FIFO's own bound methods, so a watch
-    event costs no extra call. ``replace`` begins ``pauses.first`` for the informer's first list,
-    before the FIFO keys it, unless the FIFO is closed; that pause ends when the list is applied
-    (here if the FIFO took it whole, else in the informer's delta loop once synced), with the
-    cache frozen, or without freezing when ``replace`` fails (the next list is then the first
-    again) or the informer stops. Every ``replace`` then ends ``pauses.listing``. Called by the
-    reflector's thread only.
-    """
-
-    __slots__ = ("_fifo", "_pauses", "add", "delete", "resync", "update")
+    __slots__ = ("_fifo", "_pauses")
 
     def __init__(self, fifo: appliers.FIFO, pauses: ListPauses) -> None:
         self._fifo = fifo
         self._pauses = pauses
-        self.add = fifo.add
-        self.update = fifo.update
-        self.delete = fifo.delete
-        self.resync = fifo.resync
 
     def replace(self, objs: list[Any], resource_version: str = "") -> None:
+        self._queue(lambda: self._fifo.replace(objs, resource_version))
+
+    def replace_listed(self, objs: list[Any], keys: list[str],
+                       namespace_runs: meta.NamespaceRuns | None, resource_version: str) -> None:
+        self._queue(lambda: self._fifo.replace_listed(objs, keys, namespace_runs, resource_version))
+
+    def _queue(self, replace: Callable[[], None]) -> None:
         fifo, pauses = self._fifo, self._pauses
         first = pauses.first
         hold = pauses.first_pending and not fifo.is_closed()
@@ -184,7 +136,7 @@ class PausingStore:
             pauses.first_pending = False
             first.begin()
         try:
-            fifo.replace(objs, resource_version)
+            replace()
         except BaseException:
             if hold:
                 pauses.first_pending = True
@@ -196,23 +148,23 @@ class PausingStore:
         pauses.listing.end()
 
 
-class BookmarkingPausingStore(PausingStore):
-    """A :class:`PausingStore` over a RealFIFO: bookmarks, and a watch read's changes in one
-    call (``add_batch``), go on to the FIFO too."""
+def pausing_sink(fifo: appliers.FIFO, pauses: ListPauses) -> sink.Sink:
+    """``fifo`` as its informer's reflector writes to it: its own :class:`~kinformer.reflector.sink.Sink`
+    (every method it has, found once), with a list queued ending the list's pause.
 
-    __slots__ = ("add_batch", "bookmark")
-
-    def __init__(self, fifo: real_fifo.RealFIFO, pauses: ListPauses) -> None:
-        super().__init__(fifo, pauses)
-        self.bookmark = fifo.bookmark
-        self.add_batch = fifo.add_batch
-
-
-def pausing_store(fifo: appliers.FIFO, pauses: ListPauses) -> PausingStore:
-    """``fifo`` as its informer's reflector writes to it (with bookmarks when it takes them)."""
-    if isinstance(fifo, real_fifo.RealFIFO):
-        return BookmarkingPausingStore(fifo, pauses)
-    return PausingStore(fifo, pauses)
+    ``add``, ``update``, ``delete``, ``add_batch``, ``bookmark`` and ``resync`` are the FIFO's
+    own bound methods, so a watch event costs no extra call. ``replace`` and
+    ``replace_listed`` begin ``pauses.first`` for the informer's first list, before the FIFO
+    keys it, unless the FIFO is closed; that pause ends when the list is applied (here if the
+    FIFO took it whole, else in the informer's delta loop once synced), with the cache frozen,
+    or without freezing when the replace fails (the next list is then the first again) or
+    the informer stops. Every replace then ends ``pauses.listing``.
+    """
+    plain = sink.Sink.of(fifo)
+    lists = _QueuedLists(fifo, pauses)
+    return dataclasses.replace(
+        plain, replace=lists.replace,
+        replace_listed=None if plain.replace_listed is None else lists.replace_listed)
 
 
 def ending_pauses(

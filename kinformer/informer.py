@@ -1,27 +1,18 @@
 """SharedIndexInformer: an indexed local cache of one resource type, with event handlers.
 
 client-go's ``sharedIndexInformer``. A :class:`~kinformer.Reflector` lists and watches into a
-FIFO; a delta loop pops it in batches, updates the :class:`~kinformer.Indexer` and hands
-notifications to the processor (``processor.py``), which delivers them to each handler
-(``handlers.py``) on its own thread. Listers (``cache/lister.py``) read the indexer; factories
-(``factory.py``) run one informer per resource.
-
-Two profiles, as client-go has had them (:class:`~kinformer.InformerProfile`): ``"modern"``
-(the default, client-go 1.36's: a :class:`~kinformer.RealFIFO`, batches applied in one cache
-transaction, a relist in one step) and ``"classic"`` (client-go up to 1.32: a
-:class:`~kinformer.DeltaFIFO` merging each key's pending changes). What differs between them,
-the FIFO and how what it pops reaches the cache, is an applier of :mod:`kinformer.appliers`,
-picked once in :meth:`SharedIndexInformer.run`; the delta loop here only pops through it.
-
-The cyclic collector stays off over the informer's lists, and its synced cache is frozen: the
-policy is :mod:`kinformer.collector_policy`, which wraps the ListerWatcher, the store and the
-watch error handler the informer hands its reflector; a stop ends every pause and gives back
-what was frozen.
+FIFO; a delta loop pops it in batches, updates the cache and hands notifications to the
+processor (``processor.py``), which delivers them to each handler (``handlers.py``) on its own
+thread. Listers (``cache/lister.py``) read the cache; factories (``factory.py``) run one
+informer per resource. Each part is chosen once, elsewhere: the cache
+(:mod:`kinformer.informer_cache`), the profile's FIFO and how what it pops reaches the cache
+(an applier of :mod:`kinformer.appliers`: ``"modern"``, client-go 1.36's, or ``"classic"``,
+client-go up to 1.32's) and the collector policy (:mod:`kinformer.collector_policy`, wrapping
+the ListerWatcher, the store's sink and the watch error handler the reflector gets once).
 """
 
 from __future__ import annotations
 
-import itertools
 import logging
 import threading
 from collections.abc import Callable
@@ -34,16 +25,15 @@ from kinformer import (
     collector_policy,
     context,
     errors,
+    informer_cache,
     processor,
     sharding,
     transforms,
 )
-from kinformer.cache import cluster as _cluster
-from kinformer.cache import compact_store, mutation_detector, store
+from kinformer.cache import compact_store, store
 from kinformer.client import listerwatcher
 from kinformer.clock import REAL_CLOCK, Clock
 from kinformer.cluster_handlers import ClusterAnnotationHandler, ClusterEventHandler
-from kinformer.gvr import GroupVersionResource
 from kinformer.handlers import ResourceEventHandler, wait_for_cache_sync
 from kinformer.metrics import provider as metrics_provider
 from kinformer.reflector import reflector
@@ -54,64 +44,6 @@ POP_TIMEOUT = 1.0  # the delta loop looks at its stop signal at least this often
 JOIN_TIMEOUT = 30.0  # reflector and delta loop close their own streams; this only bounds a bug
 
 PROFILES = tuple(p.value for p in appliers.InformerProfile)  # "modern" (client-go 1.36), "classic"
-
-_ids = itertools.count(1)
-
-
-def _new_indexer(
-    indexers: store.Indexers | None,
-    detector: mutation_detector.MutationDetector | None,
-    key_func: store.KeyFunc = store.deletion_handling_meta_namespace_key_func,
-    compact: bool = False,
-) -> store.InformerIndexer:
-    """The informer's cache, made in this one place: an :class:`~kinformer.Indexer` keyed by
-    ``key_func`` (``namespace/name``) with ``indexers``, telling ``detector`` what it caches
-    when there is one; with ``compact``, a
-    :class:`~kinformer.cache.compact_store.CompactIndexer` (no detector)."""
-    if compact:
-        return compact_store.CompactIndexer(key_func, dict(indexers or {}))
-    if detector is not None:
-        return mutation_detector.CheckedIndexer(key_func, dict(indexers or {}), detector)
-    return store.Indexer(key_func, dict(indexers or {}))
-
-
-def _default_name(lister_watcher: listerwatcher.ListerWatcher) -> str:
-    """``v1/configmaps`` for a lister-watcher that says what it lists (``v1/configmaps@root:org``
-    when it lists a logical cluster, ``@*`` every one), else ``#<n>``."""
-    resource = _described(lister_watcher)[0]
-    if isinstance(resource, GroupVersionResource):
-        name = "/".join(part for part in (resource.group, resource.version, resource.resource) if part)
-        cluster = getattr(lister_watcher, "cluster", None)
-        return name if cluster is None else f"{name}@{cluster}"
-    return f"#{next(_ids)}"
-
-
-def _deletion_handling(key_func: store.KeyFunc) -> store.KeyFunc:
-    """``key_func``, giving a :class:`~kinformer.DeletedFinalStateUnknown` its ``key`` (a relist's
-    deletions reach the cache as tombstones) when it does not do so itself."""
-    if key_func in (_cluster.cluster_aware_key_func, store.deletion_handling_meta_namespace_key_func):
-        return key_func
-    tombstone = store.DeletedFinalStateUnknown
-
-    def key(obj: Any) -> str:
-        return obj.key if type(obj) is tombstone else key_func(obj)
-
-    return key
-
-
-def _across_logical_clusters(lister_watcher: listerwatcher.ListerWatcher) -> bool:
-    """Whether ``lister_watcher`` lists every kcp logical cluster at once
-    (``ListWatch.for_resource(cluster="*")``): the same ``namespace/name`` may come twice."""
-    return getattr(lister_watcher, "cluster", None) == _cluster.ALL_LOGICAL_CLUSTERS
-
-
-def _described(
-    lister_watcher: listerwatcher.ListerWatcher,
-) -> tuple[GroupVersionResource | None, sharding.ShardSelector | None]:
-    """What ``lister_watcher`` lists and the shard it brings, when it says (ListWatch does)."""
-    if isinstance(lister_watcher, listerwatcher.DescribedListerWatcher):
-        return lister_watcher.resource, lister_watcher.shard_selector
-    return None, None
 
 
 class SharedIndexInformer:
@@ -138,20 +70,15 @@ class SharedIndexInformer:
     catches one that does not: see :meth:`check_mutations`. A bad ``mutation_check_period``
     raises :class:`~kinformer.ConfigurationError`.
 
-    The cache is keyed ``namespace/name`` (:func:`~kinformer.meta_namespace_key_func`) unless
-    ``key_func`` says otherwise (a :class:`~kinformer.DeletedFinalStateUnknown` keeps its own
-    ``key``); the FIFO in front of it keys with the same function. Over a
-    lister-watcher across every kcp logical cluster (``ListWatch.for_resource(cluster="*")``)
-    the informer is cluster-aware (see :attr:`cluster_aware`): keyed by
-    :func:`~kinformer.cluster_aware_key_func` (unless ``key_func`` is given) with both cluster
-    indexes added to ``indexers``, so ``default/app`` of two logical clusters are two objects.
-
-    ``compact=True`` keeps each cached object as its compact JSON bytes
-    (:class:`~kinformer.cache.compact_store.CompactIndexer`): about a quarter of the memory, and
-    every read (``get``, ``list``, ``by_index``, listers) and every handler gets a freshly decoded
-    copy of its own, which it may change; index values are computed once, when an object is
-    stored. Reads then cost a decode and writes an encode, the objects must be JSON, and the
-    mutation detector stays off (nothing handed out is shared).
+    The cache is keyed ``namespace/name`` unless ``key_func`` says otherwise (a
+    :class:`~kinformer.DeletedFinalStateUnknown` keeps its own ``key``); the FIFO in front of
+    it keys with the same function. Over every kcp logical cluster at once
+    (``ListWatch.for_resource(cluster="*")``) it is cluster-aware (:attr:`cluster_aware`), so
+    ``default/app`` of two logical clusters are two objects. ``compact=True`` keeps each
+    object as compact JSON bytes (:class:`~kinformer.cache.compact_store.CompactIndexer`):
+    every read and every handler gets a fresh copy of its own, reads cost a decode, writes an
+    encode, and the mutation detector stays off. Both choices are made once, when the informer
+    is made (:mod:`kinformer.informer_cache`).
 
     ``name`` names its threads and log lines; by default the resource the lister-watcher of
     :meth:`ListWatch.for_resource <kinformer.ListWatch.for_resource>` lists (``v1/configmaps``),
@@ -188,31 +115,15 @@ class SharedIndexInformer:
     ) -> None:
         self._profile = check_profile(profile)
         self._lister_watcher = lister_watcher
-        self.example_object = example_object
-        self._name = name or _default_name(lister_watcher)
+        del example_object  # client-go's parameter, kept for its signature: nothing reads it
+        self._name = name or informer_cache.default_name(lister_watcher)
         self._clock = clock
         self._mutation_check_period = _checks.seconds(
             "mutation_check_period", mutation_check_period, positive=True)
         self._compact = bool(compact)
-        self._detector: mutation_detector.MutationDetector | None = None
-        # else a plain Indexer: nothing to pay; a compact cache hands out copies only, so
-        # nothing could change what it keeps and there is nothing to detect
-        if mutation_detector.enabled(detect_mutations) and not self._compact:
-            self._detector = mutation_detector.MutationDetector(self._name)
-        if _across_logical_clusters(lister_watcher):  # one cache of many clusters: keys carry them
-            key_func = key_func or _cluster.cluster_aware_key_func
-            indexers = _cluster.with_cluster_indexes(indexers)
-        # a compact cache whose key reads only metadata takes objects packed as they arrive
-        # (kinformer.cache.packed): a stub keeps metadata, not what another key might read
-        self._pack: Callable[[Any], Any] | None = None
-        if key_func is None:
-            self._indexer = _new_indexer(indexers, self._detector, compact=self._compact)
-        else:
-            self._indexer = _new_indexer(
-                indexers, self._detector, _deletion_handling(key_func), self._compact)
-        if isinstance(self._indexer, compact_store.CompactIndexer) and key_func in (
-                None, _cluster.cluster_aware_key_func):
-            self._pack = self._indexer.pack
+        cache = informer_cache.new_cache(lister_watcher, self._name, indexers, key_func,
+                                         compact=self._compact, detect_mutations=detect_mutations)
+        self._indexer, self._detector, self._pack = cache.indexer, cache.detector, cache.pack
         self._default_resync = _checks.seconds(
             "default_event_handler_resync_period", default_event_handler_resync_period)
         self._resync_check_period = self._default_resync
@@ -226,7 +137,7 @@ class SharedIndexInformer:
         self._watch_error_handler: reflector.WatchErrorHandler | None = None
         self._fifo: appliers.FIFO | None = None
         self._reflector: reflector.Reflector | None = None
-        self._shard_selector = _described(lister_watcher)[1]
+        self._shard_selector = listerwatcher.describe(lister_watcher).shard_selector
 
     @property
     def name(self) -> str:
@@ -238,10 +149,7 @@ class SharedIndexInformer:
         (``<cluster>|<namespace>/<name>``) with both cluster indexes, as an informer over
         ``ListWatch.for_resource(cluster="*")`` is: then a factory's lister of it is a
         :class:`~kinformer.GenericClusterLister`."""
-        indexer = self._indexer
-        indexes = indexer.get_indexers()
-        return (indexer.key_func is _cluster.cluster_aware_key_func
-                and _cluster.CLUSTER_INDEX in indexes and _cluster.CLUSTER_AND_NAMESPACE_INDEX in indexes)
+        return informer_cache.is_cluster_aware(self._indexer)
 
     @property
     def profile(self) -> appliers.InformerProfile:
@@ -272,7 +180,7 @@ class SharedIndexInformer:
             pauses = collector_policy.ListPauses()
             refl = reflector.Reflector(
                 collector_policy.PausingListerWatcher(self._lister_watcher, pauses),
-                collector_policy.pausing_store(fifo, pauses),
+                collector_policy.pausing_sink(fifo, pauses),
                 self._resync_check_period,
                 self._name,
                 should_resync=self._processor.should_resync,
@@ -384,7 +292,7 @@ class SharedIndexInformer:
             raise TypeError(f"not a ShardSelector: {selector!r}")
         with self._start_lock:
             if selector is None:
-                selector = _described(self._lister_watcher)[1]
+                selector = listerwatcher.describe(self._lister_watcher).shard_selector
             self._shard_selector = selector
             refl = None if self._stopped else self._reflector
         if refl is not None:
@@ -425,8 +333,8 @@ class SharedIndexInformer:
         return self._compact
 
     def get_store(self) -> store.InformerIndexer:
-        """The cache (also before run, empty)."""
-        return self._indexer
+        """The cache (also before run, empty): :meth:`get_indexer`."""
+        return self.get_indexer()
 
     def get_indexer(self) -> store.InformerIndexer:
         """The cache (also before run, empty): an :class:`~kinformer.Indexer`, or with

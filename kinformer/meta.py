@@ -24,6 +24,27 @@ from kinformer import errors
 
 _EMPTY: Mapping[str, str] = {}
 
+NamespaceRuns = list[tuple[str, int]]
+"""A listed batch's namespaces in order, one ``(namespace, how many in a row)`` run per change of
+namespace (``""`` for cluster-scoped objects): an API server lists in key order, so each
+namespace is one run, and the runs are as many as the namespaces, not the objects."""
+
+
+def object_key(namespace: str | None, name: str) -> str:
+    """The store key of the object ``name`` in ``namespace``: ``"namespace/name"``, or ``"name"``
+    for a cluster-scoped one (``namespace`` empty or None).
+
+    The one key format: the key functions, the HTTP lister keying a list as it decodes it,
+    the listers and the dict store all make keys with it, and
+    :func:`~kinformer.split_meta_namespace_key` reads them back.
+    """
+    return f"{namespace}/{name}" if namespace else name
+
+
+def runs_cover(runs: NamespaceRuns | None, count: int) -> bool:
+    """Whether ``runs`` give one namespace to each of ``count`` objects (every run one or more)."""
+    return runs is not None and all(n > 0 for _, n in runs) and sum(n for _, n in runs) == count
+
 
 def metadata(obj: Any) -> Any:
     """``obj``'s metadata: a dict's ``metadata`` entry or a model's attribute; None when absent."""

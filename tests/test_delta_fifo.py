@@ -15,9 +15,7 @@ from kinformer.cache.delta_fifo import Delta, DeltaFIFO, Deltas, DeltaType
 from kinformer.cache.store import (
     DeletedFinalStateUnknown,
     Indexer,
-    KeyedList,
     deletion_handling_meta_namespace_key_func,
-    listed_namespace_runs,
     meta_namespace_key_func,
 )
 from kinformer.testing.waiting import wait_for
@@ -444,7 +442,7 @@ class FirstListTaker:
         self.takes = takes
         self.calls: list[dict[str, Any]] = []
 
-    def __call__(self, items: dict[str, Any]) -> bool:
+    def __call__(self, items: dict[str, Any], namespace_runs: Any) -> bool:
         self.calls.append(dict(items))
         return self.takes
 
@@ -470,23 +468,35 @@ def test_a_first_list_keyed_by_its_lister_goes_to_take_first_list_under_those_ke
     taker = FirstListTaker()
     fifo = DeltaFIFO(take_first_list=taker)
     a, b = {"data": {"n": "1"}}, {"data": {"n": "2"}}  # no metadata: not keyable by the FIFO
-    fifo.replace(KeyedList([a, b], ["x/b", "ns/a"]), "5")
+    fifo.replace_listed([a, b], ["x/b", "ns/a"], None, "5")
     assert taker.calls == [{"x/b": a, "ns/a": b}]
     with pytest.raises(errors.KeyFuncError):  # a key function of its own keys every object
         DeltaFIFO(key_func=lambda o: meta_namespace_key_func(o),
-                  take_first_list=FirstListTaker()).replace(KeyedList([a, b], ["x/b", "ns/a"]))
+                  take_first_list=FirstListTaker()).replace_listed([a, b], ["x/b", "ns/a"], None, "5")
 
 
 def test_a_first_list_hands_on_the_namespace_runs_its_lister_carried_unless_transformed() -> None:
     a, b = helpers.cm("a"), helpers.cm("b", namespace="x")
     seen: list[Any] = []
-    DeltaFIFO(take_first_list=lambda items: seen.append(items) or True).replace(
-        KeyedList([a, b], ["ns/a", "x/b"], [("ns", 1), ("x", 1)]))
+
+    def take(items: dict[str, Any], runs: Any) -> bool:
+        seen.append((items, runs))
+        return True
+
+    DeltaFIFO(take_first_list=take).replace_listed([a, b], ["ns/a", "x/b"], [("ns", 1), ("x", 1)])
     DeltaFIFO(transformer=lambda o: {**o, "metadata": {"name": "t", "namespace": "moved"}},
-              take_first_list=lambda items: seen.append(items) or True).replace(
-        KeyedList([a, b], ["ns/a", "x/b"], [("ns", 1), ("x", 1)]))
-    assert [listed_namespace_runs(items) for items in seen] == [[("ns", 1), ("x", 1)], None]
-    assert list(seen[1]) == ["ns/a", "x/b"]
+              take_first_list=take).replace_listed([a, b], ["ns/a", "x/b"], [("ns", 1), ("x", 1)])
+    assert [runs for _, runs in seen] == [[("ns", 1), ("x", 1)], None]
+    assert list(seen[1][0]) == ["ns/a", "x/b"]
+
+
+def test_a_listed_relist_with_a_key_listed_twice_is_queued_as_replace_queues_it() -> None:
+    a, a2 = helpers.cm("a", 1), helpers.cm("a", 2)
+    listed, plain = DeltaFIFO(), DeltaFIFO()
+    listed.replace_listed([a, a2], ["ns/a", "ns/a"], [("ns", 2)], "5")
+    plain.replace([a, a2], "5")
+    assert [kinds(listed.pop(lambda d, i: None, timeout=1))] == [
+        kinds(plain.pop(lambda d, i: None, timeout=1))]
 
 
 def test_a_declined_first_list_is_queued_as_without_take_first_list() -> None:
@@ -550,7 +560,7 @@ def test_take_first_list_is_offered_only_a_first_list_that_could_not_leave_anyth
 
 
 def test_a_failing_take_first_list_or_transform_leaves_the_fifo_unchanged() -> None:
-    def broken(items: dict[str, Any]) -> bool:
+    def broken(items: dict[str, Any], namespace_runs: Any) -> bool:
         raise RuntimeError("cannot take")
 
     fifo = DeltaFIFO(take_first_list=broken)
@@ -583,7 +593,7 @@ def test_take_first_list_runs_under_the_fifo_lock() -> None:
         fifo.add(helpers.cm("b"))
         producer_done.set()
 
-    def take(items: dict[str, Any]) -> bool:
+    def take(items: dict[str, Any], namespace_runs: Any) -> bool:
         threads.append(_threads.spawn(produce, "kinformer-test-produce"))
         saw_producer_done.append(producer_done.wait(0.2))
         return True

@@ -204,7 +204,7 @@ def test_a_modern_first_list_taken_where_it_was_listed_ends_as_the_queued_one_do
     taken = _first_list_outcome()
     calls: list[int] = []
 
-    def decline(self: Any, items: dict[str, Any], resource_version: str) -> bool:
+    def decline(self: Any, items: dict[str, Any], resource_version: str, namespace_runs: Any) -> bool:
         calls.append(len(items))
         return False
 

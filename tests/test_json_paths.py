@@ -345,7 +345,7 @@ def test_a_relist_is_paused_from_its_decode_until_queued_and_a_failed_one_backs_
     assert gc.isenabled()
 
 
-def test_a_watch_list_stream_is_paused_until_its_initial_state_is_queued_or_it_ends() -> None:
+def test_a_watch_list_stream_is_paused_until_its_initial_state_is_queued_or_a_request_fails() -> None:
     pauses = collector_policy.ListPauses()
     source = ScriptedSource()
     lister_watcher = collector_policy.PausingListerWatcher(source.lister_watcher, pauses)
@@ -354,19 +354,18 @@ def test_a_watch_list_stream_is_paused_until_its_initial_state_is_queued_or_it_e
     assert plain is source.next_watch()
     stream = lister_watcher.watch(ListOptions(send_initial_events=True))
     assert not gc.isenabled()  # its initial events pile up paused
-    channel = source.next_watch()
-    channel.add(cm("a"))
-    channel.end()
-    assert [event.type for event in stream] == ["ADDED"]
-    assert gc.isenabled()  # the stream ended before its end bookmark: the pause is over
-    store = collector_policy.pausing_store(RealFIFO(), pauses)
-    lister_watcher.watch(ListOptions(send_initial_events=True))
-    assert pauses.listing.held
+    assert stream is source.next_watch()  # handed on as it is too: no wrapper per watch type
+    store = collector_policy.pausing_sink(RealFIFO(), pauses)
     store.replace([cm("a")], "7")  # the initial state, queued: the stream's pause ends
     assert not pauses.listing.held
     assert pauses.first.held and not gc.isenabled()  # the first list's, until it is applied
     pauses.end_all()
     assert gc.isenabled()
+    lister_watcher.watch(ListOptions(send_initial_events=True))
+    assert not gc.isenabled()
+    failed = collector_policy.ending_pauses(pauses, lambda reflector, error: None)
+    failed(None, errors.TransportError("the stream broke"))  # type: ignore[arg-type]
+    assert gc.isenabled()  # a failed request ends the pause before the reflector backs off
 
 
 def test_no_collection_runs_while_the_initial_events_of_an_informers_watch_list_pile_up() -> None:
@@ -402,7 +401,7 @@ def test_no_collection_runs_while_the_initial_events_of_an_informers_watch_list_
     reflector = Reflector(
         collector_policy.PausingListerWatcher(
             ListWatch(lambda options: ListResult([], "1"), watch), pauses),
-        collector_policy.pausing_store(fifo, pauses), name="test", use_watch_list=True)
+        collector_policy.pausing_sink(fifo, pauses), name="test", use_watch_list=True)
     gc.callbacks.append(count)
     try:
         with running(reflector.run):

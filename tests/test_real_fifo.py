@@ -14,7 +14,7 @@ import kinformer
 from kinformer import _threads, errors
 from kinformer.cache.delta_fifo import Deltas, DeltaType
 from kinformer.cache.real_fifo import SYNC_ALL_INFO, BookmarkInfo, RealFIFO, ReplacedAllInfo
-from kinformer.cache.store import DeletedFinalStateUnknown, Indexer, KeyedList
+from kinformer.cache.store import DeletedFinalStateUnknown, Indexer, meta_namespace_key_func
 from kinformer.testing.waiting import wait_for
 
 ADDED, UPDATED, DELETED = DeltaType.ADDED, DeltaType.UPDATED, DeltaType.DELETED
@@ -144,17 +144,19 @@ def test_an_atomic_replace_is_one_replaced_all_carrying_the_list_and_its_version
     assert info.items == {"ns/a": a, "ns/b": b}
 
 
-def test_a_list_keyed_by_its_lister_is_not_keyed_again_unless_it_was_changed() -> None:
+def test_a_list_keyed_by_its_lister_is_not_keyed_again_and_carries_its_namespaces() -> None:
     # objects without metadata cannot be keyed: only the keys the list carries make them storable
     a, b = {"data": {"n": "1"}}, {"data": {"n": "2"}}
     fifo = RealFIFO()
-    fifo.replace(KeyedList([a, b], ["ns/a", "ns/b"]), "10")
+    fifo.replace_listed([a, b], ["ns/a", "ns/b"], [("ns", 2)], "10")
     [(_, info, _)] = popped(fifo)
     assert info.items == {"ns/a": a, "ns/b": b}
-    changed = KeyedList([a, b], ["ns/a", "ns/b"])
-    changed.append(cm("c", 7))  # its keys no longer describe it: keyed as usual, which fails
-    with pytest.raises(errors.KeyFuncError):
-        RealFIFO().replace(changed, "10")
+    assert info.namespace_runs == [("ns", 2)]
+    with pytest.raises(errors.KeyFuncError):  # keys that do not fit: keyed as usual, which fails
+        RealFIFO().replace_listed([a, b, cm("c", 7)], ["ns/a", "ns/b"], [("ns", 2)], "10")
+    with pytest.raises(errors.KeyFuncError):  # a FIFO keyed another way keys every object itself
+        RealFIFO(key_func=lambda o: meta_namespace_key_func(o)).replace_listed(
+            [a, b], ["ns/a", "ns/b"], None, "10")
 
 
 def test_an_atomic_resync_is_one_sync_all_and_bookmarks_are_queued() -> None:
@@ -459,7 +461,7 @@ class _Taker:
         self.takes = takes
         self.seen: list[tuple[list[tuple[str, Any]], str]] = []
 
-    def __call__(self, items: dict[str, Any], resource_version: str) -> bool:
+    def __call__(self, items: dict[str, Any], resource_version: str, namespace_runs: Any) -> bool:
         self.seen.append((list(items.items()), resource_version))
         return self.takes
 

@@ -17,20 +17,17 @@ from kinformer.cache.store import (
     ExplicitKey,
     IndexedStore,
     Indexer,
-    KeyedItems,
-    KeyedList,
-    NamespaceRuns,
     ObjectName,
     Store,
     deletion_handling_meta_namespace_key_func,
     index_func_to_key_func_adapter,
-    listed_items,
     meta_namespace_index_func,
     meta_namespace_key_func,
     new_indexer,
     new_store,
     split_meta_namespace_key,
 )
+from kinformer.meta import NamespaceRuns
 
 
 def by_app(obj: Any) -> list[str]:
@@ -271,19 +268,17 @@ def _runs(namespaces: list[str]) -> NamespaceRuns:
     return [(ns, len(list(run))) for ns, run in itertools.groupby(namespaces)]
 
 
-def _listed(runs: NamespaceRuns | None) -> KeyedItems:
-    """A first list as the HTTP lister keys it; the objects have no metadata, so only what the
-    list carries can key and index them."""
+def _listed() -> dict[str, Any]:
+    """A first list as the HTTP lister keys it; the objects have no metadata, so only the keys
+    and namespaces the list carries can key and index them."""
     objs = [{"data": {"n": "1"}}, {"data": {"n": "2"}}, {"data": {"n": "3"}}]
-    items = listed_items(KeyedList(objs, ["a/x", "b/y", "z"], runs), meta_namespace_key_func)
-    assert items is not None
-    return items
+    return dict(zip(["a/x", "b/y", "z"], objs, strict=True))
 
 
 def test_a_listed_first_list_fills_the_namespace_index_from_the_namespaces_it_carries() -> None:
     indexer = Indexer(indexers={NAMESPACE_INDEX: meta_namespace_index_func})
-    items = _listed(_runs(["a", "b", ""]))
-    assert indexer.add_new(items)
+    items = _listed()
+    assert indexer.add_new(items, _runs(["a", "b", ""]))
     assert indexer.list_keys() == ["a/x", "b/y", "z"]
     assert indexer.by_index(NAMESPACE_INDEX, "b") == [items["b/y"]]
     assert indexer.index_keys(NAMESPACE_INDEX, "") == ["z"]
@@ -299,18 +294,11 @@ def test_other_indexes_and_lists_without_namespaces_read_the_objects_as_usual() 
                      {NAMESPACE_INDEX: namespace_of},  # another function under the name
                      {NAMESPACE_INDEX: meta_namespace_index_func, "app": by_app}):
         with pytest.raises((errors.KeyFuncError, KeyError)):
-            Indexer(indexers=indexers).add_new(_listed(_runs(["a", "b", ""])))
+            Indexer(indexers=indexers).add_new(_listed(), _runs(["a", "b", ""]))
     # none carried, or not one per object: too few, too many, or a run of none
     for runs in (None, [("a", 1), ("b", 1)], [("a", 2), ("", 2)], [("a", 1), ("b", 0), ("", 2)]):
         with pytest.raises(errors.KeyFuncError):
-            Indexer(indexers={NAMESPACE_INDEX: meta_namespace_index_func}).add_new(_listed(runs))
-    dropped = _listed(_runs(["a", "b", ""]))
-    dropped.namespace_runs = None  # what a FIFO does when a transform ran over the objects
-    with pytest.raises(errors.KeyFuncError):
-        Indexer(indexers={NAMESPACE_INDEX: meta_namespace_index_func}).add_new(dropped)
-    plain = dict(_listed(_runs(["a", "b", ""])))
-    with pytest.raises(errors.KeyFuncError):
-        Indexer(indexers={NAMESPACE_INDEX: meta_namespace_index_func}).add_new(plain)
+            Indexer(indexers={NAMESPACE_INDEX: meta_namespace_index_func}).add_new(_listed(), runs)
 
 
 class _GeneralIndexer(Indexer):
@@ -414,9 +402,8 @@ def test_a_listed_first_list_indexes_its_namespaces_as_reading_each_object_would
         for indexer in (carried, read):
             for obj in cached:
                 indexer.add(obj)
-        items = listed_items(KeyedList(objs, keys, _runs(namespaces)), meta_namespace_key_func)
-        assert items is not None
-        assert carried.add_new(items) and read.add_new(dict(items))
+        items = dict(zip(keys, objs, strict=True))
+        assert carried.add_new(items, _runs(namespaces)) and read.add_new(dict(items))
         assert _ordered(carried) == _ordered(read)
         for key in keys[::3]:  # each key indexed under its value: deleting it leaves no trace
             carried.delete(ExplicitKey(key))

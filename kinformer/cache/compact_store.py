@@ -168,11 +168,14 @@ class CompactIndexer:
             if rv:
                 self._rv = rv
 
-    def add_new(self, items: dict[str, Any]) -> bool:
+    def add_new(self, items: dict[str, Any],
+                namespace_runs: meta.NamespaceRuns | None = None) -> bool:
         """Store many objects under keys not stored yet, all or none, in one lock hold.
 
         False, with nothing changed, when a key is stored already or the indexers changed
         meanwhile; an encoding or index function error propagates and changes nothing.
+        ``namespace_runs`` is not used: every object is encoded here anyway, and its index
+        values are read as it is (a packed object carries them already).
         """
         if not items:
             return True

@@ -23,13 +23,12 @@ from collections import deque
 from collections.abc import Callable, Iterable
 from typing import Any, NamedTuple
 
+from kinformer import meta
 from kinformer.cache.fifo_base import FIFOBase, TransformFunc
 from kinformer.cache.store import (
     DeletedFinalStateUnknown,
-    KeyedItems,
     KeyFunc,
     KeyListerGetter,
-    listed_items,
     meta_namespace_key_func,
 )
 
@@ -77,9 +76,10 @@ ProcessFunc = Callable[[Deltas, bool], None]
 """``process(deltas, is_in_initial_list)``, called by :meth:`DeltaFIFO.pop`."""
 
 
-TakeFirstListFunc = Callable[[dict[str, Any]], bool]
-"""``take_first_list(items)``: takes a whole first list (key -> transformed object, in list order)
-and returns True, or declines with False having changed nothing."""
+TakeFirstListFunc = Callable[[dict[str, Any], "meta.NamespaceRuns | None"], bool]
+"""``take_first_list(items, namespace_runs)``: takes a whole first list (key -> transformed object,
+in list order; ``namespace_runs`` their namespaces as the lister noted them, or None) and
+returns True, or declines with False having changed nothing."""
 
 _ADDED = DeltaType.ADDED
 _UPDATED = DeltaType.UPDATED
@@ -214,32 +214,60 @@ class DeltaFIFO(FIFOBase):
         ``take_first_list`` instead (see the class docstring). ``resource_version`` is not used
         here.
         """
-        key_of = self.key_of
-        key_func = self._key_func
-        transformer = self._transformer
-        take = self._take_first_list
-        if take is not None and not self._populated:  # a first list; checked again under the lock
+        if self._take_first_list is not None and not self._populated:  # checked again, locked
             listed = objs if isinstance(objs, list) else list(objs)
-            keyed: dict[str, Any] | None = listed_items(listed, key_func)  # keyed by the lister
-            if keyed is None:
-                keyed = {key_func(obj) if type(obj) is dict else key_of(obj): obj for obj in listed}
-            if listed and len(keyed) == len(listed):
-                if transformer is not None:
-                    if type(keyed) is KeyedItems:
-                        keyed.namespace_runs = None  # a transform may move an object: read them again
-                    transform = self._transform
-                    for key, obj in keyed.items():
-                        keyed[key] = transform(obj)
-                with self._cond:
-                    if not self._take_first_locked(take, keyed):
-                        self._replace_locked(keyed.items())
+            key_func, key_of = self._key_func, self.key_of
+            keyed = {key_func(obj) if type(obj) is dict else key_of(obj): obj for obj in listed}
+            if self._first_list(listed, keyed, None):
                 return
             objs = listed  # a key listed twice (or nothing listed): queue it, keyed once more
         pairs = self._keyed(objs)
         with self._cond:
             self._replace_locked(pairs)
 
-    def _take_first_locked(self, take: TakeFirstListFunc, keyed: dict[str, Any]) -> bool:
+    def replace_listed(self, objs: builtins.list[Any], keys: builtins.list[str],
+                       namespace_runs: meta.NamespaceRuns | None, resource_version: str = "") -> None:
+        """:meth:`replace` of a list its lister keyed: ``keys[i]`` is ``objs[i]``'s
+        :func:`~kinformer.meta_namespace_key_func` key, and ``namespace_runs`` (None when not
+        noted) their namespaces, which a first list hands ``take_first_list`` unless a
+        transformer may have moved an object. A FIFO keyed another way, or keys that do not
+        fit (a key listed twice), replace as :meth:`replace` does."""
+        if not self._fits_listed_keys(objs, keys):
+            self.replace(objs, resource_version)
+            return
+        keyed = dict(zip(keys, objs, strict=True))
+        if (self._take_first_list is not None and not self._populated
+                and self._first_list(objs, keyed, namespace_runs)):
+            return
+        if len(keyed) != len(objs):  # a key listed twice: its deltas merge in the queue
+            self.replace(objs, resource_version)
+            return
+        pairs: Iterable[tuple[str, Any]] = keyed.items()
+        if self._transformer is not None:
+            transform = self._transform
+            pairs = [(key, transform(obj)) for key, obj in keyed.items()]
+        with self._cond:
+            self._replace_locked(pairs)
+
+    def _first_list(self, listed: builtins.list[Any], keyed: dict[str, Any],
+                    namespace_runs: meta.NamespaceRuns | None) -> bool:
+        """A first list, keyed: to ``take_first_list``, else queued; False (nothing done) when
+        nothing was listed or a key was listed twice."""
+        take = self._take_first_list
+        if take is None or not listed or len(keyed) != len(listed):
+            return False
+        if self._transformer is not None:
+            namespace_runs = None  # a transform may move an object: the cache reads them again
+            transform = self._transform
+            for key, obj in keyed.items():
+                keyed[key] = transform(obj)
+        with self._cond:
+            if not self._take_first_locked(take, keyed, namespace_runs):
+                self._replace_locked(keyed.items())
+        return True
+
+    def _take_first_locked(self, take: TakeFirstListFunc, keyed: dict[str, Any],
+                           namespace_runs: meta.NamespaceRuns | None) -> bool:
         """Hand a first list to ``take``, lock held; True, and synced, when it took the list.
 
         Only while nothing was ever queued, nothing is known and the FIFO is open: the state
@@ -250,7 +278,7 @@ class DeltaFIFO(FIFOBase):
         known = self._known_objects
         if known is not None and known.list_keys():
             return False
-        if not take(keyed):
+        if not take(keyed, namespace_runs):
             return False
         self._populated = True
         self._initial_population_count = 0

@@ -15,7 +15,13 @@ from collections.abc import Callable, Iterable
 from typing import Any
 
 from kinformer import _checks, errors
-from kinformer.cache.store import DeletedFinalStateUnknown, KeyFunc, KeyListerGetter
+from kinformer.cache.store import (
+    DeletedFinalStateUnknown,
+    KeyFunc,
+    KeyListerGetter,
+    deletion_handling_meta_namespace_key_func,
+    meta_namespace_key_func,
+)
 
 log = logging.getLogger(__name__)
 
@@ -54,6 +60,12 @@ class FIFOBase:
         if type(obj) is DeletedFinalStateUnknown:
             return obj.key
         return self._key_func(obj)
+
+    def _fits_listed_keys(self, objs: list[Any], keys: list[str]) -> bool:
+        """Whether a lister's keys (:func:`~kinformer.meta_namespace_key_func`'s, one per
+        object) are this FIFO's: it keys by that function, and they are as many as ``objs``."""
+        return (self._key_func in (meta_namespace_key_func, deletion_handling_meta_namespace_key_func)
+                and len(keys) == len(objs))
 
     def _keyed(self, objs: Iterable[Any]) -> list[tuple[str, Any]]:
         """Each of ``objs`` with its key, transformed, in order; a key or transform error

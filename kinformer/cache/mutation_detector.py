@@ -22,7 +22,7 @@ import threading
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from kinformer import context
+from kinformer import context, meta
 from kinformer.cache import store
 from kinformer.cache.thread_safe_store import NOT_APPLIED, Indexers
 from kinformer.clock import Clock
@@ -196,8 +196,9 @@ class CheckedIndexer(store.Indexer):
         self._delete(key, obj)
         self.detector.dropped(key)
 
-    def add_new(self, items: dict[str, Any]) -> bool:
-        if not super().add_new(items):
+    def add_new(self, items: dict[str, Any],
+                namespace_runs: meta.NamespaceRuns | None = None) -> bool:
+        if not super().add_new(items, namespace_runs):
             return False
         self.detector.cached_many(items)
         return True

@@ -22,14 +22,13 @@ from collections import deque
 from collections.abc import Callable, Iterable
 from typing import Any, NamedTuple, cast
 
-from kinformer import errors
+from kinformer import errors, meta
 from kinformer.cache.delta_fifo import Delta, Deltas, DeltaType
 from kinformer.cache.fifo_base import FIFOBase, TransformFunc
 from kinformer.cache.store import (
     DeletedFinalStateUnknown,
     KeyFunc,
     KeyListerGetter,
-    listed_items,
     meta_namespace_key_func,
 )
 
@@ -41,9 +40,10 @@ __all__ = [
     "SyncAllInfo",
 ]
 
-TakeFirstListFunc = Callable[[dict[str, Any], str], bool]
-"""``take_first_list(items, resource_version)``: takes a whole first list (key -> object, in
-list order) and returns True, or declines with False having changed nothing."""
+TakeFirstListFunc = Callable[[dict[str, Any], str, "meta.NamespaceRuns | None"], bool]
+"""``take_first_list(items, resource_version, namespace_runs)``: takes a whole first list (key ->
+object, in list order; ``namespace_runs`` their namespaces as the lister noted them, or None)
+and returns True, or declines with False having changed nothing."""
 
 DEFAULT_BATCH_SIZE = 1000  # deltas of distinct keys handed over in one batch (client-go's)
 
@@ -69,11 +69,13 @@ class ReplacedAllInfo:
     """The object of a ``ReplacedAll`` delta: a whole list and the resourceVersion it was read at.
 
     ``items`` maps each listed object's key to it, transformed, in list order (a key listed
-    twice keeps its last object); :attr:`objects` are its values.
+    twice keeps its last object); :attr:`objects` are its values. ``namespace_runs`` are their
+    namespaces as the lister noted them (:data:`kinformer.meta.NamespaceRuns`), or None.
     """
 
     resource_version: str
     items: dict[str, Any]
+    namespace_runs: meta.NamespaceRuns | None = None
 
     @property
     def objects(self) -> builtins.list[Any]:
@@ -243,30 +245,50 @@ class RealFIFO(FIFOBase):
 
         Every object is keyed and transformed first: an error leaves the FIFO unchanged.
         """
-        key_func = self._key_func
         keyed: dict[str, Any] | None = None
         if self._atomic and self._transformer is None and isinstance(objs, list):
-            keyed = listed_items(objs, key_func)  # keyed by the lister already
+            key_func = self._key_func
             try:  # the usual first list and relist: decoded objects, keyed in one comprehension
-                if keyed is None:
-                    keyed = {key_func(obj): obj for obj in objs if type(obj) is dict}
+                keyed = {key_func(obj): obj for obj in objs if type(obj) is dict}
             except Exception:
-                keyed = None  # the loop below raises the key error as it should
+                keyed = None  # _keyed raises the key error as it should
             if keyed is not None and len(keyed) != len(objs):
                 keyed = None  # an object that is not decoded JSON, or a key listed twice
+        self._replace(objs, keyed, None, resource_version)
+
+    def replace_listed(self, objs: builtins.list[Any], keys: builtins.list[str],
+                       namespace_runs: meta.NamespaceRuns | None, resource_version: str = "") -> None:
+        """:meth:`replace` of a list its lister keyed: ``keys[i]`` is ``objs[i]``'s
+        :func:`~kinformer.meta_namespace_key_func` key, and ``namespace_runs`` (None when not
+        noted) their namespaces, handed on with the ``ReplacedAll`` (and to
+        ``take_first_list``). A FIFO keyed another way or with a transformer, or keys that do
+        not fit (a key listed twice), replace as :meth:`replace` does."""
+        keyed: dict[str, Any] | None = None
+        if self._atomic and self._transformer is None and self._fits_listed_keys(objs, keys):
+            keyed = dict(zip(keys, objs, strict=True))
+            if len(keyed) != len(objs):
+                keyed = None
+        if keyed is None:
+            self.replace(objs, resource_version)
+            return
+        self._replace(objs, keyed, namespace_runs, resource_version)
+
+    def _replace(self, objs: Iterable[Any], keyed: dict[str, Any] | None,
+                 namespace_runs: meta.NamespaceRuns | None, resource_version: str) -> None:
+        """:meth:`replace`, with the list keyed already (atomic mode) or not (None)."""
         pairs = self._keyed(objs) if keyed is None else []
         with self._cond:
             if self._atomic:
                 items = keyed if keyed is not None else dict(pairs)
                 take = self._take_first_list
                 if (take is not None and not self._populated and not self._items
-                        and not self._closed and take(items, resource_version)):
+                        and not self._closed and take(items, resource_version, namespace_runs)):
                     # the first list, applied where it was listed: no hand-over to the consumer
                     # (whose thread would wake only to do the same), nothing left to pop
                     self._populated = self._synced = True
                     self._initial_population_count = 0
                     return
-                info = ReplacedAllInfo(resource_version, items)
+                info = ReplacedAllInfo(resource_version, items, namespace_runs)
                 self._items.append(("", _new_delta(Delta, (_REPLACED_ALL, info))))
             else:
                 self._replace_non_atomic_locked(pairs)

@@ -43,6 +43,8 @@ __all__ = [
 KeyFunc = Callable[[Any], str]
 """Computes an object's store key."""
 
+object_key = meta.object_key  # the one key format: "namespace/name", or "name" when cluster-scoped
+
 NAMESPACE_INDEX = "namespace"
 """The name under which informers usually register :func:`meta_namespace_index_func`."""
 
@@ -78,94 +80,12 @@ def meta_namespace_key_func(obj: Any) -> str:
         ns = metadata.get("namespace")
         name = metadata["name"]
         if type(name) is str:
-            return ns + "/" + name if ns else name
+            return object_key(ns, name)
     except (KeyError, TypeError, AttributeError):
         pass
     if isinstance(obj, ExplicitKey):
         return str.__str__(obj)
-    ns, name = meta.namespace_and_name(obj)
-    return f"{ns}/{name}" if ns else name
-
-
-NamespaceRuns = builtins.list[tuple[str, int]]
-"""A list's namespaces in order, one ``(namespace, how many in a row)`` run per change of
-namespace (``""`` for cluster-scoped objects): an API server lists in key order, so each
-namespace is one run, and the runs are as many as the namespaces, not the objects."""
-
-
-def covers(runs: NamespaceRuns | None, count: int) -> bool:
-    """Whether ``runs`` give one namespace to each of ``count`` objects (every run one or more)."""
-    return runs is not None and all(n > 0 for _, n in runs) and sum(n for _, n in runs) == count
-
-
-class KeyedList(list[Any]):
-    """Listed objects with their :func:`meta_namespace_key_func` keys: ``keys[i]`` is ``self[i]``'s.
-
-    A lister that walks a decoded list anyway (the HTTP one checks every item) computes the keys
-    there, while each object is fresh in memory; a FIFO taking the list whole then keys it
-    without touching every object once more, which on a list of 100,000 costs more in cache
-    misses than in Python. ``namespace_runs``, when given, are the objects' namespaces in
-    order, noted the same way (:data:`NamespaceRuns`), for the cache's standard namespace index
-    (see :class:`KeyedItems`). Only the list as made carries keys: a copy, a slice or a list
-    built from it is a plain list, keyed as usual. Whoever makes one must not change it
-    afterwards.
-    """
-
-    __slots__ = ("keys", "namespace_runs")
-
-    def __init__(
-        self, objs: Iterable[Any], keys: builtins.list[str],
-        namespace_runs: NamespaceRuns | None = None,
-    ) -> None:
-        super().__init__(objs)
-        self.keys = keys
-        self.namespace_runs = namespace_runs
-
-
-class KeyedItems(dict[str, Any]):
-    """A :class:`KeyedList` keyed by the keys it carries: ``{key: object}`` in list order, with
-    the list's ``namespace_runs`` beside (None when it carried none).
-
-    What a FIFO hands on for a list taken whole; :meth:`Indexer.add_new` then fills the
-    standard namespace index (:data:`NAMESPACE_INDEX` with :func:`meta_namespace_index_func`)
-    from ``namespace_runs`` instead of reading every object again. Whoever changes an object in
-    it (a transform) sets ``namespace_runs`` to None; a key added or removed makes them not count.
-    """
-
-    __slots__ = ("namespace_runs",)
-
-    def __init__(self, keys: builtins.list[str], objs: builtins.list[Any],
-                 namespace_runs: NamespaceRuns | None) -> None:
-        super().__init__(zip(keys, objs, strict=True))
-        self.namespace_runs = namespace_runs
-
-
-def listed_keys(objs: Any, key_func: KeyFunc) -> builtins.list[str] | None:
-    """The keys a :class:`KeyedList` carries when ``key_func`` is the one they were made with
-    (:func:`meta_namespace_key_func`) and they still match the list's length; else None."""
-    if type(objs) is KeyedList and key_func is meta_namespace_key_func and len(objs.keys) == len(objs):
-        return objs.keys
-    return None
-
-
-def listed_items(objs: Any, key_func: KeyFunc) -> KeyedItems | None:
-    """A :class:`KeyedList`'s :class:`KeyedItems` when :func:`listed_keys` gives its keys, else
-    None. The namespace runs come along as they are: :func:`listed_namespace_runs`, where they
-    are used, checks that they cover the items."""
-    keys = listed_keys(objs, key_func)
-    if keys is None:
-        return None
-    return KeyedItems(keys, objs, objs.namespace_runs)
-
-
-def listed_namespace_runs(items: Any) -> NamespaceRuns | None:
-    """The namespace runs :class:`KeyedItems` carry; None for any other mapping, or when they
-    were dropped or no longer cover the items."""
-    if type(items) is KeyedItems:
-        runs = items.namespace_runs
-        if covers(runs, len(items)):
-            return runs
-    return None
+    return object_key(*meta.namespace_and_name(obj))
 
 
 def deletion_handling_meta_namespace_key_func(obj: Any) -> str:
@@ -175,7 +95,7 @@ def deletion_handling_meta_namespace_key_func(obj: Any) -> str:
         ns = metadata.get("namespace")
         name = metadata.get("name")
         if type(name) is str and (not ns or type(ns) is str):
-            return ns + "/" + name if ns else name
+            return object_key(ns, name)
     if type(obj) is DeletedFinalStateUnknown:
         return obj.key
     return meta_namespace_key_func(obj)
@@ -213,7 +133,7 @@ class ObjectName:
         return cls(*split_meta_namespace_key(key))
 
     def __str__(self) -> str:
-        return f"{self.namespace}/{self.name}" if self.namespace else self.name
+        return object_key(self.namespace, self.name)
 
 
 def meta_namespace_index_func(obj: Any) -> list[str]:
@@ -290,7 +210,8 @@ class InformerIndexer(IndexedStore, Protocol):
     def key_func(self) -> KeyFunc: ...
     def key_of(self, obj: Any) -> str: ...
     def update(self, obj: Any, key: str | None = None) -> None: ...
-    def add_new(self, items: dict[str, Any]) -> bool: ...
+    def add_new(self, items: dict[str, Any],
+                namespace_runs: meta.NamespaceRuns | None = None) -> bool: ...
     def apply_batch(self, changes: Sequence[tuple[str, Any, bool]]) -> builtins.list[Any]: ...
     def snapshot(self) -> Mapping[str, Any]: ...
     def bookmark(self, resource_version: str) -> None: ...
@@ -374,18 +295,20 @@ class Indexer(IndexedMap):
             items[key] = obj
         self._replace(items, resource_version)
 
-    def add_new(self, items: dict[str, Any]) -> bool:
+    def add_new(self, items: dict[str, Any],
+                namespace_runs: meta.NamespaceRuns | None = None) -> bool:
         """As :meth:`ThreadSafeStore.add_new <kinformer.ThreadSafeStore.add_new>`.
 
-        A first list as its lister keyed it (:class:`KeyedItems` with namespace runs) gives the
-        standard namespace index (:data:`NAMESPACE_INDEX` with
-        :func:`meta_namespace_index_func`) the namespaces it carries, so no object is read
-        again for them; every other index, and every other mapping, is indexed as usual.
+        ``namespace_runs``, the items' namespaces in order as their lister noted them
+        (:data:`kinformer.meta.NamespaceRuns`), give the standard namespace index
+        (:data:`NAMESPACE_INDEX` with :func:`meta_namespace_index_func`) its values, so no
+        object is read again for them; runs that do not cover the items are not used. Every
+        other index is indexed as usual.
         """
-        runs = listed_namespace_runs(items)
-        if runs is None:
+        if not meta.runs_cover(namespace_runs, len(items)):
             return self._add_new(items)
-        return self._add_new(items, (NAMESPACE_INDEX, meta_namespace_index_func, runs))
+        assert namespace_runs is not None
+        return self._add_new(items, (NAMESPACE_INDEX, meta_namespace_index_func, namespace_runs))
 
     def resync(self) -> None:
         """Nothing to do for a cache (kept for the ``Store`` shape)."""

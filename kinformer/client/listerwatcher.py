@@ -19,7 +19,7 @@ from collections.abc import Callable, Iterator
 from typing import Any, NamedTuple, Protocol, TypeVar, runtime_checkable
 
 from kinformer import context as _context
-from kinformer import errors, sharding
+from kinformer import errors, meta, sharding
 from kinformer import gvr as _gvr
 
 EVENT_TYPES = frozenset({"ADDED", "MODIFIED", "DELETED", "BOOKMARK", "ERROR"})
@@ -75,6 +75,15 @@ class ListResult(NamedTuple):
     every item is fit for a cache (:func:`kinformer.meta.is_well_formed`), so the reflector need
     not look again; ``transformed`` that the items went through the transform of
     :func:`transforming_pages` already, as they were decoded.
+
+    ``keys``, when not None, are the items' store keys in order, made with
+    :func:`kinformer.meta.object_key` by a ListerWatcher that walked every item anyway (the
+    HTTP one, while each item was fresh in memory), and ``namespace_runs`` (None when not
+    noted) their namespaces (:data:`kinformer.meta.NamespaceRuns`): the listed batch a store
+    can take keyed (:meth:`ListedStore.replace_listed
+    <kinformer.reflector.sink.ListedStore.replace_listed>`) without reading every object once
+    more. Whoever changes, drops or reorders items makes a result without them
+    (:meth:`unkeyed`).
     """
 
     items: list[Any]
@@ -83,6 +92,18 @@ class ListResult(NamedTuple):
     shard_info: str | None = None
     checked: bool = False
     transformed: bool = False
+    keys: list[str] | None = None
+    namespace_runs: meta.NamespaceRuns | None = None
+
+    def unkeyed(self, items: list[Any]) -> ListResult:
+        """This result with ``items`` in place of its own, and without keys or namespace runs
+        (``items`` may not be the objects they were made for)."""
+        return self._replace(items=items, keys=None, namespace_runs=None)
+
+    def keyed(self) -> bool:
+        """Whether ``keys`` are there and as many as the items."""
+        keys = self.keys
+        return keys is not None and len(keys) == len(self.items)
 
 
 _pages = threading.local()  # .transform: what this thread's lists put their items through
@@ -152,7 +173,13 @@ class BatchWatch(Watch, Protocol):
     same events, checks and errors as iterating: a batch ends before an event that fails, and
     the error is raised when the next batch is asked for. Use one of the two, not both. The
     reflector reads a watch so when it has ``batches``, one event at a time otherwise.
+    ``checked`` says whether its events need looking at again.
     """
+
+    checked: bool
+    """True: the watch checked every event it yields (a known type, an object fit for a cache,
+    :func:`kinformer.meta.is_well_formed`) and raised for any other, so a reader need not look
+    again."""
 
     def batches(self) -> Iterator[WatchBatch]: ...
 
@@ -178,15 +205,40 @@ class ListerWatcher(Protocol):
 
 @runtime_checkable
 class DescribedListerWatcher(ListerWatcher, Protocol):
-    """A ListerWatcher that says what it lists and which shard it brings, as ListWatch does.
+    """A ListerWatcher that says what it lists, where, and how it reports, as ListWatch does.
 
     ``resource`` is the resource type every request lists and watches, ``shard_selector`` the
-    shard every request carries; either is None when there is nothing to say. An informer over
-    it is named after the resource and starts on that shard.
+    shard every request carries; either is None when there is nothing to say. ``cluster`` is
+    the kcp logical cluster every request goes to (:data:`~kinformer.ALL_LOGICAL_CLUSTERS`,
+    ``"*"``: every one at once, each object naming its own), None for a plain server.
+    ``reports_failures`` is True when it reports its failures itself (a member cluster's), so
+    the reflector logs the expected ones at DEBUG. An informer over it is named after the
+    resource, starts on that shard, and is cluster-aware over ``"*"``.
     """
 
     resource: _gvr.GroupVersionResource | None
     shard_selector: sharding.ShardSelector | None
+    cluster: str | None
+    reports_failures: bool
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class Description:
+    """What a ListerWatcher says of itself (:class:`DescribedListerWatcher`); all None or False
+    for one that says nothing."""
+
+    resource: _gvr.GroupVersionResource | None = None
+    shard_selector: sharding.ShardSelector | None = None
+    cluster: str | None = None
+    reports_failures: bool = False
+
+
+def describe(lister_watcher: ListerWatcher) -> Description:
+    """What ``lister_watcher`` says of itself, read once."""
+    if isinstance(lister_watcher, DescribedListerWatcher):
+        return Description(lister_watcher.resource, lister_watcher.shard_selector,
+                           lister_watcher.cluster, lister_watcher.reports_failures is True)
+    return Description()
 
 
 class ContextListerWatcher(Protocol):

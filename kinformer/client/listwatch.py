@@ -72,6 +72,7 @@ class ListWatch:
         self.resource: _gvr.GroupVersionResource | None = None  # what it lists, when known
         # the kcp logical cluster every request goes to ("*": all of them), None: no prefix
         self.cluster: str | None = None
+        self.reports_failures = False  # it logs nothing itself: the reflector reports its failures
 
     def list(
         self, options: listerwatcher.ListOptions, ctx: _context.Context | None = None

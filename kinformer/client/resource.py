@@ -20,7 +20,6 @@ from typing import Any
 from kinformer import _checks, _json, errors, meta
 from kinformer import context as _context
 from kinformer import gvr as _gvr
-from kinformer.cache import store
 from kinformer.client import listerwatcher, rest
 
 log = logging.getLogger(__name__)
@@ -32,7 +31,7 @@ _new_event = tuple.__new__  # builds a WatchEvent without NamedTuple.__new__'s f
 _CHANGES = frozenset(("ADDED", "MODIFIED", "DELETED"))
 
 
-def _runs(starts: list[tuple[str, int]], total: int) -> store.NamespaceRuns:
+def _runs(starts: list[tuple[str, int]], total: int) -> meta.NamespaceRuns:
     """``(namespace, first index)`` per run, then the item count -> ``(namespace, run length)``."""
     if not starts:
         return []
@@ -89,6 +88,7 @@ class _ListedItems:
         add_key, add_start = keys.append, self.starts.append
         run_namespace = self.run_namespace
         transformed = self.transform is not None
+        object_key = meta.object_key
         try:
             for item in items:
                 # meta.is_well_formed, inline and by subscript: the item is read from memory once
@@ -111,11 +111,8 @@ class _ListedItems:
                     item["apiVersion"] = api_version
                 if transformed:  # keys of objects a transform may rename: not made
                     continue
-                if namespace:
-                    add_key(f"{namespace}/{name}")
-                else:
-                    add_key(name)
-                    namespace = ""
+                add_key(object_key(namespace, name))
+                namespace = namespace or ""
                 if namespace != run_namespace:  # a list comes in key order: rarely true
                     run_namespace = namespace
                     add_start((namespace, len(keys) - 1))
@@ -222,8 +219,8 @@ class HTTPResource:
         if taker.transform is not None:  # transformed: the keys may not be the objects' any more
             return listerwatcher.ListResult(items, rv, token, shard_info, checked=True,
                                             transformed=True)
-        listed = store.KeyedList(items, taker.keys, _runs(taker.starts, len(taker.keys)))
-        return listerwatcher.ListResult(listed, rv, token, shard_info, checked=True)
+        return listerwatcher.ListResult(items, rv, token, shard_info, checked=True, keys=taker.keys,
+                                        namespace_runs=_runs(taker.starts, len(taker.keys)))
 
     def watch(
         self, options: listerwatcher.ListOptions, ctx: _context.Context | None = None

@@ -146,7 +146,7 @@ class ReportingListerWatcher:
         self.shard_selector = None
         # the kcp logical cluster the member's host names (``/clusters/*``: many clusters at one
         # address, so the informer is cluster-aware), as ListWatch.cluster says it
-        self.cluster: str | None = getattr(inner, "cluster", None)
+        self.cluster: str | None = listerwatcher.describe(inner).cluster
         self._member = member
         self._identity = identity
         self.health = health
@@ -220,7 +220,7 @@ class _ReportingWatch:
         self._identity = identity
         self._health = health
         self._closed = False
-        self.checked = getattr(inner, "checked", False)
+        self.checked: bool = inner.checked if isinstance(inner, listerwatcher.BatchWatch) else False
 
     def close(self) -> None:
         self._closed = True

@@ -108,11 +108,13 @@ class Lister:
         log.debug(
             "reflector %s: listed %d items at rv=%s", self.name, len(result.items), result.resource_version
         )
-        items = self._shared.shard.in_shard(result)
+        result = self._shared.shard.in_shard(result)
         if not result.checked:  # the HTTP lister checked every item already
-            items = named_items(items, self.name)
+            items = named_items(result.items, self.name)
+            if items is not result.items:
+                result = result.unkeyed(items)
         try:
-            self._shared.store.replace(items, result.resource_version)
+            self._shared.store.take_list(result)
         except Exception as exc:
             log.warning("reflector %s: unable to sync list result: %s", self.name, exc)
             raise errors.KinformerError(

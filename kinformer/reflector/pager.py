@@ -62,36 +62,76 @@ def list_all(
     cancelling it breaks off a request in flight when the lister takes it (the request then
     raises). A continuation page that expired falls back to one full list at ``rv``; any
     other error propagates. ``name`` is the reflector's, for the log line. Every request
-    carries ``shard_selector``; the joined result keeps the first page's ``shard_info``.
-    ``on_page``, when given, makes the objects each page contributes, as the page arrives.
+    carries ``shard_selector``; the joined result keeps the first page's ``shard_info``, and
+    the pages' keys and namespace runs joined when every page carried them.
+    ``on_page``, when given, makes the objects each page contributes, as the page arrives
+    (the joined result then carries no keys: they were the objects' before).
     """
-    first = lister.list(
-        listerwatcher.ListOptions(resource_version=rv, limit=limit or None, shard_selector=shard_selector),
-        ctx=ctx,
-    )
+
+    def request(options: listerwatcher.ListOptions) -> listerwatcher.ListResult:
+        page = lister.list(options, ctx=ctx)
+        return page if on_page is None else page.unkeyed(on_page(page))
+
+    first = request(listerwatcher.ListOptions(
+        resource_version=rv, limit=limit or None, shard_selector=shard_selector))
     if not first.continue_token:
-        return Pages(first if on_page is None else first._replace(items=on_page(first)), False)
-    items = list(first.items) if on_page is None else on_page(first)
+        return Pages(first, False)
+    joined = _Joined(first)
     token = first.continue_token
-    checked = first.checked
     while token:
         if ctx.cancelled():
             return None
         options = listerwatcher.ListOptions(
             limit=limit or None, continue_token=token, shard_selector=shard_selector)
         try:
-            page = lister.list(options, ctx=ctx)
+            page = request(options)
         except Exception as exc:
             if not errors.is_expired(exc):
                 raise
             log.warning(
                 "reflector %s: continuation page expired; listing everything at rv=%r", name, rv
             )
-            full = lister.list(
-                listerwatcher.ListOptions(resource_version=rv, shard_selector=shard_selector), ctx=ctx)
-            return Pages(full if on_page is None else full._replace(items=on_page(full)), True)
-        items.extend(page.items if on_page is None else on_page(page))
+            return Pages(request(listerwatcher.ListOptions(
+                resource_version=rv, shard_selector=shard_selector)), True)
+        joined.add(page)
         token = page.continue_token
-        checked = checked and page.checked
-    return Pages(
-        listerwatcher.ListResult(items, first.resource_version, "", first.shard_info, checked), True)
+    return Pages(joined.result(), True)
+
+
+class _Joined:
+    """The pages of one list joined as they come: items, whether all were checked, and the keys
+    and namespace runs while every page carries them (a run continued across pages stays one)."""
+
+    __slots__ = ("checked", "first", "items", "keys", "runs")
+
+    def __init__(self, first: listerwatcher.ListResult) -> None:
+        self.first = first
+        self.items = list(first.items)
+        self.checked = first.checked
+        self.keys: list[str] | None = None
+        if first.keys is not None and first.keyed():
+            self.keys = list(first.keys)
+        self.runs = list(first.namespace_runs) if first.namespace_runs is not None else None
+
+    def add(self, page: listerwatcher.ListResult) -> None:
+        self.items.extend(page.items)
+        self.checked = self.checked and page.checked
+        if self.keys is not None and page.keys is not None and page.keyed():
+            self.keys.extend(page.keys)
+        else:
+            self.keys = None
+        runs, more = self.runs, page.namespace_runs
+        if runs is None or more is None:
+            self.runs = None
+        elif runs and more and runs[-1][0] == more[0][0]:
+            runs[-1] = (runs[-1][0], runs[-1][1] + more[0][1])
+            runs.extend(more[1:])
+        else:
+            runs.extend(more)
+
+    def result(self) -> listerwatcher.ListResult:
+        first = self.first
+        keys = self.keys
+        return listerwatcher.ListResult(
+            self.items, first.resource_version, "", first.shard_info, self.checked,
+            keys=keys, namespace_runs=None if keys is None else self.runs)

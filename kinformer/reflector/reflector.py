@@ -61,8 +61,10 @@ class Reflector:
 
     ``store`` is a :class:`~kinformer.reflector.sink.ReflectorStore` (a FIFO, or any
     :class:`~kinformer.Store`): ``replace(items, resource_version)``, ``add``, ``update``,
-    ``delete`` and ``resync()``; ``bookmark(rv)`` and ``update_resource_version(rv)`` are
-    called when it has them, which is checked once, here. Store calls happen on the thread
+    ``delete`` and ``resync()``; ``bookmark(rv)``, ``update_resource_version(rv)``,
+    ``add_batch`` and ``replace_listed`` are called when it has them, which is checked once,
+    here (:meth:`Sink.of <kinformer.reflector.sink.Sink.of>`), or a ready
+    :class:`~kinformer.reflector.sink.Sink`, taken as it is. Store calls happen on the thread
     running :meth:`run`, in event order; a store error on a watch event is logged and the event
     still counts. A listed object without a string metadata.name is logged and never stored.
 
@@ -70,7 +72,8 @@ class Reflector:
     started (the resync timer, the WatchList bookmark timer); stopping closes the open watch
     so ``run`` returns promptly. A Reflector runs once. Getters are thread-safe.
 
-    Errors: a ListerWatcher whose ``reports_failures`` attribute is True (a member cluster's)
+    Errors: a ListerWatcher that says ``reports_failures`` (a member cluster's,
+    :class:`~kinformer.client.listerwatcher.DescribedListerWatcher`)
     reports failures itself, and the reflector then logs the expected ones (a connection
     refused, reset or silent, a 410, a very short watch) at DEBUG instead of WARNING.
     Every list or watch error (a failed list, a refused or failed watch start, a watch
@@ -106,7 +109,7 @@ class Reflector:
     def __init__(
         self,
         lister_watcher: listerwatcher.ListerWatcher,
-        store: sink.ReflectorStore,
+        store: sink.ReflectorStore | sink.Sink,
         resync_period: float = 0.0,
         name: str | None = None,
         *,
@@ -142,8 +145,8 @@ class Reflector:
         self._store = sink.Sink.of(store)  # its optional methods looked up once, here
         self._version = watch_events.LastVersion()  # written by the run thread only; read without a lock
         # a ListWatch.for_resource(shard_selector=...) brings its shard: the one to go back to
-        base = (lister_watcher.shard_selector
-                if isinstance(lister_watcher, listerwatcher.DescribedListerWatcher) else None)
+        described = listerwatcher.describe(lister_watcher)
+        base = described.shard_selector
         self._shard = shard_state.ShardState(self.name, base, shard_selector)
         self._lock = threading.Lock()  # guards the fields below
         self._last_error: BaseException | None = None
@@ -154,7 +157,7 @@ class Reflector:
             listerwatcher.with_context(lister_watcher), self._store, self._shard, self._version,
             self.name, clock, self._backoff, self._metrics, transform, self._record_error,
             self._mark_synced, min_watch_timeout, self._rand,
-            getattr(lister_watcher, "reports_failures", False) is True)
+            described.reports_failures)
         self._lister = listing.Lister(shared, page_size)
         self._watch_list = (watch_list.WatchListSync(shared, initial_events_timeout)
                             if use_watch_list else None)

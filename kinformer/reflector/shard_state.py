@@ -106,8 +106,9 @@ class ShardState:
             shard, server_side = self._shard, self._server_side
         return None if shard is None or server_side else shard.matches
 
-    def in_shard(self, result: listerwatcher.ListResult) -> list[Any]:
-        """The listed items of the shard; filtered here when the server did not.
+    def in_shard(self, result: listerwatcher.ListResult) -> listerwatcher.ListResult:
+        """``result`` with the listed items of the shard only; filtered here when the server did
+        not (then without keys).
 
         A server that shards echoes the selector as the list's ``shardInfo``; one without the
         feature ignores the selector and sends everything, which is then filtered with the
@@ -117,17 +118,17 @@ class ShardState:
             shard = self._shard
             if shard is None:
                 self._server_side = None
-                return result.items
+                return result
             server_side = result.shard_info is not None
             self._server_side = server_side
             tell = not server_side and not self._said_client_side
             if tell:
                 self._said_client_side = True
         if server_side:
-            return result.items
+            return result
         if tell:
             log.info(
                 "reflector %s: the server does not shard lists (no shardInfo); "
                 "filtering %s on the client", self.name, shard)
         matches = shard.matches
-        return [obj for obj in result.items if matches(obj)]
+        return result.unkeyed([obj for obj in result.items if matches(obj)])

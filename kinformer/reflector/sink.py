@@ -5,9 +5,13 @@ events, ``replace`` after a list, ``resync`` on its timer. :class:`ReflectorStor
 half. A store may also take bookmarks (:class:`BookmarkTaker`: the RealFIFO queues them, the
 Indexer notes them), every resourceVersion the watch reaches (:class:`ResourceVersionUpdater`,
 client-go's ``ResourceVersionUpdater``) and the changes of a watch read in one call
-(:class:`BatchTaker`). A :class:`Sink` checks which, once, when a reflector is
-made, and holds the bound methods its list (:mod:`kinformer.reflector.reflector`) and its watch
-handler (:mod:`kinformer.reflector.watch`) call.
+(:class:`BatchTaker`), and a list as its lister keyed it (:class:`ListedStore`: both FIFOs). A
+:class:`Sink` checks which, once, when a reflector is made (or its owner makes one and hands it
+over ready, as the informer does: :mod:`kinformer.collector_policy`), and holds the bound
+methods its list (:mod:`kinformer.reflector.listing`) and its watch handler
+(:mod:`kinformer.reflector.watch`) call. Adding a list-time capability means a field of the
+listed batch (:class:`~kinformer.client.listerwatcher.ListResult`), a method here, and the
+store that takes it: nothing between.
 """
 
 from __future__ import annotations
@@ -16,7 +20,9 @@ import dataclasses
 from collections.abc import Callable
 from typing import Any, Protocol, runtime_checkable
 
+from kinformer import meta
 from kinformer.cache.delta_fifo import DeltaType
+from kinformer.client import listerwatcher
 
 
 class ReflectorStore(Protocol):
@@ -57,6 +63,20 @@ class BatchTaker(Protocol):
 
 
 @runtime_checkable
+class ListedStore(Protocol):
+    """A store that takes a list with the keys its lister made: ``replace_listed(objs, keys,
+    namespace_runs, resource_version)`` does what ``replace(objs, resource_version)`` does,
+    where ``keys[i]`` is ``objs[i]``'s :func:`~kinformer.meta_namespace_key_func` key and
+    ``namespace_runs`` (None when not noted) their namespaces in order
+    (:data:`kinformer.meta.NamespaceRuns`), so it need not read every object again. A store
+    keyed another way, or one that finds the keys do not fit (a key listed twice), replaces
+    as usual."""
+
+    def replace_listed(self, objs: list[Any], keys: list[str],
+                       namespace_runs: meta.NamespaceRuns | None, resource_version: str) -> None: ...
+
+
+@runtime_checkable
 class ResourceVersionUpdater(Protocol):
     """A store told of every resourceVersion the watch reaches (client-go's
     ``ResourceVersionUpdater``)."""
@@ -77,11 +97,14 @@ class Sink:
     bookmark: Callable[[str], object] | None
     update_resource_version: Callable[[str], object] | None
     add_batch: Callable[[list[DeltaType], list[Any]], object] | None = None
+    replace_listed: Callable[[list[Any], list[str], meta.NamespaceRuns | None, str], object] | None = None
 
     @classmethod
-    def of(cls, store: ReflectorStore) -> Sink:
-        """``store``'s methods; ``bookmark``, ``update_resource_version`` and ``add_batch`` when
-        it has them."""
+    def of(cls, store: ReflectorStore | Sink) -> Sink:
+        """``store``'s methods; ``bookmark``, ``update_resource_version``, ``add_batch`` and
+        ``replace_listed`` when it has them. A Sink is returned as it is."""
+        if isinstance(store, Sink):
+            return store
         return cls(
             store.add,
             store.update,
@@ -91,4 +114,14 @@ class Sink:
             store.bookmark if isinstance(store, BookmarkTaker) else None,
             store.update_resource_version if isinstance(store, ResourceVersionUpdater) else None,
             store.add_batch if isinstance(store, BatchTaker) else None,
+            store.replace_listed if isinstance(store, ListedStore) else None,
         )
+
+    def take_list(self, result: listerwatcher.ListResult) -> None:
+        """Replace the store's content with a list at its resourceVersion: keyed when the store
+        takes a keyed list and ``result`` carries keys for its items, else through ``replace``."""
+        keys = result.keys
+        if self.replace_listed is not None and keys is not None and len(keys) == len(result.items):
+            self.replace_listed(result.items, keys, result.namespace_runs, result.resource_version)
+        else:
+            self.replace(result.items, result.resource_version)

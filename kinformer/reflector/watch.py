@@ -79,6 +79,7 @@ class OpenWatch:
     iterator: Iterator[listerwatcher.WatchEvent]
     started: float
     batches: Iterator[listerwatcher.WatchBatch] | None = None
+    checked: bool = False  # the watch checked its events (BatchWatch.checked): not looked at twice
     leftover: list[listerwatcher.WatchBatch] = dataclasses.field(default_factory=list)
 
 
@@ -96,7 +97,7 @@ def open_watch(
     started = clock.now()
     watch = lister_watcher.watch(options, ctx=ctx)
     if isinstance(watch, listerwatcher.BatchWatch):
-        return OpenWatch(watch, iter(()), started, watch.batches())
+        return OpenWatch(watch, iter(()), started, watch.batches(), watch.checked is True)
     return OpenWatch(watch, iter(watch), started)
 
 
@@ -130,8 +131,8 @@ def handle_any_watch(
     ADDED, MODIFIED and DELETED call ``store.add``, ``update`` and ``delete`` with the event's
     object; BOOKMARK calls ``store.bookmark(rv)`` when the store has it. An event without
     metadata, of an unknown type, or (except a bookmark) without a name is logged and skipped;
-    a watch whose ``checked`` attribute is True promises it yields no such event (it raised
-    for them instead), and its events are not checked again.
+    a :class:`~kinformer.client.listerwatcher.BatchWatch` whose ``checked`` is True promises
+    it yields no such event (it raised for them instead), and its events are not checked again.
     A store error is logged and the event still counts. An ERROR event ends the stream as
     FAILED with the error its Status stands for, as does an exception from the stream itself,
     except a broken connection (:func:`is_dropped`), which ends it as DROPPED with its cause.
@@ -151,8 +152,7 @@ def handle_any_watch(
     debug = log.isEnabledFor(logging.DEBUG) and not exit_on_initial_events_end
     writer = watch_events.EventWriter(
         store, name, last_version, propagate_now=propagate_now,
-        # a watch whose events its reader checked already (HTTPWatch): not looked at twice
-        checked=getattr(opened.watch, "checked", False) is True,
+        checked=opened.checked,
         debug=debug, keep=keep, transform=transform)
     cancelled = ctx.done.is_set  # checked per event (per read for a BatchWatch): one call, not two
     handle = ctx.on_cancel(opened.watch.close)

@@ -21,7 +21,7 @@ import pytest
 import kinformer
 from kinformer import _json, errors
 from kinformer.backoff import Backoff, BackoffManager
-from kinformer.cache.store import Indexer, KeyedList, meta_namespace_key_func
+from kinformer.cache.store import Indexer, meta_namespace_key_func
 from kinformer.client.listerwatcher import ListOptions, WatchEvent, error_from_event
 from kinformer.client.listwatch import ListWatch
 from kinformer.client.resource import HTTPWatch
@@ -148,12 +148,11 @@ def test_a_listed_page_carries_each_items_store_key_for_the_fifo(server: Scripte
     }
     server.responder = lambda h: h.send_body(200, json.dumps(body).encode())
     lw = ListWatch.for_resource(helpers.client_for(server.url), CONFIGMAPS)
-    items = lw.list(ListOptions()).items
-    assert isinstance(items, KeyedList)
-    assert items.keys == [meta_namespace_key_func(item) for item in items] == [
+    listed = lw.list(ListOptions())
+    assert listed.keys == [meta_namespace_key_func(item) for item in listed.items] == [
         "ns/a", "top", "other/b", "nil", "ns/c"]
     # for the cache's namespace index: one run per change of namespace, in list order
-    assert items.namespace_runs == [("ns", 1), ("", 1), ("other", 1), ("", 1), ("ns", 1)]
+    assert listed.namespace_runs == [("ns", 1), ("", 1), ("other", 1), ("", 1), ("ns", 1)]
 
 
 def test_group_resources_use_the_apis_path_and_tweaks_apply(server: ScriptedServer) -> None:
