@@ -106,26 +106,13 @@ ProcessFunc = Callable[[Deltas, bool], None]
 
 
 def _appender(action: DeltaType, doc: str) -> Callable[[RealFIFO, Any], None]:
-    """A producer method queueing one ``action`` delta: key, transform, append, wake the popper."""
+    """A producer method queueing one ``action`` delta: key, transform, then :meth:`RealFIFO._enqueue`."""
 
     def append(self: RealFIFO, obj: Any) -> None:
         key = self._key_func(obj) if type(obj) is dict else self.key_of(obj)
         if self._transformer is not None:
             obj = self._transform(obj)
-        entry = (key, _new_delta(Delta, (action, obj)))
-        lock = self._lock
-        lock.acquire()
-        try:
-            self._populated = True
-            self._synced = self._synced or self._initial_population_count == 0
-            items = self._items
-            items.append(entry)
-            # only a queue that was empty can have its one consumer waiting; once woken, it
-            # needs no more notifies (each costs a lock probe) before it takes the lock again
-            if self._waiting and len(items) == 1:
-                self._cond.notify()
-        finally:
-            lock.release()
+        self._enqueue(((key, _new_delta(Delta, (action, obj))),))
 
     append.__doc__ = doc
     return append
@@ -226,7 +213,14 @@ class RealFIFO(FIFOBase):
         if self._transformer is not None:
             objs = [self._transform(obj) for obj in objs]
         deltas = map(_new_delta, itertools.repeat(Delta), zip(actions, objs, strict=True))
-        entries = builtins.list(zip(keys, deltas, strict=True))
+        self._enqueue(builtins.list(zip(keys, deltas, strict=True)))
+
+    def _enqueue(self, entries: Iterable[tuple[str, Delta]]) -> None:
+        """Append keyed deltas in one lock hold: the one way changes join the log.
+
+        Only a queue that was empty can have its one consumer waiting; once woken, it needs
+        no more notifies (each costs a lock probe) before it takes the lock again.
+        """
         lock = self._lock
         lock.acquire()
         try:
