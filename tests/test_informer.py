@@ -32,7 +32,8 @@ def test_initial_list_fills_the_cache_and_reaches_handlers_as_initial_adds() -> 
         assert sorted(handler.take(2)) == [("add", "a1", True), ("add", "b2", True)]
         assert sorted(informer.get_store().list_keys()) == ["ns/a", "ns/b"]
         assert wait_for(registration.has_synced, TIMEOUT)
-        assert informer.last_sync_resource_version() == "10"
+        # the reflector notes the version once the store took the list, a moment after sync
+        assert wait_for(lambda: informer.last_sync_resource_version() == "10", TIMEOUT)
     assert informer.is_stopped()
 
 
@@ -441,7 +442,7 @@ def test_informer_runs_on_an_event_syncs_and_delivers_initial_adds() -> None:
             stop, informer.has_synced, registration.has_synced, timeout=helpers.TIMEOUT
         )
         assert sorted(handler.take(2)) == [("add", "a1", True), ("add", "b1", True)]
-        assert informer.last_sync_resource_version() == "10"
+        assert wait_for(lambda: informer.last_sync_resource_version() == "10", helpers.TIMEOUT)
         assert sorted(informer.get_indexer().list_keys()) == ["ns/a", "ns/b"]
         assert informer.get_store() is informer.get_indexer()
         assert sorted(informer.get_indexer().index_keys(kinformer.NAMESPACE_INDEX, "ns")) == ["ns/a", "ns/b"]
