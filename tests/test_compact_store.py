@@ -84,6 +84,24 @@ def test_an_object_with_several_or_no_index_values() -> None:
     assert keys(indexer.list()) == ["ns/a", "ns/b"]
 
 
+def test_a_key_that_loses_its_index_values_and_gets_them_back_is_indexed_anew() -> None:
+    def app_if_any(obj: Any) -> list[str]:
+        app = obj["metadata"].get("labels", {}).get("app")
+        return [app] if app else []
+
+    indexer = CompactIndexer(indexers={"app": app_if_any, "labels": by_every_label})
+    for rv, labels in enumerate(({"app": "web"}, {}, {"app": "web", "tier": "a"}, {"tier": "a"}, {})):
+        indexer.update(cm("a", rv, **labels))
+        expected = {f"{k}={v}": ["ns/a"] for k, v in labels.items()}
+        assert {v: indexer.index_keys("labels", v)
+                for v in indexer.list_index_func_values("labels")} == expected
+        assert indexer.list_index_func_values("app") == ([labels["app"]] if "app" in labels else [])
+    indexer.update(cm("a", 9, app="db"))
+    assert indexer.by_index("app", "db") == [cm("a", 9, app="db")]
+    indexer.delete(cm("a", 10))
+    assert indexer.list_index_func_values("app") == indexer.list_index_func_values("labels") == []
+
+
 def test_an_unknown_index_and_a_key_failure_raise_typed_errors() -> None:
     indexer = new_indexer()
     with pytest.raises(IndexerError):
