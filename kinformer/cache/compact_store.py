@@ -79,6 +79,7 @@ class CompactIndexer:
         "_lock",
         "_rv",
         "_slots",
+        "_values",
     )
 
     def __init__(self, key_func: KeyFunc = meta_namespace_key_func,
@@ -95,6 +96,7 @@ class CompactIndexer:
         self._key_values: dict[str, _indexing.KeyValues] = {name: {} for name in self._indexers}
         self._slots = self._make_slots()
         self._rv = ""  # the resourceVersion of the last object written, replace or bookmark
+        self._values: dict[str, str] = {}  # index value -> the one string kept for it (_value)
 
     def _make_slots(self) -> _indexing.Slots:
         return _indexing.slots(self._indexers, self._indices, self._key_values)
@@ -240,6 +242,7 @@ class CompactIndexer:
                     continue
                 self._items = {}
                 self._indices = {name: {} for name in self._indexers}
+                self._values = {}
                 self._key_values = {name: {} for name in self._indexers}
                 self._slots = self._make_slots()
                 self._put_new_locked(prepared)
@@ -269,7 +272,7 @@ class CompactIndexer:
             for key, data in self._items.items():
                 obj = _decode(data)
                 for (index, key_values), fn in zip(built, fns, strict=True):
-                    _indexing.insert(index, key_values, key, data, fn(obj), _own)
+                    _indexing.insert(index, key_values, key, data, fn(obj), self._value)
             for name, fn, (index, key_values) in zip(indexers, fns, built, strict=True):
                 self._indexers[name] = fn
                 self._indices[name], self._key_values[name] = index, key_values
@@ -281,17 +284,32 @@ class CompactIndexer:
         key = _own(key)
         old = self._items.get(key)
         self._items[key] = data
-        _indexing.reindex(self._slots, key, data, values, _own)
+        _indexing.reindex(self._slots, key, data, values, self._value)
         return old
 
     def _put_new_locked(self, prepared: Iterable[tuple[str, bytes, Sequence[Sequence[str]]]]) -> None:
         """Store and index ``(key, bytes, index values)`` under keys not stored yet."""
-        items, slots, insert = self._items, self._slots, _indexing.insert
+        items, slots, insert, value = self._items, self._slots, _indexing.insert, self._value
         for key, data, values in prepared:
             key = _own(key)
             items[key] = data
             for index, key_values, i in slots:
-                insert(index, key_values, key, data, values[i], _own)
+                insert(index, key_values, key, data, values[i], value)
+
+    def _value(self, value: str) -> str:
+        """The one string this cache keeps for an index value, its own (:func:`_own`), under the
+        lock: 50,000 objects of 10 namespaces keep 10 namespace strings, not 50,000.
+
+        Values no index holds any more are forgotten once they outnumber the live ones.
+        """
+        kept = self._values.get(value)
+        if kept is None:
+            kept = _own(value)
+            if len(self._values) > 2 * sum(len(index) for index in self._indices.values()) + 64:
+                # the indexes' own keys are the strings kept: the live values, as they are
+                self._values = {v: v for index in self._indices.values() for v in index}
+            self._values[kept] = kept  # not value itself: a string among the decoded object's
+        return kept
 
     def _pop_locked(self, key: str) -> bytes | None:
         """Remove ``key`` and its index entries; return the bytes it held (or None)."""
