@@ -84,6 +84,39 @@ def test_an_object_with_several_or_no_index_values() -> None:
     assert keys(indexer.list()) == ["ns/a", "ns/b"]
 
 
+def test_a_key_that_loses_its_index_values_and_gets_them_back_is_indexed_anew() -> None:
+    def app_if_any(obj: Any) -> list[str]:
+        app = obj["metadata"].get("labels", {}).get("app")
+        return [app] if app else []
+
+    indexer = CompactIndexer(indexers={"app": app_if_any, "labels": by_every_label})
+    for rv, labels in enumerate(({"app": "web"}, {}, {"app": "web", "tier": "a"}, {"tier": "a"}, {})):
+        indexer.update(cm("a", rv, **labels))
+        expected = {f"{k}={v}": ["ns/a"] for k, v in labels.items()}
+        assert {v: indexer.index_keys("labels", v)
+                for v in indexer.list_index_func_values("labels")} == expected
+        assert indexer.list_index_func_values("app") == ([labels["app"]] if "app" in labels else [])
+    indexer.update(cm("a", 9, app="db"))
+    assert indexer.by_index("app", "db") == [cm("a", 9, app="db")]
+    indexer.delete(cm("a", 10))
+    assert indexer.list_index_func_values("app") == indexer.list_index_func_values("labels") == []
+
+
+def test_each_index_value_is_kept_as_one_string_and_values_gone_are_forgotten() -> None:
+    indexer = CompactIndexer(indexers={"uid": lambda obj: [obj["data"]["uid"]], "app": by_app})
+    for i in range(300):
+        indexer.add(cm(f"a{i}", 1, data={"uid": f"u{i}"}, app="".join(("w", "eb"))))
+    kept = indexer._key_values
+    assert len({id(v) for v in kept["app"].values()}) == 1  # one string for 300 keys
+    for i in range(299):
+        indexer.delete(cm(f"a{i}", 2))
+    indexer.add(cm("b", 1, data={"uid": "".join(("u", "299"))}, app="web"))
+    assert kept["uid"]["ns/b"] is kept["uid"]["ns/a299"]
+    assert kept["app"]["ns/b"] is kept["app"]["ns/a299"]
+    indexer.add(cm("c", 1, data={"uid": "new"}))  # a new value: those gone are forgotten
+    assert len(indexer._values) <= 2 * 4 + 64  # 299 uids came and went; 4 values live
+
+
 def test_an_unknown_index_and_a_key_failure_raise_typed_errors() -> None:
     indexer = new_indexer()
     with pytest.raises(IndexerError):

@@ -72,6 +72,15 @@ def test_update_moves_the_key_between_index_values() -> None:
     assert_indices_agree(store)
 
 
+def test_a_key_that_loses_its_index_values_and_gets_them_back_is_indexed_anew() -> None:
+    store = store_with(cm("a", app="web", tags="x.y"))
+    for app, tags in (("", ""), ("web", "x.y"), ("db", "z"), ("", "x.y"), ("web", "")):
+        store.update("ns/a", cm("a", app=app, tags=tags))
+        assert_indices_agree(store)
+    store.delete("ns/a")
+    assert [store.list_index_func_values(name) for name in INDEXERS] == [[], [], []]
+
+
 def test_update_with_unchanged_index_values_returns_the_new_object() -> None:
     store = store_with(cm("a", app="web", v="1"))
     new = cm("a", app="web", v="2")

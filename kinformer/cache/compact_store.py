@@ -39,7 +39,7 @@ from collections.abc import Iterable, Iterator, Mapping, Sequence
 from typing import Any
 
 from kinformer import _json, errors, meta
-from kinformer.cache import packed
+from kinformer.cache import _indexing, packed
 from kinformer.cache.store import (
     DeletedFinalStateUnknown,
     IndexedStore,
@@ -49,19 +49,10 @@ from kinformer.cache.store import (
     Store,
     meta_namespace_key_func,
 )
-from kinformer.cache.thread_safe_store import (
-    NOT_APPLIED,
-    Indexers,
-    IndexFunc,
-    _index_values,
-    _put_each,
-    _unindex,
-)
+from kinformer.cache.thread_safe_store import NOT_APPLIED, Indexers, IndexFunc
 
 __all__ = ["CompactIndexer", "FreshObjects", "fresh"]
 
-_Index = dict[str, dict[str, bytes]]  # index value -> {key: the object's bytes}
-_KeyValues = dict[str, Any]  # key -> its one index value, or a tuple of them (as ThreadSafeStore)
 _FAILED = object()  # a write whose index values or encoding could not be computed
 _decode = _json.loads
 
@@ -88,6 +79,7 @@ class CompactIndexer:
         "_lock",
         "_rv",
         "_slots",
+        "_values",
     )
 
     def __init__(self, key_func: KeyFunc = meta_namespace_key_func,
@@ -99,14 +91,15 @@ class CompactIndexer:
         # rebuilt, never mutated, when indexers change: a writer computing index values outside
         # the lock sees under it whether they still fit
         self._fns: tuple[IndexFunc, ...] = tuple(self._indexers.values())
-        self._indices: dict[str, _Index] = {name: {} for name in self._indexers}
-        self._key_values: dict[str, _KeyValues] = {name: {} for name in self._indexers}
+        # each index: index value -> {key: the object's bytes} (see kinformer.cache._indexing)
+        self._indices: dict[str, _indexing.Index] = {name: {} for name in self._indexers}
+        self._key_values: dict[str, _indexing.KeyValues] = {name: {} for name in self._indexers}
         self._slots = self._make_slots()
         self._rv = ""  # the resourceVersion of the last object written, replace or bookmark
+        self._values: dict[str, str] = {}  # index value -> the one string kept for it (_value)
 
-    def _make_slots(self) -> tuple[tuple[_Index, _KeyValues, int], ...]:
-        return tuple((self._indices[name], self._key_values[name], i)
-                     for i, name in enumerate(self._indexers))
+    def _make_slots(self) -> _indexing.Slots:
+        return _indexing.slots(self._indexers, self._indices, self._key_values)
 
     # -- keys and encoding --------------------------------------------------------------------
 
@@ -132,8 +125,8 @@ class CompactIndexer:
         if type(obj) is packed.Packed:
             if obj.fns is fns:  # packed under these index functions: nothing left to compute
                 return obj.data, obj.index_values
-            return obj.data, _index_values(fns, packed.decoded(obj)) if fns else ()
-        values = _index_values(fns, obj) if fns else ()
+            return obj.data, _indexing.index_values(fns, packed.decoded(obj)) if fns else ()
+        values = _indexing.index_values(fns, obj) if fns else ()
         return _json.dumps_to_keep(obj), values
 
     # -- writes -------------------------------------------------------------------------------
@@ -151,7 +144,7 @@ class CompactIndexer:
         rv = meta.resource_version(obj) or ""
         with self._lock:
             if fns is not self._fns:  # add_indexers ran meanwhile: rare, recompute under the lock
-                values = _index_values(self._fns, packed.decoded(obj))
+                values = _indexing.index_values(self._fns, packed.decoded(obj))
             self._put_locked(key, data, values)
             if rv:
                 self._rv = rv
@@ -185,8 +178,7 @@ class CompactIndexer:
         with self._lock:
             if fns is not self._fns or not self._items.keys().isdisjoint(items.keys()):
                 return False
-            for key, data, values in prepared:
-                self._put_locked(key, data, values)
+            self._put_new_locked(prepared)
             if rv:
                 self._rv = rv
             return True
@@ -221,7 +213,7 @@ class CompactIndexer:
                     olds.append(self._pop_locked(key))
                 elif recompute:
                     try:
-                        values = _index_values(self._fns, packed.decoded(obj))
+                        values = _indexing.index_values(self._fns, packed.decoded(obj))
                     except Exception:
                         olds.append(NOT_APPLIED)
                         continue
@@ -253,10 +245,10 @@ class CompactIndexer:
                     continue
                 self._items = {}
                 self._indices = {name: {} for name in self._indexers}
+                self._values = {}
                 self._key_values = {name: {} for name in self._indexers}
                 self._slots = self._make_slots()
-                for key, data, values in prepared:
-                    self._put_locked(key, data, values)
+                self._put_new_locked(prepared)
                 self._rv = resource_version
                 return
 
@@ -279,11 +271,11 @@ class CompactIndexer:
             if conflict:
                 raise errors.IndexerConflictError(f"indexer conflict: {conflict}")
             fns = tuple(indexers.values())
-            built: builtins.list[tuple[_Index, _KeyValues]] = [({}, {}) for _ in fns]
+            built: builtins.list[tuple[_indexing.Index, _indexing.KeyValues]] = [({}, {}) for _ in fns]
             for key, data in self._items.items():
                 obj = _decode(data)
                 for (index, key_values), fn in zip(built, fns, strict=True):
-                    _put(index, key_values, key, data, fn(obj))
+                    _indexing.insert(index, key_values, key, data, fn(obj), self._value)
             for name, fn, (index, key_values) in zip(indexers, fns, built, strict=True):
                 self._indexers[name] = fn
                 self._indices[name], self._key_values[name] = index, key_values
@@ -295,17 +287,32 @@ class CompactIndexer:
         key = _own(key)
         old = self._items.get(key)
         self._items[key] = data
-        for index, key_values, i in self._slots:
-            vals = values[i]
-            previous = key_values.pop(key, None)
-            if previous is not None:
-                if len(vals) == 1 and previous == vals[0]:  # the same value: new bytes only
-                    key_values[key] = previous
-                    index[previous][key] = data
-                    continue
-                _unindex(index, key, previous)
-            _put(index, key_values, key, data, vals)
+        _indexing.reindex(self._slots, key, data, values, self._value)
         return old
+
+    def _put_new_locked(self, prepared: Iterable[tuple[str, bytes, Sequence[Sequence[str]]]]) -> None:
+        """Store and index ``(key, bytes, index values)`` under keys not stored yet."""
+        items, slots, insert, value = self._items, self._slots, _indexing.insert, self._value
+        for key, data, values in prepared:
+            key = _own(key)
+            items[key] = data
+            for index, key_values, i in slots:
+                insert(index, key_values, key, data, values[i], value)
+
+    def _value(self, value: str) -> str:
+        """The one string this cache keeps for an index value, its own (:func:`_own`), under the
+        lock: 50,000 objects of 10 namespaces keep 10 namespace strings, not 50,000.
+
+        Values no index holds any more are forgotten once they outnumber the live ones.
+        """
+        kept = self._values.get(value)
+        if kept is None:
+            kept = _own(value)
+            if len(self._values) > 2 * sum(len(index) for index in self._indices.values()) + 64:
+                # the indexes' own keys are the strings kept: the live values, as they are
+                self._values = {v: v for index in self._indices.values() for v in index}
+            self._values[kept] = kept  # not value itself: a string among the decoded object's
+        return kept
 
     def _pop_locked(self, key: str) -> bytes | None:
         """Remove ``key`` and its index entries; return the bytes it held (or None)."""
@@ -314,7 +321,7 @@ class CompactIndexer:
             for index, key_values, _ in self._slots:
                 values = key_values.pop(key, None)
                 if values is not None:
-                    _unindex(index, key, values)
+                    _indexing.drop(index, key, values)
         return old
 
     # -- reads: each decodes afresh, outside the lock ------------------------------------------
@@ -392,7 +399,7 @@ class CompactIndexer:
     def __contains__(self, key: object) -> bool:
         return key in self._items
 
-    def _bucket_map(self, index_name: str) -> _Index:
+    def _bucket_map(self, index_name: str) -> _indexing.Index:
         index = self._indices.get(index_name)
         if index is None:
             raise errors.IndexerError(f"Index with name {index_name} does not exist")
@@ -400,20 +407,6 @@ class CompactIndexer:
 
     def __repr__(self) -> str:
         return f"<CompactIndexer objects={len(self._items)} indexes={sorted(self._indexers)}>"
-
-
-def _put(index: _Index, key_values: _KeyValues, key: str, data: bytes, vals: Sequence[str]) -> None:
-    """Index ``key`` under ``vals`` in one index whose key is not indexed yet."""
-    if len(vals) == 1:  # the usual case: one value, kept as itself
-        key_values[key] = v = _own(vals[0])
-        bucket = index.get(v)
-        if bucket is None:
-            index[v] = {key: data}
-        else:
-            bucket[key] = data
-    elif vals:
-        key_values[key] = new = tuple(_own(v) for v in vals)
-        _put_each(index, new, key, data)
 
 
 def _own(text: str) -> str:

@@ -24,7 +24,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from kinformer import _json
-from kinformer.cache.thread_safe_store import IndexFunc, _index_values
+from kinformer.cache import _indexing
 
 __all__ = ["Packed", "decoded", "pack"]
 
@@ -43,11 +43,11 @@ class Packed(dict):  # type: ignore[type-arg]
     __slots__ = ("data", "fns", "index_values")
 
     data: bytes
-    fns: tuple[IndexFunc, ...]
+    fns: tuple[_indexing.IndexFunc, ...]
     index_values: Sequence[Sequence[str]]
 
 
-def pack(obj: Any, fns: tuple[IndexFunc, ...]) -> Any:
+def pack(obj: Any, fns: tuple[_indexing.IndexFunc, ...]) -> Any:
     """``obj`` as a :class:`Packed` stub, indexed under ``fns``; anything but a decoded JSON
     object (a dict with a dict ``metadata``) comes back as it is, for the cache to encode.
 
@@ -60,7 +60,7 @@ def pack(obj: Any, fns: tuple[IndexFunc, ...]) -> Any:
     annotations = metadata.get("annotations")
     if type(annotations) is dict and _CLUSTER in annotations:
         kept["annotations"] = {_CLUSTER: annotations[_CLUSTER]}
-    stub.index_values = _index_values(fns, obj) if fns else ()
+    stub.index_values = _indexing.index_values(fns, obj) if fns else ()
     stub.fns = fns
     stub.data = _json.dumps_to_keep(obj)
     return stub

@@ -5,31 +5,26 @@ listers and ``SharedIndexInformer.get_indexer()`` read through that. Keys are ex
 here. Each index maps an index value to a ``{key: object}`` dict, so ``by_index`` hands back
 objects without a second lookup, and the values each key was indexed under are remembered, so
 updates and deletes never call index functions on the old object (and survive an object mutated in
-place by mistake).
+place by mistake). That bookkeeping is :mod:`kinformer.cache._indexing`'s, shared with the compact
+store.
 """
 
 from __future__ import annotations
 
 import builtins
-import itertools
 import threading
 import types
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from kinformer import errors, meta
+from kinformer.cache import _indexing
 
-IndexFunc = Callable[[Any], Sequence[str]]
+IndexFunc = _indexing.IndexFunc
 """Computes the index values of an object (client-go ``IndexFunc``)."""
 
-Indexers = Mapping[str, IndexFunc]
+Indexers = _indexing.Indexers
 """Index name -> index function."""
-
-_Index = dict[str, dict[str, Any]]  # index value -> {key: object}
-# key -> the values the key is indexed under: the one value itself (the usual case), or a tuple of
-# them. Neither is a container the cyclic collector has to keep tracking, unlike the lists index
-# functions return; that keeps a large cache cheap for the collector to walk.
-_KeyValues = dict[str, Any]
 
 
 def _unknown_index(name: str) -> errors.IndexerError:
@@ -73,19 +68,16 @@ class IndexedMap:
         # a writer can compute index values outside the lock and detect a change under it.
         self._names: tuple[str, ...] = tuple(self._indexers)
         self._fns: tuple[IndexFunc, ...] = tuple(self._indexers.values())
-        self._indices: dict[str, _Index] = {name: {} for name in self._indexers}
-        self._key_values: dict[str, _KeyValues] = {name: {} for name in self._indexers}
-        self._slots: tuple[tuple[_Index, _KeyValues, int], ...] = self._make_slots()
+        self._indices: dict[str, _indexing.Index] = {name: {} for name in self._indexers}
+        self._key_values: dict[str, _indexing.KeyValues] = {name: {} for name in self._indexers}
+        self._slots = self._make_slots()
         self._ns_at = self._standard_at()
         self._rv = ""
         self._rv_obj: Any = None  # the last object written; its RV is the store's RV when set
 
-    def _make_slots(self) -> tuple[tuple[_Index, _KeyValues, int], ...]:
+    def _make_slots(self) -> _indexing.Slots:
         """Per index, in indexer order: its map, its key -> values map, its position in _fns."""
-        return tuple(
-            (self._indices[name], self._key_values[name], i)
-            for i, name in enumerate(self._indexers)
-        )
+        return _indexing.slots(self._indexers, self._indices, self._key_values)
 
     def _standard_at(self) -> int:
         """The position of the standard namespace index in ``_fns`` when ``_write`` may read it
@@ -151,23 +143,24 @@ class IndexedMap:
             elif n == 2:
                 values = (fns[0](obj), fns[1](obj))
             else:
-                values = _index_values(fns, obj)
+                values = _indexing.index_values(fns, obj)
         lock.acquire()
         try:
             if fns is not self._fns:  # add_indexers ran meanwhile: rare, recompute under the lock
-                values = _index_values(self._fns, obj)
+                values = _indexing.index_values(self._fns, obj)
             items = self._items
             if key in items:
                 items[key] = obj
                 self._rv_obj = obj
-                self._reindex_locked(key, obj, values)
+                _indexing.reindex(self._slots, key, obj, values, None)
                 return
             items[key] = obj
             self._rv_obj = obj
-            # a new key, inline (_reindex_locked's work with nothing indexed before): no call
-            for index, key_values, i in self._slots:
+            for index, key_values, i in self._slots:  # a new key: nothing to take out first
                 vals = values[i]
                 if len(vals) == 1:
+                    # _indexing.insert's one-value case, inline: the usual add indexes one value
+                    # per index, and a call per index costs about a tenth of an add
                     key_values[key] = v = vals[0]
                     bucket = index.get(v)
                     if bucket is None:
@@ -175,40 +168,9 @@ class IndexedMap:
                     else:
                         bucket[key] = obj
                 else:
-                    key_values[key] = several = tuple(vals)
-                    _put_each(index, several, key, obj)
+                    _indexing.insert(index, key_values, key, obj, vals)
         finally:
             lock.release()
-
-    def _reindex_locked(self, key: str, obj: Any, values: Sequence[Sequence[str]]) -> None:
-        """Point every index at ``obj`` under ``key``, ``values`` being its values per index."""
-        for index, key_values, i in self._slots:  # no zip(): it costs more than the work
-            vals = values[i]
-            if len(vals) == 1:  # the usual case, unrolled: one value, kept as itself
-                v = vals[0]
-                old = key_values.get(key)
-                key_values[key] = v
-                if old is not None:
-                    if old == v:  # the same value: only the object reference changes
-                        index[v][key] = obj
-                        continue
-                    _unindex(index, key, old)
-                bucket = index.get(v)
-                if bucket is None:
-                    index[v] = {key: obj}
-                else:
-                    bucket[key] = obj
-                continue
-            new = tuple(vals)
-            old = key_values.get(key)
-            key_values[key] = new
-            if old is not None:
-                if old == new:
-                    for v in new:
-                        index[v][key] = obj
-                    continue
-                _unindex(index, key, old)
-            _put_each(index, new, key, obj)
 
     def add_new(self, items: dict[str, Any]) -> bool:
         """Store many objects under keys not stored yet, in one pass and one lock hold.
@@ -257,9 +219,9 @@ class IndexedMap:
                 column = columns[i]
                 if column is None:
                     assert known is not None
-                    _index_one_each(index, key_values, items, known[2])
+                    _indexing.index_runs(index, key_values, items, known[2])
                 else:
-                    _index_into(index, key_values, zip(items.items(), column, strict=True))
+                    _indexing.index_into(index, key_values, zip(items.items(), column, strict=True))
             return True
         finally:
             lock.release()
@@ -287,7 +249,7 @@ class IndexedMap:
         for index, key_values, _ in self._slots:
             values = key_values.pop(key, None)
             if values is not None:
-                _unindex(index, key, values)
+                _indexing.drop(index, key, values)
         return old
 
     def apply_batch(self, changes: Sequence[tuple[str, Any, bool]]) -> builtins.list[Any]:
@@ -310,7 +272,7 @@ class IndexedMap:
                     values.append(None)
                     continue
                 try:
-                    values.append(_index_values(fns, obj))
+                    values.append(_indexing.index_values(fns, obj))
                 except Exception:
                     values.append(_FAILED)
         olds: builtins.list[Any] = []
@@ -321,7 +283,7 @@ class IndexedMap:
         try:
             recompute = fns is not self._fns
             items = self._items
-            reindex = self._reindex_locked if self._slots else None
+            slots = self._slots
             for (key, obj, delete), vals in zip(changes, values, strict=True):
                 if vals is _FAILED:
                     append(NOT_APPLIED)
@@ -334,16 +296,16 @@ class IndexedMap:
                     continue
                 if recompute:  # add_indexers ran meanwhile: rare, recompute under the lock
                     try:
-                        vals = _index_values(self._fns, obj)
+                        vals = _indexing.index_values(self._fns, obj)
                     except Exception:
                         append(NOT_APPLIED)
                         continue
                 append(items.get(key))
                 items[key] = obj
                 last = obj
-                if reindex is not None:
+                if slots:
                     assert vals is not None
-                    reindex(key, obj, vals)
+                    _indexing.reindex(slots, key, obj, vals, None)
         finally:
             if last is not _MISSING:
                 self._rv_obj = last
@@ -379,12 +341,12 @@ class IndexedMap:
 
     def _build(
         self, fns: tuple[IndexFunc, ...], items: Mapping[str, Any]
-    ) -> tuple[dict[str, _Index], dict[str, _KeyValues]]:
+    ) -> tuple[dict[str, _indexing.Index], dict[str, _indexing.KeyValues]]:
         names = self._names[: len(fns)]  # names only grow, and change before _fns does
-        indices: dict[str, _Index] = {}
-        key_values: dict[str, _KeyValues] = {}
+        indices: dict[str, _indexing.Index] = {}
+        key_values: dict[str, _indexing.KeyValues] = {}
         for name, fn in zip(names, fns, strict=True):
-            indices[name], key_values[name] = _index_all(fn, items)
+            indices[name], key_values[name] = _indexing.index_all(fn, items)
         return indices, key_values
 
     def add_indexers(self, indexers: Indexers) -> None:
@@ -397,7 +359,7 @@ class IndexedMap:
             conflict = sorted(set(indexers) & set(self._indexers))
             if conflict:
                 raise errors.IndexerConflictError(f"indexer conflict: {conflict}")
-            built = {name: _index_all(fn, self._items) for name, fn in indexers.items()}
+            built = {name: _indexing.index_all(fn, self._items) for name, fn in indexers.items()}
             for name, fn in indexers.items():
                 self._indexers[name] = fn
                 self._indices[name], self._key_values[name] = built[name]
@@ -535,103 +497,3 @@ NOT_APPLIED: Any = object()
 
 def _no_key_func(obj: Any) -> str:
     raise errors.KeyFuncError("ThreadSafeStore needs explicit keys")
-
-
-def _index_values(fns: tuple[IndexFunc, ...], obj: Any) -> Sequence[Sequence[str]]:
-    """Every index function's values for ``obj``; unrolled for the usual one to three indexes."""
-    n = len(fns)
-    if n == 1:
-        return (fns[0](obj),)
-    if n == 2:
-        return (fns[0](obj), fns[1](obj))
-    if n == 3:
-        return (fns[0](obj), fns[1](obj), fns[2](obj))
-    return [fn(obj) for fn in fns]
-
-
-def _index_all(fn: IndexFunc, items: Mapping[str, Any]) -> tuple[_Index, _KeyValues]:
-    """Index every item with one function."""
-    index: _Index = {}
-    key_values: _KeyValues = {}
-    _index_into(index, key_values, ((item, fn(item[1])) for item in items.items()))
-    return index, key_values
-
-
-def _index_into(
-    index: _Index, key_values: _KeyValues, entries: Iterable[tuple[tuple[str, Any], Sequence[str]]]
-) -> None:
-    """Add ``((key, obj), values)`` entries for keys not indexed yet to one index."""
-    for (key, obj), vals in entries:
-        if len(vals) != 1:  # several values: the rare case, kept as a tuple
-            key_values[key] = new = tuple(vals)
-            _put_each(index, new, key, obj)
-        else:  # the usual case, inlined: one value, kept as itself
-            key_values[key] = v = vals[0]
-            bucket = index.get(v)
-            if bucket is None:
-                index[v] = {key: obj}
-            else:
-                bucket[key] = obj
-
-
-def _index_one_each(
-    index: _Index, key_values: _KeyValues, items: Mapping[str, Any], runs: Sequence[tuple[str, int]]
-) -> None:
-    """Add ``items`` (key -> object, keys not indexed yet) to one index, where each item has one
-    value: ``runs`` give them in item order, ``(value, how many in a row)``."""
-    covered = sum(count for _, count in runs)
-    if covered != len(items):
-        raise ValueError(f"index value runs for {covered} items, not {len(items)}")
-    if len(runs) <= len(items) // 64 + 1:
-        # A list comes from the API server in key order, so its objects of one namespace come
-        # together: each run of one value is indexed by C-level copies, not a Python step per
-        # object (add_new of 100,000 objects of one namespace: 23-25 ms with the loop below,
-        # 13 ms so). Same end state, insertion order included; values scattered over many
-        # runs take the loop.
-        if len(runs) == 1 and not index:  # one value for all (a namespaced informer's list)
-            value = runs[0][0]
-            index[value] = bucket = dict(items)
-            key_values.update(dict.fromkeys(bucket, value))  # from a plain dict: presized
-            return
-        keys, objs = builtins.list(items), builtins.list(items.values())
-        start = 0
-        for value, count in runs:
-            end = start + count
-            run_keys = keys[start:end]
-            key_values.update(dict.fromkeys(run_keys, value))
-            found = index.get(value)
-            if found is None:
-                index[value] = dict(zip(run_keys, objs[start:end], strict=True))
-            else:
-                found.update(zip(run_keys, objs[start:end], strict=True))
-            start = end
-        return
-    values = itertools.chain.from_iterable(itertools.repeat(v, count) for v, count in runs)
-    for (key, obj), v in zip(items.items(), values, strict=True):
-        key_values[key] = v
-        one = index.get(v)
-        if one is None:
-            index[v] = {key: obj}
-        else:
-            one[key] = obj
-
-
-def _put_each(index: _Index, values: Iterable[str], key: str, obj: Any) -> None:
-    """Put ``obj`` under ``key`` in one index, under each of ``values``."""
-    for v in values:
-        bucket = index.get(v)
-        if bucket is None:
-            index[v] = {key: obj}
-        else:
-            bucket[key] = obj
-
-
-def _unindex(index: _Index, key: str, values: Any) -> None:
-    """Take ``key`` out of one index under ``values`` (as :data:`_KeyValues` keeps them)."""
-    for v in values if type(values) is tuple else (values,):
-        bucket = index.get(v)
-        if bucket is not None:
-            bucket.pop(key, None)
-            if not bucket:  # an index value with no key left is dropped
-                del index[v]
-
