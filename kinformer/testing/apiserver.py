@@ -3,8 +3,9 @@
 A real HTTP/1.1 server (HTTPS with a throwaway CA when a bearer token is set) that the official
 ``kubernetes`` client, kubectl and client-go use unchanged: discovery, CRUD, list with
 pagination and resource versions, chunked watch streams with bookmarks, CRDs, and the
-behaviours where a fake usually differs from kube-apiserver. Storage, request handling and TLS
-live in ``_apiserver``; this module owns the lifecycle, the fault switches and the server-side
+behaviours where a fake usually differs from kube-apiserver. Request handling lives
+in ``_apiserver.wire``, objects and watches in ``_apiserver.storage``, the per-type rules in
+``_apiserver.registry``; this module owns the lifecycle, the fault switches and the server-side
 helpers.
 
 Example::
@@ -32,20 +33,14 @@ from typing import Any
 from kinformer import _checks, _gc, _threads, errors
 from kinformer.gvr import GroupVersionResource, KubeObject
 from kinformer.testing import _tempdirs
-from kinformer.testing._apiserver import (
-    clusters,
-    records,
-    server_state,
-    shards,
-    status,
-    tls,
-    watchers,
-)
-from kinformer.testing._apiserver import handler as handling
-from kinformer.testing._apiserver import storage as store
+from kinformer.testing._apiserver import clusters, records, server_state, status, tls
 from kinformer.testing._apiserver.clusters import ROOT, WILDCARD
 from kinformer.testing._apiserver.resources import ResourceType
 from kinformer.testing._apiserver.status import StatusError
+from kinformer.testing._apiserver.storage import storage as store
+from kinformer.testing._apiserver.storage import watchers
+from kinformer.testing._apiserver.wire import handler as handling
+from kinformer.testing._apiserver.wire import shards
 
 TLS_DIR_PREFIX = "kinformer-apiserver-"  # with a token: the TLS material, in an OwnedDirectory
 POLL_INTERVAL = 0.05  # how long stop() may wait for the accept loop to notice
