@@ -1,6 +1,6 @@
 """The fake API server on the wire, as kube-apiserver's endpoints: from bytes in to bytes out.
 
-:class:`~.handler.Handler` serves each connection the facade's listener accepts; it routes a
+:mod:`.serving` accepts connections and gives each a :class:`~.handler.Handler`, which routes a
 path to discovery (:mod:`.discovery`, :mod:`.openapi`) or to a resource request: parsed and
 checked by :mod:`.request` (bodies in protobuf by :mod:`.protobuf`, patch documents applied by
 :mod:`.patch`, the shard selector by :mod:`.shards`), answered in the form ``Accept`` asks
