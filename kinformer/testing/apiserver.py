@@ -3,8 +3,9 @@
 A real HTTP/1.1 server (HTTPS with a throwaway CA when a bearer token is set) that the official
 ``kubernetes`` client, kubectl and client-go use unchanged: discovery, CRUD, list with
 pagination and resource versions, chunked watch streams with bookmarks, CRDs, and the
-behaviours where a fake usually differs from kube-apiserver. Storage, request handling and TLS
-live in ``_apiserver``; this module owns the lifecycle, the fault switches and the server-side
+behaviours where a fake usually differs from kube-apiserver. The listener and request handling
+live in ``_apiserver.wire``, objects and watches in ``_apiserver.storage``, the per-type rules in
+``_apiserver.registry``; this module owns the lifecycle, the fault switches and the server-side
 helpers.
 
 Example::
@@ -18,12 +19,8 @@ Example::
 from __future__ import annotations
 
 import base64
-import contextlib
-import http.server
-import itertools
 import json
 import os
-import socket
 import ssl
 import threading
 from collections.abc import Iterable, Iterator, Mapping
@@ -32,95 +29,16 @@ from typing import Any
 from kinformer import _checks, _gc, _threads, errors
 from kinformer.gvr import GroupVersionResource, KubeObject
 from kinformer.testing import _tempdirs
-from kinformer.testing._apiserver import (
-    clusters,
-    records,
-    server_state,
-    shards,
-    status,
-    tls,
-    watchers,
-)
-from kinformer.testing._apiserver import handler as handling
-from kinformer.testing._apiserver import storage as store
+from kinformer.testing._apiserver import clusters, records, server_state, status, tls
 from kinformer.testing._apiserver.clusters import ROOT, WILDCARD
 from kinformer.testing._apiserver.resources import ResourceType
 from kinformer.testing._apiserver.status import StatusError
+from kinformer.testing._apiserver.storage import storage as store
+from kinformer.testing._apiserver.storage import watchers
+from kinformer.testing._apiserver.wire import serving, shards
 
 TLS_DIR_PREFIX = "kinformer-apiserver-"  # with a token: the TLS material, in an OwnedDirectory
 POLL_INTERVAL = 0.05  # how long stop() may wait for the accept loop to notice
-
-
-class _HTTPServer(http.server.ThreadingHTTPServer):
-    """Accepts connections; each gets a named, tracked thread that stop() can close and join."""
-
-    daemon_threads = True
-    block_on_close = False
-    allow_reuse_address = True
-    # socketserver's 5 drops connections when many clients connect at once (a fleet's members
-    # starting together): each dropped SYN costs a client a 1 s retransmit. Go's listeners, and
-    # so kube-apiserver's, take the kernel's somaxconn.
-    request_queue_size = socket.SOMAXCONN
-
-    def __init__(
-        self,
-        address: tuple[str, int],
-        state: server_state.ServerState,
-        context: ssl.SSLContext | None,
-    ) -> None:
-        self.state = state
-        self._context = context
-        self._conn_lock = threading.Lock()  # guards _conns, _workers, _closing
-        self._conns: set[socket.socket] = set()
-        self._workers: list[threading.Thread] = []
-        self._closing = False
-        self._counter = itertools.count(1)
-        super().__init__(address, handling.Handler)
-
-    def get_request(self) -> tuple[socket.socket, Any]:
-        sock, addr = super().get_request()
-        # headers and body go out in two writes: without NODELAY, Nagle plus the client's
-        # delayed ACK adds ~40 ms to every request on a kept-alive connection
-        sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-        if self._context is not None:
-            sock = self._context.wrap_socket(sock, server_side=True,
-                                             do_handshake_on_connect=False)
-        return sock, addr
-
-    def process_request(self, request: Any, client_address: Any) -> None:
-        with self._conn_lock:
-            if self._closing:
-                self.shutdown_request(request)
-                return
-            self._conns.add(request)
-            self._workers = [t for t in self._workers if t.is_alive()]
-            name = _threads.thread_name("apiserver", f"{self.server_port}-conn-{next(self._counter)}")
-            self._workers.append(_threads.spawn(self._serve, name, request, client_address))
-
-    def _serve(self, request: Any, client_address: Any) -> None:
-        try:
-            if isinstance(request, ssl.SSLSocket):
-                request.settimeout(10.0)
-                request.do_handshake()
-                request.settimeout(None)
-            self.finish_request(request, client_address)
-        except (OSError, ssl.SSLError):
-            pass
-        finally:
-            with self._conn_lock:
-                self._conns.discard(request)
-            self.shutdown_request(request)
-
-    def close_connections(self) -> list[threading.Thread]:
-        """Refuse new connections, shut every open one down; returns the threads to join."""
-        with self._conn_lock:
-            self._closing = True
-            conns = list(self._conns)
-            workers = list(self._workers)
-        for conn in conns:
-            with contextlib.suppress(OSError):
-                conn.shutdown(socket.SHUT_RDWR)
-        return workers
 
 
 class FakeAPIServer:
@@ -176,7 +94,7 @@ class FakeAPIServer:
         self._state = server_state.ServerState(
             self._storage, token, bookmark_interval, self.check_feature_gates(feature_gates or {}))
         self._lifecycle = threading.Lock()  # guards _server, _thread, _port
-        self._server: _HTTPServer | None = None
+        self._server: serving.HTTPServer | None = None
         self._thread: threading.Thread | None = None
         self._tls_dir: _tempdirs.OwnedDirectory | None = None
         self._tls: tls.Material | None = None
@@ -203,7 +121,7 @@ class FakeAPIServer:
         with self._lifecycle:
             if self._server is not None:
                 return self
-            server = _HTTPServer((self._host, self._port), self._state, self._context)
+            server = serving.HTTPServer((self._host, self._port), self._state, self._context)
             self._port = server.server_port
             self._state.address = f"{self._host}:{self._port}"
             self._state.stopping.clear()

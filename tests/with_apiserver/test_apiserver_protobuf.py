@@ -21,7 +21,7 @@ from helpers import api_error, http_exchange
 from kubernetes import client as k8s
 
 from kinformer.testing import FakeAPIServer
-from kinformer.testing._apiserver import protobuf
+from kinformer.testing._apiserver.wire import protobuf
 
 PROTOBUF = "application/vnd.kubernetes.protobuf"
 NS = "default"

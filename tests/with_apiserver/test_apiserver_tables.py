@@ -17,7 +17,7 @@ from kubernetes import client as k8s
 
 from kinformer.gvr import GroupVersionResource
 from kinformer.testing import FakeAPIServer
-from kinformer.testing._apiserver import printers
+from kinformer.testing._apiserver.registry import printers
 
 NS = "default"
 KUBECTL_ACCEPT = ("application/json;as=Table;v=v1;g=meta.k8s.io,"

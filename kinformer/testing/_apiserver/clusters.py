@@ -7,7 +7,7 @@ logical cluster, or ``/clusters/*`` to list and watch all of them; an unprefixed
 :data:`ROOT`. Pure functions; what is wrong raises the
 :class:`~kinformer.testing._apiserver.status.StatusError` kcp answers with (400 for a name
 outside the grammar, 405 for a verb other than list and watch across clusters).
-:class:`~kinformer.testing._apiserver.keyspace.Keyspace` holds each cluster's objects.
+:class:`~kinformer.testing._apiserver.storage.keyspace.Keyspace` holds each cluster's objects.
 """
 
 from __future__ import annotations

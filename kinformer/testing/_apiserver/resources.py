@@ -2,7 +2,8 @@
 
 A :class:`ResourceType` is one group/version/resource with its kind, scope and verbs, as
 kube-apiserver lists it under ``/api/v1`` or ``/apis/<group>/<version>``. Built-in types are fixed;
-CustomResourceDefinitions add and remove types at run time (``storage.Storage`` owns that).
+CustomResourceDefinitions add and remove types at run time
+(:class:`~kinformer.testing._apiserver.storage.storage.Storage` owns that).
 """
 
 from __future__ import annotations

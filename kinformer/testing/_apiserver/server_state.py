@@ -2,8 +2,8 @@
 
 :class:`ServerState` is built by :class:`~kinformer.testing.apiserver.FakeAPIServer`, which sets
 its fault switches (injected failures, raw answers, delays, forbidden verbs); each
-:class:`~kinformer.testing._apiserver.handler.Handler` reads them once per request and appends
-to the bounded request log.
+:class:`~kinformer.testing._apiserver.wire.handler.Handler` reads them once per request and
+appends to the bounded request log.
 """
 
 from __future__ import annotations
@@ -12,8 +12,8 @@ import collections
 import threading
 from dataclasses import dataclass
 
-from kinformer.testing._apiserver import storage as store
 from kinformer.testing._apiserver.resources import ResourceType
+from kinformer.testing._apiserver.storage import storage as store
 
 REQUEST_LOG_SIZE = 100_000  # requests remembered; a long-running ``kinformer serve`` stays bounded
 VERBS = ("get", "list", "watch", "create", "update", "patch", "delete", "deletecollection")

@@ -10,7 +10,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from kinformer.testing._apiserver import status, validation
+from kinformer.testing._apiserver import status
+from kinformer.testing._apiserver.registry import validation
 
 
 def _selector_text(selector: Any) -> str:

@@ -1,10 +1,10 @@
 """How the fake API server shapes an object on each write, as kube-apiserver's REST strategies do.
 
-Pure functions that :class:`~kinformer.testing._apiserver.storage.Storage` calls under its lock:
-check a body and settle its name and namespace (a Lease's spec decoded by :mod:`.leases`), stamp
-what the server owns (uid, timestamps, generation, the served apiVersion and kind), carry status
-and server-owned metadata across an update, check delete preconditions, and admit a
-CustomResourceDefinition. Each rejects with the
+Pure functions that :class:`~kinformer.testing._apiserver.storage.storage.Storage` calls under
+its lock: check a body and settle its name and namespace (a Lease's spec decoded by
+:mod:`.leases`), stamp what the server owns (uid, timestamps, generation, the served apiVersion
+and kind), carry status and server-owned metadata across an update, check delete preconditions,
+and admit a CustomResourceDefinition. Each rejects with the
 :class:`~kinformer.testing._apiserver.status.StatusError` the server answers with (400, 409,
 422); none looks at other stored objects.
 """
@@ -14,15 +14,9 @@ from __future__ import annotations
 import random
 from typing import Any
 
-from kinformer.testing._apiserver import (
-    defaults,
-    fieldmanager,
-    leases,
-    resources,
-    status,
-    validation,
-)
+from kinformer.testing._apiserver import resources, status
 from kinformer.testing._apiserver.records import Entry, loads, new_uid, now_timestamp
+from kinformer.testing._apiserver.registry import defaults, fieldmanager, leases, validation
 from kinformer.testing._apiserver.resources import ResourceType
 
 _GENERATE_ALPHABET = "bcdfghjklmnpqrstvwxz2456789"

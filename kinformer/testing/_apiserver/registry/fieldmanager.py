@@ -15,7 +15,8 @@ The walk knows just enough of the built-in types' schemas: which lists are keyed
 which are sets, which nested objects are plain structs (present in an empty object, so owning a
 field inside them does not own them) and which are atomic label selectors. Custom objects have
 no such structs: every object field is owned where it is set, as for CRDs on a real server.
-Called by :mod:`.storage` under its lock; pure functions of their arguments otherwise.
+Called by :class:`~kinformer.testing._apiserver.storage.storage.Storage` under its lock; pure
+functions of their arguments otherwise.
 """
 
 from __future__ import annotations

@@ -1,8 +1,9 @@
 """Parsing of resource requests for the fake API server: verb, body, selectors, list options.
 
-Pure functions over what :class:`~kinformer.testing._apiserver.handler.Handler` read off the
-wire; each invalid input raises the :class:`~kinformer.testing._apiserver.status.StatusError`
-kube-apiserver answers with (400, 405, 415 or 422), before storage is touched.
+Pure functions over what :class:`~kinformer.testing._apiserver.wire.handler.Handler` read off
+the wire; each invalid input raises the
+:class:`~kinformer.testing._apiserver.status.StatusError` kube-apiserver answers with (400, 405,
+415 or 422), before storage is touched.
 """
 
 from __future__ import annotations
@@ -12,9 +13,11 @@ from typing import Any
 
 from kinformer import errors
 from kinformer.cache import labels as labelsel
-from kinformer.testing._apiserver import protobuf, records, status, watchers
+from kinformer.testing._apiserver import records, status
 from kinformer.testing._apiserver.clusters import ROOT
 from kinformer.testing._apiserver.resources import ResourceType
+from kinformer.testing._apiserver.storage import watchers
+from kinformer.testing._apiserver.wire import protobuf
 
 _RV_MATCHES = ("", "NotOlderThan", "Exact")
 

@@ -5,15 +5,15 @@ description, priority; priority 1 columns are those kubectl shows only with ``-o
 a stored object becomes the row's cells (and row conditions). The server prints every column,
 with its own ``<none>`` and ``<unknown>`` placeholders. :mod:`.values` writes the values,
 :mod:`.core` and :mod:`.groups` hold the printers; a type without its own prints NAME and AGE.
-:mod:`..tables` builds the Table around them.
+:mod:`~kinformer.testing._apiserver.wire.tables` builds the Table around them.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from kinformer.testing._apiserver.printers import core, groups
-from kinformer.testing._apiserver.printers.values import (
+from kinformer.testing._apiserver.registry.printers import core, groups
+from kinformer.testing._apiserver.registry.printers.values import (
     AGE,
     AGE_DESCRIPTION,
     NAME,

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from kinformer.testing._apiserver.printers.values import (
+from kinformer.testing._apiserver.registry.printers.values import (
     AGE,
     CREATED_AT,
     NAME,

@@ -2,9 +2,9 @@
 
 Like kube-apiserver over etcd, a limited list answers with an opaque token naming the snapshot
 (and the position in it) the following pages are served from, so every page of one list shows
-the same resourceVersion. :class:`Snapshots` keeps the last ``MAX_SNAPSHOTS`` of them (under
-the lock of :class:`~kinformer.testing._apiserver.storage.Storage`); a token for a dropped one
-answers 410, a token that does not decode, or continues a list of another logical cluster,
+the same resourceVersion. :class:`Snapshots` keeps the last ``MAX_SNAPSHOTS`` of them (under the
+lock of :class:`~kinformer.testing._apiserver.storage.storage.Storage`); a token for a dropped
+one answers 410, a token that does not decode, or continues a list of another logical cluster,
 answers 400.
 """
 

@@ -4,9 +4,10 @@ g=meta.k8s.io;v=v1``), which ``kubectl get`` asks for first.
 A Table has ``columnDefinitions`` (name, type, format, description, priority) and ``rows``, each
 with the row's ``cells`` and its ``object``: by default a ``PartialObjectMetadata``
 (``includeObject=Metadata``), the whole object with ``includeObject=Object``, null with
-``None``. Built-in types print the columns of :mod:`.printers`; a custom resource prints its
-CRD's ``additionalPrinterColumns`` for the served version (an ``Age`` column when it declares
-none), each cell evaluated from the column's JSONPath and typed as the column says. Also the
+``None``. Built-in types print the columns of
+:mod:`~kinformer.testing._apiserver.registry.printers`; a custom resource prints its CRD's
+``additionalPrinterColumns`` for the served version (an ``Age`` column when it declares none),
+each cell evaluated from the column's JSONPath and typed as the column says. Also the
 ``PartialObjectMetadata`` form that metadata-only clients ask for. Pure functions over stored
 entries; the handler writes what they return.
 """
@@ -18,8 +19,9 @@ import re
 from collections.abc import Iterable
 from typing import Any
 
-from kinformer.testing._apiserver import printers, status
+from kinformer.testing._apiserver import status
 from kinformer.testing._apiserver.records import Entry, dumps, served
+from kinformer.testing._apiserver.registry import printers
 from kinformer.testing._apiserver.resources import ResourceType
 
 META_GROUP = "meta.k8s.io"

@@ -3,16 +3,17 @@
 One :class:`Handler` per connection (HTTP/1.1 keep-alive) on the server's connection thread.
 Paths route to discovery documents (:mod:`.discovery`) or to resource requests, parsed and
 checked by :mod:`.request`, which become calls on
-:class:`~kinformer.testing._apiserver.storage.Storage` on behalf of the request's field manager
-(:mod:`.fieldmanager`); the fault switches of
+:class:`~kinformer.testing._apiserver.storage.storage.Storage` on behalf of the request's field
+manager (:mod:`~kinformer.testing._apiserver.registry.fieldmanager`); the fault switches of
 :class:`~kinformer.testing._apiserver.server_state.ServerState` apply first, and errors become
 ``Status`` bodies. With logical clusters on, a path may start ``/clusters/<name>`` or
-``/clusters/*`` (:mod:`.clusters`): the rest is served in that logical cluster, or across them
-for list and watch. Reads answer in the form ``Accept`` negotiates (:mod:`.mediatypes`: the
-object, a Table, PartialObjectMetadata), written by :mod:`.responses`. Watch responses are
-chunked JSON lines, one event per line, fed from the watcher's own queue, so the connection
-thread is the only one that waits on a slow client. A Pod's ``exec``, ``attach`` and
-``portforward`` are checked and refused as :mod:`.connect` says.
+``/clusters/*`` (:mod:`~kinformer.testing._apiserver.clusters`): the rest is served in that
+logical cluster, or across them for list and watch. Reads answer in the form ``Accept``
+negotiates (:mod:`.mediatypes`: the object, a Table, PartialObjectMetadata), written by
+:mod:`.responses`. Watch responses are chunked JSON lines, one event per line, fed from the
+watcher's own queue, so the connection thread is the only one that waits on a slow client. A
+Pod's ``exec``, ``attach`` and ``portforward`` are checked and refused as
+:mod:`~kinformer.testing._apiserver.registry.connect` says.
 """
 
 from __future__ import annotations
@@ -26,31 +27,24 @@ from urllib.parse import parse_qs, urlsplit
 
 from kinformer import errors
 from kinformer.cache import labels as labelsel
-from kinformer.testing._apiserver import (
-    clusters,
-    connect,
-    discovery,
-    fieldmanager,
-    mediatypes,
-    openapi,
-    records,
-    resources,
-    responses,
-    scale,
-    server_state,
-    shards,
-    status,
-    tables,
-    tokens,
-    watchers,
-    watchstream,
-)
-from kinformer.testing._apiserver import patch as patches
-from kinformer.testing._apiserver import request as parsing
+from kinformer.testing._apiserver import clusters, records, resources, server_state, status
 from kinformer.testing._apiserver.clusters import ROOT, WILDCARD
-from kinformer.testing._apiserver.request import Request
+from kinformer.testing._apiserver.registry import connect, fieldmanager, scale, tokens
 from kinformer.testing._apiserver.resources import ResourceType
 from kinformer.testing._apiserver.status import StatusError
+from kinformer.testing._apiserver.storage import watchers
+from kinformer.testing._apiserver.wire import (
+    discovery,
+    mediatypes,
+    openapi,
+    responses,
+    shards,
+    tables,
+    watchstream,
+)
+from kinformer.testing._apiserver.wire import patch as patches
+from kinformer.testing._apiserver.wire import request as parsing
+from kinformer.testing._apiserver.wire.request import Request
 
 log = logging.getLogger(__name__)
 

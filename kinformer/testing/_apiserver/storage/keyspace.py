@@ -3,8 +3,8 @@
 A server without logical clusters has one keyspace, the root's. With them, each logical cluster
 has its own (the same namespace and name may exist in two; a namespace holds only its own
 cluster's objects; a CRD serves its resource in its own cluster only, as kcp shares no CRDs
-between workspaces), while the resourceVersion counter, the history and the watchers stay
-shared in :class:`~kinformer.testing._apiserver.storage.Storage`, which guards every keyspace
+between workspaces), while the resourceVersion counter, the history and the watchers stay shared
+in :class:`~kinformer.testing._apiserver.storage.storage.Storage`, which guards every keyspace
 with its lock.
 """
 

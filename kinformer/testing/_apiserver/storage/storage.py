@@ -5,13 +5,14 @@ serializes the object once; lists join the cached bytes and watch events reuse t
 goes, under the storage lock, to the watch cache (:mod:`.watch_cache`), which keeps the bounded
 history that serves watches and ``Exact`` lists from older versions and fans each event out to
 the open watchers without ever waiting. How a write shapes the object lives in
-:mod:`.strategy`; the snapshots and continue tokens of paged lists in :mod:`.paging`.
+:mod:`~kinformer.testing._apiserver.registry.strategy`; the snapshots and continue tokens of
+paged lists in :mod:`.paging`.
 
-Objects live in one :class:`~.keyspace.Keyspace` per logical cluster (:mod:`.clusters`): a
-server without logical clusters has only the root's. Every method takes ``cluster`` (the root
-by default); reads also take the wildcard, which reads every logical cluster at once, in the
-order of their names. A logical cluster comes into being the first time it is named, with the
-namespaces a new cluster starts with.
+Objects live in one :class:`~.keyspace.Keyspace` per logical cluster
+(:mod:`~kinformer.testing._apiserver.clusters`): a server without logical clusters has only the
+root's. Every method takes ``cluster`` (the root by default); reads also take the wildcard,
+which reads every logical cluster at once, in the order of their names. A logical cluster comes
+into being the first time it is named, with the namespaces a new cluster starts with.
 """
 
 from __future__ import annotations
@@ -22,19 +23,8 @@ from collections.abc import Callable, Iterable
 from typing import Any
 
 from kinformer import _gc
-from kinformer.testing._apiserver import (
-    clusters,
-    defaults,
-    fieldmanager,
-    keyspace,
-    paging,
-    resources,
-    status,
-    strategy,
-    watch_cache,
-)
+from kinformer.testing._apiserver import clusters, resources, status
 from kinformer.testing._apiserver.clusters import ROOT, WILDCARD
-from kinformer.testing._apiserver.keyspace import Keyspace
 from kinformer.testing._apiserver.records import (
     ADDED,
     DELETED,
@@ -47,8 +37,11 @@ from kinformer.testing._apiserver.records import (
     ordered,
     with_resource_version,
 )
+from kinformer.testing._apiserver.registry import defaults, fieldmanager, strategy
 from kinformer.testing._apiserver.resources import ResourceType
-from kinformer.testing._apiserver.watchers import EVENT, INITIAL, INITIAL_END, Watcher
+from kinformer.testing._apiserver.storage import keyspace, paging, watch_cache
+from kinformer.testing._apiserver.storage.keyspace import Keyspace
+from kinformer.testing._apiserver.storage.watchers import EVENT, INITIAL, INITIAL_END, Watcher
 
 
 class Storage:

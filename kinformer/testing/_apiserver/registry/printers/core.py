@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from kinformer.testing._apiserver.printers.values import (
+from kinformer.testing._apiserver.registry.printers.values import (
     AGE,
     NAME,
     NAME_DESCRIPTION,

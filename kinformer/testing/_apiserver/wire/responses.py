@@ -5,7 +5,7 @@ Every body ends with a newline. An object is its stored JSON (``kind``, ``apiVer
 items without ``kind`` and ``apiVersion``, joined from the bytes each stored version was
 encoded into once. A custom resource's list is written as the real server writes unstructured
 lists: keys sorted, items keeping their kind, ``metadata.continue`` present even when empty. The
-negotiated :class:`~kinformer.testing._apiserver.mediatypes.Target` may ask for a Table or
+negotiated :class:`~kinformer.testing._apiserver.wire.mediatypes.Target` may ask for a Table or
 PartialObjectMetadata instead (:mod:`.tables`); 406 where that form does not fit the answer.
 """
 
@@ -14,10 +14,11 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from kinformer.testing._apiserver import status, tables
-from kinformer.testing._apiserver.mediatypes import Target
+from kinformer.testing._apiserver import status
 from kinformer.testing._apiserver.records import Entry, dumps, served
 from kinformer.testing._apiserver.resources import ResourceType
+from kinformer.testing._apiserver.wire import tables
+from kinformer.testing._apiserver.wire.mediatypes import Target
 
 
 def _not_acceptable(message: str) -> status.StatusError:

@@ -17,9 +17,9 @@ from collections.abc import Callable
 from typing import Any
 
 from kinformer.testing._apiserver import status
-from kinformer.testing._apiserver import watchers as w
 from kinformer.testing._apiserver.records import DELETED, Entry, Event, dumps, served
-from kinformer.testing._apiserver.storage import Storage
+from kinformer.testing._apiserver.storage import watchers as w
+from kinformer.testing._apiserver.storage.storage import Storage
 
 MAX_BATCH = 512  # watch events written per chunk when a watcher has a backlog
 IDLE_WAIT = 3600.0  # seconds to wait for an item when neither bookmarks nor a timeout are due

@@ -17,7 +17,7 @@ import copy
 import itertools
 from typing import Any
 
-from kinformer.testing._apiserver import workloads
+from kinformer.testing._apiserver.registry import workloads
 from kinformer.testing._apiserver.resources import ResourceType
 
 NODE_PORTS = (30000, 32768)  # the default NodePort range, upper bound excluded

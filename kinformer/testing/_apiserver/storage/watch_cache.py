@@ -6,7 +6,7 @@ event goes into the queue of each open watcher of its type, namespace and logica
 across clusters): a put, never a wait, so a slow watcher never blocks a writer; one that falls
 ``max_backlog`` events behind is marked overflowed, and its stream ends it with 410, as the
 real server does. Not thread-safe on
-its own: :class:`~kinformer.testing._apiserver.storage.Storage` calls it under its lock.
+its own: :class:`~kinformer.testing._apiserver.storage.storage.Storage` calls it under its lock.
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ from typing import Any
 from kinformer.testing._apiserver import status
 from kinformer.testing._apiserver.clusters import ROOT, WILDCARD
 from kinformer.testing._apiserver.records import Entry, Event
-from kinformer.testing._apiserver.watchers import EVENT, STOP, Watcher
+from kinformer.testing._apiserver.storage.watchers import EVENT, STOP, Watcher
 
 
 class WatchCache:
