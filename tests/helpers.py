@@ -1,7 +1,8 @@
 """Helpers shared by the whole suite, so no test file writes its own copy.
 
-Object builders (:func:`cm`, :func:`cm_manifest`, :func:`crd`) and their sorted names and keys
-(:func:`names`, :func:`keys`), an informer over kinformer's shipped test fakes with a recording
+The ConfigMaps' resource (:data:`CONFIGMAPS`), object builders (:func:`cm`,
+:func:`cm_manifest`, :func:`crd`) and their sorted names and keys (:func:`names`,
+:func:`keys`), an informer over kinformer's shipped test fakes with a recording
 handler on it (:func:`recorded_informer`, over ``kinformer.testing.ScriptedSource`` and
 ``Recorder``), a runner for anything with ``run(stop)`` (:class:`Background`, and
 :func:`running` for a ``with`` block), fake-clock steps (:func:`step_when_waiting`,
@@ -45,6 +46,7 @@ from kinformer.testing import FakeAPIServer, FakeClock, Recorder, ScriptedSource
 from kinformer.testing.recorder import describe as describe
 
 TIMEOUT = 5.0  # seconds any one wait for a thread may take before the test fails
+CONFIGMAPS = GroupVersionResource("", "v1", "configmaps")  # the resource most tests watch
 EXAMPLES = Path(__file__).resolve().parents[1] / "docs" / "examples"
 
 

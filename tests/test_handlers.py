@@ -53,7 +53,7 @@ def test_detailed_funcs_pass_the_initial_list_flag() -> None:
     (kinformer.ResourceEventHandlerFuncs, ()),
     (kinformer.ResourceEventHandlerDetailedFuncs, ()),
     (kinformer.ClusterEventHandlerFuncs, ("east",)),
-    (kinformer.GVREventHandlerFuncs, (kinformer.GroupVersionResource("", "v1", "configmaps"),)),
+    (kinformer.GVREventHandlerFuncs, (helpers.CONFIGMAPS,)),
 ])
 def test_every_funcs_handler_passes_its_arguments_on_and_its_repr_names_the_functions_given(
     funcs_class: Any, subject: tuple[Any, ...]

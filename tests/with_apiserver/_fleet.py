@@ -21,7 +21,6 @@ from kinformer import (
 from kinformer.clusters.provider import Disengage, Engage
 from kinformer.testing import FakeAPIServer
 
-CONFIGMAPS = GroupVersionResource("", "v1", "configmaps")
 SECRETS = GroupVersionResource("", "v1", "secrets")
 NAMESPACES = GroupVersionResource("", "v1", "namespaces")
 KUBECONFIG_LABEL = "sigs.k8s.io/multicluster-runtime-kubeconfig"

@@ -17,17 +17,15 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
-from helpers import cm
+from helpers import CONFIGMAPS, cm
 
 from kinformer import errors
 from kinformer.cache.store import DeletedFinalStateUnknown
 from kinformer.client.listwatch import ListWatch
 from kinformer.context import Context
-from kinformer.gvr import GroupVersionResource
 from kinformer.informer import SharedIndexInformer
 from kinformer.testing import FakeAPIServer, FakeClock, wait_for
 
-CONFIGMAPS = GroupVersionResource("", "v1", "configmaps")
 TIMEOUT = 5.0
 BACKOFF_STEP = 2.0  # seconds of fake time past the first backoff (0.8 s, jittered below 1.6 s)
 NO_HOT_LOOP = 0.1  # real seconds during which the stopped fake clock must see no relist

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import IO, Any
 
 import pytest
-from helpers import SilentServer, cm
+from helpers import CONFIGMAPS, SilentServer, cm
 
 import kinformer as kinformer_package
 from kinformer import cli
@@ -25,7 +25,6 @@ from kinformer.cli.watch import kubeconfig as watch_kubeconfig
 from kinformer.gvr import GroupVersionResource
 from kinformer.testing import FakeAPIServer, wait_for
 
-CONFIGMAPS = GroupVersionResource("", "v1", "configmaps")
 TIMEOUT = 30.0  # seconds any one command may take before the test fails
 INTERRUPT_BOUND = 15.0  # seconds a Ctrl-C may take to end a command on a loaded machine
 

@@ -17,15 +17,13 @@ from pathlib import Path
 from typing import IO
 
 import pytest
-from helpers import cm
+from helpers import CONFIGMAPS, cm
 
 from kinformer import DeletedFinalStateUnknown
 from kinformer.cli import serve
 from kinformer.cli.watch import table
-from kinformer.gvr import GroupVersionResource
 from kinformer.testing import FakeAPIServer
 
-CONFIGMAPS = GroupVersionResource("", "v1", "configmaps")
 TIMEOUT = 30.0  # seconds any one command or line may take before the test fails
 TEAMS = ("root:team-a", "root:team-b", "root:team-c")
 

@@ -16,8 +16,7 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from _fleet import CONFIGMAPS
-from helpers import TIMEOUT, cm, create_cm, delete_cm, keys, running, write
+from helpers import CONFIGMAPS, TIMEOUT, cm, create_cm, delete_cm, keys, running, write
 
 from kinformer import (
     NAMESPACE_INDEX,

@@ -12,7 +12,7 @@ from typing import Any
 
 import kubernetes
 import pytest
-from helpers import cm, cm_manifest
+from helpers import CONFIGMAPS, cm, cm_manifest
 
 from kinformer import errors
 from kinformer.backoff import Backoff, BackoffManager
@@ -20,11 +20,9 @@ from kinformer.cache.store import Indexer
 from kinformer.client.listerwatcher import ListOptions
 from kinformer.client.listwatch import ListWatch
 from kinformer.context import Context
-from kinformer.gvr import GroupVersionResource
 from kinformer.reflector.reflector import Reflector
 from kinformer.testing import FakeAPIServer, wait_for
 
-CONFIGMAPS = GroupVersionResource("", "v1", "configmaps")
 TIMEOUT = 5.0
 
 

@@ -17,12 +17,11 @@ from pathlib import Path
 from typing import IO, Any
 
 import pytest
-from helpers import SilentServer, cm, crd
+from helpers import CONFIGMAPS, SilentServer, cm, crd
 
 from kinformer.gvr import GroupVersionResource
 from kinformer.testing import FakeAPIServer
 
-CONFIGMAPS = GroupVersionResource("", "v1", "configmaps")
 TIMEOUT = 30.0  # seconds any one command or line may take before the test fails
 
 

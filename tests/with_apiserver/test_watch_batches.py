@@ -16,19 +16,17 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from helpers import cm
+from helpers import CONFIGMAPS, cm
 
 from kinformer import errors
 from kinformer.cache.store import DeletedFinalStateUnknown, Indexer
 from kinformer.client.listerwatcher import INITIAL_EVENTS_END_ANNOTATION
 from kinformer.client.listwatch import ListWatch
 from kinformer.context import Context
-from kinformer.gvr import GroupVersionResource
 from kinformer.informer import SharedIndexInformer
 from kinformer.reflector.reflector import Reflector
 from kinformer.testing import FakeAPIServer, FakeClock, wait_for
 
-CONFIGMAPS = GroupVersionResource("", "v1", "configmaps")
 TIMEOUT = 5.0
 BACKOFF_STEP = 2.0  # fake seconds past any first backoff
 
