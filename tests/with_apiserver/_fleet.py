@@ -27,6 +27,7 @@ KUBECONFIG_LABEL = "sigs.k8s.io/multicluster-runtime-kubeconfig"
 HUB_NAMESPACE = "fleet-system"
 
 
+# A cluster handler: kinformer.testing.Recorder hears plain notifications, without their cluster.
 class ClusterRecorder(ClusterEventHandler):
     """Queues every call as ``(kind, cluster, name)`` (``("disengaged", cluster)``) for the test.
 

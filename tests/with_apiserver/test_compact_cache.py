@@ -58,6 +58,7 @@ def put_cm(api_client: Any, name: str, app: str, value: str = "v", *, new: bool 
     write(api_client, "POST" if new else "PUT", path if new else f"{path}/{name}", body)
 
 
+# Not kinformer.testing.Recorder: it keeps the objects themselves (their identity, copies) and scribbles.
 class Taker:
     """Queues ``(kind, *objects)`` for every callback; with ``vandal``, first scribbles on each
     object it is handed, in place (the bug a compact cache makes harmless), so a call taken

@@ -39,6 +39,7 @@ def widget(name: str, size: int = 1, **labels: str) -> dict[str, Any]:
     return {"apiVersion": f"{GROUP}/v1", "kind": "Widget", "metadata": metadata, "spec": {"size": size}}
 
 
+# A reconciler, not an event handler: kinformer.testing.Recorder records notifications, this requests.
 class Recorder:
     """A reconciler that reports each request, optionally held at a gate."""
 

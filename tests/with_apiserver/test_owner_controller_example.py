@@ -37,6 +37,7 @@ def message(server: FakeAPIServer, cluster: str | None = None) -> str | None:
     return (found.get("data") or {}).get("message")  # type: ignore[no-any-return]
 
 
+# A child process, not a thread: helpers.Background and helpers.Running run components in-process.
 class Running:
     def __init__(self, tmp_path: Path) -> None:
         self.log = tmp_path / "controller.log"
