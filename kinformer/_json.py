@@ -13,6 +13,7 @@ neither a stop nor another thread waits for the whole decode, and hands each chu
 from __future__ import annotations
 
 import contextlib
+import importlib
 import json
 import os
 import threading
@@ -20,9 +21,10 @@ from collections.abc import Callable, Iterator
 from types import ModuleType
 from typing import Any, Protocol
 
+# imported by name, so mypy types it the same with orjson installed or not (the fast extra)
 _orjson: ModuleType | None
 try:  # pragma: no cover - depends on the installation
-    import orjson as _orjson
+    _orjson = importlib.import_module("orjson")
 except ImportError:  # pragma: no cover
     _orjson = None
 

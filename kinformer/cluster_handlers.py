@@ -19,7 +19,7 @@ import logging
 from collections.abc import Callable
 from typing import Any, Protocol, runtime_checkable
 
-from kinformer import errors
+from kinformer import errors, handlers
 from kinformer.cache import cluster as _cluster
 from kinformer.cache import store
 from kinformer.handlers import ResourceEventHandler
@@ -63,12 +63,14 @@ class ClusterEventHandler:
         """``cluster`` is no longer watched; its objects left the cache without deletes."""
 
 
-class ClusterEventHandlerFuncs(ClusterEventHandler):
+class ClusterEventHandlerFuncs(handlers.FuncsHandler, ClusterEventHandler):
     """A cluster handler made of optional functions: ``add_func(cluster, obj)``,
     ``update_func(cluster, old, new)``, ``delete_func(cluster, obj)`` and
     ``disengaged_func(cluster)``. A missing function means the notification is ignored."""
 
-    __slots__ = ("add_func", "delete_func", "disengaged_func", "update_func")
+    __slots__ = ("disengaged_func",)
+
+    FUNCS = (*handlers.FuncsHandler.FUNCS, "disengaged_func")
 
     def __init__(
         self,
@@ -77,31 +79,20 @@ class ClusterEventHandlerFuncs(ClusterEventHandler):
         delete_func: Callable[[str, Any], object] | None = None,
         disengaged_func: Callable[[str], object] | None = None,
     ) -> None:
-        self.add_func = add_func
-        self.update_func = update_func
-        self.delete_func = delete_func
+        super().__init__(add_func, update_func, delete_func)
         self.disengaged_func = disengaged_func
 
     def on_add(self, cluster: str, obj: Any) -> None:
-        if self.add_func is not None:
-            self.add_func(cluster, obj)
+        self._call(self.add_func, cluster, obj)
 
     def on_update(self, cluster: str, old: Any, new: Any) -> None:
-        if self.update_func is not None:
-            self.update_func(cluster, old, new)
+        self._call(self.update_func, cluster, old, new)
 
     def on_delete(self, cluster: str, obj: Any) -> None:
-        if self.delete_func is not None:
-            self.delete_func(cluster, obj)
+        self._call(self.delete_func, cluster, obj)
 
     def on_disengaged(self, cluster: str) -> None:
-        if self.disengaged_func is not None:
-            self.disengaged_func(cluster)
-
-    def __repr__(self) -> str:
-        funcs = [n for n in ("add_func", "update_func", "delete_func", "disengaged_func")
-                 if getattr(self, n) is not None]
-        return f"<ClusterEventHandlerFuncs {', '.join(funcs) or 'none'}>"
+        self._call(self.disengaged_func, cluster)
 
 
 @runtime_checkable

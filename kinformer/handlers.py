@@ -14,7 +14,7 @@ import logging
 import threading
 import time
 from collections.abc import Callable
-from typing import Any, Protocol, runtime_checkable
+from typing import Any, ClassVar, Protocol, runtime_checkable
 
 from kinformer import _checks, context
 from kinformer.cache import store
@@ -39,39 +39,60 @@ class ResourceEventHandler(Protocol):
     def on_delete(self, obj: Any) -> None: ...
 
 
-class _FuncsHandler:
-    """What both function-made handlers share: optional update and delete functions.
+class FuncsHandler:
+    """The one shape of every handler made of functions (the ``*Funcs`` classes).
 
-    A missing function means the notification is ignored; subclasses add ``add_func`` and
-    their own ``on_add``.
+    Each notification calls its optional function with the notification's arguments; a missing
+    function means the notification is ignored. :class:`ResourceEventHandlerFuncs`,
+    :class:`ResourceEventHandlerDetailedFuncs`, :class:`~kinformer.ClusterEventHandlerFuncs` and
+    :class:`~kinformer.GVREventHandlerFuncs` are it, each declaring its functions' types and
+    its own notification methods, which go through :meth:`_call`. The repr names the functions
+    given (``<ClusterEventHandlerFuncs add_func>``).
     """
 
-    __slots__ = ("delete_func", "update_func")
+    __slots__ = ("add_func", "delete_func", "update_func")
+
+    FUNCS: ClassVar[tuple[str, ...]] = ("add_func", "update_func", "delete_func")  # for the repr
 
     def __init__(
         self,
-        update_func: Callable[[Any, Any], object] | None,
-        delete_func: Callable[[Any], object] | None,
+        add_func: Callable[..., object] | None,
+        update_func: Callable[..., object] | None,
+        delete_func: Callable[..., object] | None,
     ) -> None:
+        self.add_func = add_func
         self.update_func = update_func
         self.delete_func = delete_func
 
+    @staticmethod
+    def _call(func: Callable[..., object] | None, *args: Any) -> None:
+        if func is not None:
+            func(*args)
+
+    def __repr__(self) -> str:
+        given = [name for name in self.FUNCS if getattr(self, name) is not None]
+        return f"<{type(self).__name__} {', '.join(given) or 'none'}>"
+
+
+class _ObjectFuncs(FuncsHandler):
+    """What both object handlers of functions share: ``update_func(old, new)``, ``delete_func(obj)``."""
+
+    __slots__ = ()
+
     def on_update(self, old: Any, new: Any) -> None:
-        if self.update_func is not None:
-            self.update_func(old, new)
+        self._call(self.update_func, old, new)
 
     def on_delete(self, obj: Any) -> None:
-        if self.delete_func is not None:
-            self.delete_func(obj)
+        self._call(self.delete_func, obj)
 
 
-class ResourceEventHandlerFuncs(_FuncsHandler):
+class ResourceEventHandlerFuncs(_ObjectFuncs):
     """A handler made of optional functions; ``add_func(obj)`` does not see ``is_in_initial_list``.
 
     A missing function means the notification is ignored.
     """
 
-    __slots__ = ("add_func",)
+    __slots__ = ()
 
     def __init__(
         self,
@@ -79,18 +100,16 @@ class ResourceEventHandlerFuncs(_FuncsHandler):
         update_func: Callable[[Any, Any], object] | None = None,
         delete_func: Callable[[Any], object] | None = None,
     ) -> None:
-        super().__init__(update_func, delete_func)
-        self.add_func = add_func
+        super().__init__(add_func, update_func, delete_func)
 
     def on_add(self, obj: Any, is_in_initial_list: bool) -> None:
-        if self.add_func is not None:
-            self.add_func(obj)
+        self._call(self.add_func, obj)
 
 
-class ResourceEventHandlerDetailedFuncs(_FuncsHandler):
+class ResourceEventHandlerDetailedFuncs(_ObjectFuncs):
     """Like :class:`ResourceEventHandlerFuncs`, but ``add_func(obj, is_in_initial_list)``."""
 
-    __slots__ = ("add_func",)
+    __slots__ = ()
 
     def __init__(
         self,
@@ -98,12 +117,10 @@ class ResourceEventHandlerDetailedFuncs(_FuncsHandler):
         update_func: Callable[[Any, Any], object] | None = None,
         delete_func: Callable[[Any], object] | None = None,
     ) -> None:
-        super().__init__(update_func, delete_func)
-        self.add_func = add_func
+        super().__init__(add_func, update_func, delete_func)
 
     def on_add(self, obj: Any, is_in_initial_list: bool) -> None:
-        if self.add_func is not None:
-            self.add_func(obj, is_in_initial_list)
+        self._call(self.add_func, obj, is_in_initial_list)
 
 
 class FilteringResourceEventHandler:

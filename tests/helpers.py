@@ -1,14 +1,16 @@
 """Helpers shared by the whole suite, so no test file writes its own copy.
 
-Object builders (:func:`cm`, :func:`cm_manifest`, :func:`crd`) and their sorted names and keys
-(:func:`names`, :func:`keys`), an informer over kinformer's shipped test fakes with a recording
-handler on it (:func:`recorded_informer`, over ``kinformer.testing.ScriptedSource`` and
-``Recorder``), a runner for anything with ``run(stop)`` (:class:`Background`, and
-:func:`running` for a ``with`` block), fake-clock steps (:func:`step_when_waiting`,
-:func:`clock_waits`) and, for the tests in ``with_apiserver/``, requests through the official
-client's ``ApiClient`` (:func:`request`, :func:`create_cm`, :func:`api_error`), plain HTTP
-exchanges (:func:`http_exchange`), clients (:func:`client_for`, :func:`client_with_token`), the
-live client threads (:func:`client_threads`) and a server that accepts connections and never
+The ConfigMaps' resource (:data:`CONFIGMAPS`), object builders (:func:`cm`,
+:func:`cm_manifest`, :func:`crd`) and their sorted names and keys (:func:`names`,
+:func:`keys`), an informer over kinformer's shipped test fakes with a recording handler on it
+(:func:`recorded_informer`, over ``kinformer.testing.ScriptedSource`` and ``Recorder``), a
+runner for anything with ``run(stop)`` (:class:`Background`, and :func:`running` for a
+``with`` block) and an informer over HTTP run by it (:class:`Running`), fake-clock steps
+(:func:`step_when_waiting`, :func:`clock_waits`) and, for the tests in ``with_apiserver/``,
+requests through the official client's ``ApiClient`` (:func:`request`, :func:`create_cm`,
+:func:`api_error`), plain HTTP exchanges (:func:`http_exchange`), clients (:func:`client_for`,
+:func:`client_with_token`), the live client threads (:func:`client_threads`), a child
+process's output lines (:class:`Lines`) and a server that accepts connections and never
 answers (:class:`SilentServer`).
 
 Test files in ``tests/`` and ``tests/with_apiserver/`` import it as ``helpers``: pytest's default
@@ -22,6 +24,7 @@ from __future__ import annotations
 import contextlib
 import importlib.util
 import json
+import queue
 import socket
 import subprocess
 import sys
@@ -30,13 +33,14 @@ from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from types import ModuleType
-from typing import Any
+from typing import IO, Any
 
 import pytest
 
 from kinformer import (
     Context,
     GroupVersionResource,
+    ListWatch,
     SharedIndexInformer,
     _threads,
     meta_namespace_key_func,
@@ -45,6 +49,7 @@ from kinformer.testing import FakeAPIServer, FakeClock, Recorder, ScriptedSource
 from kinformer.testing.recorder import describe as describe
 
 TIMEOUT = 5.0  # seconds any one wait for a thread may take before the test fails
+CONFIGMAPS = GroupVersionResource("", "v1", "configmaps")  # the resource most tests watch
 EXAMPLES = Path(__file__).resolve().parents[1] / "docs" / "examples"
 
 
@@ -169,7 +174,8 @@ class Background:
     """``run(stop)`` on a thread of its own until :meth:`stop`: how a test runs a component.
 
     ``stop`` (default: a fresh :class:`~kinformer.Context`) is the signal handed to ``run``,
-    kept as :attr:`signal`. :meth:`stop` cancels (or sets) it, and the test fails unless ``run``
+    kept as :attr:`signal`. The thread starts at once, or at :meth:`start` with
+    ``start=False``. :meth:`stop` cancels (or sets) the signal, and the test fails unless ``run``
     returned within ``deadline`` seconds (default twice TIMEOUT); a test of how promptly ``run``
     stops gives its own.
     """
@@ -180,11 +186,16 @@ class Background:
         stop: Context | threading.Event | None = None,
         *,
         deadline: float = TIMEOUT * 2,
+        start: bool = True,
     ) -> None:
         self.run = run
         self.signal: Context | threading.Event = stop if stop is not None else Context()
         self.deadline = deadline
         self.thread = threading.Thread(target=run, args=(self.signal,), name="test-run")
+        if start:
+            self.thread.start()
+
+    def start(self) -> None:
         self.thread.start()
 
     def stop(self) -> None:
@@ -192,6 +203,8 @@ class Background:
             self.signal.cancel()
         else:
             self.signal.set()
+        if self.thread.ident is None:  # never started
+            return
         self.thread.join(self.deadline)
         assert not self.thread.is_alive(), f"{self.run} did not return within {self.deadline} s of stop"
 
@@ -210,6 +223,92 @@ def running(
         yield background.signal
     finally:
         background.stop()
+
+
+class Lines:
+    """A stream's lines (a child process's stdout or stderr), read on a plain thread into a queue.
+
+    Each wait for a line takes at most ``timeout`` seconds (default TIMEOUT), then fails the
+    test with ``queue.Empty``; a wait past the end of the output fails it with what was seen.
+    """
+
+    def __init__(self, stream: IO[str], timeout: float = TIMEOUT) -> None:
+        self.timeout = timeout
+        self._queue: queue.Queue[str | None] = queue.Queue()
+        self._thread = threading.Thread(target=self._read, args=(stream,), daemon=True)
+        self._thread.start()
+
+    def _read(self, stream: IO[str]) -> None:
+        for line in stream:
+            self._queue.put(line.rstrip("\n"))
+        self._queue.put(None)
+
+    def next(self, timeout: float | None = None) -> str:
+        """The next line, without its newline."""
+        line = self._queue.get(timeout=self.timeout if timeout is None else timeout)
+        assert line is not None, "output ended"
+        return line
+
+    def until(self, text: str, timeout: float | None = None) -> list[str]:
+        """The lines up to and including the next one with ``text``."""
+        seen: list[str] = []
+        while True:
+            line = self._queue.get(timeout=self.timeout if timeout is None else timeout)
+            assert line is not None, f"output ended before a line with {text!r}; saw {seen}"
+            seen.append(line)
+            if text in line:
+                return seen
+
+    def next_matching(self, text: str, timeout: float | None = None) -> str:
+        """The next line with ``text``, skipping the lines before it."""
+        return self.until(text, timeout)[-1]
+
+    def join(self) -> None:
+        """Wait (at most TIMEOUT) until the stream ended and every line was queued."""
+        self._thread.join(TIMEOUT)
+
+
+class Running(Background):
+    """An informer of ``default``'s ConfigMaps over ``client`` (HTTP to ``server``) on a
+    :class:`~kinformer.testing.FakeClock`, ``handler`` added, run as a :class:`Background`.
+
+    The watch errors the informer reports collect in :attr:`errors`, in order; :meth:`error`
+    waits for the next one. :meth:`lists` counts the lists ``server`` answered, and
+    :meth:`relisted` steps the clock past backoffs until there was another.
+    """
+
+    def __init__(
+        self, server: FakeAPIServer, client: Any, handler: Any, name: str = "running", *, start: bool = True
+    ) -> None:
+        self.server = server
+        self.clock = FakeClock()
+        self.handler = handler
+        self.errors: list[BaseException] = []
+        self._taken = 0  # errors handed out by error()
+        self.informer = SharedIndexInformer(
+            ListWatch.for_resource(client, CONFIGMAPS, namespace="default"), clock=self.clock, name=name)
+        self.informer.add_event_handler(handler)
+        self.informer.set_watch_error_handler(lambda reflector, error: self.errors.append(error))
+        super().__init__(self.informer.run, start=start)
+
+    def error(self) -> BaseException:
+        """The next watch error not handed out yet, waiting at most TIMEOUT for it."""
+        assert wait_for(lambda: len(self.errors) > self._taken, TIMEOUT), "no watch error"
+        self._taken += 1
+        return self.errors[self._taken - 1]
+
+    def lists(self) -> int:
+        """How many lists of ConfigMaps the server answered so far."""
+        return sum(1 for _, path, query, _ in self.server.requests
+                   if path.endswith("/configmaps") and query.get("watch") != "true")
+
+    def relisted(self, lists: int, step: float) -> bool:
+        """Step the clock ``step`` seconds at a time until the informer listed more than ``lists``
+        times (False after TIMEOUT)."""
+        def stepped() -> bool:
+            self.clock.step(step)
+            return self.lists() > lists
+        return wait_for(stepped, TIMEOUT)
 
 
 def client_threads() -> list[str]:

@@ -13,6 +13,7 @@ from collections.abc import Callable
 from typing import Any
 
 import pytest
+from helpers import CONFIGMAPS
 from kubernetes import client as k8s
 
 import kinformer
@@ -20,7 +21,6 @@ from kinformer import _checks, _threads
 from kinformer.testing import FakeAPIServer, wait_for
 
 NAN, INF = math.nan, math.inf
-CONFIGMAPS = kinformer.GroupVersionResource("", "v1", "configmaps")
 API = k8s.ApiClient()  # never sends: a constructor that checks its client finds a real one
 
 

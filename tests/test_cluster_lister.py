@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from helpers import cm, keys
+from helpers import CONFIGMAPS, cm, keys
 
 from kinformer import (
     CLUSTER_AND_NAMESPACE_INDEX,
@@ -16,7 +16,6 @@ from kinformer import (
     ConfigurationError,
     GenericClusterLister,
     GenericLister,
-    GroupVersionResource,
     Indexer,
     NotFoundError,
     cluster_and_namespace_index_func,
@@ -25,7 +24,6 @@ from kinformer import (
     meta_namespace_index_func,
 )
 
-CONFIGMAPS = GroupVersionResource("", "v1", "configmaps")
 CLUSTER_INDEXES = {CLUSTER_INDEX: cluster_index_func,
                    CLUSTER_AND_NAMESPACE_INDEX: cluster_and_namespace_index_func}
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from helpers import cm, keys
+from helpers import CONFIGMAPS, cm, keys
 
 from kinformer import (
     CLUSTER_AND_NAMESPACE_INDEX,
@@ -14,7 +14,6 @@ from kinformer import (
     NAMESPACE_INDEX,
     DeletedFinalStateUnknown,
     GenericClusterLister,
-    GroupVersionResource,
     IndexerConflictError,
     IndexerError,
     KeyFuncError,
@@ -26,8 +25,6 @@ from kinformer import (
 from kinformer.cache.compact_store import CompactIndexer, FreshObjects, fresh
 from kinformer.cache.thread_safe_store import NOT_APPLIED
 from kinformer.testing import Recorder
-
-CONFIGMAPS = GroupVersionResource("", "v1", "configmaps")
 
 
 def by_app(obj: Any) -> list[str]:

@@ -6,6 +6,7 @@ import threading
 from typing import Any
 
 import helpers
+import pytest
 
 import kinformer
 from kinformer import Context
@@ -46,6 +47,24 @@ def test_detailed_funcs_pass_the_initial_list_flag() -> None:
     funcs.on_update("a", "b")
     funcs.on_delete("c")
     assert seen == [("a", True), ("b", False), ("deleted", "c")]
+
+
+@pytest.mark.parametrize(("funcs_class", "subject"), [
+    (kinformer.ResourceEventHandlerFuncs, ()),
+    (kinformer.ResourceEventHandlerDetailedFuncs, ()),
+    (kinformer.ClusterEventHandlerFuncs, ("east",)),
+    (kinformer.GVREventHandlerFuncs, (helpers.CONFIGMAPS,)),
+])
+def test_every_funcs_handler_passes_its_arguments_on_and_its_repr_names_the_functions_given(
+    funcs_class: Any, subject: tuple[Any, ...]
+) -> None:
+    seen: list[Any] = []
+    funcs = funcs_class(update_func=lambda *args: seen.append(args))
+    funcs.on_update(*subject, "old", "new")
+    funcs.on_delete(*subject, "gone")
+    assert seen == [(*subject, "old", "new")]
+    assert repr(funcs) == f"<{funcs_class.__name__} update_func>"
+    assert repr(funcs_class()) == f"<{funcs_class.__name__} none>"
 
 
 def test_filter_turns_an_object_leaving_the_filter_into_a_delete_of_the_old_object() -> None:

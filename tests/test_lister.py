@@ -5,7 +5,7 @@ from __future__ import annotations
 import logging
 
 import pytest
-from helpers import cm, keys
+from helpers import CONFIGMAPS, cm, keys
 
 from kinformer import errors
 from kinformer.cache import store
@@ -13,7 +13,6 @@ from kinformer.cache.labels import parse_selector
 from kinformer.cache.lister import GenericLister
 from kinformer.gvr import GroupVersionResource
 
-CONFIGMAPS = GroupVersionResource("", "v1", "configmaps")
 WIDGETS = GroupVersionResource("example.com", "v1", "widgets")
 
 

@@ -144,16 +144,7 @@ class Controller:
             log.info("controller stopped name=%s", self.name)
 
     def _worker(self, ctx: context.Context) -> None:
-        while True:
-            key, shutdown = self.queue.get()
-            if shutdown or key is None:
-                return
-            try:
-                if ctx.cancelled():
-                    return
-                self._reconcile(key)
-            finally:
-                self.queue.done(key)
+        process_queue(self.queue, ctx, self._reconcile)
 
     def _reconcile(self, key: str) -> None:
         try:
@@ -177,6 +168,29 @@ class Controller:
 
     def __repr__(self) -> str:
         return f"<Controller {self.name} workers={self.workers}>"
+
+
+def process_queue(
+    queue: RateLimitingQueue[str], ctx: context.Context, process: Callable[[str], None]
+) -> None:
+    """client-go's worker loop: take each key from ``queue``, hand it to ``process``, mark it done.
+
+    Blocks; returns once the queue is shut down or, at the next key, once ``ctx`` is cancelled
+    (that key is marked done unprocessed). ``process`` owns what happens to the key next
+    (``forget``, ``add_rate_limited``, ``add_after``); an exception it lets out ends the loop
+    after the key is marked done. Every :class:`Controller` worker and the
+    :class:`~kinformer.ControllerManager`'s own loop run it.
+    """
+    while True:
+        key, shutdown = queue.get()
+        if shutdown or key is None:
+            return
+        try:
+            if ctx.cancelled():
+                return
+            process(key)
+        finally:
+            queue.done(key)
 
 
 def _unreachable(error: BaseException) -> bool:

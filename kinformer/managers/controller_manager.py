@@ -6,7 +6,8 @@ kcp's syncer ``controllermanager`` (``pkg/syncer/controllermanager``). The manag
 neither the factory nor anything that runs informers), which says which resources have an
 informer and whether it synced, and notifies subscribers through a capacity-1 queue whenever
 that set changes. The manager turns each notification into one coalesced ``"resync"`` key on a
-:class:`~kinformer.RateLimitingQueue` (``workqueue/``) and reconciles: a
+:class:`~kinformer.RateLimitingQueue` (``workqueue/``) and reconciles it in the controllers'
+worker loop (``controllers/controller.py``'s ``process_queue``): a
 :class:`ManagedController` runs, on its own thread under its own child
 :class:`~kinformer.Context`, exactly while every resource it requires has a synced informer;
 what it runs is usually a :class:`~kinformer.Controller` (``controllers/controller.py``). Unlike kcp
@@ -26,6 +27,7 @@ from typing import Any
 
 from kinformer import _checks, _threads, context, errors
 from kinformer import clock as clock_module
+from kinformer.controllers import controller as _controller
 from kinformer.gvr import GroupVersionResource
 from kinformer.managers import source
 from kinformer.workqueue import RateLimitingQueue
@@ -162,19 +164,14 @@ class ControllerManager:
             self._queue.add(RESYNC_KEY)
 
     def _work(self, ctx: context.Context) -> None:
-        while True:
-            key, shutdown = self._queue.get()
-            if shutdown or key is None:
-                return
+        def process(key: str) -> None:
             try:
-                if ctx.cancelled():
-                    return
                 self._reconcile(ctx)
             except Exception:
                 log.exception("controller manager %s: reconcile failed; will retry", self.name)
                 self._queue.add_rate_limited(key)
-            finally:
-                self._queue.done(key)
+
+        _controller.process_queue(self._queue, ctx, process)
 
     def _reconcile(self, ctx: context.Context) -> None:
         synced, not_synced_list = self._source.informers()

@@ -24,7 +24,7 @@ import threading
 from collections.abc import Callable, Iterable
 from typing import Any, Protocol, runtime_checkable
 
-from kinformer import _checks, _threads, context, errors, factory, informer, meta
+from kinformer import _checks, _threads, context, errors, factory, handlers, informer, meta
 from kinformer.cache import store
 from kinformer.client import discovery as client_discovery
 from kinformer.client import listwatch, rest
@@ -51,10 +51,10 @@ class GVREventHandler(Protocol):
     def on_delete(self, gvr: GroupVersionResource, obj: Any) -> None: ...
 
 
-class GVREventHandlerFuncs:
+class GVREventHandlerFuncs(handlers.FuncsHandler):
     """A :class:`GVREventHandler` made of optional functions; a missing one ignores the event."""
 
-    __slots__ = ("add_func", "delete_func", "update_func")
+    __slots__ = ()
 
     def __init__(
         self,
@@ -62,21 +62,16 @@ class GVREventHandlerFuncs:
         update_func: Callable[[GroupVersionResource, Any, Any], object] | None = None,
         delete_func: Callable[[GroupVersionResource, Any], object] | None = None,
     ) -> None:
-        self.add_func = add_func
-        self.update_func = update_func
-        self.delete_func = delete_func
+        super().__init__(add_func, update_func, delete_func)
 
     def on_add(self, gvr: GroupVersionResource, obj: Any) -> None:
-        if self.add_func is not None:
-            self.add_func(gvr, obj)
+        self._call(self.add_func, gvr, obj)
 
     def on_update(self, gvr: GroupVersionResource, old: Any, new: Any) -> None:
-        if self.update_func is not None:
-            self.update_func(gvr, old, new)
+        self._call(self.update_func, gvr, old, new)
 
     def on_delete(self, gvr: GroupVersionResource, obj: Any) -> None:
-        if self.delete_func is not None:
-            self.delete_func(gvr, obj)
+        self._call(self.delete_func, gvr, obj)
 
 
 class _FanOut:

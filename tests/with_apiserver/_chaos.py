@@ -178,6 +178,7 @@ class Objects:
 # ---- handlers ---------------------------------------------------------------------------------
 
 
+# Not kinformer.testing.Recorder: it keeps old and new versions for replay() and can be slow or raise.
 class Recorder:
     """A handler logging every notification as (op, key, old rv, new rv); optionally slow or raising."""
 

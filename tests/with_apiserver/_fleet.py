@@ -21,13 +21,13 @@ from kinformer import (
 from kinformer.clusters.provider import Disengage, Engage
 from kinformer.testing import FakeAPIServer
 
-CONFIGMAPS = GroupVersionResource("", "v1", "configmaps")
 SECRETS = GroupVersionResource("", "v1", "secrets")
 NAMESPACES = GroupVersionResource("", "v1", "namespaces")
 KUBECONFIG_LABEL = "sigs.k8s.io/multicluster-runtime-kubeconfig"
 HUB_NAMESPACE = "fleet-system"
 
 
+# A cluster handler: kinformer.testing.Recorder hears plain notifications, without their cluster.
 class ClusterRecorder(ClusterEventHandler):
     """Queues every call as ``(kind, cluster, name)`` (``("disengaged", cluster)``) for the test.
 

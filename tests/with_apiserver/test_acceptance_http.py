@@ -13,6 +13,7 @@ from typing import Any
 
 import pytest
 from helpers import (
+    CONFIGMAPS,
     TIMEOUT,
     crd,
     create_cm,
@@ -43,7 +44,6 @@ from kinformer import (
 )
 from kinformer.testing import FakeAPIServer, FakeClock, Recorder, wait_for
 
-CONFIGMAPS = GroupVersionResource("", "v1", "configmaps")
 SECRETS = GroupVersionResource("", "v1", "secrets")
 NAMESPACES = GroupVersionResource("", "v1", "namespaces")
 GADGETS = GroupVersionResource("acceptance.io", "v1", "gadgets")

@@ -10,12 +10,10 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
-from helpers import TIMEOUT, cm
+from helpers import CONFIGMAPS, TIMEOUT, cm
 
-from kinformer import ConfigurationError, Context, GroupVersionResource, ListWatch, SharedIndexInformer, aio
+from kinformer import ConfigurationError, Context, ListWatch, SharedIndexInformer, aio
 from kinformer.testing import FakeAPIServer, Recorder
-
-CONFIGMAPS = GroupVersionResource("", "v1", "configmaps")
 
 
 @pytest.fixture

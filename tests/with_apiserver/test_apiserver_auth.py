@@ -12,16 +12,14 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from helpers import client_with_token
+from helpers import CONFIGMAPS, client_with_token
 from kubernetes import client as k8s
 from kubernetes import config as k8s_config
 
 from kinformer import cli
-from kinformer.gvr import GroupVersionResource
 from kinformer.testing import FakeAPIServer, wait_for
 
 TOKEN = "s3cret-token"
-CONFIGMAPS = GroupVersionResource("", "v1", "configmaps")
 
 
 @pytest.fixture(scope="module")

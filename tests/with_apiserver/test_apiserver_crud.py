@@ -5,15 +5,13 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from helpers import api_error, cm_manifest
+from helpers import CONFIGMAPS, api_error, cm_manifest
 from kubernetes import client as k8s
 
-from kinformer.gvr import GroupVersionResource
 from kinformer.testing import FakeAPIServer
 
 NS = "default"
 DATA = {"k": "v"}
-CONFIGMAPS = GroupVersionResource("", "v1", "configmaps")
 
 
 def test_created_object_gets_uid_timestamp_and_a_fresh_resource_version(api_client: Any) -> None:

@@ -4,14 +4,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from helpers import api_error
+from helpers import CONFIGMAPS, api_error
 from kubernetes import client as k8s
 
-from kinformer.gvr import GroupVersionResource
 from kinformer.testing import FakeAPIServer
 
 NS = "default"
-CONFIGMAPS = GroupVersionResource("", "v1", "configmaps")
 
 
 def fill(server: FakeAPIServer, count: int, **labels: str) -> None:

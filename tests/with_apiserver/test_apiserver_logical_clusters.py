@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 import urllib3
-from helpers import api_error, cm_manifest, crd, http_exchange, request
+from helpers import CONFIGMAPS, api_error, cm_manifest, crd, http_exchange, request
 from kubernetes import client as k8s
 from kubernetes import watch as k8s_watch
 
@@ -20,7 +20,6 @@ from kinformer.gvr import GroupVersionResource
 from kinformer.testing import FakeAPIServer, wait_for
 
 NS = "default"
-CONFIGMAPS = GroupVersionResource("", "v1", "configmaps")
 NAMESPACES = GroupVersionResource("", "v1", "namespaces")
 WIDGETS = GroupVersionResource("example.com", "v1", "widgets")
 ANNOTATION = "kcp.io/cluster"

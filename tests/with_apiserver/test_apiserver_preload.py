@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from helpers import CONFIGMAPS
 from kubernetes import client as k8s
 from kubernetes import watch as k8s_watch
 
@@ -19,7 +20,6 @@ from kinformer.testing import FakeAPIServer
 
 NS = "default"
 PODS = GroupVersionResource("", "v1", "pods")
-CONFIGMAPS = GroupVersionResource("", "v1", "configmaps")
 TESTING_DOC = Path(__file__).resolve().parents[2] / "docs" / "testing.md"
 
 

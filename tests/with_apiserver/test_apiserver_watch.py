@@ -9,15 +9,13 @@ from typing import Any
 
 import pytest
 import urllib3
-from helpers import cm_manifest
+from helpers import CONFIGMAPS, cm_manifest
 from kubernetes import client as k8s
 from kubernetes import watch as k8s_watch
 
-from kinformer.gvr import GroupVersionResource
 from kinformer.testing import FakeAPIServer, wait_for
 
 NS = "default"
-CONFIGMAPS = GroupVersionResource("", "v1", "configmaps")
 
 
 class Stream:

@@ -16,7 +16,7 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
-from helpers import client_with_token
+from helpers import CONFIGMAPS, client_with_token
 
 from kinformer import errors
 from kinformer.client.discovery import CachedDiscoveryClient
@@ -32,7 +32,6 @@ from kinformer.testing import FakeAPIServer, FakeClock, wait_for
 
 TOKEN = "kinformer-secret-token-0123456789"
 WRONG_TOKEN = "kinformer-wrong-token-9876543210"
-CONFIGMAPS = GroupVersionResource("", "v1", "configmaps")
 SECRETS = GroupVersionResource("", "v1", "secrets")
 TIMEOUT = 5.0
 WINDOW = 60.0  # fake seconds of retrying: 0.8, 1.6, 3.2, 6.4, 12.8 s (jittered up to 2x) fit in it

@@ -11,23 +11,17 @@ from __future__ import annotations
 
 import json
 import logging
-import queue
-import threading
 from collections.abc import Callable, Iterator
 from typing import Any
 
+import helpers
 import pytest
-from helpers import cm
+from helpers import CONFIGMAPS, cm
 
 from kinformer import errors
 from kinformer.cache.store import DeletedFinalStateUnknown
-from kinformer.client.listwatch import ListWatch
-from kinformer.context import Context
-from kinformer.gvr import GroupVersionResource
-from kinformer.informer import SharedIndexInformer
-from kinformer.testing import FakeAPIServer, FakeClock, wait_for
+from kinformer.testing import FakeAPIServer, wait_for
 
-CONFIGMAPS = GroupVersionResource("", "v1", "configmaps")
 TIMEOUT = 5.0
 BACKOFF_STEP = 2.0  # seconds of fake time past the first backoff (0.8 s, jittered below 1.6 s)
 NO_HOT_LOOP = 0.1  # real seconds during which the stopped fake clock must see no relist
@@ -42,11 +36,10 @@ GHOST = {"kind": "ConfigMap", "apiVersion": "v1",
 
 
 class Tracker:
-    """Every notification a handler got, by key, and the errors the watch error handler saw."""
+    """Every object a handler was told about, by name."""
 
     def __init__(self) -> None:
         self.keys: set[str] = set()
-        self.errors: queue.SimpleQueue[BaseException] = queue.SimpleQueue()
 
     def on_add(self, obj: Any, is_in_initial_list: bool) -> None:
         self.keys.add(obj["metadata"]["name"])
@@ -60,26 +53,13 @@ class Tracker:
         else:
             self.keys.add(obj["metadata"]["name"])
 
-    def on_error(self, reflector: Any, error: BaseException) -> None:
-        self.errors.put(error)
 
-
-class Running:
-    """An informer on a FakeClock over HTTP, with a Tracker, running until the test ends."""
+class Running(helpers.Running):
+    """The informer over HTTP on a FakeClock with a Tracker, and what this file asks of it."""
 
     def __init__(self, server: FakeAPIServer, client: Any) -> None:
-        self.server = server
-        self.clock = FakeClock()
         self.tracker = Tracker()
-        self.informer = SharedIndexInformer(
-            ListWatch.for_resource(client, CONFIGMAPS, namespace="default"),
-            clock=self.clock, name="bad-input")
-        self.informer.add_event_handler(self.tracker)
-        self.informer.set_watch_error_handler(self.tracker.on_error)
-        self.stop = Context()
-        self.thread = threading.Thread(target=self.informer.run, args=(self.stop,),
-                                       name="test-informer-run")
-        self.thread.start()
+        super().__init__(server, client, self.tracker, "bad-input")
 
     def cache(self) -> dict[str, str]:
         return {o["metadata"]["name"]: o["metadata"]["resourceVersion"]
@@ -88,13 +68,6 @@ class Running:
     def server_state(self) -> dict[str, str]:
         return {o["metadata"]["name"]: o["metadata"]["resourceVersion"]
                 for o in self.server.list_objects(CONFIGMAPS, "default")}
-
-    def lists(self) -> int:
-        return sum(1 for method, path, query, _ in self.server.requests
-                   if path.endswith("/configmaps") and query.get("watch") != "true")
-
-    def error(self) -> BaseException:
-        return self.tracker.errors.get(timeout=TIMEOUT)
 
     def relists_only_after_the_backoff(self) -> None:
         """The reflector waits on the clock and lists nothing until the backoff is stepped past."""
@@ -114,9 +87,7 @@ def running(apiserver: FakeAPIServer, api_client: Any) -> Iterator[Running]:
     try:
         yield run
     finally:
-        run.stop.cancel()
-        run.thread.join(TIMEOUT)
-        assert not run.thread.is_alive()
+        run.stop()
 
 
 def kinformer_warnings(caplog: pytest.LogCaptureFixture) -> list[str]:
@@ -254,6 +225,4 @@ def test_a_broken_list_is_a_logged_decode_error_and_nothing_of_it_is_cached(
             assert wait_for(lambda: run.tracker.keys == {"before", "while-backing-off"}, TIMEOUT), (
                 run.tracker.keys)
         finally:
-            run.stop.cancel()
-            run.thread.join(TIMEOUT)
-    assert not run.thread.is_alive()
+            run.stop()

@@ -9,7 +9,7 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from helpers import TIMEOUT, cm, crd, metric_value
+from helpers import CONFIGMAPS, TIMEOUT, cm, crd, metric_value
 from kubernetes import client as k8s
 
 from kinformer import (
@@ -28,7 +28,6 @@ from kinformer.testing import FakeAPIServer, wait_for
 
 GROUP = "example.com"
 WIDGETS = GroupVersionResource(GROUP, "v1", "widgets")
-CONFIGMAPS = GroupVersionResource("", "v1", "configmaps")
 WATCH_LAG = 1.0  # seconds the re-established watch is held back: the window a stale cache is read in
 
 

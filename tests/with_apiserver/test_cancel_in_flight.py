@@ -12,17 +12,15 @@ from typing import Any
 
 import kubernetes
 import pytest
-from helpers import running
+from helpers import CONFIGMAPS, running
 
 from kinformer import _json, errors
 from kinformer.client.listerwatcher import ListOptions
 from kinformer.client.listwatch import ListWatch
 from kinformer.context import Context
-from kinformer.gvr import GroupVersionResource
 from kinformer.informer import SharedIndexInformer
 from kinformer.testing import FakeAPIServer
 
-CONFIGMAPS = GroupVersionResource("", "v1", "configmaps")
 HOLD = 30.0  # how long the server sits on the held request; far beyond the deadline below
 STOP_DEADLINE = 5.0  # run() must have returned this long after stop
 TIMEOUT = 10.0

@@ -4,19 +4,17 @@ from __future__ import annotations
 
 import json
 import os
-import queue
 import re
 import signal
 import socket
 import subprocess
 import sys
-import threading
 from collections.abc import Iterator
 from pathlib import Path
-from typing import IO, Any
+from typing import Any
 
 import pytest
-from helpers import SilentServer, cm
+from helpers import CONFIGMAPS, Lines, SilentServer, cm
 
 import kinformer as kinformer_package
 from kinformer import cli
@@ -25,7 +23,6 @@ from kinformer.cli.watch import kubeconfig as watch_kubeconfig
 from kinformer.gvr import GroupVersionResource
 from kinformer.testing import FakeAPIServer, wait_for
 
-CONFIGMAPS = GroupVersionResource("", "v1", "configmaps")
 TIMEOUT = 30.0  # seconds any one command may take before the test fails
 INTERRUPT_BOUND = 15.0  # seconds a Ctrl-C may take to end a command on a loaded machine
 
@@ -50,37 +47,13 @@ def silent(tmp_path: Path) -> Iterator[tuple[SilentServer, str]]:
         server.close()
 
 
-class Lines:
-    """The stdout lines of a running process, read on a plain thread into a queue."""
-
-    def __init__(self, stream: IO[str]) -> None:
-        self._queue: queue.Queue[str | None] = queue.Queue()
-        self._thread = threading.Thread(target=self._read, args=(stream,), daemon=True)
-        self._thread.start()
-
-    def _read(self, stream: IO[str]) -> None:
-        for line in stream:
-            self._queue.put(line.rstrip("\n"))
-        self._queue.put(None)
-
-    def next_matching(self, text: str, timeout: float = 10.0) -> str:
-        while True:
-            line = self._queue.get(timeout=timeout)
-            assert line is not None, f"output ended before a line with {text!r}"
-            if text in line:
-                return line
-
-    def join(self) -> None:
-        self._thread.join(5.0)
-
-
 @pytest.fixture
 def watching(kubeconfig: str) -> Iterator[tuple[subprocess.Popen[str], Lines]]:
     process = subprocess.Popen(
         [sys.executable, "-m", "kinformer", "watch", "configmaps", "--kubeconfig", kubeconfig],
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, stdin=subprocess.DEVNULL)
     assert process.stdout is not None
-    lines = Lines(process.stdout)
+    lines = Lines(process.stdout, timeout=10.0)
     try:
         yield process, lines
     finally:
@@ -109,7 +82,7 @@ def test_demo_stops_cleanly_on_ctrl_c_with_its_summary() -> None:
                                stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
                                stdin=subprocess.DEVNULL)
     assert process.stdout is not None
-    lines = Lines(process.stdout)
+    lines = Lines(process.stdout, timeout=10.0)
     try:
         lines.next_matching("phase=running", timeout=TIMEOUT)
         process.send_signal(signal.SIGINT)
@@ -133,7 +106,7 @@ def test_demo_stops_on_ctrl_c_while_its_first_lists_load() -> None:
                                stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
                                stdin=subprocess.DEVNULL)
     assert process.stdout is not None
-    lines = Lines(process.stdout)
+    lines = Lines(process.stdout, timeout=10.0)
     try:
         lines.next_matching("phase=listing", timeout=TIMEOUT)
         process.send_signal(signal.SIGINT)
@@ -154,7 +127,7 @@ def test_demo_stops_on_ctrl_c_while_it_loads_its_workload() -> None:
                                stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
                                stdin=subprocess.DEVNULL)
     assert process.stdout is not None
-    lines = Lines(process.stdout)
+    lines = Lines(process.stdout, timeout=10.0)
     try:
         lines.next_matching("phase=loading the workload", timeout=TIMEOUT)
         process.send_signal(signal.SIGINT)
@@ -365,7 +338,7 @@ def test_serve_removes_its_temporary_kubeconfig_when_stopped(tmp_path: Path) -> 
                                stderr=subprocess.DEVNULL, text=True, stdin=subprocess.DEVNULL,
                                env={**os.environ, "TMPDIR": os.fspath(tmp_path)})
     assert process.stdout is not None
-    lines = Lines(process.stdout)
+    lines = Lines(process.stdout, timeout=10.0)
     try:
         kubeconfig = Path(lines.next_matching("kubeconfig=", timeout=TIMEOUT).split("kubeconfig=")[1])
         assert kubeconfig.parent.parent == tmp_path and kubeconfig.exists()
@@ -393,7 +366,7 @@ def test_serve_with_logical_clusters_serves_each_cluster_and_a_context_across_th
          os.fspath(path)], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
         stdin=subprocess.DEVNULL)
     assert process.stdout is not None
-    lines = Lines(process.stdout)
+    lines = Lines(process.stdout, timeout=10.0)
     clients = []
     try:
         url = lines.next_matching("kubeconfig=", timeout=TIMEOUT).split()[2]

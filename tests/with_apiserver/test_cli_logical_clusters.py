@@ -7,25 +7,20 @@ from __future__ import annotations
 
 import io
 import os
-import queue
 import signal
 import subprocess
 import sys
-import threading
 from collections.abc import Iterator
 from pathlib import Path
-from typing import IO
 
 import pytest
-from helpers import cm
+from helpers import CONFIGMAPS, Lines, cm
 
 from kinformer import DeletedFinalStateUnknown
 from kinformer.cli import serve
 from kinformer.cli.watch import table
-from kinformer.gvr import GroupVersionResource
 from kinformer.testing import FakeAPIServer
 
-CONFIGMAPS = GroupVersionResource("", "v1", "configmaps")
 TIMEOUT = 30.0  # seconds any one command or line may take before the test fails
 TEAMS = ("root:team-a", "root:team-b", "root:team-c")
 
@@ -118,28 +113,6 @@ def test_a_member_printer_names_the_logical_cluster_of_each_line() -> None:
     ]
 
 
-class Lines:
-    """A stream's lines, read on a plain thread into a queue."""
-
-    def __init__(self, stream: IO[str]) -> None:
-        self._queue: queue.Queue[str | None] = queue.Queue()
-        self._thread = threading.Thread(target=self._read, args=(stream,), daemon=True)
-        self._thread.start()
-
-    def _read(self, stream: IO[str]) -> None:
-        for line in stream:
-            self._queue.put(line.rstrip("\n"))
-        self._queue.put(None)
-
-    def next(self) -> list[str]:
-        line = self._queue.get(timeout=TIMEOUT)
-        assert line is not None, "output ended"
-        return line.split()
-
-    def join(self) -> None:
-        self._thread.join(5.0)
-
-
 @pytest.fixture
 def watching(kubeconfig: str) -> Iterator[tuple[subprocess.Popen[str], Lines]]:
     process = subprocess.Popen(
@@ -147,7 +120,7 @@ def watching(kubeconfig: str) -> Iterator[tuple[subprocess.Popen[str], Lines]]:
          serve.ALL_CLUSTERS_CONTEXT, "--kubeconfig", kubeconfig],
         stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, stdin=subprocess.DEVNULL)
     assert process.stdout is not None
-    lines = Lines(process.stdout)
+    lines = Lines(process.stdout, TIMEOUT)
     try:
         yield process, lines
     finally:
@@ -162,16 +135,16 @@ def test_streamed_lines_name_each_objects_cluster(
 ) -> None:
     first = {team: hello(server, team) for team in TEAMS[:2]}
     process, lines = watching
-    initial = [lines.next(), lines.next()]  # the first list, in the cache's order
+    initial = [lines.next().split(), lines.next().split()]  # the first list, in the cache's order
     assert sorted(initial) == [[team, "ADDED", "default/hello", first[team]] for team in TEAMS[:2]]
     assert server.wait_for_watchers(CONFIGMAPS, 1, timeout=TIMEOUT, cluster="*")
     made = hello(server, "root:team-c")  # a create, not the others' hello modified
-    assert lines.next() == ["root:team-c", "ADDED", "default/hello", made]
+    assert lines.next().split() == ["root:team-c", "ADDED", "default/hello", made]
     server.delete(CONFIGMAPS, "default", "hello", cluster="root:team-a")
-    assert lines.next()[:3] == ["root:team-a", "DELETED", "default/hello"]
+    assert lines.next().split()[:3] == ["root:team-a", "DELETED", "default/hello"]
     changed = server.update(CONFIGMAPS, cm("hello", None, "default", data={"k": "v"}), cluster="root:team-b")
     version = changed["metadata"]["resourceVersion"]
-    assert lines.next() == ["root:team-b", "MODIFIED", "default/hello", version]
+    assert lines.next().split() == ["root:team-b", "MODIFIED", "default/hello", version]
     process.send_signal(signal.SIGINT)
     assert process.wait(TIMEOUT) == 0
 

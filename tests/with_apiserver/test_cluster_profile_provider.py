@@ -15,8 +15,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from _fleet import CONFIGMAPS, NAMESPACES, SECRETS, ClusterRecorder
-from helpers import TIMEOUT, cm, crd, running
+from _fleet import NAMESPACES, SECRETS, ClusterRecorder
+from helpers import CONFIGMAPS, TIMEOUT, cm, crd, running
 from kubernetes import client as k8s
 
 from kinformer import (

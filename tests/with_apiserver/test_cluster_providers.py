@@ -13,7 +13,6 @@ from typing import Any
 
 import pytest
 from _fleet import (
-    CONFIGMAPS,
     HUB_NAMESPACE,
     KUBECONFIG_LABEL,
     NAMESPACES,
@@ -22,7 +21,7 @@ from _fleet import (
     kubeconfig_secret,
     lists_served,
 )
-from helpers import TIMEOUT, cm
+from helpers import CONFIGMAPS, TIMEOUT, cm
 
 from kinformer import (
     ConfigurationError,

@@ -17,7 +17,7 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
-from helpers import TIMEOUT, cm, crd, running
+from helpers import CONFIGMAPS, TIMEOUT, cm, crd, running
 from kubernetes import client as k8s
 
 from kinformer import (
@@ -41,7 +41,6 @@ from kinformer import (
 )
 from kinformer.testing import FakeAPIServer, wait_for
 
-CONFIGMAPS = GroupVersionResource("", "v1", "configmaps")
 WIDGETS = GroupVersionResource("example.com", "v1", "widgets")
 LOGICAL = ("root:a", "root:b")
 MEMBERS = ("member-1", "member-2")

@@ -8,8 +8,7 @@ import threading
 from collections.abc import Iterator
 
 import pytest
-from _fleet import CONFIGMAPS
-from helpers import TIMEOUT, cm
+from helpers import CONFIGMAPS, TIMEOUT, cm
 
 from kinformer import (
     LOGICAL_CLUSTER_ANNOTATION,

@@ -16,8 +16,7 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from _fleet import CONFIGMAPS
-from helpers import TIMEOUT, cm, create_cm, delete_cm, keys, running, write
+from helpers import CONFIGMAPS, TIMEOUT, cm, create_cm, delete_cm, keys, running, write
 
 from kinformer import (
     NAMESPACE_INDEX,
@@ -59,6 +58,7 @@ def put_cm(api_client: Any, name: str, app: str, value: str = "v", *, new: bool 
     write(api_client, "POST" if new else "PUT", path if new else f"{path}/{name}", body)
 
 
+# Not kinformer.testing.Recorder: it keeps the objects themselves (their identity, copies) and scribbles.
 class Taker:
     """Queues ``(kind, *objects)`` for every callback; with ``vandal``, first scribbles on each
     object it is handed, in place (the bug a compact cache makes harmless), so a call taken

@@ -10,7 +10,7 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from helpers import TIMEOUT, cm, crd, metric_value
+from helpers import CONFIGMAPS, TIMEOUT, cm, crd, metric_value
 from kubernetes import client as k8s
 
 from kinformer import (
@@ -29,7 +29,6 @@ from kinformer.testing import FakeAPIServer, wait_for
 
 GROUP = "example.com"
 WIDGETS = GroupVersionResource(GROUP, "v1", "widgets")
-CONFIGMAPS = GroupVersionResource("", "v1", "configmaps")
 SECRETS = GroupVersionResource("", "v1", "secrets")
 
 
@@ -40,6 +39,7 @@ def widget(name: str, size: int = 1, **labels: str) -> dict[str, Any]:
     return {"apiVersion": f"{GROUP}/v1", "kind": "Widget", "metadata": metadata, "spec": {"size": size}}
 
 
+# A reconciler, not an event handler: kinformer.testing.Recorder records notifications, this requests.
 class Recorder:
     """A reconciler that reports each request, optionally held at a gate."""
 

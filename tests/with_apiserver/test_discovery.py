@@ -10,7 +10,7 @@ import threading
 from typing import Any
 
 import pytest
-from helpers import crd, names
+from helpers import CONFIGMAPS, crd, names
 from kubernetes import client as k8s
 
 from kinformer import Context, _threads
@@ -25,7 +25,6 @@ from kinformer.managers.discovering_factory import (
 )
 from kinformer.testing import FakeAPIServer, FakeClock, wait_for
 
-CONFIGMAPS = GroupVersionResource("", "v1", "configmaps")
 WIDGETS = GroupVersionResource("example.com", "v1", "widgets")
 GADGETS = GroupVersionResource("example.com", "v1", "gadgets")
 SPROCKETS = GroupVersionResource("example.com", "v1", "sprockets")

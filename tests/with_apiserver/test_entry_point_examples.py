@@ -17,13 +17,11 @@ from typing import Any
 
 import kubernetes
 import pytest
-from helpers import cm, crd
+from helpers import CONFIGMAPS, cm, crd
 
 import kinformer
 from kinformer import Context, GroupVersionResource
 from kinformer.testing import FakeAPIServer, pytest_plugin
-
-CONFIGMAPS = GroupVersionResource("", "v1", "configmaps")
 
 
 def example(obj: Any) -> str:

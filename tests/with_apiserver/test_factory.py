@@ -5,7 +5,7 @@ from __future__ import annotations
 import threading
 from typing import Any
 
-from helpers import create_cm, names
+from helpers import CONFIGMAPS, create_cm, names
 from kubernetes import client as k8s
 
 from kinformer import Context, _threads
@@ -15,7 +15,6 @@ from kinformer.gvr import GroupVersionResource
 from kinformer.handlers import ResourceEventHandlerFuncs
 from kinformer.testing import wait_for
 
-CONFIGMAPS = GroupVersionResource("", "v1", "configmaps")
 SECRETS = GroupVersionResource("", "v1", "secrets")
 TIMEOUT = 10.0
 

@@ -9,8 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from _fleet import CONFIGMAPS
-from helpers import TIMEOUT, create_cm, running
+from helpers import CONFIGMAPS, TIMEOUT, create_cm, running
 
 from kinformer import NAMESPACE_INDEX, ListWatch, SharedIndexInformer, meta_namespace_index_func
 

@@ -16,13 +16,11 @@ from typing import Any
 
 import pytest
 from _fleet import HUB_NAMESPACE, NAMESPACES, SECRETS
-from helpers import EXAMPLES, TIMEOUT, load_example, running
+from helpers import CONFIGMAPS, EXAMPLES, TIMEOUT, load_example, running
 
-from kinformer import GroupVersionResource
 from kinformer.testing import FakeAPIServer, wait_for
 
 fleet_controller = load_example("fleet_controller")
-CONFIGMAPS = GroupVersionResource("", "v1", "configmaps")
 SOURCE = "fleet-settings"
 
 

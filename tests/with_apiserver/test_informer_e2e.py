@@ -11,7 +11,7 @@ import threading
 from typing import Any
 
 import pytest
-from helpers import client_for, create_cm, names, running
+from helpers import CONFIGMAPS, client_for, create_cm, names, running
 from kubernetes import client as k8s
 
 from kinformer import errors
@@ -23,7 +23,6 @@ from kinformer.handlers import ResourceEventHandlerFuncs, wait_for_cache_sync
 from kinformer.informer import SharedIndexInformer
 from kinformer.testing import FakeAPIServer, FakeClock, wait_for
 
-CONFIGMAPS = GroupVersionResource("", "v1", "configmaps")
 TIMEOUT = 10.0
 NS = "default"
 

@@ -9,12 +9,11 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from helpers import TIMEOUT, create_cm, metric_value, running
+from helpers import CONFIGMAPS, TIMEOUT, create_cm, metric_value, running
 
-from kinformer import GroupVersionResource, ListWatch, SharedIndexInformer
+from kinformer import ListWatch, SharedIndexInformer
 from kinformer.testing import FakeAPIServer, FakeClock, wait_for
 
-CONFIGMAPS = GroupVersionResource("", "v1", "configmaps")
 NAME = "metrics-configmaps"
 
 

@@ -9,21 +9,18 @@ import threading
 from collections.abc import Callable
 from typing import Any
 
-from helpers import TIMEOUT, client_threads
+from helpers import CONFIGMAPS, TIMEOUT, client_threads
 
 from kinformer import (
     Context,
     ControllerManager,
     DiscoveringDynamicSharedInformerFactory,
-    GroupVersionResource,
     LeaderElectionConfig,
     LeaderElector,
     LeaseLock,
     ManagedController,
 )
 from kinformer.testing import FakeAPIServer, wait_for
-
-CONFIGMAPS = GroupVersionResource("", "v1", "configmaps")
 
 
 def test_only_the_leaders_controller_manager_runs_its_controllers(apiserver: FakeAPIServer) -> None:

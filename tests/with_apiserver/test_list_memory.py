@@ -15,13 +15,12 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from helpers import TIMEOUT, running
+from helpers import CONFIGMAPS, TIMEOUT, running
 
-from kinformer import GroupVersionResource, ListWatch, SharedIndexInformer, _json
+from kinformer import ListWatch, SharedIndexInformer, _json
 from kinformer.testing import FakeAPIServer
 from kinformer.transforms import strip_managed_fields
 
-CONFIGMAPS = GroupVersionResource("", "v1", "configmaps")
 OBJECTS = 600
 
 

@@ -17,6 +17,7 @@ from typing import Any
 
 import helpers
 import pytest
+from helpers import CONFIGMAPS
 
 import kinformer
 from kinformer import _json, errors
@@ -29,7 +30,6 @@ from kinformer.gvr import GroupVersionResource
 from kinformer.reflector.reflector import Reflector
 from kinformer.testing import ChannelWatch, FakeAPIServer, wait_for
 
-CONFIGMAPS = GroupVersionResource("", "v1", "configmaps")
 DEPLOYMENTS = GroupVersionResource("apps", "v1", "deployments")
 
 Responder = Callable[["_Handler"], None]

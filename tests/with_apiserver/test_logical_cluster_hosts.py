@@ -11,7 +11,7 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
-from helpers import TIMEOUT, cm, crd, running
+from helpers import CONFIGMAPS, TIMEOUT, cm, crd, running
 from kubernetes import client as k8s
 
 from kinformer import (
@@ -28,7 +28,6 @@ from kinformer.client import rest
 from kinformer.gvr import GroupVersionResource
 from kinformer.testing import FakeAPIServer, wait_for
 
-CONFIGMAPS = GroupVersionResource("", "v1", "configmaps")
 WIDGETS = GroupVersionResource("example.com", "v1", "widgets")
 
 

@@ -11,7 +11,7 @@ import sys
 import threading
 from typing import Any
 
-from helpers import client_threads, crd, create_cm, name_of
+from helpers import CONFIGMAPS, client_threads, crd, create_cm, name_of
 from kubernetes import client as k8s
 
 from kinformer import Context, _threads
@@ -20,7 +20,6 @@ from kinformer.handlers import ResourceEventHandlerFuncs
 from kinformer.managers.informer_manager import InformerManager, strip_managed_fields
 from kinformer.testing import FakeAPIServer, Recorder, wait_for
 
-CONFIGMAPS = GroupVersionResource("", "v1", "configmaps")
 SECRETS = GroupVersionResource("", "v1", "secrets")
 NAMESPACES = GroupVersionResource("", "v1", "namespaces")
 WIDGETS = GroupVersionResource("example.com", "v1", "widgets")

@@ -12,8 +12,8 @@ from contextlib import contextmanager
 from typing import Any
 
 import pytest
-from _fleet import CONFIGMAPS, SECRETS, ClusterRecorder, cluster_id
-from helpers import TIMEOUT, cm
+from _fleet import SECRETS, ClusterRecorder, cluster_id
+from helpers import CONFIGMAPS, TIMEOUT, cm
 
 from kinformer import DeletedFinalStateUnknown, MultiClusterInformerFactory, StaticClusterProvider
 from kinformer.testing import FakeAPIServer, wait_for

@@ -15,8 +15,8 @@ from typing import Any
 
 import pytest
 import urllib3
-from _fleet import CONFIGMAPS, ClusterRecorder, DrivenProvider, cluster_id, lists_served
-from helpers import TIMEOUT, SilentServer, client_for, cm
+from _fleet import ClusterRecorder, DrivenProvider, cluster_id, lists_served
+from helpers import CONFIGMAPS, TIMEOUT, SilentServer, client_for, cm
 
 from kinformer import MultiClusterInformerFactory, StaticClusterProvider, TransportError
 from kinformer.testing import FakeAPIServer, wait_for

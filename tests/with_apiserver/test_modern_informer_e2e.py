@@ -7,14 +7,13 @@ import threading
 from typing import Any
 
 import pytest
-from helpers import create_cm, running
+from helpers import CONFIGMAPS, create_cm, running
 
-from kinformer import GroupVersionResource, ListWatch, SharedIndexInformer
+from kinformer import ListWatch, SharedIndexInformer
 from kinformer.testing import FakeAPIServer, Recorder
 from kinformer.testing.clock import FakeClock
 from kinformer.testing.waiting import wait_for
 
-CONFIGMAPS = GroupVersionResource("", "v1", "configmaps")
 TIMEOUT = 20.0
 COUNT = 1_200  # more than one batch of deltas: a classic relist reaches the cache in parts
 LAST = f"cm-{COUNT - 1:04d}"

@@ -12,8 +12,8 @@ from contextlib import contextmanager
 from typing import Any
 
 import pytest
-from _fleet import CONFIGMAPS, ClusterRecorder, DrivenProvider, cluster_id, excluding, lists_served
-from helpers import TIMEOUT, SilentServer, client_for, cm, keys, metric_value
+from _fleet import ClusterRecorder, DrivenProvider, cluster_id, excluding, lists_served
+from helpers import CONFIGMAPS, TIMEOUT, SilentServer, client_for, cm, keys, metric_value
 
 from kinformer import (
     ClusterProfileProvider,

@@ -13,14 +13,13 @@ import threading
 from typing import Any
 
 import pytest
-from helpers import create_cm, delete_cm, running, write
+from helpers import CONFIGMAPS, create_cm, delete_cm, running, write
 
 from kinformer import (
     APIResourceMeta,
     ConfigurationError,
     DynamicSharedInformerFactory,
     GroupVersionKind,
-    GroupVersionResource,
     InformerManager,
     ListWatch,
     ResourceEventHandlerFuncs,
@@ -29,7 +28,6 @@ from kinformer import (
 )
 from kinformer.testing.waiting import wait_for
 
-CONFIGMAPS = GroupVersionResource("", "v1", "configmaps")
 TIMEOUT = 10.0
 PERIOD = 0.05  # seconds between background checks: several per test
 LOGGER = "kinformer.cache.mutation_detector"

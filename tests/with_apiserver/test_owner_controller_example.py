@@ -13,14 +13,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from helpers import EXAMPLES, TIMEOUT, crd
+from helpers import CONFIGMAPS, EXAMPLES, TIMEOUT, crd
 
 from kinformer.gvr import GroupVersionResource
 from kinformer.testing import FakeAPIServer, wait_for
 
 WIDGETS = GroupVersionResource("example.com", "v1", "widgets")
 CRDS = GroupVersionResource("apiextensions.k8s.io", "v1", "customresourcedefinitions")
-CONFIGMAPS = GroupVersionResource("", "v1", "configmaps")
 CHECKOUT = Path(__file__).resolve().parents[2]  # the kinformer under test, not an installed one
 START_BOUND = 20.0  # seconds a fresh process may take to import, list and reconcile on a loaded machine
 
@@ -38,6 +37,7 @@ def message(server: FakeAPIServer, cluster: str | None = None) -> str | None:
     return (found.get("data") or {}).get("message")  # type: ignore[no-any-return]
 
 
+# A child process, not a thread: helpers.Background and helpers.Running run components in-process.
 class Running:
     def __init__(self, tmp_path: Path) -> None:
         self.log = tmp_path / "controller.log"

@@ -17,7 +17,7 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from helpers import create_cm, running
+from helpers import CONFIGMAPS, create_cm, running
 from kubernetes import client as k8s
 
 from kinformer import (
@@ -34,7 +34,6 @@ from kinformer import (
 from kinformer.testing import FakeAPIServer
 from kinformer.testing.waiting import wait_for
 
-CONFIGMAPS = GroupVersionResource("", "v1", "configmaps")
 LEASES = GroupVersionResource("coordination.k8s.io", "v1", "leases")
 TIMEOUT = 10.0
 EMPTY = ShardSelector.empty()

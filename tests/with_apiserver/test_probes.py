@@ -14,12 +14,11 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from helpers import TIMEOUT, running
+from helpers import CONFIGMAPS, TIMEOUT, running
 
 from kinformer import (
     AlreadyStartedError,
     ConfigurationError,
-    GroupVersionResource,
     ListWatch,
     ProbeServer,
     RateLimitingQueue,
@@ -30,7 +29,6 @@ from kinformer import (
 from kinformer.errors import LifecycleError
 from kinformer.testing import FakeClock, wait_for
 
-CONFIGMAPS = GroupVersionResource("", "v1", "configmaps")
 _opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))  # loopback: never a proxy
 
 

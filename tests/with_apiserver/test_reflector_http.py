@@ -6,25 +6,22 @@ Writes go through the official client; the reflector lists and watches through
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Iterator
 from typing import Any
 
+import helpers
 import kubernetes
 import pytest
-from helpers import cm, cm_manifest
+from helpers import CONFIGMAPS, cm, cm_manifest
 
 from kinformer import errors
 from kinformer.backoff import Backoff, BackoffManager
 from kinformer.cache.store import Indexer
 from kinformer.client.listerwatcher import ListOptions
 from kinformer.client.listwatch import ListWatch
-from kinformer.context import Context
-from kinformer.gvr import GroupVersionResource
 from kinformer.reflector.reflector import Reflector
 from kinformer.testing import FakeAPIServer, wait_for
 
-CONFIGMAPS = GroupVersionResource("", "v1", "configmaps")
 TIMEOUT = 5.0
 
 
@@ -32,8 +29,8 @@ def fast_backoff() -> BackoffManager:
     return BackoffManager(Backoff(duration=0.02, cap=0.1))
 
 
-class Running:
-    """A reflector into an Indexer, running on its own thread until ``stop``."""
+class Running(helpers.Background):
+    """A reflector into an Indexer, run on a thread of its own until ``stop``."""
 
     def __init__(self, client: Any, **kwargs: Any) -> None:
         self.store = Indexer()
@@ -46,9 +43,7 @@ class Running:
             watch_error_handler=lambda r, e: self.errors.append(e),
             **kwargs,
         )
-        self.ctx = Context()
-        self.thread = threading.Thread(target=self.reflector.run, args=(self.ctx,), name="test-run")
-        self.thread.start()
+        super().__init__(self.reflector.run)
 
     def data(self) -> dict[str, str]:
         return {o["metadata"]["name"]: o["data"]["v"] for o in self.store.list()}
@@ -59,11 +54,6 @@ class Running:
             return self.data() == {o["metadata"]["name"]: o["data"]["v"] for o in objs}
 
         return wait_for(same, TIMEOUT)
-
-    def stop(self) -> None:
-        self.ctx.cancel()
-        self.thread.join(TIMEOUT)
-        assert not self.thread.is_alive(), "run did not return after stop"
 
 
 @pytest.fixture

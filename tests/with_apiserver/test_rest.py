@@ -16,14 +16,12 @@ from typing import Any
 
 import kubernetes
 import pytest
-from helpers import client_for
+from helpers import CONFIGMAPS, client_for
 
-from kinformer import GroupVersionResource, ListWatch, SharedIndexInformer, errors
+from kinformer import ListWatch, SharedIndexInformer, errors
 from kinformer.client import rest
 from kinformer.context import Context
 from kinformer.testing import FakeAPIServer, wait_for
-
-CONFIGMAPS = GroupVersionResource("", "v1", "configmaps")
 
 DEADLINE = 5.0  # a cancelled request must have raised within this many seconds
 HELD_BODY = 1000  # bytes the stalling server announces; it sends only the first few

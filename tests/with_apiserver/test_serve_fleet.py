@@ -18,10 +18,7 @@ import pytest
 from helpers import TIMEOUT, cm
 
 from kinformer.cli import serve
-from kinformer.gvr import GroupVersionResource
 from kinformer.testing import FakeAPIServer
-
-CONFIGMAPS = GroupVersionResource("", "v1", "configmaps")
 
 
 class Serving:

@@ -14,7 +14,7 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
-from helpers import create_cm, running, step_when_waiting
+from helpers import CONFIGMAPS, create_cm, running, step_when_waiting
 
 from kinformer import (
     GroupVersionResource,
@@ -30,7 +30,6 @@ from kinformer.testing import FakeAPIServer, FakeClock
 from kinformer.testing.waiting import wait_for
 
 LEASES = GroupVersionResource("coordination.k8s.io", "v1", "leases")
-CONFIGMAPS = GroupVersionResource("", "v1", "configmaps")
 TIMEOUT = 10.0
 LEASE, RENEW = 1.0, 0.2  # short, so expiry happens within a test
 

@@ -8,14 +8,13 @@ import threading
 from pathlib import Path
 from typing import Any
 
-from helpers import TIMEOUT, example_replicas, load_example
+from helpers import CONFIGMAPS, TIMEOUT, example_replicas, load_example
 from kubernetes import client as k8s
 
 from kinformer import Context, GroupVersionResource, ShardSelector
 from kinformer.testing import FakeAPIServer, wait_for
 
 sharded = load_example("sharded_controller")
-CONFIGMAPS = GroupVersionResource("", "v1", "configmaps")
 TIMING = {"lease_duration": 2.0, "renew_interval": 0.2}
 LEASES = GroupVersionResource("coordination.k8s.io", "v1", "leases")
 PROCESS_TIMEOUT = 30.0  # seconds for replica processes to start, agree, or take over

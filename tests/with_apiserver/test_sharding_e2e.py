@@ -14,11 +14,10 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from helpers import create_cm, delete_cm, request, running
+from helpers import CONFIGMAPS, create_cm, delete_cm, request, running
 
 from kinformer import (
     DynamicSharedInformerFactory,
-    GroupVersionResource,
     ListWatch,
     ShardSelector,
     SharedIndexInformer,
@@ -27,7 +26,6 @@ from kinformer.cache.store import DeletedFinalStateUnknown
 from kinformer.testing import FakeAPIServer, Recorder
 from kinformer.testing.waiting import wait_for
 
-CONFIGMAPS = GroupVersionResource("", "v1", "configmaps")
 TIMEOUT = 10.0
 HALVES = [ShardSelector.for_shard(0, 2), ShardSelector.for_shard(1, 2)]
 PATH = "/api/v1/namespaces/default/configmaps"

@@ -13,17 +13,15 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from helpers import cm, running
+from helpers import CONFIGMAPS, cm, running
 
 from kinformer import _threads, processor
 from kinformer.client.listwatch import ListWatch
 from kinformer.context import Context
-from kinformer.gvr import GroupVersionResource
 from kinformer.handlers import ResourceEventHandlerFuncs
 from kinformer.informer import SharedIndexInformer
 from kinformer.testing import FakeAPIServer, wait_for
 
-CONFIGMAPS = GroupVersionResource("", "v1", "configmaps")
 EVENTS = 10_000
 STOP_DEADLINE = 2.0  # run() must have returned this long after stop
 TIMEOUT = 10.0

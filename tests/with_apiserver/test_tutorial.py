@@ -12,13 +12,11 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from helpers import TIMEOUT
+from helpers import CONFIGMAPS, TIMEOUT
 
-from kinformer.gvr import GroupVersionResource
 from kinformer.testing import FakeAPIServer, wait_for
 
 TUTORIAL = Path(__file__).resolve().parents[2] / "docs" / "tutorial.md"
-CONFIGMAPS = GroupVersionResource("", "v1", "configmaps")
 STOP_BOUND = 15.0  # seconds a signalled script may take to exit on a loaded machine
 
 

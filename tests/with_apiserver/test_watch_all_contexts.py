@@ -7,22 +7,19 @@ from __future__ import annotations
 
 import contextlib
 import json
-import queue
 import re
 import subprocess
 import sys
-import threading
 from collections.abc import Iterator
 from pathlib import Path
-from typing import IO, Any
+from typing import Any
 
 import pytest
-from helpers import SilentServer, cm, crd
+from helpers import CONFIGMAPS, Lines, SilentServer, cm, crd
 
 from kinformer.gvr import GroupVersionResource
 from kinformer.testing import FakeAPIServer
 
-CONFIGMAPS = GroupVersionResource("", "v1", "configmaps")
 TIMEOUT = 30.0  # seconds any one command or line may take before the test fails
 
 
@@ -126,33 +123,6 @@ def test_a_missing_kubeconfig_is_a_config_error(tmp_path: Path) -> None:
     assert "cannot read kubeconfig" in result.stderr
 
 
-class Lines:
-    """A stream's lines, read on a plain thread into a queue."""
-
-    def __init__(self, stream: IO[str]) -> None:
-        self._queue: queue.Queue[str | None] = queue.Queue()
-        self._thread = threading.Thread(target=self._read, args=(stream,), daemon=True)
-        self._thread.start()
-
-    def _read(self, stream: IO[str]) -> None:
-        for line in stream:
-            self._queue.put(line.rstrip("\n"))
-        self._queue.put(None)
-
-    def next_matching(self, text: str) -> str:
-        return self.until(text)[-1]
-
-    def until(self, text: str) -> list[str]:
-        """The lines up to and including the next one with ``text``."""
-        seen: list[str] = []
-        while True:
-            line = self._queue.get(timeout=TIMEOUT)
-            assert line is not None, f"output ended before a line with {text!r}; saw {seen}"
-            seen.append(line)
-            if text in line:
-                return seen
-
-
 @contextlib.contextmanager
 def streaming(kubeconfig: str, *extra: str) -> Iterator[tuple[Lines, Lines]]:
     """``watch configmaps --all-contexts`` running: its stdout and stderr lines; ended with
@@ -163,7 +133,7 @@ def streaming(kubeconfig: str, *extra: str) -> Iterator[tuple[Lines, Lines]]:
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, stdin=subprocess.DEVNULL)
     assert process.stdout is not None and process.stderr is not None
     try:
-        yield Lines(process.stdout), Lines(process.stderr)
+        yield Lines(process.stdout, TIMEOUT), Lines(process.stderr, TIMEOUT)
         process.terminate()
         assert process.wait(TIMEOUT) == 0
     finally:
@@ -184,7 +154,7 @@ def test_streaming_prints_each_cluster_first_and_an_unreachable_one_joins_when_i
          "--kubeconfig", kubeconfig],
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, stdin=subprocess.DEVNULL)
     assert process.stdout is not None and process.stderr is not None
-    out, err = Lines(process.stdout), Lines(process.stderr)
+    out, err = Lines(process.stdout, TIMEOUT), Lines(process.stderr, TIMEOUT)
     try:
         assert out.next_matching("default/before").split()[:3] == ["east", "ADDED", "default/before"]
         assert "unable to connect" in err.next_matching("error: cluster down:")

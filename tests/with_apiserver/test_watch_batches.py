@@ -11,24 +11,20 @@ nothing moves until the test steps past the backoff.
 from __future__ import annotations
 
 import json
-import threading
 from collections.abc import Iterator
 from typing import Any
 
+import helpers
 import pytest
-from helpers import cm
+from helpers import CONFIGMAPS, Running, cm
 
 from kinformer import errors
-from kinformer.cache.store import DeletedFinalStateUnknown, Indexer
+from kinformer.cache.store import Indexer
 from kinformer.client.listerwatcher import INITIAL_EVENTS_END_ANNOTATION
 from kinformer.client.listwatch import ListWatch
-from kinformer.context import Context
-from kinformer.gvr import GroupVersionResource
-from kinformer.informer import SharedIndexInformer
 from kinformer.reflector.reflector import Reflector
-from kinformer.testing import FakeAPIServer, FakeClock, wait_for
+from kinformer.testing import FakeAPIServer, FakeClock, Recorder, wait_for
 
-CONFIGMAPS = GroupVersionResource("", "v1", "configmaps")
 TIMEOUT = 5.0
 BACKOFF_STEP = 2.0  # fake seconds past any first backoff
 
@@ -53,67 +49,22 @@ def error_event(code: int, reason: str) -> bytes:
     return json.dumps({"type": "ERROR", "object": status}).encode() + b"\n"
 
 
-class Recorder:
-    """Every notification, in order, as (kind, name, resourceVersion or "")."""
-
-    def __init__(self) -> None:
-        self.seen: list[tuple[str, str, str]] = []
-
-    def on_add(self, obj: Any, is_in_initial_list: bool) -> None:
-        self.seen.append(("add", obj["metadata"]["name"], obj["metadata"]["resourceVersion"]))
-
-    def on_update(self, old: Any, new: Any) -> None:
-        self.seen.append(("update", new["metadata"]["name"], new["metadata"]["resourceVersion"]))
-
-    def on_delete(self, obj: Any) -> None:
-        if isinstance(obj, DeletedFinalStateUnknown):
-            self.seen.append(("delete", obj.key.split("/")[-1], ""))
-        else:
-            self.seen.append(("delete", obj["metadata"]["name"], ""))
-
-
-class Running:
-    """A modern informer (RealFIFO) on a FakeClock over HTTP, recording every notification."""
-
-    def __init__(self, server: FakeAPIServer, client: Any) -> None:
-        self.server = server
-        self.clock = FakeClock()
-        self.recorder = Recorder()
-        self.errors: list[BaseException] = []
-        self.informer = SharedIndexInformer(
-            ListWatch.for_resource(client, CONFIGMAPS, namespace="default"),
-            clock=self.clock, name="batches")
-        self.informer.add_event_handler(self.recorder)
-        self.informer.set_watch_error_handler(lambda r, e: self.errors.append(e))
-        self.stop = Context()
-        self.thread = threading.Thread(target=self.informer.run, args=(self.stop,),
-                                       name="test-informer-run")
-
-    def start(self) -> None:
-        self.thread.start()
-        assert self.informer.wait_for_sync(timeout=TIMEOUT)
-
-    def lists(self) -> int:
-        return sum(1 for _, path, query, _ in self.server.requests
-                   if path.endswith("/configmaps") and query.get("watch") != "true")
-
-    def relisted(self, lists: int) -> bool:
-        """Step the fake clock past each backoff until the informer has listed again."""
-        def stepped() -> bool:
-            self.clock.step(BACKOFF_STEP)
-            return self.lists() > lists
-        return wait_for(stepped, TIMEOUT)
-
-
 @pytest.fixture
 def running(apiserver: FakeAPIServer, api_client: Any) -> Iterator[Running]:
-    run = Running(apiserver, api_client)
+    """A modern informer (RealFIFO) over HTTP recording every notification; started by the test."""
+    run = Running(apiserver, api_client, Recorder(), "batches", start=False)
     try:
         yield run
     finally:
-        run.stop.cancel()
-        run.thread.join(TIMEOUT)
-        assert not run.thread.is_alive()
+        run.stop()
+
+
+def start(running: Running) -> Recorder:
+    """Start ``running`` and wait until it synced; its Recorder."""
+    running.start()
+    assert running.informer.wait_for_sync(timeout=TIMEOUT)
+    recorder: Recorder = running.handler
+    return recorder
 
 
 def test_events_split_across_many_reads_all_arrive_in_order(
@@ -124,11 +75,12 @@ def test_events_split_across_many_reads_all_arrive_in_order(
     lines = [event("ADDED", f"cm-{i}", base + 1 + i, payload) for i in range(100)]
     lines += [event("MODIFIED", f"cm-{i % 100}", base + 101 + i, payload) for i in range(200)]
     apiserver.corrupt_next(b"".join(lines), verb="watch", resource="configmaps")
-    running.start()
-    expected = [("add", f"cm-{i}", str(base + 1 + i)) for i in range(100)]
-    expected += [("update", f"cm-{i % 100}", str(base + 101 + i)) for i in range(200)]
-    assert wait_for(lambda: len(running.recorder.seen) >= 300, TIMEOUT), len(running.recorder.seen)
-    assert running.recorder.seen[:300] == expected
+    recorder = start(running)
+    expected: list[tuple[Any, ...]] = [("add", f"cm-{i}{base + 1 + i}", False) for i in range(100)]
+    # each update names the version it replaced, written 100 versions before its own
+    expected += [("update", f"cm-{i % 100}{base + 1 + i}", f"cm-{i % 100}{base + 101 + i}")
+                 for i in range(200)]
+    assert recorder.take(300) == expected
 
 
 def test_a_malformed_line_mid_read_delivers_the_events_before_it_then_backs_off(
@@ -139,15 +91,13 @@ def test_a_malformed_line_mid_read_delivers_the_events_before_it_then_backs_off(
             + event("ADDED", "c", base + 3))
     apiserver.corrupt_next(body, verb="watch", resource="configmaps")
     lists = running.lists()
-    running.start()
-    assert wait_for(lambda: running.errors, TIMEOUT)
-    assert isinstance(running.errors[0], errors.DecodeError), repr(running.errors[0])
-    assert wait_for(lambda: len(running.recorder.seen) >= 2, TIMEOUT)
+    recorder = start(running)
+    assert isinstance(running.error(), errors.DecodeError), repr(running.errors[0])
+    assert recorder.take(2) == [("add", f"a{base + 1}", False), ("add", f"b{base + 2}", False)]
     assert running.informer.last_sync_resource_version() == str(base + 2)
-    assert running.relisted(lists)  # only after the backoff: then the server's (empty) state
-    assert wait_for(lambda: len(running.recorder.seen) >= 4, TIMEOUT)
-    assert running.recorder.seen == [
-        ("add", "a", str(base + 1)), ("add", "b", str(base + 2)), ("delete", "a", ""), ("delete", "b", "")]
+    assert running.relisted(lists, BACKOFF_STEP)  # only after the backoff: then the server's (empty) state
+    assert recorder.take(2) == [("delete", "DFSU(default/a)"), ("delete", "DFSU(default/b)")]
+    assert recorder.quiet()
 
 
 def test_an_event_type_that_is_not_a_string_mid_read_is_a_decode_error(
@@ -158,10 +108,10 @@ def test_an_event_type_that_is_not_a_string_mid_read_is_a_decode_error(
     odd["type"] = ["ADDED"]
     body = event("ADDED", "a", base + 1) + json.dumps(odd).encode() + b"\n"
     apiserver.corrupt_next(body, verb="watch", resource="configmaps")
-    running.start()
-    assert wait_for(lambda: running.errors, TIMEOUT)
-    assert isinstance(running.errors[0], errors.DecodeError), repr(running.errors[0])
-    assert "unknown event type" in str(running.errors[0])
+    start(running)
+    error = running.error()
+    assert isinstance(error, errors.DecodeError), repr(error)
+    assert "unknown event type" in str(error)
     assert running.informer.last_sync_resource_version() == str(base + 1)
 
 
@@ -173,13 +123,14 @@ def test_an_expired_error_after_good_events_in_one_read_delivers_them_then_relis
             + error_event(410, "Expired") + event("ADDED", "c", base + 3))
     apiserver.corrupt_next(body, verb="watch", resource="configmaps")
     lists = running.lists()
-    running.start()
-    assert wait_for(lambda: running.errors, TIMEOUT)
-    assert errors.is_expired(running.errors[0]), repr(running.errors[0])
-    assert running.relisted(lists)
-    assert wait_for(lambda: len(running.recorder.seen) >= 3, TIMEOUT)
-    assert running.recorder.seen == [
-        ("add", "a", str(base + 1)), ("update", "a", str(base + 2)), ("delete", "a", "")]
+    recorder = start(running)
+    error = running.error()
+    assert errors.is_expired(error), repr(error)
+    assert running.relisted(lists, BACKOFF_STEP)
+    assert recorder.take(3) == [
+        ("add", f"a{base + 1}", False), ("update", f"a{base + 1}", f"a{base + 2}"),
+        ("delete", "DFSU(default/a)")]
+    assert recorder.quiet()
 
 
 def test_bookmarks_among_changes_in_one_read_move_the_version_in_order(
@@ -189,12 +140,12 @@ def test_bookmarks_among_changes_in_one_read_move_the_version_in_order(
     body = (event("ADDED", "a", base + 1) + bookmark(base + 2) + event("ADDED", "b", base + 3)
             + bookmark(base + 7) + b"not json\n")
     apiserver.corrupt_next(body, verb="watch", resource="configmaps")
-    running.start()
-    assert wait_for(lambda: running.errors, TIMEOUT)  # the line after: the watch stops there
-    assert isinstance(running.errors[0], errors.DecodeError), repr(running.errors[0])
+    recorder = start(running)
+    error = running.error()  # the line after: the watch stops there
+    assert isinstance(error, errors.DecodeError), repr(error)
     assert running.informer.last_sync_resource_version() == str(base + 7)
-    assert wait_for(lambda: len(running.recorder.seen) >= 2, TIMEOUT)
-    assert running.recorder.seen == [("add", "a", str(base + 1)), ("add", "b", str(base + 3))]
+    assert recorder.take(2) == [("add", f"a{base + 1}", False), ("add", f"b{base + 3}", False)]
+    assert recorder.quiet()
     indexer = running.informer.get_indexer()
     assert wait_for(lambda: indexer.last_store_sync_resource_version() == str(base + 7), TIMEOUT)
 
@@ -213,16 +164,9 @@ def test_a_watch_list_read_holding_the_end_of_the_initial_events_applies_what_fo
     reflector = Reflector(ListWatch.for_resource(api_client, CONFIGMAPS, namespace="default"),
                           store, name="configmaps", clock=FakeClock(), use_watch_list=True,
                           watch_error_handler=lambda r, e: failures.append(e))
-    ctx = Context()
-    thread = threading.Thread(target=reflector.run, args=(ctx,), name="test-run")
-    thread.start()
-    try:
+    with helpers.running(reflector.run):
         assert wait_for(lambda: failures, TIMEOUT)
         assert isinstance(failures[0], errors.DecodeError), repr(failures[0])
         assert {o["metadata"]["name"]: o["metadata"]["resourceVersion"] for o in store.list()} == {
             "a": str(base + 3)}
         assert reflector.last_sync_resource_version() == str(base + 4)
-    finally:
-        ctx.cancel()
-        thread.join(TIMEOUT)
-    assert not thread.is_alive()

@@ -13,15 +13,14 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from helpers import create_cm
+from helpers import CONFIGMAPS, create_cm
 
-from kinformer import GroupVersionResource, ListWatch, SharedIndexInformer
+from kinformer import ListWatch, SharedIndexInformer
 from kinformer.context import Context
 from kinformer.testing import FakeAPIServer, Recorder
 from kinformer.testing.clock import FakeClock
 from kinformer.testing.waiting import wait_for
 
-CONFIGMAPS = GroupVersionResource("", "v1", "configmaps")
 TIMEOUT = 10.0
 
 

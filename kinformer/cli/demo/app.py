@@ -27,6 +27,7 @@ from collections.abc import Callable
 from typing import Any, TextIO
 
 from kinformer import _gc, _threads, context, errors, factory, meta
+from kinformer.cache import store
 from kinformer.cli import options
 from kinformer.cli.demo import controllers, display, fleet, queue_metrics, replicas, signals, workload
 from kinformer.client import rest
@@ -263,8 +264,8 @@ class Demo:
         """Types whose cache differs from the server (by key and resourceVersion)."""
         differing = []
         for gvr in self.tracked_types():
-            on_server = {_key(o): _rv(o) for o in self.server.list_objects(gvr)}
-            in_cache = {_key(o): _rv(o) for o in self.manager.lister(gvr).list()}
+            on_server = {store.meta_namespace_key_func(o): _rv(o) for o in self.server.list_objects(gvr)}
+            in_cache = {store.meta_namespace_key_func(o): _rv(o) for o in self.manager.lister(gvr).list()}
             if on_server != in_cache:
                 differing.append(gvr.resource)
         return differing
@@ -300,10 +301,6 @@ def informer_names() -> dict[str, str]:
         names[f"reflector ddsif-{subject}"] = f"{gvr.group_resource} (the controllers' informer)"
         names[f"reflector {subject}"] = f"{gvr.group_resource} (the manager's informer)"
     return names
-
-
-def _key(obj: Any) -> str:
-    return f"{meta.namespace(obj)}/{meta.name(obj)}"
 
 
 def _rv(obj: Any) -> str:

@@ -61,25 +61,42 @@ def terminal_width() -> int:
     return max(MIN_WIDTH, shutil.get_terminal_size().columns)
 
 
+def wrap_text(text: str, width: int, first: str = "", indent: str | None = None) -> list[str]:
+    """``first`` then ``text`` wrapped at word boundaries to ``width`` columns (less one, so a
+    full line never makes the terminal wrap); continuation lines are indented by ``indent``,
+    by default under the text (two spaces when ``first`` is empty).
+
+    The demos' one way to wrap: the status lines (:func:`wrap`), the headers and the lines
+    printed one after another (:func:`write_wrapped`) all go through it.
+    """
+    if indent is None:
+        indent = " " * (len(first) or 2)
+    return textwrap.wrap(text, width=width - 1, initial_indent=first, subsequent_indent=indent,
+                         break_on_hyphens=False)
+
+
 def wrap(label: str, text: str, width: int, max_lines: int = 0, label_width: int = LABEL_WIDTH) -> list[str]:
-    """``label`` then ``text`` wrapped at word boundaries to ``width`` columns (less one, so a
-    full line never makes the terminal wrap), continuation lines indented under the text.
+    """``label`` then ``text`` wrapped (:func:`wrap_text`), continuation lines indented under the text.
 
     With ``max_lines``, a longer text keeps its beginning and its end and loses its middle, so
     the part that says what happens next (``; relisting``) stays.
     """
     indent = " " * label_width
     first = f"  {label:<{label_width - 3}} " if label else indent
-    lines = textwrap.wrap(text, width=width - 1, initial_indent=first, subsequent_indent=indent,
-                          break_on_hyphens=False) or [first.rstrip()]
+    lines = wrap_text(text, width, first, indent) or [first.rstrip()]
     if max_lines and len(lines) > max_lines:
         room = (width - 1 - label_width) * max_lines - 2  # the text that fits, less " …"
         head = room * 2 // 3
         tail = room - head
         shortened = text[:head].rsplit(" ", 1)[0] + " … " + text[-tail:].split(" ", 1)[-1]
-        lines = textwrap.wrap(shortened, width=width - 1, initial_indent=first,
-                              subsequent_indent=indent, break_on_hyphens=False)[:max_lines]
+        lines = wrap_text(shortened, width, first, indent)[:max_lines]
     return lines
+
+
+def write_wrapped(out: TextIO, text: str, width: int, first: str = "") -> None:
+    """Print ``first`` then ``text`` wrapped (:func:`wrap_text`) to ``out``, and flush it."""
+    out.write("".join(line + "\n" for line in wrap_text(text, width, first)))
+    out.flush()
 
 
 class Display:
@@ -132,8 +149,8 @@ class Display:
         if status.backoff is not None:
             rate += f" (reconnecting in {status.backoff:.1f}s)"
         by_kind = ", ".join(f"{k} {events.get(k, 0)}" for k in ("initial", "added", "updated", "deleted"))
-        lines = textwrap.wrap(f"kinformer demo  {status.url}  {status.elapsed:.1f}s{until}  "
-                              f"churn {options.rate:g}/s", width=width - 1, subsequent_indent="  ")
+        lines = wrap_text(f"kinformer demo  {status.url}  {status.elapsed:.1f}s{until}  "
+                          f"churn {options.rate:g}/s", width)
         lines += wrap("phase", phase, width)
         lines += wrap("loaded", f"{status.loaded}/{options.objects} ConfigMaps in "
                                 f"{len(workload.DEMO_NAMESPACES)} namespaces"

@@ -24,13 +24,13 @@ import collections
 import dataclasses
 import logging
 import sys
-import textwrap
 import threading
 import time
 from collections.abc import Callable
 from typing import Any, TextIO
 
 from kinformer import _threads, context, meta
+from kinformer.cache import store
 from kinformer.cli.demo import display, signals, workload
 from kinformer.cli.demo.fleet_workload import (
     HUB_NAMESPACE,
@@ -240,8 +240,9 @@ class FleetDemo:
         result: dict[str, tuple[str, int]] = {}
         lister = self.configmaps.lister()
         for name, server in self.members.items():
-            on_server = {_key(o): meta.resource_version(o) for o in server.list_objects(workload.CONFIGMAPS)}
-            cached = {_key(o): meta.resource_version(o) for o in lister.cluster(name).list()}
+            key = store.meta_namespace_key_func  # the caches' own key
+            on_server = {key(o): meta.resource_version(o) for o in server.list_objects(workload.CONFIGMAPS)}
+            cached = {key(o): meta.resource_version(o) for o in lister.cluster(name).list()}
             missing = sorted(on_server.keys() - cached.keys())
             extra = sorted(cached.keys() - on_server.keys())
             stale = sorted(k for k in on_server.keys() & cached.keys() if on_server[k] != cached[k])
@@ -260,10 +261,6 @@ class FleetDemo:
             server.stop()
         started_here = [t for t in _threads.kinformer_threads() if t not in self._threads_before]
         return stuck + _threads.join_all(started_here, STOP_TIMEOUT)
-
-
-def _key(obj: Any) -> str:
-    return f"{meta.namespace(obj)}/{meta.name(obj)}"
 
 
 def _error(error: BaseException) -> str:
@@ -304,8 +301,7 @@ def _run(args: argparse.Namespace, stop: threading.Event, out: TextIO, screen: d
         stamp = f"t={demo.elapsed():6.1f}s "
         demo.log.append(stamp + text)
         if not screen.tty:
-            out.write(_wrapped(text, width, stamp))
-            out.flush()
+            display.write_wrapped(out, text, width, stamp)
 
     def frame(phase: str) -> None:
         total = sum(demo.counts.snapshot()[0].values())
@@ -315,9 +311,8 @@ def _run(args: argparse.Namespace, stop: threading.Event, out: TextIO, screen: d
             events_seen[0], events_seen[1] = total, now
         until = f" / {args.duration:g}s" if args.duration else " (Ctrl-C stops)"
         changes = demo.churn.changes if demo.churn is not None else 0
-        lines = textwrap.wrap(f"kinformer demo --clusters {args.clusters}  hub {demo.hub.url}  "
-                              f"{demo.elapsed():.1f}s{until}  churn {args.rate:g}/s", width=width - 1,
-                              subsequent_indent="  ", break_on_hyphens=False)
+        lines = display.wrap_text(f"kinformer demo --clusters {args.clusters}  hub {demo.hub.url}  "
+                                  f"{demo.elapsed():.1f}s{until}  churn {args.rate:g}/s", width)
         lines += display.wrap("phase", phase, width)
         lines += display.wrap("events/s", f"{events_seen[2]:.0f}  total {total}, {changes} changes made",
                               width)
@@ -335,10 +330,10 @@ def _run(args: argparse.Namespace, stop: threading.Event, out: TextIO, screen: d
     stuck: list[str] = []
     try:
         if not screen.tty:
-            out.write(_wrapped(
-                f"kinformer demo: {args.clusters} member clusters, {args.objects} ConfigMaps among "
-                f"them changing {args.rate:g}/s; the hub {demo.hub.url} holds their kubeconfig "
-                f"Secrets in {HUB_NAMESPACE}", width))
+            display.write_wrapped(
+                out, f"kinformer demo: {args.clusters} member clusters, {args.objects} ConfigMaps "
+                f"among them changing {args.rate:g}/s; the hub {demo.hub.url} holds their kubeconfig "
+                f"Secrets in {HUB_NAMESPACE}", width)
         deadline = demo.started + args.duration if args.duration else float("inf")
         frame_every = 0.5 if screen.tty else 1.0
         demo.load(stop)
@@ -384,14 +379,6 @@ def _converge(demo: FleetDemo) -> dict[str, tuple[str, int]]:
         if not any(diff for diff, _count in differences.values()) or time.monotonic() >= deadline:
             return differences
         pause.wait(0.1)
-
-
-def _wrapped(text: str, width: int, first: str = "") -> str:
-    """``first`` then ``text`` wrapped at word boundaries to ``width`` columns (less one, so a
-    full line never makes the terminal wrap), continuation lines indented under the text."""
-    lines = textwrap.wrap(text, width=width - 1, initial_indent=first,
-                          subsequent_indent=" " * (len(first) or 2), break_on_hyphens=False)
-    return "".join(line + "\n" for line in lines)
 
 
 def _summary(out: TextIO, demo: FleetDemo, interrupted: bool, differences: dict[str, tuple[str, int]],

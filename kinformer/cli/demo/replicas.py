@@ -21,7 +21,6 @@ import contextlib
 import logging
 import random
 import sys
-import textwrap
 import threading
 import time
 from typing import Any, TextIO
@@ -153,14 +152,6 @@ def run(args: argparse.Namespace) -> int:
         return _run(args, stop, sys.stdout)
 
 
-def _wrapped(text: str, width: int, first: str = "", indent: str = "  ") -> str:
-    """``first`` then ``text``, wrapped at word boundaries to ``width`` columns (less one, so a
-    full line never makes the terminal wrap), continuation lines indented by ``indent``."""
-    lines = textwrap.wrap(text, width=width - 1, initial_indent=first, subsequent_indent=indent,
-                          break_on_hyphens=False, break_long_words=False)
-    return "".join(line + "\n" for line in lines)
-
-
 def _run(args: argparse.Namespace, stop: threading.Event, out: TextIO, width: int | None = None) -> int:
     started = time.monotonic()
     before = set(_threads.kinformer_threads())
@@ -168,8 +159,7 @@ def _run(args: argparse.Namespace, stop: threading.Event, out: TextIO, width: in
 
     def say(text: str) -> None:
         stamp = f"t={time.monotonic() - started:6.1f}s "
-        out.write(_wrapped(text, width, stamp, " " * len(stamp)))
-        out.flush()
+        display.write_wrapped(out, text, width, stamp)
 
     activity = Activity()
     server = FakeAPIServer().start()
@@ -184,11 +174,10 @@ def _run(args: argparse.Namespace, stop: threading.Event, out: TextIO, width: in
         for namespace in workload.DEMO_NAMESPACES:
             server.create(workload.NAMESPACES, {"metadata": {"name": namespace}})
         server.bulk_create(workload.CONFIGMAPS, (workload.new_configmap(i) for i in range(args.objects)))
-        out.write(_wrapped(f"kinformer demo: {args.replicas} replicas of one controller, one Lease "
-                           f"{LOCK_NAMESPACE}/{LOCK_NAME} (lease {LEASE_DURATION:g}s, renew "
-                           f"{RENEW_DEADLINE:g}s, retry {RETRY_PERIOD:g}s), "
-                           f"{args.objects} ConfigMaps changing {args.rate:g}/s, server {server.url}",
-                           width))
+        display.write_wrapped(out, f"kinformer demo: {args.replicas} replicas of one controller, one "
+                              f"Lease {LOCK_NAMESPACE}/{LOCK_NAME} (lease {LEASE_DURATION:g}s, renew "
+                              f"{RENEW_DEADLINE:g}s, retry {RETRY_PERIOD:g}s), {args.objects} "
+                              f"ConfigMaps changing {args.rate:g}/s, server {server.url}", width)
         incarnations = 0
         while incarnations < args.replicas:
             incarnations += 1
