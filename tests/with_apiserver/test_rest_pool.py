@@ -27,8 +27,15 @@ import pytest
 import urllib3
 from helpers import running
 
-from kinformer import GroupVersionResource, ListWatch, SharedIndexInformer, errors
+from kinformer import (
+    GroupVersionResource,
+    KubeconfigContextsProvider,
+    ListWatch,
+    SharedIndexInformer,
+    errors,
+)
 from kinformer.client import pool, rest
+from kinformer.context import Context
 from kinformer.testing import FakeAPIServer, wait_for
 
 CONFIGMAPS = GroupVersionResource("", "v1", "configmaps")
@@ -314,3 +321,31 @@ def test_the_configurations_client_certificate_is_presented(tmp_path: Path) -> N
         server.close()
     [(_, _, peer)] = server.requests
     assert dict(pair[0] for pair in peer["subject"])["commonName"] == "test-client"
+
+
+def test_a_kubeconfig_contexts_provider_closes_kinformers_connections_when_its_run_ends(
+    keepalive: KeepAliveServer, tmp_path: Path,
+) -> None:
+    path = tmp_path / "kubeconfig"
+    path.write_text(json.dumps({
+        "apiVersion": "v1", "kind": "Config", "current-context": "only",
+        "clusters": [{"name": "only", "cluster": {"server": keepalive.url}}],
+        "users": [{"name": "only", "user": {}}],
+        "contexts": [{"name": "only", "context": {"cluster": "only", "user": "only"}}]}))
+    provider = KubeconfigContextsProvider(str(path))
+    engaged: list[Any] = []  # kept alive here: its connections must close anyway
+
+    def engage(name: str, api_client: Any) -> None:
+        engaged.append(api_client)
+        rest.Client(api_client).get_json("/api/v1/namespaces")
+
+    stop = Context()
+    thread = threading.Thread(target=provider.run, args=(stop, engage, lambda name: None),
+                              name="test-provider")
+    thread.start()
+    assert wait_for(lambda: len(keepalive.requests) == 1, TIMEOUT)
+    assert keepalive.closed == 0  # kept alive while the cluster is engaged
+    stop.cancel()
+    thread.join(TIMEOUT)
+    assert wait_for(lambda: keepalive.closed == 1, TIMEOUT)
+    assert len(engaged) == 1
