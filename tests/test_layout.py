@@ -71,8 +71,10 @@ def _modules_calling(attribute: str) -> list[str]:
     return found
 
 
-def test_one_module_sends_requests_through_the_official_client() -> None:
-    assert _modules_calling("call_api") == ["client/rest.py"]
+def test_one_module_builds_requests_and_one_pool_sends_them() -> None:
+    assert _modules_calling("param_serialize") == ["client/rest.py"]
+    assert _modules_calling("urlopen") == ["client/pool.py"]
+    assert _modules_calling("call_api") == []  # the caller's ApiClient never carries them
 
 
 def test_ci_runs_exactly_the_test_command_of_the_readme() -> None:

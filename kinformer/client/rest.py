@@ -1,36 +1,21 @@
 """The one request path: every request kinformer sends to an API server goes through here.
 
-A :class:`Client` sends requests through the official ``kubernetes.client.ApiClient`` (client-go's
-``rest.RESTClient`` over its ``rest.Config``): the client's ``param_serialize`` builds each one,
-with the host, headers and credentials of its ``Configuration`` (a token refreshed by its hook
-included), and its ``call_api`` sends it through its connection pools, with their TLS and proxy
-settings. The body is never read before the caller asks: :meth:`Response.read` reads it whole,
-:meth:`Response.read1` streams it (a watch). Error statuses become kinformer's typed errors
+A :class:`Client` builds each request with the caller's official ``kubernetes.client.ApiClient``
+(client-go's ``rest.RESTClient`` over its ``rest.Config``): its ``param_serialize`` gives the
+URL, headers and credentials of its ``Configuration`` (a token refreshed by its hook, or an exec
+plugin's, included), and sends it through kinformer's own connection pool, made from that
+``Configuration`` (TLS, proxy, pool size, socket options: :mod:`kinformer.client.pool`). The
+``ApiClient`` itself is left as it is: its pools never carry kinformer's requests. The body is
+never read before the caller asks: :meth:`Response.read` reads it whole, :meth:`Response.read1`
+streams it (a watch). Error statuses become kinformer's typed errors
 (:func:`~kinformer.errors.api_error_from_status`), transport failures
 :class:`~kinformer.TransportError` or :class:`~kinformer.ConnectionRefusedAPIError` with the
 whole reason.
 
 A request given a :class:`~kinformer.Context` is broken off when the context is cancelled, from
-any thread, even while it still waits for the response headers. ``call_api`` has no parameter
-for that, so the request path makes the client's pools its own once (:class:`Client` does, when
-made): their connections report to the :class:`Call` running on their thread, and cancelling the
-call shuts the socket of its connection down, which wakes the blocked read at once. That
-connection is then closed, never handed back to the pool open.
-
-The same pools change two more things, for kinformer's own requests only (those sent through
-:class:`Client`; the ApiClient's other requests behave as urllib3 and the official client make
-them): urllib3 never retries them (its default retries a refused connection three times, each
-with a multi-line WARNING, and a 429 as long as its ``Retry-After`` says, uncancellably), since
-the callers retry with their own backoff, logging one line each time, except that an
-idempotent request whose kept-alive connection the server had closed meanwhile goes again,
-once, on a new connection, as Go's transport sends it; and a connection handed
-back to a pool already holding ``Configuration.connection_pool_maxsize`` idle ones is closed
-quietly (urllib3 warns "Connection pool is full"), as client-go's transport closes surplus idle
-connections: every open watch holds a connection of its own, so an informer process often has
-more open at once than the pool keeps. Raise ``connection_pool_maxsize`` above the number of
-informers plus workers to keep them all for reuse. ``Configuration.client_go_retries`` (off by
-default) adds the official client's own retry loop above urllib3, which waits out a 429's
-``Retry-After`` before kinformer can stop it: leave it off on an ApiClient given to kinformer.
+any thread, even while it still waits for the response headers (:class:`~kinformer.client.pool.Call`).
+urllib3 never retries these requests, and a connection beyond ``connection_pool_maxsize`` is
+closed quietly when handed back; :mod:`kinformer.client.pool` says why.
 
 Users: list and watch (:mod:`kinformer.client.resource`), discovery
 (:mod:`kinformer.client.discovery`), and the ``kinformer`` command with its demo.
@@ -40,9 +25,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
-import queue
 import re
-import socket
 import ssl
 import threading
 import urllib.parse
@@ -50,14 +33,13 @@ from collections.abc import Sequence
 from typing import Any
 
 import urllib3
-import urllib3.connection
 import urllib3.exceptions
-import urllib3.poolmanager
 
 from kinformer import _checks, _json, errors
 from kinformer import context as _context
 from kinformer import gvr as _gvr
 from kinformer.cache import cluster as _cluster
+from kinformer.client import pool as _pool
 
 log = logging.getLogger(__name__)
 
@@ -162,196 +144,6 @@ def client_cluster(client: Any, cluster: str | None) -> str | None:
     return cluster
 
 
-# ---- cancellation ------------------------------------------------------------------------------
-
-
-class _Cancelled(Exception):
-    """Raised through urllib3 once a request's call is cancelled; urllib3 does not retry it."""
-
-
-class Call:
-    """One request in flight that another thread may break off with :meth:`cancel`.
-
-    Thread-safe. While the request runs, the pool connection it uses is attached (on the
-    requesting thread, before anything is sent); :meth:`cancel` shuts that connection's socket
-    down, so a read blocked on it, for the response headers or the body, fails at once and the
-    request raises. A call cancelled before its request sends anything sends nothing.
-    :meth:`detach` ends the call before the connection goes back to the pool, so a late cancel
-    never touches a connection that another request uses.
-    """
-
-    __slots__ = ("_cancelled", "_conn", "_lock")
-
-    def __init__(self) -> None:
-        self._lock = threading.Lock()  # guards _conn, _cancelled; cancel shuts _conn down under it
-        self._conn: Any = None
-        self._cancelled = False
-
-    @property
-    def cancelled(self) -> bool:
-        with self._lock:
-            return self._cancelled
-
-    def cancel(self) -> None:
-        """Break the request off; idempotent, callable from any thread."""
-        with self._lock:
-            self._cancelled = True
-            if self._conn is not None:
-                _shutdown_socket(getattr(self._conn, "sock", None))
-
-    def attach(self, conn: Any) -> None:
-        """Note ``conn`` as the request's connection; raise :class:`_Cancelled` once cancelled."""
-        with self._lock:
-            self._conn = conn
-            if self._cancelled:
-                raise _Cancelled()
-
-    def check(self) -> None:
-        """Raise :class:`_Cancelled` once cancelled."""
-        with self._lock:
-            if self._cancelled:
-                raise _Cancelled()
-
-    def detach(self) -> bool:
-        """Forget the connection; True when the call was never cancelled (the connection is intact)."""
-        with self._lock:
-            self._conn = None
-            return not self._cancelled
-
-
-# on the thread sending a request through Client: .call, the Call call_api is sending (None
-# without a context); .sending, True while any Client request is being sent; .reused, True when
-# the request went out on a kept-alive socket that had answered before
-_running = threading.local()
-_IDEMPOTENT = frozenset({"GET", "HEAD", "PUT", "DELETE", "OPTIONS"})  # safe to send twice
-
-
-class _CallAwareConnection(urllib3.connection.HTTPConnection):
-    """A pool connection that attaches itself to the :class:`Call` running on its thread.
-
-    urllib3 calls ``request`` and then ``getresponse`` on the requesting thread; without a call
-    running there (any request sent without a context) both behave exactly as urllib3's own.
-    """
-
-    kinformer_request = False  # set once a Client request used this connection
-    answered_on: Any = None  # the socket the last response arrived on: sending on it again reuses it
-
-    def request(self, *args: Any, **kwargs: Any) -> None:
-        if getattr(_running, "sending", False):
-            self.kinformer_request = True
-            _running.reused = self.sock is not None and self.sock is self.answered_on
-        call: Call | None = getattr(_running, "call", None)
-        if call is None:
-            super().request(*args, **kwargs)
-            return
-        call.attach(self)
-        try:
-            super().request(*args, **kwargs)  # plain HTTP connects in here, TLS before
-        except OSError as exc:
-            if call.cancelled:
-                raise _Cancelled() from exc
-            raise
-        call.check()  # a cancel that came before the socket existed ends the request here
-
-    def getresponse(self) -> Any:
-        call: Call | None = getattr(_running, "call", None)
-        try:
-            response = super().getresponse()
-        except Exception as exc:
-            if call is not None and call.cancelled:
-                raise _Cancelled() from exc
-            raise
-        self.answered_on = self.sock
-        return response
-
-
-class _CallAwareHTTPSConnection(_CallAwareConnection, urllib3.connection.HTTPSConnection):
-    """The TLS form of :class:`_CallAwareConnection`."""
-
-
-class _KinformerPool(urllib3.HTTPConnectionPool):
-    """A pool that sends kinformer's requests without urllib3's retries and takes back their
-    connections without warning when it is full (see the module docstring)."""
-
-    def urlopen(  # type: ignore[override]
-        self, method: str, url: str, body: Any = None, headers: Any = None, retries: Any = None,
-        *args: Any, **kwargs: Any,
-    ) -> Any:
-        if not getattr(_running, "sending", False):
-            return super().urlopen(method, url, body, headers, retries, *args, **kwargs)
-        # no retries (the caller retries with its backoff), with one exception, as Go's
-        # transport makes it: a kept-alive connection the server closed meanwhile (it
-        # restarted, or dropped idle connections) fails an idempotent request before any
-        # answer; that request goes again, once, on a new connection
-        _running.reused = False
-        try:
-            return super().urlopen(method, url, body, headers, False, *args, **kwargs)
-        except urllib3.exceptions.ProtocolError:
-            if not (getattr(_running, "reused", False) and method.upper() in _IDEMPOTENT):
-                raise
-        log.debug("%s %s: the kept-alive connection was closed under it; sending it again", method, url)
-        return super().urlopen(method, url, body, headers, False, *args, **kwargs)
-
-    def _put_conn(self, conn: Any) -> None:
-        if getattr(conn, "kinformer_request", False) and self.pool is not None:
-            try:
-                self.pool.put(conn, block=False)
-            except queue.Full:  # more were open at once than the pool keeps: one per open watch
-                conn.close()
-                log.debug("pool of %s full (connection_pool_maxsize %d): closed a surplus connection",
-                          self.host, self.pool.maxsize)
-            return
-        super()._put_conn(conn)
-
-
-class _HTTPConnectionPool(_KinformerPool):
-    ConnectionCls = _CallAwareConnection
-
-
-class _HTTPSConnectionPool(_KinformerPool, urllib3.HTTPSConnectionPool):
-    ConnectionCls = _CallAwareHTTPSConnection
-
-
-_POOL_CLASSES = {"http": _HTTPConnectionPool, "https": _HTTPSConnectionPool}
-_adopt_lock = threading.Lock()  # serializes adopting a pool manager
-
-
-def _adopt_pools(api_client: Any) -> None:
-    """Make the pools of ``api_client`` cancellable: their connections attach to a running call.
-
-    Done once per ApiClient, for a pool manager with urllib3's own pool classes (direct or
-    through an HTTP proxy); its existing pools are cleared, so every later request runs on the
-    new ones. Any other manager (a SOCKS proxy) is left alone: its requests then end at their
-    timeouts, not at a cancel.
-    """
-    manager = getattr(getattr(api_client, "rest_client", None), "pool_manager", None)
-    if manager is None:
-        return
-    with _adopt_lock:
-        classes = getattr(manager, "pool_classes_by_scheme", None)
-        if classes is _POOL_CLASSES:
-            return
-        if classes != urllib3.poolmanager.pool_classes_by_scheme:
-            log.debug("pool manager %s kept as it is: its requests cannot be cancelled in flight",
-                      type(manager).__name__)
-            return
-        manager.pool_classes_by_scheme = _POOL_CLASSES
-        manager.clear()  # pools made so far have plain connections; the next request makes ours
-
-
-def _shutdown_socket(sock: Any) -> None:
-    """Shut ``sock`` down at the TCP level, waking a read blocked on it (TLS sockets too)."""
-    if sock is None:
-        return
-    with contextlib.suppress(OSError, ValueError, AttributeError):
-        if isinstance(sock, socket.socket):
-            # the plain socket's shutdown: an SSLSocket's own would drop its TLS object under
-            # the reader's feet
-            socket.socket.shutdown(sock, socket.SHUT_RDWR)
-        else:
-            sock.shutdown(socket.SHUT_RDWR)
-
-
 # ---- errors ------------------------------------------------------------------------------------
 
 
@@ -417,10 +209,11 @@ def _cancelled_error(where: str) -> errors.TransportError:
 class Client:
     """Sends requests through one ``ApiClient``: the one request path of kinformer.
 
-    Thread-safe, as the ApiClient is: each call sends its own request on a pool connection of
-    its own. ``client`` is an ``ApiClient``, a ``DynamicClient`` or an API object holding one
-    (see :func:`api_client_of`). Making a Client makes the ApiClient's pools cancellable (see
-    the module docstring); nothing else about the ApiClient changes.
+    Thread-safe: each call sends its own request on a pool connection of its own. ``client``
+    is an ``ApiClient``, a ``DynamicClient`` or an API object holding one (see
+    :func:`api_client_of`). The ApiClient builds each request (URL, headers, credentials); the
+    connections are kinformer's, shared by every Client of that ApiClient
+    (:func:`kinformer.client.pool.for_client`). Nothing about the ApiClient changes.
 
     A host whose path names a kcp logical cluster (``https://kcp/clusters/root:org``, see
     :func:`split_cluster_host`) is the server's own URL plus that cluster's prefix: a path
@@ -431,7 +224,7 @@ class Client:
 
     def __init__(self, client: Any) -> None:
         self.api_client = api_client_of(client)
-        _adopt_pools(self.api_client)
+        self._pool = _pool.for_client(self.api_client)
 
     def request(
         self,
@@ -475,10 +268,10 @@ class Client:
         )
         if cluster is not None and serialized[1].startswith(host):  # the path carries the cluster
             serialized = (serialized[0], server + serialized[1][len(host):], *serialized[2:])
-        call: Call | None = None
+        call: _pool.Call | None = None
         handle: _context.CancelHandle | None = None
         if ctx is not None:
-            call = Call()
+            call = _pool.Call()
             handle = ctx.on_cancel(call.cancel)
         response = None
         try:
@@ -499,32 +292,21 @@ class Client:
         return response
 
     def _send(
-        self, serialized: Any, timeout: tuple[float, float], call: Call | None, where: str
+        self, serialized: Any, timeout: tuple[float, float], call: _pool.Call | None, where: str
     ) -> Any:
-        """``call_api`` with ``call`` running on this thread; the urllib3 response or a typed error."""
-        from kubernetes.client.exceptions import ApiException  # loaded with the ApiClient already
-
-        if call is not None:
-            if call.cancelled:  # even a pool that was not adopted sends nothing then
-                raise _cancelled_error(where)
-            _running.call = call
-        _running.sending = True
+        """Send ``serialized`` (what ``param_serialize`` made) through kinformer's pool, with
+        ``call`` running on this thread; the urllib3 response or a typed error."""
+        method, url, headers, body = serialized[:4]
+        if body is not None and not isinstance(body, bytes):
+            body = body.encode() if isinstance(body, str) else _json.dumps(body)
         try:
-            return self.api_client.call_api(*serialized, _request_timeout=timeout).response
-        except _Cancelled as exc:
+            return _pool.send(self._pool, method, url, headers, body, timeout, call)
+        except _pool.Cancelled as exc:
             raise _cancelled_error(where) from exc
-        except ApiException as exc:  # the official client's wrapping of TLS failures (status 0)
-            if exc.status:
-                raise errors.api_error_from_status(exc.status, exc.body) from exc
-            raise transport_error(exc, where) from exc
         except (urllib3.exceptions.HTTPError, OSError) as exc:
             if call is not None and call.cancelled:
                 raise _cancelled_error(where) from exc
             raise transport_error(exc, where) from exc
-        finally:
-            _running.sending = False
-            if call is not None:
-                _running.call = None
 
     def get_json(
         self,
@@ -588,7 +370,7 @@ class Response:
         raw: Any,
         where: str,
         read_timeout: float,
-        call: Call | None,
+        call: _pool.Call | None,
         handle: _context.CancelHandle | None,
     ) -> None:
         self._raw = raw
@@ -678,7 +460,7 @@ class Response:
                 return
             except Exception:
                 log.debug("HTTPResponse.shutdown failed for %s", self.where, exc_info=True)
-        _shutdown_socket(getattr(getattr(self._raw, "connection", None), "sock", None))
+        _pool.shutdown_socket(getattr(getattr(self._raw, "connection", None), "sock", None))
 
     def release(self, reuse: bool = False) -> None:
         """Give up the connection, once: back to the pool when ``reuse`` (the body read whole),

@@ -30,6 +30,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from kinformer import _checks, errors
+from kinformer.client import pool
 
 log = logging.getLogger(__name__)
 
@@ -335,9 +336,11 @@ def exec_api_client(cluster: Mapping[str, Any], source: ExecCredentialSource) ->
 
 
 def close_api_client(api_client: Any) -> None:
-    """Close a client of :func:`exec_api_client` and remove its certificate files."""
+    """Close a client of :func:`exec_api_client`, and kinformer's connections through it, and
+    remove its certificate files."""
     try:
         api_client.close()
+        pool.close(api_client)
     finally:
         credentials = getattr(api_client.configuration, "kinformer_credentials", None)
         if isinstance(credentials, _Credentials):

@@ -23,7 +23,7 @@ from typing import Any
 
 from kinformer import context, errors, meta
 from kinformer.cache import store
-from kinformer.client import listwatch
+from kinformer.client import listwatch, pool
 from kinformer.clusters.provider import Disengage, Engage, HubWatch
 from kinformer.gvr import GroupVersionResource
 from kinformer.informer import SharedIndexInformer
@@ -160,7 +160,7 @@ class KubeconfigContextsProvider:
             stop.wait()
         finally:
             for api_client in clients:
-                api_client.close()
+                _close(api_client)
 
     def has_synced(self) -> bool:
         """True once every context was engaged."""
@@ -262,11 +262,11 @@ class _SecretHandler:
         try:
             self._engage(name, api_client)
         except Exception:
-            api_client.close()
+            _close(api_client)
             raise
         self._clusters[name] = (digest, api_client)
         if current is not None:
-            current[1].close()  # the factory stopped the informers that used it
+            _close(current[1])  # the factory stopped the informers that used it
 
     def _remove(self, name: str, why: str) -> None:
         entry = self._clusters.pop(name, None)
@@ -276,10 +276,18 @@ class _SecretHandler:
         try:
             self._disengage(name)
         finally:
-            entry[1].close()
+            _close(entry[1])
 
     def close(self) -> None:
         """Close every client made; the run is over."""
         clusters, self._clusters = self._clusters, {}
         for _digest, api_client in clusters.values():
-            api_client.close()
+            _close(api_client)
+
+
+def _close(api_client: Any) -> None:
+    """Close a client made here, and kinformer's connections through it (its own pool)."""
+    try:
+        api_client.close()
+    finally:
+        pool.close(api_client)

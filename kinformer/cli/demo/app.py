@@ -103,7 +103,7 @@ class Demo:
         configuration = client.Configuration()
         configuration.host = self.server.url
         configuration.connection_pool_maxsize = 32  # one connection per open watch, plus writes
-        self.api: Any = controllers.counting_api_client(configuration)
+        self.api: Any = client.ApiClient(configuration)
         self.raw = controllers.RawAPI(rest.Client(self.api))
         self.manager = InformerManager(self.api, 0, self.ctx)
         self.discovery = CachedDiscoveryClient(self.api)
@@ -234,7 +234,7 @@ class Demo:
     def status(self) -> display.Status:
         """The run as it is now, for the display."""
         events, reconciles, changes, faults = self.stats.snapshot()
-        reconnects, relists = self.watch_counts()
+        reconnects, relists = self.queue_figures.reflector_counts()
         synced, _not_synced = self.ddsif.informers()
         waits = [w for w in (i.backoff_remaining() for i in synced.values()) if w is not None]
         return display.Status(
@@ -244,21 +244,6 @@ class Demo:
             running=sorted(self.controllers.running_controllers()), reconnects=reconnects,
             relists=relists, queues=self.queue_figures.snapshot(),
             backoff=max(waits) if waits else None)
-
-    def watch_counts(self) -> tuple[int, int]:
-        """(watch reconnects, relists) of the demo's informers, from the requests they sent.
-
-        Each informer's first list and first watch are not counted; every further watch is a
-        re-established one, every further list (not counting continued pages) a relist.
-        """
-        firsts = {rest.resource_path(gvr): 1 for gvr in CACHED}
-        # the InformerManager's and the controllers' informers
-        firsts[rest.resource_path(workload.CONFIGMAPS)] += 1
-        firsts[rest.resource_path(workload.WIDGETS)] += 1
-        lists, watches = self.api.counts()
-        reconnects = sum(max(0, watches.get(p, 0) - n) for p, n in firsts.items())
-        relists = sum(max(0, lists.get(p, 0) - n) for p, n in firsts.items())
-        return reconnects, relists
 
     def mismatches(self) -> list[str]:
         """Types whose cache differs from the server (by key and resourceVersion)."""

@@ -2,18 +2,13 @@
 
 :class:`CountingHandler` counts the events of the InformerManager's informers;
 :class:`AuditReconciler` and :class:`WidgetReconciler` are the two example controllers the
-ControllerManager runs; :class:`RawAPI` writes JSON for them over the request path
-(:mod:`kinformer.client.rest`); and :func:`counting_api_client` makes the ``ApiClient`` whose
-transport counts the lists and watches sent, so the display can show reconnects and relists.
-:mod:`kinformer.cli.demo.app` wires them together.
+ControllerManager runs; and :class:`RawAPI` writes JSON for them over the request path
+(:mod:`kinformer.client.rest`). :mod:`kinformer.cli.demo.app` wires them together.
 """
 
 from __future__ import annotations
 
-import collections
 import contextlib
-import threading
-import urllib.parse
 from typing import Any
 
 from kinformer import _json, errors
@@ -108,44 +103,3 @@ class WidgetReconciler:
                 "data": data}, ok=(409,))
         elif (current.get("data") or {}) != data:
             self._api.request("PATCH", path, {"data": data}, content_type="application/merge-patch+json")
-
-
-def counting_api_client(configuration: Any) -> Any:
-    """An ``ApiClient`` whose transport also counts the lists and watches it sends, by path.
-
-    ``counts()`` returns ``(lists, watches)``: Counters of GET requests by path, a list counted
-    once however many pages it took. Thread-safe.
-    """
-    # the official client is imported when a demo starts, not with the command: it is slow
-    from kubernetes.client import ApiClient
-    from kubernetes.client.rest import RESTClientObject
-
-    class CountingTransport(RESTClientObject):
-        def __init__(self, configuration: Any) -> None:
-            super().__init__(configuration)
-            self.lock = threading.Lock()  # guards lists, watches
-            self.lists: collections.Counter[str] = collections.Counter()
-            self.watches: collections.Counter[str] = collections.Counter()
-
-        def request(self, method: str, url: str, *args: Any, **kwargs: Any) -> Any:
-            if method == "GET":
-                parts = urllib.parse.urlsplit(url)
-                query = urllib.parse.parse_qs(parts.query)
-                if query.get("watch", [""])[0] in ("true", "1"):
-                    with self.lock:
-                        self.watches[parts.path] += 1
-                elif not query.get("continue"):
-                    with self.lock:
-                        self.lists[parts.path] += 1
-            return super().request(method, url, *args, **kwargs)  # type: ignore[no-untyped-call]
-
-    class CountingApiClient(ApiClient):
-        def __init__(self, configuration: Any) -> None:
-            super().__init__(configuration)
-            self.rest_client = self.transport = CountingTransport(configuration)
-
-        def counts(self) -> tuple[dict[str, int], dict[str, int]]:
-            with self.transport.lock:
-                return dict(self.transport.lists), dict(self.transport.watches)
-
-    return CountingApiClient(configuration)

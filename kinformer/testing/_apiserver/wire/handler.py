@@ -509,6 +509,13 @@ class Handler(http.server.BaseHTTPRequestHandler):
             if err.code != 410:
                 raise
             expired = err
+        if self.state.stopping.is_set():
+            # a watch read off a kept-alive connection as the server stops registers after
+            # stop() dropped the open ones: it would wait for events until its timeout, and
+            # stop() for it
+            self.state.storage.unwatch(watcher)
+            self.close_connection = True
+            return
         self._record(200)
         self._streaming = True
         self.send_response(200)
