@@ -100,7 +100,7 @@ def cluster_aware_key_func(obj: Any) -> str:
         name = metadata["name"]
         if type(name) is str:
             ns = metadata.get("namespace")
-            key = ns + "/" + name if ns else name
+            key = meta.object_key(ns, name)
             annotations = metadata.get("annotations")
             if not annotations:
                 return key
@@ -122,7 +122,7 @@ def cluster_aware_key_func(obj: Any) -> str:
 def to_cluster_aware_key(cluster: str, namespace: str, name: str) -> str:
     """The key :func:`cluster_aware_key_func` gives an object of ``cluster`` (kcp's
     ``ToClusterAwareKey``); an empty ``cluster`` or ``namespace`` is left out with its separator."""
-    key = f"{namespace}/{name}" if namespace else name
+    key = meta.object_key(namespace, name)
     return f"{cluster}|{key}" if cluster else key
 
 

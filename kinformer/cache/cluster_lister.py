@@ -305,7 +305,7 @@ class _MemberClustersView:
         except errors.InvalidKeyError:
             return None  # no object has it, as a cluster-aware indexer answers
         indexer = self._indexers.get(cluster)
-        return None if indexer is None else indexer.get_by_key(f"{namespace}/{name}" if namespace else name)
+        return None if indexer is None else indexer.get_by_key(meta.object_key(namespace, name))
 
     def get_indexers(self) -> Mapping[str, Any]:
         return _NO_INDEXERS

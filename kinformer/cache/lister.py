@@ -98,7 +98,7 @@ class GenericNamespaceLister:
 
     def get(self, name: str) -> Any:
         """The cached object ``<namespace>/<name>``; raises NotFoundError when there is none."""
-        obj = self._indexer.get_by_key(f"{self._namespace}/{name}")
+        obj = self._indexer.get_by_key(meta.object_key(self._namespace, name))
         if obj is None:
             raise not_found(self._gvr, name)
         return obj

@@ -98,6 +98,7 @@ class IndexedMap:
         Indexer's ``add``/``update`` is this very function, so a write costs one call.
         """
         ns_at = self._ns_at  # read before _fns: add_indexers sets it after, and only appends
+        object_key = meta.object_key  # the one key format, a local for this hot path
         fns = self._fns
         values: Sequence[Sequence[str]] | None = None
         if key is None:
@@ -109,7 +110,7 @@ class IndexedMap:
             md = obj.get("metadata") if ns_at >= 0 and type(obj) is dict else None
             if type(md) is dict and type(name := md.get("name")) is str and (
                     not (ns := md.get("namespace")) or type(ns) is str):
-                key = ns + "/" + name if ns else name
+                key = object_key(ns, name)
                 own = (ns or "",)
                 n = len(fns)
                 if n == 1:

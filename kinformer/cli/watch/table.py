@@ -122,8 +122,9 @@ def _shown_cluster(cluster: str, obj: Any) -> str:
 
 
 def _key(obj: Any) -> str:
-    namespace, name = meta.namespace(obj), meta.name(obj)
-    return f"{namespace}/{name}" if namespace else name
+    """The object's store key, "" parts for what it lacks: it never raises, as a key function
+    would on a tombstone that holds no object."""
+    return meta.object_key(meta.namespace(obj), meta.name(obj))
 
 
 def _created(obj: Any) -> Any:
