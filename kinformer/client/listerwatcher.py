@@ -100,10 +100,10 @@ class ListResult(NamedTuple):
         (``items`` may not be the objects they were made for)."""
         return self._replace(items=items, keys=None, namespace_runs=None)
 
-    def keyed(self) -> bool:
-        """Whether ``keys`` are there and as many as the items."""
+    def item_keys(self) -> list[str] | None:
+        """``keys`` when they are there and as many as the items, else None."""
         keys = self.keys
-        return keys is not None and len(keys) == len(self.items)
+        return keys if keys is not None and len(keys) == len(self.items) else None
 
 
 _pages = threading.local()  # .transform: what this thread's lists put their items through

@@ -108,16 +108,16 @@ class _Joined:
         self.first = first
         self.items = list(first.items)
         self.checked = first.checked
-        self.keys: list[str] | None = None
-        if first.keys is not None and first.keyed():
-            self.keys = list(first.keys)
+        keys = first.item_keys()
+        self.keys: list[str] | None = None if keys is None else list(keys)
         self.runs = list(first.namespace_runs) if first.namespace_runs is not None else None
 
     def add(self, page: listerwatcher.ListResult) -> None:
         self.items.extend(page.items)
         self.checked = self.checked and page.checked
-        if self.keys is not None and page.keys is not None and page.keyed():
-            self.keys.extend(page.keys)
+        more_keys = page.item_keys()
+        if self.keys is not None and more_keys is not None:
+            self.keys.extend(more_keys)
         else:
             self.keys = None
         runs, more = self.runs, page.namespace_runs

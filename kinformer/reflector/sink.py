@@ -120,8 +120,8 @@ class Sink:
     def take_list(self, result: listerwatcher.ListResult) -> None:
         """Replace the store's content with a list at its resourceVersion: keyed when the store
         takes a keyed list and ``result`` carries keys for its items, else through ``replace``."""
-        keys = result.keys
-        if self.replace_listed is not None and keys is not None and len(keys) == len(result.items):
+        keys = result.item_keys()
+        if self.replace_listed is not None and keys is not None:
             self.replace_listed(result.items, keys, result.namespace_runs, result.resource_version)
         else:
             self.replace(result.items, result.resource_version)
