@@ -89,7 +89,8 @@ def test_an_informer_over_http_syncs_and_follows_changes(api: Any, client_kind: 
     with running(informer.run, threading.Event()) as stop:
         assert wait_for_cache_sync(stop, informer.has_synced, timeout=TIMEOUT)
         assert handler.next() == ("add", "a", True)
-        assert informer.last_sync_resource_version() not in ("", "0")
+        # the reflector notes the version once the store took the list, a moment after sync
+        assert wait_for(lambda: informer.last_sync_resource_version() not in ("", "0"), TIMEOUT)
         create_cm(api, "b")
         assert handler.next() == ("add", "b", False)
         delete_cm(api, "a")

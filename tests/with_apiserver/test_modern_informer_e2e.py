@@ -110,7 +110,9 @@ def test_a_handler_blocked_on_an_event_holds_up_neither_the_watch_nor_the_cache(
             assert blocked.entered.wait(TIMEOUT)  # stuck in its first callback
             assert wait_for(lambda: sorted(informer.get_indexer().list_keys())
                             == sorted(f"default/{n}" for n in names), TIMEOUT)
-            assert informer.last_sync_resource_version() == apiserver.current_resource_version()
+            # the version of the last event is noted once the store took it, a moment after
+            assert wait_for(lambda: informer.last_sync_resource_version()
+                            == apiserver.current_resource_version(), TIMEOUT)
             gate.set()
             assert [event[1] for event in blocked.take(len(names))] == names
     finally:

@@ -273,6 +273,8 @@ def test_reengaging_touches_no_other_cluster(kube_fleet: Fleet, clients: dict[st
         recorder.take(2)
         other = configmaps.informer_for("member-1")
         assert other is not None
+        # the reflector notes the version once the store took the list, a moment after sync
+        assert wait_for(lambda: other.last_sync_resource_version() != "", TIMEOUT)
         version, lists = other.last_sync_resource_version(), lists_served(kube_fleet["member-1"])
         old = configmaps.informer_for("member-2")
         provider.engage("member-2", clients["member-3"])  # new credentials (of another server)
