@@ -5,7 +5,7 @@ standard library, so both paths stay tested. A big body (a whole list) is decode
 :func:`loads_bulk`, before which a caller higher up may act on its own thread
 (:func:`before_bulk_decodes`) without the decoder knowing why: the informer pauses the cyclic
 collector there (:mod:`kinformer.collector_policy`). Given a check to call between chunks (a
-list request's stop), :func:`loads_bulk` decodes a big list a few MiB of items at a time, so
+list request's stop), :func:`loads_bulk` decodes a big list a few hundred KiB of items at a time, so
 neither a stop nor another thread waits for the whole decode, and hands each chunk to an
 :class:`ItemsTaker` as it is decoded, so the whole list need never be held decoded.
 """
@@ -19,7 +19,7 @@ import os
 import threading
 from collections.abc import Callable, Iterator
 from types import ModuleType
-from typing import Any, Protocol
+from typing import Any, NamedTuple, Protocol
 
 # imported by name, so mypy types it the same with orjson installed or not (the fast extra)
 _orjson: ModuleType | None
@@ -98,15 +98,70 @@ def before_bulk_decodes(hook: Callable[[], object]) -> Iterator[None]:
         _hooks.before = outer
 
 
+class ItemBytes(NamedTuple):
+    """Where a decoded chunk's items lie in a list body: ``data[start:end]``, the items as the
+    server sent them, separated by commas."""
+
+    data: bytes
+    start: int
+    end: int
+
+    def split(self, items: list[Any]) -> list[bytes] | None:
+        """Each of ``items`` (the chunk, decoded) as its own bytes, exactly as sent; None when
+        the text cannot be cut between items with certainty.
+
+        Every item's first key must be the first item's. The cuts are then the places where
+        ``},`` meets ``{`` and that key's quoted name, which can only be structure, never text
+        inside a string (a string's quotes are escaped): between two items, or between two
+        objects of an array inside one that begin with the same key. There must be exactly one
+        fewer such places than items, so that every one lies between two items. That holds when
+        the items are parted by a bare comma; a serializer parts all items of one array alike,
+        so the first cut must give the first item, and the text must hold none of the newlines
+        and tabs of one that lays its output out.
+        """
+        data, start, end = self
+        if not items or data[start:start + 2] != b'{"':
+            return None
+        colon = data.find(b'":', start + 2, start + 256)
+        if colon < 0:
+            return None
+        first = data[start + 2:colon].decode("utf-8", "replace")
+        for item in items:
+            if type(item) is not dict or not item or next(iter(item)) != first:
+                return None
+        for layout in (b"\n", b"\t", b"\r"):  # never raw inside a string
+            if data.find(layout, start, end) >= 0:
+                return None
+        marker = b"}," + data[start:colon + 2]
+        find, parts, at = data.find, [], start
+        for _ in range(len(items) - 1):
+            cut = find(marker, at, end)
+            if cut < 0:  # fewer cuts than boundaries
+                return None
+            parts.append(data[at:cut + 1])
+            at = cut + 2
+        if find(marker, at, end) >= 0:  # more cuts than boundaries
+            return None
+        parts.append(data[at:end])
+        try:
+            if loads(parts[0]) != items[0]:
+                return None
+        except ValueError:
+            return None
+        return parts
+
+
 class ItemsTaker(Protocol):
     """What :func:`loads_bulk` hands a list's items to as they are decoded, a chunk at a time."""
 
     def restart(self) -> None:
         """Forget every chunk taken so far: the items come again, from the first."""
 
-    def __call__(self, head: dict[str, Any], items: list[Any]) -> list[Any]:
+    def __call__(self, head: dict[str, Any], items: list[Any],
+                 raw: ItemBytes | None = None) -> list[Any]:
         """The items to keep for ``items``, the next chunk; ``head`` holds the list's other
-        keys that precede ``items`` in the body (all of them with the last chunk)."""
+        keys that precede ``items`` in the body (all of them with the last chunk), and ``raw``,
+        when not None, where the chunk's items lie in the body (:class:`ItemBytes`)."""
 
 
 def loads_bulk(
@@ -150,7 +205,11 @@ def _taken(body: Any, take: ItemsTaker | None) -> Any:
     return body
 
 
-CHUNK_BYTES = 1 << 21  # 2 MiB of a list's items per decode: 5-20 ms of the interpreter lock
+# 256 KiB of a list's items per decode: about 2 ms of the interpreter lock, and a chunk's decoded
+# objects fill a few MiB of the allocator's arenas, which the next chunk reuses; with 2 MiB chunks
+# the objects a cache keeps of each chunk lay scattered over ten times as many arenas, and a
+# compact cache of 50,000 ConfigMaps held 8-10 MiB more once settled (docs/benchmarks.md)
+CHUNK_BYTES = 1 << 18
 _ITEMS = b'"items":['
 _CUT_TRIES = 8  # cuts tried per chunk before the list is decoded whole
 
@@ -212,7 +271,7 @@ def _loads_in_chunks(data: bytes, between: Callable[[], object], take: ItemsTake
                 cut = data.find(marker, cut + 1)
         if cut < 0:
             break
-        items += chunk if take is None else take(before_items, chunk)
+        items += chunk if take is None else take(before_items, chunk, ItemBytes(data, begin, cut + 1))
         del chunk  # freed before the next chunk is decoded, into the memory it leaves
         begin = cut + 2
     body = decode(head + data[begin:])

@@ -63,7 +63,7 @@ def new_cache(
         compact_indexer = compact_store.CompactIndexer(keys, indexes)
         # a stub keeps metadata, not what another key function might read
         packs = key_func in (None, _cluster.cluster_aware_key_func)
-        return InformerCache(compact_indexer, None, compact_indexer.pack if packs else None)
+        return InformerCache(compact_indexer, None, compact_indexer.packer() if packs else None)
     if mutation_detector.enabled(detect_mutations):
         detector = mutation_detector.MutationDetector(name)
         return InformerCache(mutation_detector.CheckedIndexer(keys, indexes, detector), detector, None)

@@ -16,10 +16,24 @@ that serves objects it keeps) should copy first. Example::
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from typing import Any, Protocol, runtime_checkable
 
 Transform = Callable[[Any], Any]
 """``fn(obj) -> obj``: what the informer caches instead of ``obj``."""
+
+
+@runtime_checkable
+class JSONTransform(Protocol):
+    """A transform that can also be given an object together with its JSON as the server sent
+    it, which a listed object's lister may know (a compact cache's packer keeps those bytes
+    rather than encoding the object again). It keeps each object's name, namespace and
+    logical cluster as they are, so the keys made of them still fit what it returns."""
+
+    def __call__(self, obj: Any) -> Any:
+        """The transform of ``obj``."""
+
+    def with_json(self, obj: Any, data: bytes) -> Any:
+        """The transform of ``obj``, whose compact JSON, exactly as sent, is ``data``."""
 
 
 def strip_managed_fields(obj: Any) -> Any:

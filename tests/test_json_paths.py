@@ -422,8 +422,11 @@ class Chunks:
     def restart(self) -> None:
         self.calls.append("restart")
 
-    def __call__(self, head: dict[str, Any], items: list[Any]) -> list[Any]:
+    def __call__(self, head: dict[str, Any], items: list[Any],
+                 raw: _json.ItemBytes | None = None) -> list[Any]:
         self.calls.append((head.get("kind"), [item["n"] for item in items]))
+        if raw is not None:  # where a chunk lies: exactly its items, as sent
+            assert _json.loads(b"[" + raw.data[raw.start:raw.end] + b"]") == items
         return items
 
 
@@ -459,3 +462,43 @@ def test_the_allocator_is_trimmed_where_glibc_offers_it() -> None:
 
     glibc = platform.system() == "Linux" and platform.libc_ver()[0] == "glibc"
     assert _gc.trim() is glibc
+
+
+def chunk_of(text: bytes) -> tuple[_json.ItemBytes, list[Any]]:
+    """``text`` (items separated as a list's are) as :class:`ItemBytes` within a list body."""
+    body = b'{"kind":"ThingList","items":[' + text + b"]}"
+    start = body.index(b"[") + 1
+    return _json.ItemBytes(body, start, start + len(text)), _json.loads(b"[" + text + b"]")
+
+
+def test_a_chunk_is_cut_into_its_items_json_exactly_as_sent() -> None:
+    text = (b'{"metadata":{"name":"a"},"data":{"x":"\\\\"},"list":[{"k":1},{"k":2}]},'
+            b'{"metadata":{"name":"b","note":"},{\\"metadata\\":"}},'
+            b'{"metadata":{"name":"\u00e9"}}')
+    raw, items = chunk_of(text)
+    parts = raw.split(items)
+    assert parts is not None and b",".join(parts) == text
+    assert [_json.loads(part) for part in parts] == items
+    assert parts[2] == b'{"metadata":{"name":"\u00e9"}}'  # as sent, escapes and all
+    one, single = chunk_of(b'{"metadata":{"name":"only"}}')
+    assert one.split(single) == [b'{"metadata":{"name":"only"}}']
+
+
+@pytest.mark.parametrize("text", [
+    # objects inside an item that begin with the items' first key: more cuts than boundaries
+    b'{"metadata":{"name":"a"},"templates":[{"metadata":{}},{"metadata":{}}]},{"metadata":{}}',
+    # an item that begins with another key, and objects inside it that begin with the first
+    # one: the cuts add up, but one boundary is not among them
+    b'{"metadata":{"name":"a"}},{"metadata":{"name":"b"}},'
+    b'{"kind":"X","t":[{"metadata":1},{"metadata":2}]}',
+    # a line break after the second item, and the cuts of objects inside the third adding up
+    b'{"metadata":{"name":"a"}},{"metadata":{"name":"b"}},\n'
+    b'{"metadata":{"name":"c"},"t":[{"metadata":1},{"metadata":2}]}',
+    # items parted by more than a comma, where the places inside one add up to the count
+    b'{"metadata":{"name":"a"},"t":[{"metadata":1},{"metadata":2}]}, {"metadata":{"name":"b"}}',
+    # a first key written with an escape: its text is not its name
+    b'{"meta\u0064ata":{"name":"a"}},{"meta\u0064ata":{"name":"b"}}',
+], ids=["nested", "first-keys-differ", "lines", "spaced", "escaped-key"])
+def test_a_chunk_is_not_cut_where_a_cut_might_fall_inside_an_item(text: bytes) -> None:
+    raw, items = chunk_of(text)
+    assert raw.split(items) is None

@@ -38,7 +38,7 @@ import types
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from typing import Any
 
-from kinformer import _json, errors, meta
+from kinformer import _json, errors, meta, transforms
 from kinformer.cache import _indexing, packed
 from kinformer.cache.store import (
     DeletedFinalStateUnknown,
@@ -119,6 +119,12 @@ class CompactIndexer:
         """``obj`` encoded and indexed now, as a :class:`~kinformer.cache.packed.Packed` stub
         this cache stores as it is (see :mod:`kinformer.cache.packed`)."""
         return packed.pack(obj, self._fns)
+
+    def packer(self) -> transforms.JSONTransform:
+        """:meth:`pack` as a transform that also takes an object with its JSON as the server
+        sent it, which is kept as it is rather than encoded again (a listed object whose lister
+        could cut its bytes out of the list body)."""
+        return _Packer(self)
 
     def _prepare(self, obj: Any, fns: tuple[IndexFunc, ...]) -> tuple[bytes, Sequence[Sequence[str]]]:
         """``obj``'s bytes and index values; raises what the encoder or an index function raises."""
@@ -407,6 +413,24 @@ class CompactIndexer:
 
     def __repr__(self) -> str:
         return f"<CompactIndexer objects={len(self._items)} indexes={sorted(self._indexers)}>"
+
+
+class _Packer:
+    """A compact cache's :meth:`CompactIndexer.pack`, as a :class:`~kinformer.transforms.JSONTransform`."""
+
+    __slots__ = ("_indexer",)
+
+    def __init__(self, indexer: CompactIndexer) -> None:
+        self._indexer = indexer
+
+    def __call__(self, obj: Any) -> Any:
+        return packed.pack(obj, self._indexer._fns)
+
+    def with_json(self, obj: Any, data: bytes) -> Any:
+        return packed.pack(obj, self._indexer._fns, data)
+
+    def __repr__(self) -> str:
+        return f"<packer of {self._indexer!r}>"
 
 
 def _own(text: str) -> str:

@@ -30,6 +30,7 @@ __all__ = ["Packed", "decoded", "pack"]
 
 _STUB_FIELDS = ("apiVersion", "kind")
 _STUB_METADATA = ("name", "namespace", "uid", "resourceVersion")  # keys, versions, shard hashes
+_ABSENT: Any = object()  # a field the object does not have
 _CLUSTER = "kcp.io/cluster"  # the annotation a cluster-aware key reads (kinformer.cache.cluster)
 
 
@@ -47,22 +48,34 @@ class Packed(dict):  # type: ignore[type-arg]
     index_values: Sequence[Sequence[str]]
 
 
-def pack(obj: Any, fns: tuple[_indexing.IndexFunc, ...]) -> Any:
+def pack(obj: Any, fns: tuple[_indexing.IndexFunc, ...], data: bytes | None = None) -> Any:
     """``obj`` as a :class:`Packed` stub, indexed under ``fns``; anything but a decoded JSON
     object (a dict with a dict ``metadata``) comes back as it is, for the cache to encode.
 
-    Raises what the encoder or an index function raises.
+    ``data``, when given, is ``obj``'s compact JSON exactly as the server sent it, kept as it is;
+    else ``obj`` is encoded. Raises what the encoder or an index function raises.
     """
     if type(obj) is not dict or type(metadata := obj.get("metadata")) is not dict:
         return obj
-    stub = Packed({field: obj[field] for field in _STUB_FIELDS if field in obj})
-    stub["metadata"] = kept = {k: metadata[k] for k in _STUB_METADATA if k in metadata}
-    annotations = metadata.get("annotations")
-    if type(annotations) is dict and _CLUSTER in annotations:
+    # one dict display, then what was absent taken out: a third of the time of a loop over the
+    # fields, which costs as much as the encoding
+    get = metadata.get
+    kept = {"name": get("name", _ABSENT), "namespace": get("namespace", _ABSENT),
+            "uid": get("uid", _ABSENT), "resourceVersion": get("resourceVersion", _ABSENT)}
+    if _ABSENT in kept.values():
+        kept = {k: v for k, v in kept.items() if v is not _ABSENT}
+    annotations = get("annotations")
+    if annotations and type(annotations) is dict and _CLUSTER in annotations:
         kept["annotations"] = {_CLUSTER: annotations[_CLUSTER]}
+    stub = Packed(apiVersion=obj.get("apiVersion", _ABSENT), kind=obj.get("kind", _ABSENT),
+                  metadata=kept)
+    if _ABSENT in (stub["apiVersion"], stub["kind"]):
+        for field in _STUB_FIELDS:
+            if stub[field] is _ABSENT:
+                del stub[field]
     stub.index_values = _indexing.index_values(fns, obj) if fns else ()
     stub.fns = fns
-    stub.data = _json.dumps_to_keep(obj)
+    stub.data = _json.dumps_to_keep(obj) if data is None else data
     return stub
 
 

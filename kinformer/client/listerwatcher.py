@@ -74,7 +74,8 @@ class ListResult(NamedTuple):
     None when it did not shard the list. ``checked`` says the ListerWatcher already made sure
     every item is fit for a cache (:func:`kinformer.meta.is_well_formed`), so the reflector need
     not look again; ``transformed`` that the items went through the transform of
-    :func:`transforming_pages` already, as they were decoded.
+    :func:`transforming_pages` already, as they were decoded (with keys only when that
+    transform keeps names: a :class:`PageTransform` with ``with_json``).
 
     ``keys``, when not None, are the items' store keys in order, made with
     :func:`kinformer.meta.object_key` by a ListerWatcher that walked every item anyway (the
@@ -109,10 +110,28 @@ class ListResult(NamedTuple):
 _pages = threading.local()  # .transform: what this thread's lists put their items through
 
 
+class PageTransform(NamedTuple):
+    """What :func:`transforming_pages` asks lists to put their items through as they decode them.
+
+    ``items`` takes a chunk of checked items and returns the items to keep; ``with_json``, when
+    not None, does the same given also each item's JSON exactly as the server sent it (a compact
+    cache keeps those bytes rather than encoding the object again), and a lister that can cut
+    its body between items calls it instead. A transform with ``with_json`` is a
+    :class:`~kinformer.transforms.JSONTransform`, which keeps every object's name and
+    namespace: its lister still keys the items (``ListResult.keys``).
+    """
+
+    items: Callable[[list[Any]], list[Any]]
+    with_json: Callable[[list[Any], list[bytes]], list[Any]] | None = None
+
+
 @contextlib.contextmanager
-def transforming_pages(transform: Callable[[list[Any]], list[Any]]) -> Iterator[None]:
+def transforming_pages(transform: Callable[[list[Any]], list[Any]],
+                       with_json: Callable[[list[Any], list[bytes]], list[Any]] | None = None,
+                       ) -> Iterator[None]:
     """Ask every list this thread makes inside the block to put its items through
-    ``transform`` (a list's items in, the items to keep out) as they are decoded.
+    ``transform`` (a list's items in, the items to keep out) as they are decoded, or through
+    ``with_json`` (the items and each one's JSON as sent; see :class:`PageTransform`).
 
     A ListerWatcher that can (the HTTP one) hands ``transform`` each chunk of a page's items as
     soon as the chunk is decoded and checked, so the page is never held decoded whole, and
@@ -120,16 +139,16 @@ def transforming_pages(transform: Callable[[list[Any]], list[Any]]) -> Iterator[
     transforms the page itself. Blocks nest: the innermost transform is the one used.
     """
     outer = getattr(_pages, "transform", None)
-    _pages.transform = transform
+    _pages.transform = PageTransform(transform, with_json)
     try:
         yield
     finally:
         _pages.transform = outer
 
 
-def page_transform() -> Callable[[list[Any]], list[Any]] | None:
+def page_transform() -> PageTransform | None:
     """The transform of this thread's innermost :func:`transforming_pages` block, or None."""
-    transform: Callable[[list[Any]], list[Any]] | None = getattr(_pages, "transform", None)
+    transform: PageTransform | None = getattr(_pages, "transform", None)
     return transform
 
 

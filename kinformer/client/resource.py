@@ -57,13 +57,15 @@ class _ListedItems:
     :func:`~kinformer.client.listerwatcher.transforming_pages` when the caller set one: what it
     drops is freed before the next chunk is decoded."""
 
-    __slots__ = ("api_version", "error", "keys", "run_namespace", "starts", "transform", "what")
+    __slots__ = ("api_version", "error", "keys", "run_namespace", "starts", "transform", "what",
+                 "with_json")
 
     def __init__(self, what: str, api_version: str,
-                 transform: Callable[[list[Any]], list[Any]] | None) -> None:
+                 transform: listerwatcher.PageTransform | None) -> None:
         self.what = what
         self.api_version = api_version
-        self.transform = transform
+        self.transform = None if transform is None else transform.items
+        self.with_json = None if transform is None else transform.with_json
         self.error: BaseException | None = None  # what an item raised, told from bad JSON
         self.restart()
 
@@ -72,14 +74,16 @@ class _ListedItems:
         self.starts: list[tuple[str, int]] = []  # (namespace, index of its first item), per run
         self.run_namespace: str | None = None
 
-    def __call__(self, head: dict[str, Any], items: list[Any]) -> list[Any]:
+    def __call__(self, head: dict[str, Any], items: list[Any],
+                 raw: _json.ItemBytes | None = None) -> list[Any]:
         try:
-            return self._take(head, items)
+            return self._take(head, items, raw)
         except Exception as exc:
             self.error = exc
             raise
 
-    def _take(self, head: dict[str, Any], items: list[Any]) -> list[Any]:
+    def _take(self, head: dict[str, Any], items: list[Any], raw: _json.ItemBytes | None
+              ) -> list[Any]:
         what = self.what
         kind = head.get("kind")
         item_kind = kind[:-4] if isinstance(kind, str) and kind.endswith("List") else None
@@ -87,7 +91,12 @@ class _ListedItems:
         keys = self.keys
         add_key, add_start = keys.append, self.starts.append
         run_namespace = self.run_namespace
-        transformed = self.transform is not None
+        # keys of objects a transform may rename are not made; a JSONTransform (a compact
+        # cache's packer) keeps every object's name
+        transformed = self.transform is not None and self.with_json is None
+        # each item's JSON as sent, cut before the items are completed below
+        sent = raw.split(items) if raw is not None and self.with_json is not None else None
+        kinds = versions = 0  # items completed with a kind, with an apiVersion
         object_key = meta.object_key
         try:
             for item in items:
@@ -107,8 +116,10 @@ class _ListedItems:
                     meta.check(item, what)  # raises, saying what is wrong
                 if item_kind and "kind" not in item:
                     item["kind"] = item_kind
+                    kinds += 1
                 if "apiVersion" not in item:
                     item["apiVersion"] = api_version
+                    versions += 1
                 if transformed:  # keys of objects a transform may rename: not made
                     continue
                 add_key(object_key(namespace, name))
@@ -120,7 +131,29 @@ class _ListedItems:
             log.warning("%s", exc)
             raise
         self.run_namespace = run_namespace
-        return items if self.transform is None else self.transform(items)
+        if self.transform is None:
+            return items
+        if sent is not None and self.with_json is not None:
+            sent = _completed(sent, kinds, versions, item_kind, api_version)
+            if sent is not None:
+                return self.with_json(items, sent)
+        return self.transform(items)
+
+
+def _completed(sent: list[bytes], kinds: int, versions: int, kind: str | None, api_version: str
+               ) -> list[bytes] | None:
+    """Each item's JSON as sent (``sent``), given the ``kind`` and ``apiVersion`` the lister
+    gave ``kinds`` and ``versions`` of them: as is when none lacked them, with them put first
+    when all did, None when some did."""
+    count = len(sent)
+    if kinds not in (0, count) or versions not in (0, count):
+        return None
+    if not kinds and not versions:
+        return sent
+    fields = [f'"kind":{_json.dumps(kind).decode()},' if kinds else "",
+              f'"apiVersion":{_json.dumps(api_version).decode()},' if versions else ""]
+    opening = ("{" + "".join(fields)).encode()
+    return [opening + data[1:] for data in sent]
 
 
 class HTTPResource:
@@ -216,11 +249,12 @@ class HTTPResource:
             info = metadata.get("shardInfo")
             if isinstance(info, dict) and isinstance(info.get("selector"), str):
                 shard_info = info["selector"]
-        if taker.transform is not None:  # transformed: the keys may not be the objects' any more
+        if taker.transform is not None and taker.with_json is None:  # the keys may not fit
             return listerwatcher.ListResult(items, rv, token, shard_info, checked=True,
                                             transformed=True)
         return listerwatcher.ListResult(items, rv, token, shard_info, checked=True, keys=taker.keys,
-                                        namespace_runs=_runs(taker.starts, len(taker.keys)))
+                                        namespace_runs=_runs(taker.starts, len(taker.keys)),
+                                        transformed=taker.transform is not None)
 
     def watch(
         self, options: listerwatcher.ListOptions, ctx: _context.Context | None = None

@@ -16,7 +16,7 @@ import logging
 from typing import Any
 
 from kinformer import context as _context
-from kinformer import errors, meta
+from kinformer import errors, meta, transforms
 from kinformer.client import listerwatcher
 from kinformer.reflector import failures, pager
 from kinformer.reflector import shared as _shared
@@ -129,7 +129,9 @@ class Lister:
         if shared.transform is None:
             pages = pager.list_all(shared.lw, rv, limit, ctx, self.name, shared.shard.text())
         else:  # a lister that can transforms each chunk of a page as it is decoded
-            with listerwatcher.transforming_pages(self._transformed_items):
+            with_json = (self._transformed_with_json
+                         if isinstance(shared.transform, transforms.JSONTransform) else None)
+            with listerwatcher.transforming_pages(self._transformed_items, with_json):
                 pages = pager.list_all(shared.lw, rv, limit, ctx, self.name, shared.shard.text(),
                                        self._transformed)
         if pages is None:
@@ -150,6 +152,17 @@ class Lister:
             fit = meta.is_well_formed
             return [transform(obj) if fit(obj) or meta.has_name(obj) else obj
                     for obj in page.items]
+        except Exception as exc:
+            raise errors.KinformerError(
+                f"reflector {self.name}: transform failed on a listed object: {exc}") from exc
+
+    def _transformed_with_json(self, items: list[Any], sent: list[bytes]) -> list[Any]:
+        """:meth:`_transformed_items`, the transform given each object's JSON as it was sent
+        (``sent``, in order; a :class:`~kinformer.transforms.JSONTransform`)."""
+        transform = self._shared.transform
+        assert isinstance(transform, transforms.JSONTransform)
+        try:
+            return list(map(transform.with_json, items, sent))
         except Exception as exc:
             raise errors.KinformerError(
                 f"reflector {self.name}: transform failed on a listed object: {exc}") from exc

@@ -65,12 +65,16 @@ def list_all(
     carries ``shard_selector``; the joined result keeps the first page's ``shard_info``, and
     the pages' keys and namespace runs joined when every page carried them.
     ``on_page``, when given, makes the objects each page contributes, as the page arrives
-    (the joined result then carries no keys: they were the objects' before).
+    (the joined result then carries keys only where ``on_page`` handed a page's own items
+    back: a lister that transformed them as it decoded them and kept their keys).
     """
 
     def request(options: listerwatcher.ListOptions) -> listerwatcher.ListResult:
         page = lister.list(options, ctx=ctx)
-        return page if on_page is None else page.unkeyed(on_page(page))
+        if on_page is None:
+            return page
+        items = on_page(page)
+        return page if items is page.items else page.unkeyed(items)
 
     first = request(listerwatcher.ListOptions(
         resource_version=rv, limit=limit or None, shard_selector=shard_selector))

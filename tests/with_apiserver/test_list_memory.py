@@ -96,3 +96,30 @@ def test_the_transform_takes_a_one_page_first_list_a_decoded_chunk_at_a_time(
     obj = informer.get_indexer().get_by_key("default/cm-0007")
     assert obj is not None and "managedFields" not in obj["metadata"]
     assert obj["kind"] == "ConfigMap" and obj["apiVersion"] == "v1"  # completed before packing
+
+
+def test_a_compact_cache_keeps_each_listed_objects_json_as_the_server_sent_it(
+    loaded: FakeAPIServer, api_client: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def objects(compact: bool) -> dict[str, Any]:
+        informer = SharedIndexInformer(
+            ListWatch.for_resource(api_client, CONFIGMAPS, namespace="default"), compact=compact)
+        with running(informer.run, threading.Event()):
+            assert informer.wait_for_sync(TIMEOUT)
+        indexer = informer.get_indexer()
+        return {key: indexer.get_by_key(key) for key in indexer.list_keys()}
+
+    expected = objects(compact=False)
+    encode = _json.dumps_to_keep
+    encoded: list[Any] = []
+
+    def counting(obj: Any) -> bytes:
+        encoded.append(obj)
+        return encode(obj)
+
+    monkeypatch.setattr(_json, "dumps_to_keep", counting)
+    kept = objects(compact=True)
+    assert len(kept) == OBJECTS and kept == expected  # kind and apiVersion completed too
+    # cut out of the body, not encoded again: only the last chunk's objects are (the rest of
+    # the body is decoded with them)
+    assert 0 < len(encoded) < OBJECTS / 10, len(encoded)
