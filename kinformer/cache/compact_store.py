@@ -299,11 +299,24 @@ class CompactIndexer:
     def _put_new_locked(self, prepared: Iterable[tuple[str, bytes, Sequence[Sequence[str]]]]) -> None:
         """Store and index ``(key, bytes, index values)`` under keys not stored yet."""
         items, slots, insert, value = self._items, self._slots, _indexing.insert, self._value
+        kept = self._values
         for key, data, values in prepared:
             key = _own(key)
             items[key] = data
             for index, key_values, i in slots:
-                insert(index, key_values, key, data, values[i], value)
+                vals = values[i]
+                if len(vals) == 1 and (v := kept.get(vals[0])) is not None:
+                    # insert's one-value case, inline, for a value kept already (nearly every
+                    # object of a first list): a call per object costs a tenth of this loop
+                    key_values[key] = v
+                    bucket = index.get(v)
+                    if bucket is None:
+                        index[v] = {key: data}
+                    else:
+                        bucket[key] = data
+                else:
+                    insert(index, key_values, key, data, vals, value)
+                    kept = self._values  # a new value may have renewed the map
 
     def _value(self, value: str) -> str:
         """The one string this cache keeps for an index value, its own (:func:`_own`), under the

@@ -49,13 +49,17 @@ class Lister:
     thread's. Every list that reached the store is reported as ``shared.synced(rv)``.
     """
 
-    __slots__ = ("_page_size", "_paginated_result", "_shared", "name")
+    __slots__ = ("_page_size", "_paginated_result", "_shared", "_with_json", "name")
 
     def __init__(self, shared: _shared.Shared, page_size: int) -> None:
         self._shared = shared
         self.name = shared.name
         self._page_size = page_size
         self._paginated_result = False  # a list at "0" came in pages: keep paging relists
+        # the transform given an object with its JSON as sent, when it takes that
+        transform = shared.transform
+        self._with_json = (transform.with_json
+                           if isinstance(transform, transforms.JSONTransform) else None)
 
     def relist_resource_version(self) -> str:
         """The version a list asks for: "" after one was gone or too new, "0" at first, else the last."""
@@ -129,8 +133,7 @@ class Lister:
         if shared.transform is None:
             pages = pager.list_all(shared.lw, rv, limit, ctx, self.name, shared.shard.text())
         else:  # a lister that can transforms each chunk of a page as it is decoded
-            with_json = (self._transformed_with_json
-                         if isinstance(shared.transform, transforms.JSONTransform) else None)
+            with_json = None if self._with_json is None else self._transformed_with_json
             with listerwatcher.transforming_pages(self._transformed_items, with_json):
                 pages = pager.list_all(shared.lw, rv, limit, ctx, self.name, shared.shard.text(),
                                        self._transformed)
@@ -159,10 +162,10 @@ class Lister:
     def _transformed_with_json(self, items: list[Any], sent: list[bytes]) -> list[Any]:
         """:meth:`_transformed_items`, the transform given each object's JSON as it was sent
         (``sent``, in order; a :class:`~kinformer.transforms.JSONTransform`)."""
-        transform = self._shared.transform
-        assert isinstance(transform, transforms.JSONTransform)
+        with_json = self._with_json
+        assert with_json is not None
         try:
-            return list(map(transform.with_json, items, sent))
+            return list(map(with_json, items, sent))
         except Exception as exc:
             raise errors.KinformerError(
                 f"reflector {self.name}: transform failed on a listed object: {exc}") from exc
