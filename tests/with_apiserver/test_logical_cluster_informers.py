@@ -363,3 +363,31 @@ def test_a_controller_stays_up_while_any_logical_cluster_still_serves_its_type(
         runner.join(TIMEOUT)
         ddsif.stop()
     assert not runner.is_alive()
+
+
+def test_a_compact_wildcard_informer_keeps_each_clusters_own_json_cut_from_the_list(
+    server: FakeAPIServer, client_of: Callable[[str | None], Any], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from kinformer import _json
+
+    for cluster in ("root:a", "root:b"):
+        for i in range(8):
+            server.create(CONFIGMAPS, cm(f"app-{i}", None, "default", data={"cluster": cluster}),
+                          cluster=cluster)
+    monkeypatch.setattr(_json, "CHUNK_BYTES", 512)  # a chunk of a few objects: cut in the body
+    encode = _json.dumps_to_keep
+    encoded: list[Any] = []
+    monkeypatch.setattr(_json, "dumps_to_keep", lambda obj: encoded.append(obj) or encode(obj))
+    informer = SharedIndexInformer(
+        ListWatch.for_resource(client_of(None), CONFIGMAPS, cluster="*"), compact=True)
+    with running(informer.run):
+        assert informer.wait_for_sync(TIMEOUT)
+        indexer = informer.get_indexer()
+        assert len(indexer) == 16 and len(encoded) < 8  # most kept as the server sent them
+        for cluster in ("root:a", "root:b"):
+            for i in range(8):
+                obj = indexer.get_by_key(f"{cluster}|default/app-{i}")
+                assert obj is not None and data_cluster(obj) == cluster
+                assert obj["kind"] == "ConfigMap" and obj["apiVersion"] == "v1"
+            assert sorted(o["metadata"]["name"] for o in indexer.by_index("cluster", cluster)) == [
+                f"app-{i}" for i in range(8)]
