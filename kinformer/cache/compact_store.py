@@ -193,9 +193,13 @@ class CompactIndexer:
         """Apply writes and deletions of distinct keys in one transaction.
 
         As :meth:`kinformer.Indexer.apply_batch`: ``(key, obj, delete)`` changes; returns per
-        change the object the key held before, decoded afresh (None when none), or
+        change the object the key held before (None when none), or
         :data:`~kinformer.cache.thread_safe_store.NOT_APPLIED` for a write whose encoding or
-        index function failed, which alone is left out.
+        index function failed, which alone is left out. An object held before comes back as a
+        :class:`~kinformer.cache.packed.Packed` stub of its bytes (:func:`fresh` decodes it
+        whole), as a compact informer's objects travel to its handlers: a relist that replaces
+        every object then holds each old one decoded only while its stub is made, not all of
+        them at once until every handler has seen them.
         """
         fns = self._fns
         prepared: builtins.list[Any] = []
@@ -230,7 +234,8 @@ class CompactIndexer:
                     rv = meta.resource_version(obj) or rv
             if rv:
                 self._rv = rv
-        return [old if old is None or old is NOT_APPLIED else _decode(old) for old in olds]
+        stub = packed.stub_of
+        return [old if old is None or old is NOT_APPLIED else stub(old) for old in olds]
 
     def replace(self, objs: Iterable[Any], resource_version: str = "") -> None:
         """Make ``objs`` the whole content atomically; later duplicates win.

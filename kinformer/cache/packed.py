@@ -26,7 +26,7 @@ from typing import Any
 from kinformer import _json
 from kinformer.cache import _indexing
 
-__all__ = ["Packed", "decoded", "pack"]
+__all__ = ["Packed", "decoded", "pack", "stub_of"]
 
 _STUB_FIELDS = ("apiVersion", "kind")
 _STUB_METADATA = ("name", "namespace", "uid", "resourceVersion")  # keys, versions, shard hashes
@@ -77,6 +77,13 @@ def pack(obj: Any, fns: tuple[_indexing.IndexFunc, ...], data: bytes | None = No
     stub.fns = fns
     stub.data = _json.dumps_to_keep(obj) if data is None else data
     return stub
+
+
+def stub_of(data: bytes) -> Any:
+    """The :class:`Packed` stub of the object a cache keeps as ``data`` (its compact JSON), with
+    no index values; anything but a JSON object with a metadata object comes back decoded whole.
+    """
+    return pack(_json.loads(data), (), data)
 
 
 def decoded(obj: Any) -> Any:
