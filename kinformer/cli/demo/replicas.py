@@ -18,6 +18,7 @@ from __future__ import annotations
 import argparse
 import collections
 import contextlib
+import dataclasses
 import logging
 import random
 import sys
@@ -96,16 +97,15 @@ class Replica:
     """One incarnation of a replica: its client, its elector on a ``kinformer-*`` thread, and,
     while it leads, an InformerManager and a Controller under the leader's context."""
 
-    def __init__(self, name: str, server: FakeAPIServer, activity: Activity, graceful: bool) -> None:
+    def __init__(self, name: str, server: FakeAPIServer, activity: Activity) -> None:
         self.name = name
-        self.graceful = graceful  # releases the Lease when stopped
         self.api: Any = server.api_client()
         self.stop = context.Context(name)
         self._activity = activity
         self.elector = LeaderElector(LeaderElectionConfig(
             LeaseLock(self.api, LOCK_NAMESPACE, LOCK_NAME, name), on_started_leading=self._lead,
             lease_duration=LEASE_DURATION, renew_deadline=RENEW_DEADLINE, retry_period=RETRY_PERIOD,
-            release_on_cancel=graceful, name=name))
+            release_on_cancel=True, name=name))
         self.thread = _threads.spawn(self.elector.run, _threads.thread_name("demo-replica", name), self.stop)
 
     def _lead(self, ctx: context.Context) -> None:
@@ -117,8 +117,15 @@ class Replica:
             if manager.wait_for_cache_sync(SYNC_TIMEOUT):
                 controller.run(ctx)
 
-    def close(self) -> list[str]:
-        """Stop and join; the names of threads still alive."""
+    def close(self, graceful: bool = True) -> list[str]:
+        """Stop and join, releasing the Lease if it leads and ``graceful`` (else leaving it to
+        expire, as a crash would); the names of threads still alive.
+
+        Which way is chosen as it stops, not when it started: whichever replica leads, the
+        demo's stops alternate."""
+        if not graceful:
+            elector = self.elector
+            elector.config = dataclasses.replace(elector.config, release_on_cancel=False)
         self.stop.cancel()
         stuck = _threads.join_all([self.thread], STOP_TIMEOUT)
         self.api.close()
@@ -182,7 +189,7 @@ def _run(args: argparse.Namespace, stop: threading.Event, out: TextIO, width: in
         while incarnations < args.replicas:
             incarnations += 1
             name = f"replica-{incarnations}"
-            replicas[name] = Replica(name, server, activity, graceful=incarnations % 2 == 1)
+            replicas[name] = Replica(name, server, activity)
         churn = _threads.spawn(_churn, _threads.thread_name("demo", "churn"), server, args.rate,
                                args.seed, churn_ctx)
         deadline = started + args.duration if args.duration else float("inf")
@@ -207,14 +214,15 @@ def _run(args: argparse.Namespace, stop: threading.Event, out: TextIO, width: in
                     say(f"new leader {leader}")
             if leader in replicas and now >= next_handover and replicas[leader].elector.is_leader():
                 old = replicas[leader]
-                say(f"stopping {leader} " + ("gracefully: it releases the lease" if old.graceful
+                graceful = len(leaders) % 2 == 1  # the first leader releases, the next crashes, ...
+                say(f"stopping {leader} " + ("gracefully: it releases the lease" if graceful
                                              else "as a crash would: its lease must expire"))
-                stopped_at = (time.monotonic(), old.graceful)
-                stuck += old.close()
+                stopped_at = (time.monotonic(), graceful)
+                stuck += old.close(graceful)
                 del replicas[leader]
                 incarnations += 1
                 name = f"replica-{incarnations}"  # a restarted pod comes back under a new name
-                replicas[name] = Replica(name, server, activity, graceful=incarnations % 2 == 1)
+                replicas[name] = Replica(name, server, activity)
                 next_handover = time.monotonic() + args.handover_every
             if now >= next_line:
                 leading = [name for name, r in replicas.items() if r.elector.is_leader()]
