@@ -41,9 +41,9 @@ FIFO = delta_fifo.DeltaFIFO | real_fifo.RealFIFO
 
 _DELETED = delta_fifo.DeltaType.DELETED
 _REPLACED_ALL = delta_fifo.DeltaType.REPLACED_ALL
-_TRIM_AFTER = 1000  # objects in a list after whose delivery the C allocator is trimmed
 _SYNC_ALL = delta_fifo.DeltaType.SYNC_ALL
 _BOOKMARK = delta_fifo.DeltaType.BOOKMARK
+_TRIM_AFTER = 1000  # objects in a list after whose delivery the C allocator is trimmed
 _ADD, _UPDATE, _DELETE = processor.ADD, processor.UPDATE, processor.DELETE
 _Notification = processor.Notification
 _new_notification = tuple.__new__  # builds a Notification without NamedTuple.__new__'s frame

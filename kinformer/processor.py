@@ -327,15 +327,13 @@ class SharedProcessor:
         ``fn`` must not raise (what it raises is logged).
         """
         with self._lock:
-            listeners = list(self._listeners)
-            if not listeners:
-                countdown = _Countdown(1, fn, self._name)
-                countdown.arrive()
-                return
-            countdown = _Countdown(len(listeners), fn, self._name)
+            countdown = _Countdown(len(self._listeners) or 1, fn, self._name)
             passed = Notification(PASSED, countdown)
-            for listener in listeners:
+            for listener in self._listeners:
                 listener.add(passed)
+            nobody = not self._listeners
+        if nobody:  # called here, not under the lock
+            countdown.arrive()
 
     def distribute(self, notification: Notification, sync: bool) -> None:
         """Buffer ``notification`` for every listener, or only the syncing ones when ``sync``."""

@@ -150,9 +150,11 @@ def _completed(sent: list[bytes], kinds: int, versions: int, kind: str | None, a
         return None
     if not kinds and not versions:
         return sent
-    fields = [f'"kind":{_json.dumps(kind).decode()},' if kinds else "",
-              f'"apiVersion":{_json.dumps(api_version).decode()},' if versions else ""]
-    opening = ("{" + "".join(fields)).encode()
+    opening = b"{"
+    if kinds:
+        opening += b'"kind":' + _json.dumps(kind) + b","
+    if versions:
+        opening += b'"apiVersion":' + _json.dumps(api_version) + b","
     return [opening + data[1:] for data in sent]
 
 
