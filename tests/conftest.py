@@ -59,3 +59,27 @@ def prometheus() -> Iterator[Any]:
         yield registry
     finally:
         metrics.set_provider(None)
+
+
+def _kept(as_json: bool) -> Iterator[bool]:
+    from kinformer.cache import packed
+
+    chosen = packed.kept_as_json
+    packed._keep_as_json(as_json)
+    try:
+        yield as_json
+    finally:
+        packed._keep_as_json(chosen)
+
+
+@pytest.fixture(params=[True, False], ids=["kept-json", "kept-marshal"])
+def kept_as(request: pytest.FixtureRequest) -> Iterator[bool]:
+    """Each form a compact cache keeps its bytes in (``kinformer.cache.packed``), in turn, whichever
+    this installation chose: True while it keeps JSON, False while it keeps marshal's form."""
+    yield from _kept(request.param)
+
+
+@pytest.fixture
+def kept_as_json() -> Iterator[bool]:
+    """A compact cache keeping JSON, as it does with orjson installed, whatever this installation chose."""
+    yield from _kept(True)

@@ -1,4 +1,5 @@
-"""CompactIndexer: objects kept as JSON bytes, indexed once on the way in, decoded on every read."""
+"""CompactIndexer: objects kept as bytes (JSON or marshal's form, each in turn), indexed once on the
+way in, decoded on every read."""
 
 from __future__ import annotations
 
@@ -26,6 +27,8 @@ from kinformer.cache import packed
 from kinformer.cache.compact_store import CompactIndexer, FreshObjects, fresh
 from kinformer.cache.thread_safe_store import NOT_APPLIED
 from kinformer.testing import Recorder
+
+pytestmark = pytest.mark.usefixtures("kept_as")
 
 
 def by_app(obj: Any) -> list[str]:
@@ -248,3 +251,25 @@ def test_a_cluster_aware_cache_keys_and_indexes_by_cluster() -> None:
     assert found["metadata"]["annotations"] == {LOGICAL_CLUSTER_ANNOTATION: "root:a"}
     found["metadata"]["annotations"].clear()
     assert lister.by_namespace("default").get("app")["metadata"]["annotations"]
+
+
+class Labels(dict):  # type: ignore[type-arg]
+    """A dict of a type of its own: JSON encodes it, marshal does not take it."""
+
+
+def test_what_is_kept_reads_back_as_the_form_kept_would_have_it(kept_as: bool) -> None:
+    indexer = new_indexer()
+    plain = cm("a", 1, data={"ports": (80, 443)})  # type: ignore[dict-item]
+    indexer.add(plain)
+    got = indexer.get_by_key("ns/a")
+    # JSON makes a tuple a list; marshal keeps it, as a dict cache would
+    assert got["data"]["ports"] == ([80, 443] if kept_as else (80, 443))
+    assert fresh(plain) == got
+    own = cm("b", 2, data={"ports": (80, 443)})  # type: ignore[dict-item]
+    own["metadata"]["labels"] = Labels(app="web")
+    indexer.add(own)
+    got = indexer.get_by_key("ns/b")
+    # a type marshal does not take: the whole object kept as its JSON decodes, in either form
+    assert type(got["metadata"]["labels"]) is dict and got["metadata"]["labels"] == {"app": "web"}
+    assert got["data"]["ports"] == [80, 443]
+    assert indexer.index_keys("app", "web") == ["ns/b"]

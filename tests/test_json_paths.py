@@ -474,12 +474,12 @@ def chunk_of(text: bytes) -> tuple[_json.ItemBytes, list[Any]]:
 def test_a_chunk_is_cut_into_its_items_json_exactly_as_sent() -> None:
     text = (b'{"metadata":{"name":"a"},"data":{"x":"\\\\"},"list":[{"k":1},{"k":2}]},'
             b'{"metadata":{"name":"b","note":"},{\\"metadata\\":"}},'
-            b'{"metadata":{"name":"\u00e9"}}')
+            b'{"metadata":{"name":"\\u00e9"}}')
     raw, items = chunk_of(text)
     parts = raw.split(items)
     assert parts is not None and b",".join(parts) == text
     assert [_json.loads(part) for part in parts] == items
-    assert parts[2] == b'{"metadata":{"name":"\u00e9"}}'  # as sent, escapes and all
+    assert parts[2] == b'{"metadata":{"name":"\\u00e9"}}'  # as sent, escapes and all
     one, single = chunk_of(b'{"metadata":{"name":"only"}}')
     assert one.split(single) == [b'{"metadata":{"name":"only"}}']
 
@@ -497,7 +497,7 @@ def test_a_chunk_is_cut_into_its_items_json_exactly_as_sent() -> None:
     # items parted by more than a comma, where the places inside one add up to the count
     b'{"metadata":{"name":"a"},"t":[{"metadata":1},{"metadata":2}]}, {"metadata":{"name":"b"}}',
     # a first key written with an escape: its text is not its name
-    b'{"meta\u0064ata":{"name":"a"}},{"meta\u0064ata":{"name":"b"}}',
+    b'{"meta\\u0064ata":{"name":"a"}},{"meta\\u0064ata":{"name":"b"}}',
 ], ids=["nested", "first-keys-differ", "lines", "spaced", "escaped-key"])
 def test_a_chunk_is_not_cut_where_a_cut_might_fall_inside_an_item(text: bytes) -> None:
     raw, items = chunk_of(text)

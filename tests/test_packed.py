@@ -9,9 +9,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from kinformer import _json
+import pytest
+
 from kinformer.cache import packed
 from kinformer.cache.compact_store import CompactIndexer, fresh
+
+pytestmark = pytest.mark.usefixtures("kept_as")
 
 
 def by_value(obj: Any) -> list[str]:
@@ -33,7 +36,7 @@ def test_a_packed_object_is_a_stub_carrying_the_whole_objects_bytes_and_index_va
     assert type(stub) is packed.Packed
     assert stub == {"apiVersion": "v1", "kind": "ConfigMap",
                     "metadata": {"name": "a", "namespace": "ns", "resourceVersion": "7"}}
-    assert _json.loads(stub.data) == obj
+    assert packed.load(stub.data) == obj
     assert list(stub.index_values) == [["one"]]
     assert packed.decoded(stub) == obj and packed.decoded(obj) is obj
 
@@ -76,4 +79,4 @@ def test_a_stub_keeps_the_logical_cluster_a_cluster_aware_key_reads_and_the_uid_
     assert stub["metadata"]["uid"] == "u-1"
     assert stub["metadata"]["annotations"] == {LOGICAL_CLUSTER_ANNOTATION: "root:org"}
     assert cluster_aware_key_func(stub) == cluster_aware_key_func(obj)
-    assert _json.loads(stub.data) == obj
+    assert packed.load(stub.data) == obj

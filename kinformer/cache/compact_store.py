@@ -1,7 +1,9 @@
-"""The compact cache: every object kept as its compact JSON bytes, decoded afresh on every read.
+"""The compact cache: every object kept as compact bytes, decoded afresh on every read.
 
 Decoded, a 5 KB Pod costs about 30 KB of Python objects; kept as the bytes of its JSON it costs
-little more than those bytes, and bytes are no work for the cyclic collector. A
+little more than those bytes, and bytes are no work for the cyclic collector. The bytes are its
+compact JSON with orjson installed, else :mod:`marshal`'s form, which the standard library
+decodes faster than JSON (:mod:`kinformer.cache.packed` says how each is chosen and read). A
 :class:`CompactIndexer` is what a :class:`~kinformer.SharedIndexInformer` built with
 ``compact=True`` caches into: the same :class:`~kinformer.cache.store.InformerIndexer` seam as
 :class:`~kinformer.Indexer` (client-go's ``Indexer`` interface plus the informer's batched
@@ -13,7 +15,7 @@ carrying the bytes and index values (:meth:`CompactIndexer.pack`): a large list 
 held decoded whole. Every reader therefore holds its own
 copy: changing it changes nothing in the cache or for anyone else, and the mutation detector has
 nothing to find. The price is a decode per object read (orjson decodes a 5 KB Pod in about ten
-microseconds; :mod:`kinformer._json`). Only JSON objects can be kept: one that cannot be encoded
+microseconds, marshal in about fifteen). Only JSON objects can be kept: one that cannot be encoded
 fails its write as a failing index function does.
 
 An informer's handlers receive the objects of its notifications; :class:`FreshObjects` wraps each
@@ -38,7 +40,7 @@ import types
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from typing import Any
 
-from kinformer import _json, errors, meta, transforms
+from kinformer import errors, meta, transforms
 from kinformer.cache import _indexing, packed
 from kinformer.cache.store import (
     DeletedFinalStateUnknown,
@@ -54,7 +56,6 @@ from kinformer.cache.thread_safe_store import NOT_APPLIED, Indexers, IndexFunc
 __all__ = ["CompactIndexer", "FreshObjects", "fresh"]
 
 _FAILED = object()  # a write whose index values or encoding could not be computed
-_decode = _json.loads
 
 
 class CompactIndexer:
@@ -120,11 +121,12 @@ class CompactIndexer:
         this cache stores as it is (see :mod:`kinformer.cache.packed`)."""
         return packed.pack(obj, self._fns)
 
-    def packer(self) -> transforms.JSONTransform:
-        """:meth:`pack` as a transform that also takes an object with its JSON as the server
-        sent it, which is kept as it is rather than encoded again (a listed object whose lister
-        could cut its bytes out of the list body)."""
-        return _Packer(self)
+    def packer(self) -> transforms.Transform:
+        """:meth:`pack` as a transform. Where the cache keeps JSON, it is a
+        :class:`~kinformer.transforms.JSONTransform`, which also takes an object with its JSON as
+        the server sent it and keeps that as it is rather than encoding it again (a listed object
+        whose lister could cut its bytes out of the list body)."""
+        return _JSONPacker(self) if packed.kept_as_json else _Packer(self)
 
     def _prepare(self, obj: Any, fns: tuple[IndexFunc, ...]) -> tuple[bytes, Sequence[Sequence[str]]]:
         """``obj``'s bytes and index values; raises what the encoder or an index function raises."""
@@ -133,7 +135,7 @@ class CompactIndexer:
                 return obj.data, obj.index_values
             return obj.data, _indexing.index_values(fns, packed.decoded(obj)) if fns else ()
         values = _indexing.index_values(fns, obj) if fns else ()
-        return _json.dumps_to_keep(obj), values
+        return packed.keep(obj), values
 
     # -- writes -------------------------------------------------------------------------------
 
@@ -284,7 +286,7 @@ class CompactIndexer:
             fns = tuple(indexers.values())
             built: builtins.list[tuple[_indexing.Index, _indexing.KeyValues]] = [({}, {}) for _ in fns]
             for key, data in self._items.items():
-                obj = _decode(data)
+                obj = packed.load(data)
                 for (index, key_values), fn in zip(built, fns, strict=True):
                     _indexing.insert(index, key_values, key, data, fn(obj), self._value)
             for name, fn, (index, key_values) in zip(indexers, fns, built, strict=True):
@@ -353,7 +355,7 @@ class CompactIndexer:
     def get_by_key(self, key: str) -> Any | None:
         """A new copy of the object stored under ``key``, or None."""
         data = self._items.get(key)  # one dict lookup: atomic, and bytes never change
-        return None if data is None else _decode(data)
+        return None if data is None else packed.load(data)
 
     def get(self, obj: Any) -> Any | None:
         """A new copy of the object with ``obj``'s key, or None."""
@@ -363,7 +365,8 @@ class CompactIndexer:
         """A new copy of every stored object, in no particular order."""
         with self._lock:
             raw = builtins.list(self._items.values())
-        return [_decode(data) for data in raw]
+        load = packed.load
+        return [load(data) for data in raw]
 
     def list_keys(self) -> builtins.list[str]:
         """Every key, in no particular order."""
@@ -388,14 +391,16 @@ class CompactIndexer:
                 bucket = index.get(v)
                 if bucket:
                     union.update(bucket)
-        return [_decode(data) for data in union.values()]
+        load = packed.load
+        return [load(data) for data in union.values()]
 
     def by_index(self, index_name: str, indexed_value: str) -> builtins.list[Any]:
         """New copies of the objects whose named index includes ``indexed_value``."""
         with self._lock:
             bucket = self._bucket_map(index_name).get(indexed_value)
             raw = builtins.list(bucket.values()) if bucket else []
-        return [_decode(data) for data in raw]
+        load = packed.load
+        return [load(data) for data in raw]
 
     def index_keys(self, index_name: str, indexed_value: str) -> builtins.list[str]:
         """Keys whose named index includes ``indexed_value`` ([] for an unknown value)."""
@@ -434,7 +439,7 @@ class CompactIndexer:
 
 
 class _Packer:
-    """A compact cache's :meth:`CompactIndexer.pack`, as a :class:`~kinformer.transforms.JSONTransform`."""
+    """A compact cache's :meth:`CompactIndexer.pack`, as a transform."""
 
     __slots__ = ("_indexer",)
 
@@ -444,11 +449,17 @@ class _Packer:
     def __call__(self, obj: Any) -> Any:
         return packed.pack(obj, self._indexer._fns)
 
-    def with_json(self, obj: Any, data: bytes) -> Any:
-        return packed.pack(obj, self._indexer._fns, data)
-
     def __repr__(self) -> str:
         return f"<packer of {self._indexer!r}>"
+
+
+class _JSONPacker(_Packer):
+    """:class:`_Packer` as a :class:`~kinformer.transforms.JSONTransform`, for a cache keeping JSON."""
+
+    __slots__ = ()
+
+    def with_json(self, obj: Any, data: bytes) -> Any:
+        return packed.pack(obj, self._indexer._fns, data)
 
 
 def _own(text: str) -> str:
@@ -471,7 +482,7 @@ class _Decoding(Mapping[str, Any]):
         self._raw = raw
 
     def __getitem__(self, key: str) -> Any:
-        return _decode(self._raw[key])
+        return packed.load(self._raw[key])
 
     def __contains__(self, key: object) -> bool:
         return key in self._raw
@@ -491,8 +502,8 @@ def fresh(obj: Any) -> Any:
     if type(obj) is DeletedFinalStateUnknown:
         return DeletedFinalStateUnknown(obj.key, fresh(obj.obj))
     if type(obj) is packed.Packed:  # its bytes are at hand
-        return _decode(obj.data)
-    return _decode(_json.dumps(obj))
+        return packed.load(obj.data)
+    return packed.load(packed.keep(obj))
 
 
 class FreshObjects:

@@ -98,6 +98,7 @@ def test_the_transform_takes_a_one_page_first_list_a_decoded_chunk_at_a_time(
     assert obj["kind"] == "ConfigMap" and obj["apiVersion"] == "v1"  # completed before packing
 
 
+@pytest.mark.usefixtures("kept_as_json")  # the form a listed object's JSON is kept in as sent
 def test_a_compact_cache_keeps_each_listed_objects_json_as_the_server_sent_it(
     loaded: FakeAPIServer, api_client: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:

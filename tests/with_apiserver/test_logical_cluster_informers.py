@@ -365,6 +365,7 @@ def test_a_controller_stays_up_while_any_logical_cluster_still_serves_its_type(
     assert not runner.is_alive()
 
 
+@pytest.mark.usefixtures("kept_as_json")  # the form a listed object's JSON is kept in as sent
 def test_a_compact_wildcard_informer_keeps_each_clusters_own_json_cut_from_the_list(
     server: FakeAPIServer, client_of: Callable[[str | None], Any], monkeypatch: pytest.MonkeyPatch
 ) -> None:
