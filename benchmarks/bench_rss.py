@@ -22,7 +22,7 @@ relist, and after the server deleted half of the objects (each a watch DELETED).
 fresh process listing only the half that stays (a label selector), for the last comparison.
 
 Run ``python benchmarks/bench_rss.py [--json] [--quick] [--objects N] [--shapes pods,configmaps]
-[--decoders orjson,stdlib] [--only dict,compact] [--repeat R]``.
+[--decoders orjson,stdlib] [--only dict,compact] [--repeat R] [--profile classic]``.
 """
 
 from __future__ import annotations
@@ -160,8 +160,8 @@ def _floor(url: str, path: str, conn: Connection, baseline: float, n: int) -> di
     return result
 
 
-def _informer(url: str, shape: str, name: str, conn: Connection, baseline: float, n: int
-              ) -> dict[str, Any]:
+def _informer(url: str, shape: str, name: str, conn: Connection, baseline: float, n: int,
+              profile: str) -> dict[str, Any]:
     from kubernetes import client
 
     from kinformer import (
@@ -185,6 +185,7 @@ def _informer(url: str, shape: str, name: str, conn: Connection, baseline: float
         ListWatch.for_resource(api, gvr, label_selector=f"{HALF_LABEL}=0" if half else None),
         indexers={NAMESPACE_INDEX: meta_namespace_index_func},
         compact=name.startswith("compact"),
+        profile=profile,
     )
     if name.endswith("+strip"):
         informer.set_transform(strip_managed_fields)
@@ -237,7 +238,7 @@ def _informer(url: str, shape: str, name: str, conn: Connection, baseline: float
     return result
 
 
-def _contender(conn: Connection, name: str, shape: str, url: str, n: int) -> None:
+def _contender(conn: Connection, name: str, shape: str, url: str, n: int, profile: str) -> None:
     """Child process: run one contender, measure it, send the figures, exit without teardown."""
     import logging
 
@@ -254,7 +255,7 @@ def _contender(conn: Connection, name: str, shape: str, url: str, n: int) -> Non
             path = "/api/v1/" + SHAPES[shape][2]
             result = _floor(url, path, conn, baseline, n)
         else:
-            result = _informer(url, shape, name, conn, baseline, n)
+            result = _informer(url, shape, name, conn, baseline, n, profile)
         result.pop("keep", None)
         conn.send({**result, "name": name, "shape": shape, "decoder": _json.backend(),
                    "baseline_mb": baseline})
@@ -268,15 +269,15 @@ def _contender(conn: Connection, name: str, shape: str, url: str, n: int) -> Non
 # -- the parent -----------------------------------------------------------------------------
 
 
-def measure(name: str, shape: str, decoder: str, url: str, n: int, server: Connection
-            ) -> dict[str, Any]:
+def measure(name: str, shape: str, decoder: str, url: str, n: int, server: Connection,
+            profile: str = "modern") -> dict[str, Any]:
     """One contender in a fresh spawned process; the server deletes half when it asks."""
     parent, child = multiprocessing.Pipe()
     saved = os.environ.get("KINFORMER_JSON")
     os.environ["KINFORMER_JSON"] = decoder
     try:
         process = multiprocessing.get_context("spawn").Process(
-            target=_contender, args=(child, name, shape, url, n), daemon=True)
+            target=_contender, args=(child, name, shape, url, n, profile), daemon=True)
         process.start()
     finally:
         if saved is None:
@@ -311,7 +312,7 @@ def measure(name: str, shape: str, decoder: str, url: str, n: int, server: Conne
 
 
 def run_shape(shape: str, n: int, names: list[str], decoders: list[str], repeat: int,
-              say: Any) -> list[dict[str, Any]]:
+              say: Any, profile: str = "modern") -> list[dict[str, Any]]:
     conn, child = multiprocessing.Pipe()
     server = multiprocessing.get_context("spawn").Process(
         target=_serve, args=(child, shape, n), daemon=True)
@@ -326,7 +327,7 @@ def run_shape(shape: str, n: int, names: list[str], decoders: list[str], repeat:
         for _ in range(repeat):  # in alternation: a busy spell slows every contender alike
             for decoder in decoders:
                 for name in names:
-                    r = measure(name, shape, decoder, url, n, conn)
+                    r = measure(name, shape, decoder, url, n, conn, profile)
                     r.setdefault("decoder", decoder)
                     say(f"{shape} {decoder} {name}: {_line(r)}")
                     runs.append(r)
@@ -417,6 +418,8 @@ def main() -> int:
     parser.add_argument("--only", default="", help=f"comma-separated subset of {CONTENDERS}")
     parser.add_argument("--repeat", type=int, default=2, help="alternating rounds")
     parser.add_argument("--quick", action="store_true", help="a tenth of the objects, one round")
+    parser.add_argument("--profile", default="modern", choices=("modern", "classic"),
+                        help="the informers' profile")
     parser.add_argument("--json", action="store_true", help="print JSON instead of a table")
     args = parser.parse_args()
     if args.quick:
@@ -435,9 +438,9 @@ def main() -> int:
 
     runs: list[dict[str, Any]] = []
     for shape in shapes:
-        runs += run_shape(shape, args.objects, names, decoders, args.repeat, say)
+        runs += run_shape(shape, args.objects, names, decoders, args.repeat, say, args.profile)
     report = {"benchmark": "rss", "python": platform.python_version(), "objects": args.objects,
-              "repeat": args.repeat, "rows": summarize(runs), "runs": runs}
+              "repeat": args.repeat, "profile": args.profile, "rows": summarize(runs), "runs": runs}
     if args.json:
         print(json.dumps(report, indent=2))
     else:

@@ -44,6 +44,7 @@ _REPLACED_ALL = delta_fifo.DeltaType.REPLACED_ALL
 _SYNC_ALL = delta_fifo.DeltaType.SYNC_ALL
 _BOOKMARK = delta_fifo.DeltaType.BOOKMARK
 _TRIM_AFTER = 1000  # objects in a list after whose delivery the C allocator is trimmed
+_FREEING = frozenset((_DELETED, delta_fifo.DeltaType.REPLACED))  # deltas that free what was cached
 _ADD, _UPDATE, _DELETE = processor.ADD, processor.UPDATE, processor.DELETE
 _Notification = processor.Notification
 _new_notification = tuple.__new__  # builds a Notification without NamedTuple.__new__'s frame
@@ -181,6 +182,46 @@ class Applier:
                 append(_new_notification(_Notification, (_ADD, obj, is_in_initial_list)))
 
 
+    def _notify_applied(
+        self,
+        changes: list[tuple[str, Any, bool]],
+        olds: list[Any],
+        is_in_initial_list: bool,
+        out: list[processor.Notification],
+        sync_at: list[int],
+    ) -> int:
+        """Append the notifications of ``changes`` as ``apply_batch`` applied them.
+
+        ``olds`` is what apply_batch returned: a deletion notifies ``on_delete``, a write to a
+        key not cached before ``on_add``, any other ``on_update`` (its position goes to
+        ``sync_at`` when the resourceVersion did not change); a change that was not applied is
+        logged. Returns how many of the notifications are initial-list adds.
+        """
+        initial = 0
+        append = out.append
+        for (key, obj, delete), old in zip(changes, olds, strict=True):
+            if old is NOT_APPLIED:
+                log.error("informer %s: index function failed for %s; object dropped",
+                          self._name, key)
+            elif delete:
+                append(_new_notification(_Notification, (_DELETE, obj, None)))
+            elif old is None:
+                append(_new_notification(_Notification, (_ADD, obj, is_in_initial_list)))
+                initial += is_in_initial_list
+            else:
+                if _same_version(old, obj):
+                    sync_at.append(len(out))
+                append(_new_notification(_Notification, (_UPDATE, old, obj)))
+        return initial
+
+    def _trim_after_delivery(self, objects: int) -> None:
+        """Once the handlers are done with a list of ``objects`` (1,000 or more), give the C
+        allocator's free pages back (:func:`kinformer._gc.trim`): what a list replaced, and
+        what its notifications held, is freed only as they are delivered. A compact cache of
+        30,000 Pods held 1.87x its fresh size after a relist, 1.02x so."""
+        if objects >= _TRIM_AFTER:
+            self._processor.after_delivered(_gc.trim)
+
 class ClassicApplier(Applier):
     """The classic profile's applier, over a :class:`~kinformer.DeltaFIFO` it makes.
 
@@ -192,9 +233,10 @@ class ClassicApplier(Applier):
     goes into the cache in one transaction.
     """
 
-    __slots__ = ("_delta_fifo",)
+    __slots__ = ("_delta_fifo", "_freed")
 
     def _new_fifo(self) -> FIFO:
+        self._freed = 0  # objects replaced or deleted since the allocator was last trimmed
         self._delta_fifo = delta_fifo.DeltaFIFO(
             key_func=fifo_key_func(self._indexer), known_objects=self._indexer,
             emit_delta_type_replaced=True, take_first_list=self._take_first_list)
@@ -220,14 +262,32 @@ class ClassicApplier(Applier):
 
         A batch of a queued first list in which every item is a single add of a key not cached
         yet goes into the cache in one transaction, as a first list taken whole does: the same
-        outcome as applying its items one by one.
+        outcome as applying its items one by one. So does any batch in which every key has one
+        delta (``apply_batch``): what a key held before comes back as its cache hands it out (a
+        compact cache's as a stub of its bytes, not decoded), and a change whose index values
+        cannot be computed is logged and dropped. Once 1,000 objects were replaced by a relist
+        or deleted, the allocator is trimmed after their delivery, as the modern profile does.
         """
         with self._lock:
             if is_in_initial_list:
                 items = _new_items(batch, self._indexer.key_of)
                 if items is not None and self._add_new_and_notify(items):
                     return
-            self._apply_all(batch, is_in_initial_list)
+            changes = _single_changes(batch, self._indexer.key_of)
+            if changes is None:
+                self._apply_all(batch, is_in_initial_list)
+            else:
+                olds = self._indexer.apply_batch(changes)
+                out: list[processor.Notification] = []
+                sync_at: list[int] = []
+                initial = self._notify_applied(changes, olds, is_in_initial_list, out, sync_at)
+                if out:
+                    self._processor.distribute_batch(out, sync_at, initial)
+            self._freed += sum(1 for deltas in batch for delta_type, _ in deltas
+                               if delta_type in _FREEING)
+            if self._freed >= _TRIM_AFTER:  # a relist's replaced objects, or deletions
+                self._freed = 0
+                self._trim_after_delivery(_TRIM_AFTER)
 
     def _add_new_and_notify(self, items: dict[str, Any],
                             namespace_runs: meta.NamespaceRuns | None = None) -> bool:
@@ -320,38 +380,6 @@ class ModernApplier(Applier):
                 self._deleted = 0
                 self._trim_after_delivery(_TRIM_AFTER)
 
-    def _notify_applied(
-        self,
-        changes: list[tuple[str, Any, bool]],
-        olds: list[Any],
-        is_in_initial_list: bool,
-        out: list[processor.Notification],
-        sync_at: list[int],
-    ) -> int:
-        """Append the notifications of ``changes`` as ``apply_batch`` applied them.
-
-        ``olds`` is what apply_batch returned: a deletion notifies ``on_delete``, a write to a
-        key not cached before ``on_add``, any other ``on_update`` (its position goes to
-        ``sync_at`` when the resourceVersion did not change); a change that was not applied is
-        logged. Returns how many of the notifications are initial-list adds.
-        """
-        initial = 0
-        append = out.append
-        for (key, obj, delete), old in zip(changes, olds, strict=True):
-            if old is NOT_APPLIED:
-                log.error("informer %s: index function failed for %s; object dropped",
-                          self._name, key)
-            elif delete:
-                append(_new_notification(_Notification, (_DELETE, obj, None)))
-            elif old is None:
-                append(_new_notification(_Notification, (_ADD, obj, is_in_initial_list)))
-                initial += is_in_initial_list
-            else:
-                if _same_version(old, obj):
-                    sync_at.append(len(out))
-                append(_new_notification(_Notification, (_UPDATE, old, obj)))
-        return initial
-
     def _replace_all_locked(self, info: real_fifo.ReplacedAllInfo, is_in_initial_list: bool) -> None:
         """Make a whole list the cache's content in one step, then notify: deletions first.
 
@@ -387,14 +415,6 @@ class ModernApplier(Applier):
         if out:
             self._processor.distribute_batch(out, sync_at, initial)
         self._trim_after_delivery(len(items) + len(current))
-
-    def _trim_after_delivery(self, objects: int) -> None:
-        """Once the handlers are done with a list of ``objects`` (1,000 or more), give the C
-        allocator's free pages back (:func:`kinformer._gc.trim`): what a list replaced, and
-        what its notifications held, is freed only as they are delivered. A compact cache of
-        30,000 Pods held 1.87x its fresh size after a relist, 1.02x so."""
-        if objects >= _TRIM_AFTER:
-            self._processor.after_delivered(_gc.trim)
 
 
 def new_applier(
@@ -434,3 +454,19 @@ def _new_items(batch: list[list[delta_fifo.Delta]], key_of: Callable[[Any], str]
     except errors.KeyFuncError:
         return None
     return items if len(items) == len(batch) else None
+
+
+def _single_changes(batch: list[list[delta_fifo.Delta]], key_of: Callable[[Any], str]
+                    ) -> list[tuple[str, Any, bool]] | None:
+    """``apply_batch`` changes ``(key, obj, delete)`` when every key of ``batch`` has one
+    delta, else None (also on a key error, or two items of one key)."""
+    changes: list[tuple[str, Any, bool]] = []
+    try:
+        for deltas in batch:
+            if len(deltas) != 1:
+                return None
+            delta_type, obj = deltas[0]
+            changes.append((key_of(obj), obj, delta_type == _DELETED))
+    except errors.KeyFuncError:
+        return None
+    return changes if len({key for key, _, _ in changes}) == len(changes) else None

@@ -55,14 +55,16 @@ def relist(server: FakeAPIServer) -> None:
     server.drop_watches()
 
 
+@pytest.mark.parametrize("profile", ["modern", "classic"])
 @pytest.mark.parametrize("compact", [False, True], ids=["dict", "compact"])
 def test_a_relist_trims_the_allocator_once_every_handler_has_the_replaced_objects(
-    apiserver: FakeAPIServer, api_client: Any, trims: Trims, compact: bool
+    apiserver: FakeAPIServer, api_client: Any, trims: Trims, compact: bool, profile: str
 ) -> None:
     apiserver.preload(CONFIGMAPS, (cm(f"cm-{i:04d}", None, "default", app=f"a{i}")
                                    for i in range(OBJECTS)))
     informer = SharedIndexInformer(
-        ListWatch.for_resource(api_client, CONFIGMAPS, namespace="default"), compact=compact)
+        ListWatch.for_resource(api_client, CONFIGMAPS, namespace="default"), compact=compact,
+        profile=profile)
     entered, release = threading.Event(), threading.Event()
     olds: list[Any] = []
 
@@ -94,16 +96,18 @@ def test_a_relist_trims_the_allocator_once_every_handler_has_the_replaced_object
             f"a{i}" for i in range(OBJECTS))
 
 
+@pytest.mark.parametrize("profile", ["modern", "classic"])
 @pytest.mark.parametrize("compact", [False, True], ids=["dict", "compact"])
 def test_a_run_of_deletions_trims_the_allocator_once_every_handler_has_them(
-    apiserver: FakeAPIServer, api_client: Any, trims: Trims, compact: bool,
+    apiserver: FakeAPIServer, api_client: Any, trims: Trims, compact: bool, profile: str,
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     # fewer deletions than a real run, so that the server keeps up the watch for each
     monkeypatch.setattr(appliers, "_TRIM_AFTER", 50)
     apiserver.preload(CONFIGMAPS, (cm(f"cm-{i:03d}", None, "default") for i in range(60)))
     informer = SharedIndexInformer(
-        ListWatch.for_resource(api_client, CONFIGMAPS, namespace="default"), compact=compact)
+        ListWatch.for_resource(api_client, CONFIGMAPS, namespace="default"), compact=compact,
+        profile=profile)
     deleted: list[Any] = []
     registration = informer.add_event_handler(ResourceEventHandlerFuncs(delete_func=deleted.append))
     with running(informer.run):
@@ -117,3 +121,33 @@ def test_a_run_of_deletions_trims_the_allocator_once_every_handler_has_them(
         assert wait_for(lambda: any(n is not None and n >= 50 for n in trims.saw), TIMEOUT)
         assert len(list_requests(apiserver)) == lists  # each came as a DELETED event
         assert all(obj["metadata"]["name"].startswith("cm-") for obj in deleted)
+
+
+@pytest.mark.usefixtures("kept_as_json")  # what a relist encodes, counted at the JSON encoder
+@pytest.mark.parametrize("profile", ["modern", "classic"])
+def test_a_compact_relist_hands_over_the_replaced_objects_without_encoding_them_again(
+    apiserver: FakeAPIServer, api_client: Any, profile: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from kinformer import _json
+
+    apiserver.preload(CONFIGMAPS, (cm(f"cm-{i:03d}", None, "default", app=f"a{i}")
+                                   for i in range(200)))
+    informer = SharedIndexInformer(
+        ListWatch.for_resource(api_client, CONFIGMAPS, namespace="default"), compact=True,
+        profile=profile)
+    olds: list[Any] = []
+    registration = informer.add_event_handler(ResourceEventHandlerFuncs(
+        update_func=lambda old, new: olds.append(old)))
+    encode = _json.dumps_to_keep
+    encoded: list[Any] = []
+    with running(informer.run):
+        assert informer.wait_for_sync(TIMEOUT)
+        assert wait_for(registration.has_synced, TIMEOUT)
+        monkeypatch.setattr(_json, "dumps_to_keep", lambda obj: encoded.append(obj) or encode(obj))
+        relist(apiserver)
+        assert wait_for(lambda: len(olds) == 200, TIMEOUT)
+    assert sorted(old["metadata"]["labels"]["app"] for old in olds) == sorted(
+        f"a{i}" for i in range(200))
+    # each listed object packed once; each replaced one decoded from the bytes cached, for the
+    # handler, never read whole and encoded again for it
+    assert len(encoded) <= 200, len(encoded)
