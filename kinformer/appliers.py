@@ -98,7 +98,7 @@ class Applier:
     any handler hears of it.
     """
 
-    __slots__ = ("_indexer", "_lock", "_name", "_processor", "fifo")
+    __slots__ = ("_freed", "_indexer", "_lock", "_name", "_processor", "fifo")
 
     fifo: FIFO
 
@@ -113,6 +113,7 @@ class Applier:
         self._processor = shared_processor
         self._lock = lock
         self._name = name
+        self._freed = 0  # objects deleted or replaced by a relist since the allocator's last trim
         self.fifo = self._new_fifo()
 
     def _new_fifo(self) -> FIFO:
@@ -181,7 +182,6 @@ class Applier:
             else:
                 append(_new_notification(_Notification, (_ADD, obj, is_in_initial_list)))
 
-
     def _notify_applied(
         self,
         changes: list[tuple[str, Any, bool]],
@@ -222,6 +222,15 @@ class Applier:
         if objects >= _TRIM_AFTER:
             self._processor.after_delivered(_gc.trim)
 
+    def _note_freed(self, objects: int) -> None:
+        """Count ``objects`` a batch deleted or replaced; once 1,000 are, trim the allocator
+        after their delivery, as after a list: many objects freed."""
+        self._freed += objects
+        if self._freed >= _TRIM_AFTER:
+            self._freed = 0
+            self._trim_after_delivery(_TRIM_AFTER)
+
+
 class ClassicApplier(Applier):
     """The classic profile's applier, over a :class:`~kinformer.DeltaFIFO` it makes.
 
@@ -233,10 +242,9 @@ class ClassicApplier(Applier):
     goes into the cache in one transaction.
     """
 
-    __slots__ = ("_delta_fifo", "_freed")
+    __slots__ = ("_delta_fifo",)
 
     def _new_fifo(self) -> FIFO:
-        self._freed = 0  # objects replaced or deleted since the allocator was last trimmed
         self._delta_fifo = delta_fifo.DeltaFIFO(
             key_func=fifo_key_func(self._indexer), known_objects=self._indexer,
             emit_delta_type_replaced=True, take_first_list=self._take_first_list)
@@ -269,11 +277,11 @@ class ClassicApplier(Applier):
         or deleted, the allocator is trimmed after their delivery, as the modern profile does.
         """
         with self._lock:
-            if is_in_initial_list:
-                items = _new_items(batch, self._indexer.key_of)
-                if items is not None and self._add_new_and_notify(items):
-                    return
             changes = _single_changes(batch, self._indexer.key_of)
+            if (is_in_initial_list and changes is not None
+                    and not any(delete for _, _, delete in changes)
+                    and self._add_new_and_notify({key: obj for key, obj, _ in changes})):
+                return
             if changes is None:
                 self._apply_all(batch, is_in_initial_list)
             else:
@@ -283,11 +291,8 @@ class ClassicApplier(Applier):
                 initial = self._notify_applied(changes, olds, is_in_initial_list, out, sync_at)
                 if out:
                     self._processor.distribute_batch(out, sync_at, initial)
-            self._freed += sum(1 for deltas in batch for delta_type, _ in deltas
-                               if delta_type in _FREEING)
-            if self._freed >= _TRIM_AFTER:  # a relist's replaced objects, or deletions
-                self._freed = 0
-                self._trim_after_delivery(_TRIM_AFTER)
+            self._note_freed(sum(1 for deltas in batch for delta_type, _ in deltas
+                                 if delta_type in _FREEING))
 
     def _add_new_and_notify(self, items: dict[str, Any],
                             namespace_runs: meta.NamespaceRuns | None = None) -> bool:
@@ -313,10 +318,9 @@ class ModernApplier(Applier):
     cache's resourceVersion. The FIFO lock is let go while a batch is applied.
     """
 
-    __slots__ = ("_deleted", "_real_fifo")
+    __slots__ = ("_real_fifo",)
 
     def _new_fifo(self) -> FIFO:
-        self._deleted = 0  # objects deleted by watch events since the allocator was last trimmed
         self._real_fifo = real_fifo.RealFIFO(
             key_func=fifo_key_func(self._indexer), take_first_list=self._take_first_list)
         return self._real_fifo
@@ -375,10 +379,7 @@ class ModernApplier(Applier):
             initial = self._notify_applied(changes, olds, is_in_initial_list, out, sync_at)
             if out:
                 self._processor.distribute_batch(out, sync_at, initial)
-            self._deleted += sum(delete for _, _, delete in changes)
-            if self._deleted >= _TRIM_AFTER:  # as after a list: many objects freed
-                self._deleted = 0
-                self._trim_after_delivery(_TRIM_AFTER)
+            self._note_freed(sum(delete for _, _, delete in changes))
 
     def _replace_all_locked(self, info: real_fifo.ReplacedAllInfo, is_in_initial_list: bool) -> None:
         """Make a whole list the cache's content in one step, then notify: deletions first.
@@ -440,20 +441,6 @@ def fifo_key_func(indexer: store.InformerIndexer) -> store.KeyFunc:
     if key_func is store.deletion_handling_meta_namespace_key_func:
         return store.meta_namespace_key_func
     return indexer.key_of if key_func is None else key_func
-
-
-def _new_items(batch: list[list[delta_fifo.Delta]], key_of: Callable[[Any], str]) -> dict[str, Any] | None:
-    """``{key: object}`` when every item of ``batch`` is a single add, else None (also on a key error)."""
-    items: dict[str, Any] = {}
-    try:
-        for deltas in batch:
-            if len(deltas) != 1 or deltas[0][0] == _DELETED:
-                return None
-            obj = deltas[0][1]
-            items[key_of(obj)] = obj
-    except errors.KeyFuncError:
-        return None
-    return items if len(items) == len(batch) else None
 
 
 def _single_changes(batch: list[list[delta_fifo.Delta]], key_of: Callable[[Any], str]
