@@ -80,7 +80,7 @@ def meta_namespace_key_func(obj: Any) -> str:
         ns = metadata.get("namespace")
         name = metadata["name"]
         if type(name) is str:
-            return object_key(ns, name)
+            return f"{ns}/{name}" if ns else name  # meta.object_key, inline: no frame per key
     except (KeyError, TypeError, AttributeError):
         pass
     if isinstance(obj, ExplicitKey):
@@ -95,7 +95,7 @@ def deletion_handling_meta_namespace_key_func(obj: Any) -> str:
         ns = metadata.get("namespace")
         name = metadata.get("name")
         if type(name) is str and (not ns or type(ns) is str):
-            return object_key(ns, name)
+            return f"{ns}/{name}" if ns else name  # meta.object_key, inline
     if type(obj) is DeletedFinalStateUnknown:
         return obj.key
     return meta_namespace_key_func(obj)
