@@ -484,6 +484,55 @@ def test_a_chunk_is_cut_into_its_items_json_exactly_as_sent() -> None:
     assert one.split(single) == [b'{"metadata":{"name":"only"}}']
 
 
+def test_a_chunk_is_cut_with_an_opening_standing_for_each_items_brace() -> None:
+    text = b'{"metadata":{"name":"a"},"n":[{"metadata":1}]},{"metadata":{"name":"b"}}'
+    raw, items = chunk_of(text)
+    opening = b'{"kind":"Thing","apiVersion":"v1",'
+    parts = raw.split(items, opening)
+    assert parts == [b'{"kind":"Thing","apiVersion":"v1","metadata":{"name":"a"},"n":[{"metadata":1}]}',
+                     b'{"kind":"Thing","apiVersion":"v1","metadata":{"name":"b"}}']
+    assert [_json.loads(part) for part in parts] == [
+        {"kind": "Thing", "apiVersion": "v1", **item} for item in items]
+    assert raw.split(items) == [b'{"metadata":{"name":"a"},"n":[{"metadata":1}]}',
+                                b'{"metadata":{"name":"b"}}']
+
+
+def test_a_listed_chunk_is_kept_as_sent_only_when_each_item_lacks_what_the_first_lacks() -> None:
+    from kinformer.client.listerwatcher import PageTransform
+    from kinformer.client.resource import _ListedItems
+
+    def taken(text: bytes) -> list[bytes] | None:
+        kept: list[list[bytes] | None] = [None]
+
+        def with_json(items: list[Any], sent: list[bytes]) -> list[Any]:
+            kept[0] = sent
+            return items
+
+        raw, items = chunk_of(text)
+        take = _ListedItems("configmaps", "v1", PageTransform(lambda items: items, with_json))
+        take({"kind": "ConfigMapList", "apiVersion": "v1"}, items, raw)
+        assert all(item["kind"] == "ConfigMap" and item["apiVersion"] == "v1" for item in items)
+        return kept[0]
+
+    a, b = b'{"metadata":{"name":"a","namespace":"d"}}', b'{"metadata":{"name":"b","namespace":"d"}}'
+    assert taken(a + b"," + b) == [b'{"kind":"ConfigMap","apiVersion":"v1",' + a[1:],
+                                   b'{"kind":"ConfigMap","apiVersion":"v1",' + b[1:]]
+    whole = b'{"metadata":{"name":"b","namespace":"d"},"kind":"ConfigMap","apiVersion":"v1"}'
+    assert taken(whole + b"," + whole.replace(b'"b"', b'"c"')) == [
+        whole, whole.replace(b'"b"', b'"c"')]  # sent whole: kept as sent
+    assert taken(a + b"," + whole) is None  # the second has what the first lacks: encoded
+
+
+@pytest.mark.parametrize("items", [
+    [{"metadata": {"name": "a"}}, {}],  # an empty item: no first key to find
+    [{"metadata": {"name": "a"}}, ["metadata"]],  # not an object, though its first is the key
+], ids=["empty", "not-a-dict"])
+def test_a_chunk_whose_decoded_items_are_not_all_objects_with_that_first_key_is_not_cut(
+        items: list[Any]) -> None:
+    raw, _ = chunk_of(b'{"metadata":{"name":"a"}},{"metadata":{"name":"b"}}')
+    assert raw.split(items) is None
+
+
 @pytest.mark.parametrize("text", [
     # objects inside an item that begin with the items' first key: more cuts than boundaries
     b'{"metadata":{"name":"a"},"templates":[{"metadata":{}},{"metadata":{}}]},{"metadata":{}}',

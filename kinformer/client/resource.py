@@ -94,8 +94,17 @@ class _ListedItems:
         # keys of objects a transform may rename are not made; a JSONTransform (a compact
         # cache's packer) keeps every object's name
         transformed = self.transform is not None and self.with_json is None
-        # each item's JSON as sent, cut before the items are completed below
-        sent = raw.split(items) if raw is not None and self.with_json is not None else None
+        # each item's JSON as sent, cut before the items are completed below, and begun with
+        # the kind and apiVersion the loop gives them when the first item lacks them (checked
+        # after it: all items must lack what the first lacks)
+        sent = None
+        lacks_kind = lacks_version = False
+        if raw is not None and self.with_json is not None and items and type(items[0]) is dict:
+            lacks_kind = bool(item_kind) and "kind" not in items[0]
+            lacks_version = "apiVersion" not in items[0]
+            opening = _opening(item_kind if lacks_kind else None,
+                               api_version if lacks_version else None)
+            sent = raw.split(items, opening)
         kinds = versions = 0  # items completed with a kind, with an apiVersion
         object_key = meta.object_key
         try:
@@ -134,28 +143,22 @@ class _ListedItems:
         if self.transform is None:
             return items
         if sent is not None and self.with_json is not None:
-            sent = _completed(sent, kinds, versions, item_kind, api_version)
-            if sent is not None:
+            count = len(items)
+            if kinds == (count if lacks_kind else 0) and versions == (count if lacks_version else 0):
                 return self.with_json(items, sent)
         return self.transform(items)
 
 
-def _completed(sent: list[bytes], kinds: int, versions: int, kind: str | None, api_version: str
-               ) -> list[bytes] | None:
-    """Each item's JSON as sent (``sent``), given the ``kind`` and ``apiVersion`` the lister
-    gave ``kinds`` and ``versions`` of them: as is when none lacked them, with them put first
-    when all did, None when some did."""
-    count = len(sent)
-    if kinds not in (0, count) or versions not in (0, count):
-        return None
-    if not kinds and not versions:
-        return sent
+def _opening(kind: str | None, api_version: str | None) -> bytes:
+    """What stands for an item's ``{`` in its JSON as kept, when the lister gives it the
+    ``kind`` and ``apiVersion`` it was sent without (each None when it was sent with it): the
+    fields put first, as they are in every object the server sends whole."""
     opening = b"{"
-    if kinds:
+    if kind:
         opening += b'"kind":' + _json.dumps(kind) + b","
-    if versions:
+    if api_version is not None:
         opening += b'"apiVersion":' + _json.dumps(api_version) + b","
-    return [opening + data[1:] for data in sent]
+    return opening
 
 
 class HTTPResource:
