@@ -273,3 +273,13 @@ def test_what_is_kept_reads_back_as_the_form_kept_would_have_it(kept_as: bool) -
     assert type(got["metadata"]["labels"]) is dict and got["metadata"]["labels"] == {"app": "web"}
     assert got["data"]["ports"] == [80, 443]
     assert indexer.index_keys("app", "web") == ["ns/b"]
+
+
+@pytest.mark.parametrize("text", ["team-0001/cm-000123", "é/ü", "lone-\ud800-surrogate", ""])
+def test_a_key_kept_is_a_string_of_the_caches_own(text: str) -> None:
+    from kinformer.cache.compact_store import _own
+
+    kept = _own(text)
+    assert kept == text and type(kept) is str
+    if text:  # the empty string is one object in all of Python
+        assert kept is not text

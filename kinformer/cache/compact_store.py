@@ -181,7 +181,9 @@ class CompactIndexer:
         if not items:
             return True
         fns = self._fns
-        prepared = [(key, *self._prepare(obj, fns)) for key, obj in items.items()]
+        prepare, stub = self._prepare, packed.Packed
+        prepared = [(key, obj.data, obj.index_values) if type(obj) is stub and obj.fns is fns
+                    else (key, *prepare(obj, fns)) for key, obj in items.items()]  # _prepare, inline
         rv = meta.resource_version(next(reversed(items.values()))) or ""
         with self._lock:
             if fns is not self._fns or not self._items.keys().isdisjoint(items.keys()):
@@ -470,7 +472,7 @@ def _own(text: str) -> str:
     after the object itself is freed, and a cache of such strings holds nearly every block the
     objects filled. Its own copy, made as it is stored, lies among the cache's other strings.
     """
-    return text.encode("utf-8", "surrogatepass").decode("utf-8", "surrogatepass")
+    return "".join((text, ""))  # joined, even to nothing, a string is copied
 
 
 class _Decoding(Mapping[str, Any]):
