@@ -140,20 +140,17 @@ class ItemBytes(NamedTuple):
                 return None
         marker = b"}," + data[start:colon + 2]
         find, parts, at = data.find, [], start
-        # with an opening, one new bytes per item: its opening and the rest of its text
-        view = None if opening == b"{" else memoryview(data)
-        first_end = end
-        for i in range(len(items) - 1):
+        view = memoryview(data)  # one new bytes per item: its opening and the rest of its text
+        for _ in range(len(items) - 1):
             cut = find(marker, at, end)
             if cut < 0:  # fewer cuts than boundaries
                 return None
-            if i == 0:
-                first_end = cut + 1
-            parts.append(data[at:cut + 1] if view is None else opening + view[at + 1:cut + 1])
+            parts.append(opening + view[at + 1:cut + 1])
             at = cut + 2
         if find(marker, at, end) >= 0:  # more cuts than boundaries
             return None
-        parts.append(data[at:end] if view is None else opening + view[at + 1:end])
+        parts.append(opening + view[at + 1:end])
+        first_end = start + len(parts[0]) - len(opening) + 1  # the first item's text as sent
         try:
             if loads(data[start:first_end]) != items[0]:
                 return None

@@ -181,9 +181,7 @@ class CompactIndexer:
         if not items:
             return True
         fns = self._fns
-        prepare, stub = self._prepare, packed.Packed
-        prepared = [(key, obj.data, obj.index_values) if type(obj) is stub and obj.fns is fns
-                    else (key, *prepare(obj, fns)) for key, obj in items.items()]  # _prepare, inline
+        prepared = [(key, *self._prepare(obj, fns)) for key, obj in items.items()]
         rv = meta.resource_version(next(reversed(items.values()))) or ""
         with self._lock:
             if fns is not self._fns or not self._items.keys().isdisjoint(items.keys()):

@@ -154,7 +154,7 @@ def _opening(kind: str | None, api_version: str | None) -> bytes:
     ``kind`` and ``apiVersion`` it was sent without (each None when it was sent with it): the
     fields put first, as they are in every object the server sends whole."""
     opening = b"{"
-    if kind:
+    if kind is not None:
         opening += b'"kind":' + _json.dumps(kind) + b","
     if api_version is not None:
         opening += b'"apiVersion":' + _json.dumps(api_version) + b","
