@@ -51,18 +51,21 @@ async def wait_for_sync(informer: _Syncable, timeout: float | None = None) -> bo
     """True once ``informer.has_synced()``; False when ``timeout`` seconds passed first, or the
     informer stopped unsynced.
 
-    Never blocks the running loop: it checks every 100 ms and sleeps with ``asyncio.sleep`` in
-    between. Cancelling the awaiting task cancels the wait. ``timeout`` is None (no limit) or
-    finite seconds, else :class:`~kinformer.ConfigurationError`. Works for anything with
-    ``has_synced()``: an informer, a registration, a :class:`~kinformer.GenericInformer`.
+    Never blocks the running loop: it checks as :func:`~kinformer.wait_for_cache_sync` does
+    (soon at first, then every 100 ms: :func:`kinformer.handlers.sync_poll_pause`) and sleeps
+    with ``asyncio.sleep`` in between. Cancelling the awaiting task cancels the wait.
+    ``timeout`` is None (no limit) or finite seconds, else :class:`~kinformer.ConfigurationError`.
+    Works for anything with ``has_synced()``: an informer, a registration, a
+    :class:`~kinformer.GenericInformer`.
     """
     timeout = _checks.timeout("timeout", timeout)
-    deadline = None if timeout is None else time.monotonic() + timeout
+    began = time.monotonic()
+    deadline = None if timeout is None else began + timeout
     is_stopped = getattr(informer, "is_stopped", None)
     while not informer.has_synced():
         if callable(is_stopped) and is_stopped():
             return False
-        pause = handlers.SYNC_POLL_INTERVAL
+        pause = handlers.sync_poll_pause(time.monotonic() - began)
         if deadline is not None:
             remaining = deadline - time.monotonic()
             if remaining <= 0:

@@ -151,6 +151,46 @@ def test_wait_for_cache_sync_keeps_checking_until_every_cache_synced() -> None:
     assert calls == 3
 
 
+def test_sync_poll_pause_grows_with_the_wait_from_a_millisecond_to_client_gos_100_ms() -> None:
+    pause = kinformer.handlers.sync_poll_pause
+    assert pause(0.0) == pause(0.01) == 0.001  # never shorter than a millisecond
+    assert pause(0.2) == pytest.approx(0.01)  # a twentieth of the time waited
+    assert pause(1.0) == pytest.approx(0.05)
+    assert pause(2.0) == pause(60.0) == 0.1  # and never longer than client-go's period
+
+
+class _StopRecordingWaits(threading.Event):
+    """A stop signal that notes each pause asked of it and lets a fake clock pass it at once."""
+
+    def __init__(self, clock: list[float]) -> None:
+        super().__init__()
+        self.clock = clock
+        self.pauses: list[float] = []
+
+    def wait(self, timeout: float | None = None) -> bool:
+        assert timeout is not None
+        self.pauses.append(timeout)
+        self.clock[0] += timeout
+        return self.is_set()
+
+
+def test_wait_for_cache_sync_looks_soon_at_first_and_every_100_ms_once_the_wait_is_long(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # a cache that syncs in 10 ms is seen synced about then, not at a first look 100 ms later;
+    # a wait of seconds looks ten times a second, as client-go's does
+    clock = [1000.0]
+    monkeypatch.setattr(kinformer.handlers.time, "monotonic", lambda: clock[0])
+    stop = _StopRecordingWaits(clock)
+    synced_at = 1000.0 + 3.0
+    assert wait_for_cache_sync(stop, lambda: clock[0] >= synced_at, timeout=10)
+    assert stop.pauses[0] == 0.001
+    assert sum(stop.pauses[:10]) < 0.02  # ten looks within the first 20 ms
+    assert stop.pauses[-1] == 0.1
+    assert clock[0] - synced_at <= 0.1  # seen within a pause of syncing
+    assert all(a <= b for a, b in zip(stop.pauses, stop.pauses[1:], strict=False))
+
+
 # What follows was the acceptance suite's: it calls kinformer's public names only, with the
 # argument names of the public API reference.
 

@@ -237,6 +237,9 @@ def test_a_server_that_is_down_costs_one_log_line_per_reconnect(
     thread.start()
     try:
         assert informer.wait_for_sync(timeout=DEADLINE)
+        # the watch open, so that its end sends the reflector back to a list (a watch that
+        # never opened is retried as a watch, as client-go does on a refused connection)
+        assert apiserver.wait_for_watchers(CONFIGMAPS, 1, timeout=DEADLINE)
         caplog.set_level(logging.WARNING)
         apiserver.stop()
         assert wait_for(lambda: any("failed: list configmaps: connection refused" in r.getMessage()
