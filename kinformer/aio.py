@@ -132,12 +132,18 @@ class EventStream:
                 return
             self._waiting += 1
         try:
-            self._loop.call_soon_threadsafe(self._queue.put_nowait, event)
+            self._loop.call_soon_threadsafe(self._put, event)
         except RuntimeError:  # the loop is closed: nobody will read any more
             with self._room:
                 self._closed = True
 
     # -- the loop's side --
+
+    def _put(self, event: Event) -> None:
+        """Queue ``event``, handed over before :meth:`aclose` and run after it: then dropped,
+        so that nothing follows the end of the iteration."""
+        if not self._closed:
+            self._queue.put_nowait(event)
 
     def __aiter__(self) -> EventStream:
         return self

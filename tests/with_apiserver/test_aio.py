@@ -13,7 +13,7 @@ import pytest
 from helpers import CONFIGMAPS, TIMEOUT, cm
 
 from kinformer import ConfigurationError, Context, ListWatch, SharedIndexInformer, aio
-from kinformer.testing import FakeAPIServer, Recorder
+from kinformer.testing import FakeAPIServer, Recorder, wait_for
 
 
 @pytest.fixture
@@ -148,3 +148,20 @@ def test_aclose_ends_the_iteration_and_unregisters_a_handler_waiting_for_room(
         return [event async for event in stream]
 
     assert asyncio.run(main()) == []
+
+
+def test_an_event_handed_over_as_the_stream_closes_is_never_read_after_the_end(
+    apiserver: FakeAPIServer, informer: SharedIndexInformer,
+) -> None:
+    async def main() -> list[list[aio.Event]]:
+        assert await aio.wait_for_sync(informer, timeout=TIMEOUT)
+        stream = aio.events(informer)
+        apiserver.create(CONFIGMAPS, cm("cm-0", None, "default"))
+        # the loop is held here: the handler's thread hands the event over, and it waits to be
+        # queued on the loop until after the stream closed
+        assert wait_for(lambda: stream._waiting == 1, TIMEOUT)
+        await stream.aclose()
+        await asyncio.sleep(0)  # the loop runs what the handler's thread handed it
+        return [[event async for event in stream], [event async for event in stream]]
+
+    assert asyncio.run(main()) == [[], []]
