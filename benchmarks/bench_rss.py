@@ -21,8 +21,15 @@ every object (a new shard selector covering everything relists at once), after a
 relist, and after the server deleted half of the objects (each a watch DELETED). ``half`` is a
 fresh process listing only the half that stays (a label selector), for the last comparison.
 
+Each contender can also run on the C library's allocator rather than Python's own
+(``--allocators pymalloc,malloc``: ``PYTHONMALLOC=malloc`` in the child). Python's allocator
+keeps a 1 MiB arena while any small object in it lives; glibc's ``malloc_trim``, which the
+informer calls after a list, gives back every free page. "x dict" compares with the dict cache
+on the same allocator, "x default dict" with the dict cache on Python's.
+
 Run ``python benchmarks/bench_rss.py [--json] [--quick] [--objects N] [--shapes pods,configmaps]
-[--decoders orjson,stdlib] [--only dict,compact] [--repeat R] [--profile classic]``.
+[--decoders orjson,stdlib] [--allocators pymalloc,malloc] [--only dict,compact] [--repeat R]
+[--profile classic]``.
 """
 
 from __future__ import annotations
@@ -56,6 +63,7 @@ SHAPES = {"pods": PODS, "configmaps": CONFIGMAPS}
 CONTENDERS = ("floor", "dict", "dict+strip", "compact", "compact+strip", "dict half",
               "compact half")
 DECODERS = ("orjson", "stdlib")
+ALLOCATORS = ("pymalloc", "malloc")  # PYTHONMALLOC in the child
 
 
 def _object(shape: str, i: int) -> dict[str, Any]:
@@ -258,6 +266,7 @@ def _contender(conn: Connection, name: str, shape: str, url: str, n: int, profil
             result = _informer(url, shape, name, conn, baseline, n, profile)
         result.pop("keep", None)
         conn.send({**result, "name": name, "shape": shape, "decoder": _json.backend(),
+                   "allocator": os.environ.get("PYTHONMALLOC", "pymalloc"),
                    "baseline_mb": baseline})
     except BaseException as exc:  # reported to the parent, whatever it is
         conn.send({"name": name, "shape": shape, "error": f"{type(exc).__name__}: {exc}"[:500]})
@@ -270,28 +279,32 @@ def _contender(conn: Connection, name: str, shape: str, url: str, n: int, profil
 
 
 def measure(name: str, shape: str, decoder: str, url: str, n: int, server: Connection,
-            profile: str = "modern") -> dict[str, Any]:
+            profile: str = "modern", allocator: str = "pymalloc") -> dict[str, Any]:
     """One contender in a fresh spawned process; the server deletes half when it asks."""
     parent, child = multiprocessing.Pipe()
-    saved = os.environ.get("KINFORMER_JSON")
-    os.environ["KINFORMER_JSON"] = decoder
+    settings = {"KINFORMER_JSON": decoder, "PYTHONMALLOC": allocator}
+    saved = {key: os.environ.get(key) for key in settings}
+    os.environ.update(settings)  # a spawned child starts a new interpreter, which reads them
     try:
         process = multiprocessing.get_context("spawn").Process(
             target=_contender, args=(child, name, shape, url, n, profile), daemon=True)
         process.start()
     finally:
-        if saved is None:
-            del os.environ["KINFORMER_JSON"]
-        else:
-            os.environ["KINFORMER_JSON"] = saved
+        for key, value in saved.items():
+            if value is None:
+                del os.environ[key]
+            else:
+                os.environ[key] = value
     child.close()
     deleted = False
-    result: dict[str, Any] = {"name": name, "shape": shape, "error": "no answer"}
+    result: dict[str, Any] = {"name": name, "shape": shape, "allocator": allocator,
+                              "error": "no answer"}
     while parent.poll(CHILD_TIMEOUT):
         try:
             message = parent.recv()
         except EOFError:
-            result = {"name": name, "shape": shape, "error": "the child died"}
+            result = {"name": name, "shape": shape, "allocator": allocator,
+                      "error": "the child died"}
             break
         if message == "delete_half":
             server.send("delete_half")
@@ -312,7 +325,8 @@ def measure(name: str, shape: str, decoder: str, url: str, n: int, server: Conne
 
 
 def run_shape(shape: str, n: int, names: list[str], decoders: list[str], repeat: int,
-              say: Any, profile: str = "modern") -> list[dict[str, Any]]:
+              say: Any, profile: str = "modern",
+              allocators: tuple[str, ...] = ("pymalloc",)) -> list[dict[str, Any]]:
     conn, child = multiprocessing.Pipe()
     server = multiprocessing.get_context("spawn").Process(
         target=_serve, args=(child, shape, n), daemon=True)
@@ -326,11 +340,12 @@ def run_shape(shape: str, n: int, names: list[str], decoders: list[str], repeat:
     try:
         for _ in range(repeat):  # in alternation: a busy spell slows every contender alike
             for decoder in decoders:
-                for name in names:
-                    r = measure(name, shape, decoder, url, n, conn, profile)
-                    r.setdefault("decoder", decoder)
-                    say(f"{shape} {decoder} {name}: {_line(r)}")
-                    runs.append(r)
+                for allocator in allocators:
+                    for name in names:
+                        r = measure(name, shape, decoder, url, n, conn, profile, allocator)
+                        r.setdefault("decoder", decoder)
+                        say(f"{shape} {decoder} {allocator} {name}: {_line(r)}")
+                        runs.append(r)
     finally:
         conn.send("stop")
         conn.recv()
@@ -352,24 +367,29 @@ def _line(r: dict[str, Any]) -> str:
 def summarize(runs: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """Per shape, decoder and contender: ranges over the runs, and ratios to the dict cache and
     the floor of the same run."""
-    rows: dict[tuple[str, str, str], dict[str, Any]] = {}
+    rows: dict[tuple[str, str, str, str], dict[str, Any]] = {}
     good = [r for r in runs if "error" not in r]
     for r in good:
-        row = rows.setdefault((r["shape"], r["decoder"], r["name"]),
-                              {"shape": r["shape"], "decoder": r["decoder"], "name": r["name"]})
+        allocator = r.get("allocator", "pymalloc")
+        row = rows.setdefault((r["shape"], r["decoder"], allocator, r["name"]),
+                              {"shape": r["shape"], "decoder": r["decoder"],
+                               "allocator": allocator, "name": r["name"]})
         for field in ("seconds", "settled_mb", "peak_mb", "relisted_mb", "relisted_twice_mb",
                       "halved_mb", "get_us"):
             if field in r:
                 row.setdefault(field, []).append(r[field])
-    for (shape, decoder, name), row in rows.items():
-        base = rows.get((shape, decoder, "dict"))
-        floor = rows.get((shape, decoder, "floor"))
+    for (shape, decoder, allocator, name), row in rows.items():
+        base = rows.get((shape, decoder, allocator, "dict"))
+        default = rows.get((shape, decoder, "pymalloc", "dict"))
+        floor = rows.get((shape, decoder, allocator, "floor"))
         if base is not None and name != "dict":
             row["settled_over_dict"] = _ratio(row["settled_mb"], base["settled_mb"])
+        if default is not None and allocator != "pymalloc":
+            row["settled_over_default_dict"] = _ratio(row["settled_mb"], default["settled_mb"])
         if floor is not None and name != "floor":
             row["peak_over_floor"] = _ratio(row["peak_mb"], floor["peak_mb"])
             row["seconds_over_floor"] = _ratio(row["seconds"], floor["seconds"])
-        fresh_half = rows.get((shape, decoder, name.split("+")[0] + " half"))
+        fresh_half = rows.get((shape, decoder, allocator, name.split("+")[0] + " half"))
         if fresh_half is not None and "halved_mb" in row and "+" not in name:
             row["halved_over_fresh"] = _ratio(row["halved_mb"], fresh_half["settled_mb"])
         if "relisted_mb" in row:
@@ -393,15 +413,19 @@ def _range(values: list[float] | None, fmt: str = "{:.0f}") -> str:
 def _table(report: dict[str, Any]) -> None:
     print(f"rss: {report['objects']:,} objects per shape, Python {report['python']}, "
           f"{report['repeat']} alternating rounds (ranges)")
-    header = (f"{'shape':<11} {'decoder':<7} {'contender':<14} {'sync s':>10} {'settled MiB':>12} "
-              f"{'x dict':>10} {'peak MiB':>10} {'x floor':>10} {'relisted':>10} {'x fresh':>10} "
+    header = (f"{'shape':<11} {'decoder':<7} {'alloc':<8} {'contender':<14} {'sync s':>10} "
+              f"{'x floor':>10} {'settled MiB':>12} {'x dict':>10} {'x def dict':>10} "
+              f"{'peak MiB':>10} {'x floor':>10} {'relisted':>10} {'x fresh':>10} "
               f"{'halved':>9} {'x fresh half':>12} {'get us':>10}")
     print(header)
     print("-" * len(header))
     for row in report["rows"]:
-        print(f"{row['shape']:<11} {row['decoder']:<7} {row['name']:<14} "
-              f"{_range(row.get('seconds'), '{:.2f}'):>10} {_range(row.get('settled_mb')):>12} "
+        print(f"{row['shape']:<11} {row['decoder']:<7} {row['allocator']:<8} {row['name']:<14} "
+              f"{_range(row.get('seconds'), '{:.2f}'):>10} "
+              f"{_range(row.get('seconds_over_floor'), '{:.2f}'):>10} "
+              f"{_range(row.get('settled_mb')):>12} "
               f"{_range(row.get('settled_over_dict'), '{:.2f}'):>10} "
+              f"{_range(row.get('settled_over_default_dict'), '{:.2f}'):>10} "
               f"{_range(row.get('peak_mb')):>10} {_range(row.get('peak_over_floor'), '{:.2f}'):>10} "
               f"{_range(row.get('relisted_mb')):>10} "
               f"{_range(row.get('relisted_over_fresh'), '{:.2f}'):>10} "
@@ -415,6 +439,8 @@ def main() -> int:
     parser.add_argument("--objects", type=int, default=OBJECTS, help="objects of each shape")
     parser.add_argument("--shapes", default=",".join(SHAPES), help="pods,configmaps")
     parser.add_argument("--decoders", default=",".join(DECODERS), help="orjson,stdlib")
+    parser.add_argument("--allocators", default="pymalloc",
+                        help="pymalloc,malloc: Python's allocator, the C library's, or both")
     parser.add_argument("--only", default="", help=f"comma-separated subset of {CONTENDERS}")
     parser.add_argument("--repeat", type=int, default=2, help="alternating rounds")
     parser.add_argument("--quick", action="store_true", help="a tenth of the objects, one round")
@@ -428,7 +454,9 @@ def main() -> int:
     names = [c.strip() for c in args.only.split(",") if c.strip()] or list(CONTENDERS)
     shapes = [s.strip() for s in args.shapes.split(",") if s.strip()]
     decoders = [d.strip() for d in args.decoders.split(",") if d.strip()]
-    for given, known in ((names, CONTENDERS), (shapes, tuple(SHAPES)), (decoders, DECODERS)):
+    allocators = tuple(a.strip() for a in args.allocators.split(",") if a.strip())
+    for given, known in ((names, CONTENDERS), (shapes, tuple(SHAPES)), (decoders, DECODERS),
+                         (list(allocators), ALLOCATORS)):
         unknown = set(given) - set(known)
         if unknown:
             parser.error(f"unknown {sorted(unknown)}; choose from {known}")
@@ -438,7 +466,8 @@ def main() -> int:
 
     runs: list[dict[str, Any]] = []
     for shape in shapes:
-        runs += run_shape(shape, args.objects, names, decoders, args.repeat, say, args.profile)
+        runs += run_shape(shape, args.objects, names, decoders, args.repeat, say, args.profile,
+                          allocators)
     report = {"benchmark": "rss", "python": platform.python_version(), "objects": args.objects,
               "repeat": args.repeat, "profile": args.profile, "rows": summarize(runs), "runs": runs}
     if args.json:
