@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import contextlib
 import ctypes
-import ctypes.util
 import gc
 import sys
 import threading
@@ -92,8 +91,25 @@ def freeze() -> bool:
     return True
 
 
-_trim: Callable[[int], int] | None = None
-_trim_looked_up = False
+def _find_trim() -> Callable[[int], int] | None:
+    """glibc's ``malloc_trim``, found among the symbols the interpreter has loaded already
+    (``dlopen(NULL)``: microseconds); None on another system or another libc (musl has none).
+
+    Looked up when this module is imported, not at the first trim: that comes just after a
+    first list, and what the lookup leaves (the library handle, its function object) would then
+    be made among the list's freed objects and keep their arenas. ``ctypes.util.find_library``
+    is not used: it runs ``ldconfig`` in a child process.
+    """
+    if not sys.platform.startswith("linux"):
+        return None
+    try:
+        trim: Callable[[int], int] = ctypes.CDLL(None).malloc_trim
+    except (OSError, AttributeError):
+        return None
+    return trim
+
+
+_trim: Callable[[int], int] | None = _find_trim()
 
 
 def trim() -> bool:
@@ -106,15 +122,6 @@ def trim() -> bool:
     Pages of Python's own small-object allocator (arenas) that still hold a live object stay.
     Takes milliseconds for a heap of a few hundred MiB; thread-safe.
     """
-    global _trim, _trim_looked_up
-    if not _trim_looked_up:
-        _trim_looked_up = True
-        if sys.platform.startswith("linux"):
-            try:
-                libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6")
-                _trim = libc.malloc_trim
-            except (OSError, AttributeError):  # musl has no malloc_trim
-                _trim = None
     if _trim is None:
         return False
     _trim(0)

@@ -464,6 +464,22 @@ def test_the_allocator_is_trimmed_where_glibc_offers_it() -> None:
     assert _gc.trim() is glibc
 
 
+def test_the_trim_is_found_among_loaded_symbols_without_a_child_process(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # ctypes.util.find_library would run ldconfig in a child process: a fork of a process
+    # that may hold a large cache, and objects left among a first list's freed ones
+    import platform
+    import subprocess
+
+    def refuse(*args: Any, **kwargs: Any) -> None:
+        raise AssertionError("a child process was started")
+
+    monkeypatch.setattr(subprocess, "Popen", refuse)
+    glibc = platform.system() == "Linux" and platform.libc_ver()[0] == "glibc"
+    assert (_gc._find_trim() is not None) is glibc
+
+
 def chunk_of(text: bytes) -> tuple[_json.ItemBytes, list[Any]]:
     """``text`` (items separated as a list's are) as :class:`ItemBytes` within a list body."""
     body = b'{"kind":"ThingList","items":[' + text + b"]}"

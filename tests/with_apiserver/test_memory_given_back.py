@@ -41,7 +41,6 @@ class Trims:
 def trims(monkeypatch: pytest.MonkeyPatch) -> Iterator[Trims]:
     fake = Trims()
     monkeypatch.setattr(_gc, "_trim", fake)
-    monkeypatch.setattr(_gc, "_trim_looked_up", True)
     yield fake
 
 
