@@ -260,10 +260,15 @@ class ClassicApplier(Applier):
 
         The FIFO's ``take_first_list``: runs on the reflector's thread under the FIFO lock. False,
         with nothing changed, when a key is cached already or an index function fails (the list
-        is then queued, and applying it logs and drops the object that fails).
+        is then queued, and applying it logs and drops the object that fails). A list of 1,000
+        objects or more is followed by a trim once every handler has it, as in the modern
+        profile: what a compact cache's list leaves (its stubs) is freed as it is delivered.
         """
         with self._lock:
-            return self._add_new_and_notify(items, namespace_runs)
+            if not self._add_new_and_notify(items, namespace_runs):
+                return False
+            self._trim_after_delivery(len(items))  # as the modern profile's first list
+            return True
 
     def _handle_batch(self, batch: list[list[delta_fifo.Delta]], is_in_initial_list: bool) -> None:
         """Apply popped keys in queue order (under the FIFO lock), then notify each handler once.

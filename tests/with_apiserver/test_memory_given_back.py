@@ -24,17 +24,25 @@ OBJECTS = 1000  # a list this big is followed by a trim
 
 
 class Trims:
-    """Stands in for libc's ``malloc_trim``: counts the calls, and notes ``seen()`` at each."""
+    """Stands in for libc's ``malloc_trim``: counts the calls, and notes ``seen()`` and the
+    calling thread at each."""
 
     def __init__(self) -> None:
         self.calls = 0
         self.seen: Callable[[], Any] = lambda: None
         self.saw: list[Any] = []
+        self.threads: list[str] = []
 
     def __call__(self, pad: int) -> int:
         self.calls += 1
         self.saw.append(self.seen())
+        self.threads.append(threading.current_thread().name)
         return 1
+
+    def on_delivery_threads(self) -> int:
+        """The calls made by a handler's delivery thread: once every handler had what it was
+        handed (a synced cache's freeze trims on the thread that applied the list)."""
+        return sum(name.startswith("kinformer-handler-") for name in self.threads)
 
 
 @pytest.fixture
@@ -52,6 +60,35 @@ def relist(server: FakeAPIServer) -> None:
     """Make the informer list again: its watch resumes and is told 410 Gone."""
     server.fail_next(status=410, verb="watch", resource="configmaps")
     server.drop_watches()
+
+
+@pytest.mark.parametrize("profile", ["modern", "classic"])
+@pytest.mark.parametrize("compact", [False, True], ids=["dict", "compact"])
+def test_a_first_list_trims_the_allocator_once_every_handler_has_it(
+    apiserver: FakeAPIServer, api_client: Any, trims: Trims, compact: bool, profile: str
+) -> None:
+    # what a compact cache's first list leaves (its stubs, each handler's copies) is freed as
+    # the handlers are handed it, after the list itself was applied
+    apiserver.preload(CONFIGMAPS, (cm(f"cm-{i:04d}", None, "default") for i in range(OBJECTS)))
+    informer = SharedIndexInformer(
+        ListWatch.for_resource(api_client, CONFIGMAPS, namespace="default"), compact=compact,
+        profile=profile)
+    entered, release = threading.Event(), threading.Event()
+    added: list[Any] = []
+
+    def held_add(obj: Any) -> None:  # holds the first add
+        entered.set()
+        assert release.wait(TIMEOUT)
+        added.append(obj)
+
+    informer.add_event_handler(ResourceEventHandlerFuncs(add_func=held_add))
+    with running(informer.run):
+        assert informer.wait_for_sync(TIMEOUT)
+        assert entered.wait(TIMEOUT)
+        assert trims.on_delivery_threads() == 0
+        release.set()
+        assert wait_for(lambda: trims.on_delivery_threads() == 1, TIMEOUT), trims.threads
+        assert len(added) == OBJECTS
 
 
 @pytest.mark.parametrize("profile", ["modern", "classic"])
