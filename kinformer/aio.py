@@ -140,8 +140,8 @@ class EventStream:
     # -- the loop's side --
 
     def _put(self, event: Event) -> None:
-        """Queue ``event``, handed over before :meth:`aclose` and run after it: then dropped,
-        so that nothing follows the end of the iteration."""
+        """Queue ``event`` for the reader; dropped once closed (an event handed over just before
+        :meth:`aclose` is queued after it), so that nothing follows the end of the iteration."""
         if not self._closed:
             self._queue.put_nowait(event)
 
