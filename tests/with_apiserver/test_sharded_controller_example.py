@@ -27,6 +27,10 @@ def owners(server: FakeAPIServer, names: list[str]) -> dict[str, str]:
             for o in server.list_objects(CONFIGMAPS, "default")}
 
 
+def lease_names(server: FakeAPIServer) -> set[str]:
+    return {o["metadata"]["name"] for o in server.list_objects(LEASES, "default")}
+
+
 def test_the_example_runs_to_its_end() -> None:
     assert sharded.main() == 0
 
@@ -64,11 +68,14 @@ def test_one_process_per_replica_and_the_others_re_split_when_one_is_killed(
         core.create_namespaced_config_map("default", {"metadata": {"name": f"cm-{i}"}})
     kubeconfig = apiserver.write_kubeconfig(tmp_path / "kubeconfig")
     with example_replicas("sharded_controller", kubeconfig, ["a", "b", "c"], tmp_path) as procs:
+        # every replica joined (the uids may leave one third without a ConfigMap, and the tags
+        # then match before that replica has even started)
+        assert wait_for(lambda: lease_names(apiserver) == {"tagger-a", "tagger-b", "tagger-c"},
+                        PROCESS_TIMEOUT), lease_names(apiserver)
         assert wait_for(lambda: sharded.tags(core) == owners(apiserver, ["a", "b", "c"]),
                         PROCESS_TIMEOUT), sharded.tags(core)
         procs["b"].kill()  # no clean stop: its Lease stays until it expires
         procs["b"].wait()
         assert wait_for(lambda: sharded.tags(core) == owners(apiserver, ["a", "c"]),
                         PROCESS_TIMEOUT), sharded.tags(core)
-    leases = {o["metadata"]["name"] for o in apiserver.list_objects(LEASES, "default")}
-    assert leases == {"tagger-b"}  # a and c deleted theirs on SIGTERM
+    assert lease_names(apiserver) == {"tagger-b"}  # a and c deleted theirs on SIGTERM
