@@ -117,6 +117,7 @@ class Lister:
             items = named_items(result.items, self.name)
             if items is not result.items:
                 result = result.unkeyed(items)
+        self._shared.listed()  # before the store: once it is synced, the error is gone
         try:
             self._shared.store.take_list(result)
         except Exception as exc:

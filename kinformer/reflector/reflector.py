@@ -156,7 +156,7 @@ class Reflector:
         shared = _shared.Shared(
             listerwatcher.with_context(lister_watcher), self._store, self._shard, self._version,
             self.name, clock, self._backoff, self._metrics, transform, self._record_error,
-            self._mark_synced, min_watch_timeout, self._rand,
+            self._mark_synced, self._clear_error, min_watch_timeout, self._rand,
             described.reports_failures)
         self._lister = listing.Lister(shared, page_size)
         self._watch_list = (watch_list.WatchListSync(shared, initial_events_timeout)
@@ -312,6 +312,11 @@ class Reflector:
             self._error_handler(self, exc)
         except Exception:
             log.exception("reflector %s: watch error handler failed", self.name)
+
+    def _clear_error(self) -> None:
+        """A list, or a WatchList's initial events, came whole: the store is handed them next."""
+        with self._lock:
+            self._last_error = None
 
     def _mark_synced(self, rv: str) -> None:
         """A list, or a WatchList's initial events, reached the store at ``rv``."""

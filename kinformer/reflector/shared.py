@@ -28,7 +28,9 @@ class Shared:
 
     ``version`` is written by the run thread only; ``record_error(exc)`` shows an error to
     the watch error handler and :meth:`~kinformer.Reflector.last_error`; ``synced(rv)`` says a
-    list, or a WatchList's initial events, reached the store at ``rv``. ``level(error)`` is
+    list, or a WatchList's initial events, reached the store at ``rv``; ``listed()``, called just
+before the store is handed them, clears the last error (so a cache seen synced never reports
+the error the list recovered from). ``level(error)`` is
     the level to log a failed request at (see :func:`~kinformer.reflector.failures.log_level`).
     """
 
@@ -43,6 +45,7 @@ class Shared:
     transform: Callable[[Any], Any] | None
     record_error: Callable[[BaseException], None]
     synced: Callable[[str], None]
+    listed: Callable[[], None]
     min_watch_timeout: float
     rand: Callable[[], float]
     quiet: bool = False  # the ListerWatcher reports failures itself: expected ones at DEBUG here

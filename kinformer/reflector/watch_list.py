@@ -81,6 +81,7 @@ class WatchListSync:
             )
             if end.outcome is _Outcome.INITIAL_EVENTS_END:
                 objects = temporary.list()
+                shared.listed()  # before the store: once it is synced, the error is gone
                 try:
                     shared.store.replace(objects, end.resource_version)
                 except Exception as exc:
