@@ -597,6 +597,38 @@ def test_list_errors_reach_the_handler_and_last_error_until_the_next_list() -> N
         h.stop()
 
 
+class ErrorSeeingStore(Indexer):
+    """Notes the reflector's ``last_error()`` as each list is handed to it."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.reflector: Reflector | None = None
+        self.errors_seen: list[BaseException | None] = []
+
+    def replace(self, items: Any, resource_version: str) -> None:
+        assert self.reflector is not None
+        self.errors_seen.append(self.reflector.last_error())
+        super().replace(items, resource_version)
+
+
+def test_the_last_error_is_cleared_before_the_store_takes_the_list_that_recovered() -> None:
+    # once the store has the list, the cache reports itself synced: it must not still report
+    # the error the list recovered from
+    store = ErrorSeeingStore()
+    h = Harness(store=store)
+    store.reflector = h.reflector
+    h.start()
+    try:
+        h.script.expect("list")
+        h.script.answer(errors.ForbiddenError(403, "Forbidden", "configmaps is forbidden"))
+        step_when_waiting(h.clock)
+        h.script.list_and_answer([cm("a", "5")], "7")
+        h.script.watch_and_answer()
+        assert store.errors_seen == [None]
+    finally:
+        h.stop()
+
+
 def test_the_handler_cannot_be_replaced_after_run(harness: Harness) -> None:
     with pytest.raises(errors.AlreadyStartedError):
         harness.reflector.set_watch_error_handler(lambda r, e: None)
