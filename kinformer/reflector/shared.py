@@ -28,10 +28,10 @@ class Shared:
 
     ``version`` is written by the run thread only; ``record_error(exc)`` shows an error to
     the watch error handler and :meth:`~kinformer.Reflector.last_error`; ``synced(rv)`` says a
-    list, or a WatchList's initial events, reached the store at ``rv``; ``listed()``, called just
-before the store is handed them, clears the last error (so a cache seen synced never reports
-the error the list recovered from). ``level(error)`` is
-    the level to log a failed request at (see :func:`~kinformer.reflector.failures.log_level`).
+    list, or a WatchList's initial events, reached the store at ``rv``; ``listed()``, called
+    just before the store is handed them, clears the last error (so a cache seen synced never
+    reports the error the list recovered from). ``level(error)`` is the level to log a failed
+    request at (see :func:`~kinformer.reflector.failures.log_level`).
     """
 
     lw: listerwatcher.ContextListerWatcher
