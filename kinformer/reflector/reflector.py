@@ -319,11 +319,11 @@ class Reflector:
             self._last_error = None
 
     def _mark_synced(self, rv: str) -> None:
-        """A list, or a WatchList's initial events, reached the store at ``rv``."""
+        """A list, or a WatchList's initial events, reached the store at ``rv`` (the last error
+        was cleared as they were handed to it: :meth:`_clear_error`)."""
         self._version.value = rv
         self._metrics.lists.inc()
         with self._lock:
-            self._last_error = None
             self._synced_once = True
 
     # -- resync (client-go startResync) ------------------------------------------------------
