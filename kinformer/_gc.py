@@ -103,10 +103,10 @@ def _find_trim() -> Callable[[int], int] | None:
     if not sys.platform.startswith("linux"):
         return None
     try:
-        trim: Callable[[int], int] = ctypes.CDLL(None).malloc_trim
+        found: Callable[[int], int] = ctypes.CDLL(None).malloc_trim
     except (OSError, AttributeError):
         return None
-    return trim
+    return found
 
 
 _trim: Callable[[int], int] | None = _find_trim()

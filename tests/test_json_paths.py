@@ -457,11 +457,14 @@ def test_a_big_list_reaches_its_taker_a_chunk_at_a_time_and_a_bad_cut_restarts_i
     assert taker.calls == ["restart", ("ThingList", list(range(6)))]
 
 
-def test_the_allocator_is_trimmed_where_glibc_offers_it() -> None:
+def on_glibc() -> bool:
     import platform
 
-    glibc = platform.system() == "Linux" and platform.libc_ver()[0] == "glibc"
-    assert _gc.trim() is glibc
+    return platform.system() == "Linux" and platform.libc_ver()[0] == "glibc"
+
+
+def test_the_allocator_is_trimmed_where_glibc_offers_it() -> None:
+    assert _gc.trim() is on_glibc()
 
 
 def test_the_trim_is_found_among_loaded_symbols_without_a_child_process(
@@ -469,14 +472,13 @@ def test_the_trim_is_found_among_loaded_symbols_without_a_child_process(
 ) -> None:
     # ctypes.util.find_library would run ldconfig in a child process: a fork of a process
     # that may hold a large cache, and objects left among a first list's freed ones
-    import platform
     import subprocess
 
     def refuse(*args: Any, **kwargs: Any) -> None:
         raise AssertionError("a child process was started")
 
+    glibc = on_glibc()  # platform.libc_ver may read the interpreter's file, never a child
     monkeypatch.setattr(subprocess, "Popen", refuse)
-    glibc = platform.system() == "Linux" and platform.libc_ver()[0] == "glibc"
     assert (_gc._find_trim() is not None) is glibc
 
 
