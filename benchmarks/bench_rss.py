@@ -21,6 +21,10 @@ every object (a new shard selector covering everything relists at once), after a
 relist, and after the server deleted half of the objects (each a watch DELETED). ``half`` is a
 fresh process listing only the half that stays (a label selector), for the last comparison.
 
+At each of these points the child also reads what Python's allocator holds free (the free
+blocks and empty pools of the arenas it keeps, from ``sys._debugmallocstats``); a second table
+gives it, and "in use": the settled RSS less it, over the dict cache's.
+
 Each contender can also run on the C library's allocator rather than Python's own
 (``--allocators pymalloc,malloc``: ``PYTHONMALLOC=malloc`` in the child). Python's allocator
 keeps a 1 MiB arena while any small object in it lives; glibc's ``malloc_trim``, which the
@@ -40,6 +44,7 @@ import json
 import multiprocessing
 import os
 import platform
+import re
 import sys
 import threading
 import time
@@ -126,6 +131,46 @@ def _settled(baseline: float) -> tuple[float, float]:
     return now["rss"] - baseline, now["peak"] - baseline
 
 
+def _note(result: dict[str, Any], phase: str, baseline: float) -> None:
+    """Note ``phase``'s settled RSS above ``baseline`` (``<phase>_mb``; ``peak_mb`` with the
+    first) and what of it Python's allocator holds free (``<phase>_py_free_mb``)."""
+    result[f"{phase}_mb"], peak = _settled(baseline)
+    result.setdefault("peak_mb", peak)
+    free = _pymalloc_free_mb()
+    if free is not None:
+        result[f"{phase}_py_free_mb"] = free
+
+
+def _pymalloc_free_mb() -> float | None:
+    """MiB that Python's allocator holds with no object in it: the free blocks of its pools in
+    use and its empty pools, inside arenas it keeps because some object still lives in each
+    (resident: every one was written once). None where it does not say (``PYTHONMALLOC=malloc``,
+    an interpreter without ``sys._debugmallocstats``)."""
+    stats = getattr(sys, "_debugmallocstats", None)
+    if stats is None:
+        return None
+    import tempfile
+
+    sys.stderr.flush()
+    saved = os.dup(2)
+    with tempfile.TemporaryFile() as out:  # the report goes to the C stderr: catch it there
+        os.dup2(out.fileno(), 2)
+        try:
+            stats()
+        finally:
+            os.dup2(saved, 2)
+            os.close(saved)
+        out.seek(0)
+        text = out.read().decode("ascii", "replace")
+    available = re.search(r"# bytes in available blocks\s*=\s*([\d,]+)", text)
+    pools = re.search(r"([\d,]+) unused pools \* (\d+) bytes", text)
+    if available is None or pools is None:
+        return None
+    free = int(available.group(1).replace(",", ""))
+    free += int(pools.group(1).replace(",", "")) * int(pools.group(2))
+    return free / (1 << 20)
+
+
 def _wait(condition: Any, what: str) -> None:
     deadline = time.monotonic() + SYNC_TIMEOUT
     pause = threading.Event()
@@ -154,16 +199,16 @@ def _floor(url: str, path: str, conn: Connection, baseline: float, n: int) -> di
     began = time.perf_counter()
     cache = fetch()
     result: dict[str, Any] = {"seconds": time.perf_counter() - began, "objects": len(cache)}
-    result["settled_mb"], result["peak_mb"] = _settled(baseline)
+    _note(result, "settled", baseline)
     cache = fetch()  # a relist: every object replaced
-    result["relisted_mb"], _ = _settled(baseline)
+    _note(result, "relisted", baseline)
     cache = fetch()  # and another: is what the first left reused?
-    result["relisted_twice_mb"], _ = _settled(baseline)
+    _note(result, "relisted_twice", baseline)
     conn.send("delete_half")
     conn.recv()
     for key in [k for k, v in cache.items() if v["metadata"]["labels"][HALF_LABEL] == "1"]:
         del cache[key]
-    result["halved_mb"], _ = _settled(baseline)
+    _note(result, "halved", baseline)
     result["halved_objects"] = len(cache)
     return result
 
@@ -216,7 +261,7 @@ def _informer(url: str, shape: str, name: str, conn: Connection, baseline: float
     _wait(lambda: counts["add"] >= expected, "delivered")
     indexer = informer.get_indexer()
     result: dict[str, Any] = {"seconds": seconds, "objects": len(indexer)}
-    result["settled_mb"], result["peak_mb"] = _settled(baseline)
+    _note(result, "settled", baseline)
     import random
 
     lister = GenericLister(indexer, gvr)
@@ -233,14 +278,14 @@ def _informer(url: str, shape: str, name: str, conn: Connection, baseline: float
     if not half:
         informer.set_shard_selector(ShardSelector.for_shard(0, 1))  # relists at once
         _wait(lambda: counts["update"] >= n, "relisted")
-        result["relisted_mb"], _ = _settled(baseline)
+        _note(result, "relisted", baseline)
         informer.set_shard_selector(None)  # and again: is what the first left reused?
         _wait(lambda: counts["update"] >= 2 * n, "relisted twice")
-        result["relisted_twice_mb"], _ = _settled(baseline)
+        _note(result, "relisted_twice", baseline)
         conn.send("delete_half")
         conn.recv()
         _wait(lambda: counts["delete"] >= n // 2, "halved")
-        result["halved_mb"], _ = _settled(baseline)
+        _note(result, "halved", baseline)
         result["halved_objects"] = len(indexer)
     result["keep"] = (informer, stop, thread)
     return result
@@ -375,15 +420,20 @@ def summarize(runs: list[dict[str, Any]]) -> list[dict[str, Any]]:
                               {"shape": r["shape"], "decoder": r["decoder"],
                                "allocator": allocator, "name": r["name"]})
         for field in ("seconds", "settled_mb", "peak_mb", "relisted_mb", "relisted_twice_mb",
-                      "halved_mb", "get_us"):
+                      "halved_mb", "get_us", "settled_py_free_mb", "relisted_py_free_mb",
+                      "halved_py_free_mb"):
             if field in r:
                 row.setdefault(field, []).append(r[field])
+        if "settled_py_free_mb" in r:  # what the objects take: the RSS less what is held free
+            row.setdefault("held_mb", []).append(r["settled_mb"] - r["settled_py_free_mb"])
     for (shape, decoder, allocator, name), row in rows.items():
         base = rows.get((shape, decoder, allocator, "dict"))
         default = rows.get((shape, decoder, "pymalloc", "dict"))
         floor = rows.get((shape, decoder, allocator, "floor"))
         if base is not None and name != "dict":
             row["settled_over_dict"] = _ratio(row["settled_mb"], base["settled_mb"])
+            if "held_mb" in row and "held_mb" in base:
+                row["held_over_dict"] = _ratio(row["held_mb"], base["held_mb"])
         if default is not None and allocator != "pymalloc":
             row["settled_over_default_dict"] = _ratio(row["settled_mb"], default["settled_mb"])
         if floor is not None and name != "floor":
@@ -432,6 +482,23 @@ def _table(report: dict[str, Any]) -> None:
               f"{_range(row.get('halved_mb')):>9} "
               f"{_range(row.get('halved_over_fresh'), '{:.2f}'):>12} "
               f"{_range(row.get('get_us'), '{:.1f}'):>10}")
+    rows = [row for row in report["rows"] if "settled_py_free_mb" in row]
+    if not rows:
+        return
+    print()
+    print("held free by Python's allocator (MiB): in arenas it keeps for their other objects; "
+          "'in use' is the settled RSS less it")
+    header = (f"{'shape':<11} {'decoder':<7} {'alloc':<8} {'contender':<14} {'settled':>10} "
+              f"{'in use':>10} {'x dict':>10} {'relisted':>10} {'halved':>10}")
+    print(header)
+    print("-" * len(header))
+    for row in rows:
+        print(f"{row['shape']:<11} {row['decoder']:<7} {row['allocator']:<8} {row['name']:<14} "
+              f"{_range(row.get('settled_py_free_mb'), '{:.1f}'):>10} "
+              f"{_range(row.get('held_mb')):>10} "
+              f"{_range(row.get('held_over_dict'), '{:.2f}'):>10} "
+              f"{_range(row.get('relisted_py_free_mb'), '{:.1f}'):>10} "
+              f"{_range(row.get('halved_py_free_mb'), '{:.1f}'):>10}")
 
 
 def main() -> int:
