@@ -425,15 +425,15 @@ def summarize(runs: list[dict[str, Any]]) -> list[dict[str, Any]]:
             if field in r:
                 row.setdefault(field, []).append(r[field])
         if "settled_py_free_mb" in r:  # what the objects take: the RSS less what is held free
-            row.setdefault("held_mb", []).append(r["settled_mb"] - r["settled_py_free_mb"])
+            row.setdefault("in_use_mb", []).append(r["settled_mb"] - r["settled_py_free_mb"])
     for (shape, decoder, allocator, name), row in rows.items():
         base = rows.get((shape, decoder, allocator, "dict"))
         default = rows.get((shape, decoder, "pymalloc", "dict"))
         floor = rows.get((shape, decoder, allocator, "floor"))
         if base is not None and name != "dict":
             row["settled_over_dict"] = _ratio(row["settled_mb"], base["settled_mb"])
-            if "held_mb" in row and "held_mb" in base:
-                row["held_over_dict"] = _ratio(row["held_mb"], base["held_mb"])
+            if "in_use_mb" in row and "in_use_mb" in base:
+                row["in_use_over_dict"] = _ratio(row["in_use_mb"], base["in_use_mb"])
         if default is not None and allocator != "pymalloc":
             row["settled_over_default_dict"] = _ratio(row["settled_mb"], default["settled_mb"])
         if floor is not None and name != "floor":
@@ -495,8 +495,8 @@ def _table(report: dict[str, Any]) -> None:
     for row in rows:
         print(f"{row['shape']:<11} {row['decoder']:<7} {row['allocator']:<8} {row['name']:<14} "
               f"{_range(row.get('settled_py_free_mb'), '{:.1f}'):>10} "
-              f"{_range(row.get('held_mb')):>10} "
-              f"{_range(row.get('held_over_dict'), '{:.2f}'):>10} "
+              f"{_range(row.get('in_use_mb')):>10} "
+              f"{_range(row.get('in_use_over_dict'), '{:.2f}'):>10} "
               f"{_range(row.get('relisted_py_free_mb'), '{:.1f}'):>10} "
               f"{_range(row.get('halved_py_free_mb'), '{:.1f}'):>10}")
 
