@@ -5,7 +5,7 @@ standard library, so both paths stay tested. A big body (a whole list) is decode
 :func:`loads_bulk`, before which a caller higher up may act on its own thread
 (:func:`before_bulk_decodes`) without the decoder knowing why: the informer pauses the cyclic
 collector there (:mod:`kinformer.collector_policy`). Given a check to call between chunks (a
-list request's stop), :func:`loads_bulk` decodes a big list a few hundred KiB of items at a time, so
+list request's stop), :func:`loads_bulk` decodes a big list a few dozen KiB of items at a time, so
 neither a stop nor another thread waits for the whole decode, and hands each chunk to an
 :class:`ItemsTaker` as it is decoded, so the whole list need never be held decoded.
 """
@@ -213,11 +213,14 @@ def _taken(body: Any, take: ItemsTaker | None) -> Any:
     return body
 
 
-# 256 KiB of a list's items per decode: about 2 ms of the interpreter lock, and a chunk's decoded
-# objects fill a few MiB of the allocator's arenas, which the next chunk reuses; with 2 MiB chunks
-# the objects a cache keeps of each chunk lay scattered over ten times as many arenas, and a
-# compact cache of 50,000 ConfigMaps held 8-10 MiB more once settled (docs/benchmarks.md)
-CHUNK_BYTES = 1 << 18
+# 32 KiB of a list's items per decode (about 30 ConfigMaps or 6 Pods; a quarter of a millisecond
+# of the interpreter lock). A chunk's decoded objects fill part of one of the allocator's 1 MiB
+# arenas, which the next chunk reuses, and what a cache keeps of each chunk (keys, stubs, a
+# compact cache's bytes) is made among them: the bigger the chunk, the more arenas those few
+# survivors end up spread over, each kept whole. From 2 MiB to 256 KiB a compact cache of 50,000
+# ConfigMaps settled 8-10 MiB smaller; from 256 KiB to 32 KiB, one of 30,000 settled at 39-42 MiB
+# instead of 43-49, with no change in the sync's time (docs/benchmarks.md).
+CHUNK_BYTES = 1 << 15
 _ITEMS = b'"items":['
 _CUT_TRIES = 8  # cuts tried per chunk before the list is decoded whole
 

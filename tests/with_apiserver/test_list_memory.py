@@ -124,3 +124,36 @@ def test_a_compact_cache_keeps_each_listed_objects_json_as_the_server_sent_it(
     # cut out of the body, not encoded again: only the last chunk's objects are (the rest of
     # the body is decoded with them)
     assert 0 < len(encoded) < OBJECTS / 10, len(encoded)
+
+
+def test_a_first_list_is_decoded_a_few_dozen_objects_at_a_time(
+    apiserver: FakeAPIServer, api_client: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """What a cache keeps of each decoded chunk (keys, stubs, bytes) is made among that chunk's
+    objects, in the allocator's arenas they fill: small chunks keep those survivors in few
+    arenas. With the default chunk size, a one-page list of 1 KB ConfigMaps is decoded about 32
+    KiB at a time, not hundreds of KiB."""
+    apiserver.preload(CONFIGMAPS, (
+        {"metadata": {"name": f"cm-{i:04d}", "namespace": "default"}, "data": {"v": "x" * 800}}
+        for i in range(1000)))
+    decode = _json.loader()
+    chunks: list[int] = []
+
+    def recording() -> Any:
+        def recorded(text: bytes) -> Any:
+            if text[:1] == b"[":  # a chunk of a list's items, as ``[`` items ``]``
+                chunks.append(len(text))
+            return decode(text)
+        return recorded
+
+    monkeypatch.setattr(_json, "loader", recording)
+    informer = SharedIndexInformer(
+        ListWatch.for_resource(api_client, CONFIGMAPS, namespace="default"), compact=True)
+    with running(informer.run, threading.Event()):
+        assert informer.wait_for_sync(TIMEOUT)
+    assert len(informer.get_indexer()) == 1000
+    obj = informer.get_indexer().get_by_key("default/cm-0500")
+    assert obj is not None and obj["data"] == {"v": "x" * 800}
+    # the body is about a MiB: some thirty chunks, each at most 32 KiB and the item it ends in
+    assert len(chunks) >= 20, chunks
+    assert max(chunks) <= _json.CHUNK_BYTES + 2048 <= 34 * 1024, chunks
