@@ -174,7 +174,7 @@ class ItemsTaker(Protocol):
 
 def loads_bulk(
     data: bytes | bytearray | memoryview | str, between: Callable[[], object] | None = None,
-    take: ItemsTaker | None = None,
+    take: ItemsTaker | None = None, *, kept: bool = True,
 ) -> Any:
     """:func:`loads` of a big body (a list), after calling this thread's hook of
     :func:`before_bulk_decodes`, if any.
@@ -194,15 +194,20 @@ def loads_bulk(
     held decoded. Decoded whole (a small body, no ``between``, a chunk that did not cut between
     two items), the list's items are handed over in one call, after ``take.restart()``. A body
     that is not an object with an ``items`` array never reaches ``take``.
+
+    ``kept`` says whether the caller keeps the decoded objects (a dict cache) or only what it
+    makes of them (False: a compact cache's bytes). A list whose objects are kept is decoded
+    :data:`KEPT_CHUNK_FACTOR` times :data:`CHUNK_BYTES` at a time.
     """
     if between is not None:
         between()
     hook = getattr(_hooks, "before", None)
     if hook is not None:
         hook()
-    if between is None or type(data) is not bytes or len(data) < 2 * CHUNK_BYTES:
+    size = CHUNK_BYTES * KEPT_CHUNK_FACTOR if kept else CHUNK_BYTES
+    if between is None or type(data) is not bytes or len(data) < 2 * size:
         return _taken(loads(data), take)
-    return _loads_in_chunks(data, between, take)
+    return _loads_in_chunks(data, between, take, size)
 
 
 def _taken(body: Any, take: ItemsTaker | None) -> Any:
@@ -213,14 +218,19 @@ def _taken(body: Any, take: ItemsTaker | None) -> Any:
     return body
 
 
-# 32 KiB of a list's items per decode (about 30 ConfigMaps or 6 Pods; a quarter of a millisecond
-# of the interpreter lock). A chunk's decoded objects fill part of one of the allocator's 1 MiB
-# arenas, which the next chunk reuses, and what a cache keeps of each chunk (keys, stubs, a
-# compact cache's bytes) is made among them: the bigger the chunk, the more arenas those few
-# survivors end up spread over, each kept whole. From 2 MiB to 256 KiB a compact cache of 50,000
-# ConfigMaps settled 8-10 MiB smaller; from 256 KiB to 32 KiB, one of 30,000 settled at 39-42 MiB
-# instead of 43-49, with no change in the sync's time (docs/benchmarks.md).
+# 32 KiB of a list's items per decode when its decoded objects are not kept (a compact cache's:
+# about 30 ConfigMaps or 6 Pods, a quarter of a millisecond of the interpreter lock). A chunk's
+# decoded objects fill part of one of the allocator's 1 MiB arenas, which the next chunk reuses,
+# and what a cache keeps of each chunk (keys, stubs, bytes) is made among them: the bigger the
+# chunk, the more arenas those few survivors end up spread over, each kept whole. From 2 MiB to
+# 256 KiB a compact cache of 50,000 ConfigMaps settled 8-10 MiB smaller; from 256 KiB to 32 KiB,
+# one of 30,000 settled at 38-40 MiB instead of 43-44, with no change in the sync's time.
 CHUNK_BYTES = 1 << 15
+# A list whose decoded objects are kept (a dict cache's) is decoded 256 KiB at a time: in 32 KiB
+# chunks, the standard library's decoder, which makes one string per distinct key per decode,
+# gave 30,000 5 KB Pods their own copies of their keys (801 MiB against 769), and with orjson
+# the dict cache held 1.96x its fresh size after a relist against 1.83x (docs/benchmarks.md).
+KEPT_CHUNK_FACTOR = 8
 _ITEMS = b'"items":['
 _CUT_TRIES = 8  # cuts tried per chunk before the list is decoded whole
 
@@ -235,11 +245,12 @@ def _item_start(data: bytes, first: int) -> bytes:
     return b"}," + data[first:colon + 1]
 
 
-def _loads_in_chunks(data: bytes, between: Callable[[], object], take: ItemsTaker | None) -> Any:
+def _loads_in_chunks(data: bytes, between: Callable[[], object], take: ItemsTaker | None,
+                     size: int) -> Any:
     """A list body decoded a chunk of items at a time (see :func:`loads_bulk`).
 
     A chunk ends where an item ends: at a ``},`` followed by the first key the first item
-    begins with (``},{"metadata":``), after :data:`CHUNK_BYTES`, decoded as ``[`` chunk ``]``.
+    begins with (``},{"metadata":``), after ``size`` bytes, decoded as ``[`` chunk ``]``.
     Such a cut inside a string or a nested array leaves that text unbalanced, so it fails to
     decode, and the next such place is tried; after :data:`_CUT_TRIES` failures in one chunk,
     the body is decoded whole, as it is when its ``items`` key
@@ -268,7 +279,7 @@ def _loads_in_chunks(data: bytes, between: Callable[[], object], take: ItemsTake
     view = memoryview(data)  # a chunk is copied once, into the text decoded
     while True:
         between()
-        cut = data.find(marker, begin + CHUNK_BYTES)
+        cut = data.find(marker, begin + size)
         tries = _CUT_TRIES
         while True:  # a cut between two objects of an array inside an item does not decode
             if cut < 0:

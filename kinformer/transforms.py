@@ -36,6 +36,21 @@ class JSONTransform(Protocol):
         """The transform of ``obj``, whose compact JSON, exactly as sent, is ``data``."""
 
 
+@runtime_checkable
+class Packer(Protocol):
+    """A transform that keeps nothing of the decoded object it is given, only what it makes of
+    it (a compact cache's bytes): its ``packs`` is True. A list whose objects go through one is
+    decoded in small chunks whatever the decoder, since no decoded object outlives its chunk (a
+    compact cache with a transform of your own chains the two, and its lists count as kept);
+    one whose objects are kept is decoded in bigger chunks by the standard library's decoder,
+    which shares equal keys only among the objects of one decode."""
+
+    packs: bool
+
+    def __call__(self, obj: Any) -> Any:
+        """What the cache keeps for ``obj``."""
+
+
 def strip_managed_fields(obj: Any) -> Any:
     """Drop ``metadata.managedFields`` from ``obj``, in place, and return ``obj``.
 

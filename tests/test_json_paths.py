@@ -433,6 +433,7 @@ class Chunks:
 def test_a_big_list_reaches_its_taker_a_chunk_at_a_time_and_a_bad_cut_restarts_it_whole(
         monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(_json, "CHUNK_BYTES", 16)
+    monkeypatch.setattr(_json, "KEPT_CHUNK_FACTOR", 1)  # the taker keeps them: no bigger chunks
     body = {"kind": "ThingList", "metadata": {},  # objects in arrays inside items: no cut there
             "items": [{"n": i, "pad": "x" * 10, "list": [{"a": 1}, {"a": 2}]} for i in range(6)]}
     data = _json.dumps(body)

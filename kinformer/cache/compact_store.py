@@ -439,9 +439,11 @@ class CompactIndexer:
 
 
 class _Packer:
-    """A compact cache's :meth:`CompactIndexer.pack`, as a transform."""
+    """A compact cache's :meth:`CompactIndexer.pack`, as a transform (a
+    :class:`~kinformer.transforms.Packer`)."""
 
     __slots__ = ("_indexer",)
+    packs = True  # keeps nothing of the decoded object
 
     def __init__(self, indexer: CompactIndexer) -> None:
         self._indexer = indexer

@@ -118,20 +118,24 @@ class PageTransform(NamedTuple):
     cache keeps those bytes rather than encoding the object again), and a lister that can cut
     its body between items calls it instead. A transform with ``with_json`` is a
     :class:`~kinformer.transforms.JSONTransform`, which keeps every object's name and
-    namespace: its lister still keys the items (``ListResult.keys``).
+    namespace: its lister still keys the items (``ListResult.keys``). ``kept`` is False when
+    the transform keeps nothing of the decoded items (a :class:`~kinformer.transforms.Packer`),
+    so their decode may be cut as fine as it likes.
     """
 
     items: Callable[[list[Any]], list[Any]]
     with_json: Callable[[list[Any], list[bytes]], list[Any]] | None = None
+    kept: bool = True
 
 
 @contextlib.contextmanager
 def transforming_pages(transform: Callable[[list[Any]], list[Any]],
                        with_json: Callable[[list[Any], list[bytes]], list[Any]] | None = None,
-                       ) -> Iterator[None]:
+                       *, kept: bool = True) -> Iterator[None]:
     """Ask every list this thread makes inside the block to put its items through
     ``transform`` (a list's items in, the items to keep out) as they are decoded, or through
-    ``with_json`` (the items and each one's JSON as sent; see :class:`PageTransform`).
+    ``with_json`` (the items and each one's JSON as sent; see :class:`PageTransform`, and for
+    ``kept``).
 
     A ListerWatcher that can (the HTTP one) hands ``transform`` each chunk of a page's items as
     soon as the chunk is decoded and checked, so the page is never held decoded whole, and
@@ -139,7 +143,7 @@ def transforming_pages(transform: Callable[[list[Any]], list[Any]],
     transforms the page itself. Blocks nest: the innermost transform is the one used.
     """
     outer = getattr(_pages, "transform", None)
-    _pages.transform = PageTransform(transform, with_json)
+    _pages.transform = PageTransform(transform, with_json, kept)
     try:
         yield
     finally:

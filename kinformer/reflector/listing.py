@@ -135,7 +135,8 @@ class Lister:
             pages = pager.list_all(shared.lw, rv, limit, ctx, self.name, shared.shard.text())
         else:  # a lister that can transforms each chunk of a page as it is decoded
             with_json = None if self._with_json is None else self._transformed_with_json
-            with listerwatcher.transforming_pages(self._transformed_items, with_json):
+            kept = not isinstance(shared.transform, transforms.Packer)
+            with listerwatcher.transforming_pages(self._transformed_items, with_json, kept=kept):
                 pages = pager.list_all(shared.lw, rv, limit, ctx, self.name, shared.shard.text(),
                                        self._transformed)
         if pages is None:

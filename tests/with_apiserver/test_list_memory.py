@@ -39,7 +39,8 @@ def bulky(i: int) -> dict[str, Any]:
 @pytest.fixture
 def loaded(apiserver: FakeAPIServer, monkeypatch: pytest.MonkeyPatch) -> FakeAPIServer:
     apiserver.preload(CONFIGMAPS, (bulky(i) for i in range(OBJECTS)))
-    monkeypatch.setattr(_json, "CHUNK_BYTES", 64 * 1024)  # about 10 objects a chunk
+    monkeypatch.setattr(_json, "CHUNK_BYTES", 64 * 1024)  # about 10 objects a chunk,
+    monkeypatch.setattr(_json, "KEPT_CHUNK_FACTOR", 1)  # whether the cache keeps them or not
     return apiserver
 
 
@@ -126,13 +127,19 @@ def test_a_compact_cache_keeps_each_listed_objects_json_as_the_server_sent_it(
     assert 0 < len(encoded) < OBJECTS / 10, len(encoded)
 
 
-def test_a_first_list_is_decoded_a_few_dozen_objects_at_a_time(
-    apiserver: FakeAPIServer, api_client: Any, monkeypatch: pytest.MonkeyPatch
+@pytest.mark.parametrize("decoder", ["default", "stdlib"])
+@pytest.mark.parametrize("compact", [True, False], ids=["compact", "dict"])
+def test_a_first_list_is_decoded_in_chunks_sized_for_what_the_cache_keeps(
+    apiserver: FakeAPIServer, api_client: Any, monkeypatch: pytest.MonkeyPatch, decoder: str,
+    compact: bool
 ) -> None:
     """What a cache keeps of each decoded chunk (keys, stubs, bytes) is made among that chunk's
     objects, in the allocator's arenas they fill: small chunks keep those survivors in few
-    arenas. With the default chunk size, a one-page list of 1 KB ConfigMaps is decoded about 32
-    KiB at a time, not hundreds of KiB."""
+    arenas. A compact cache, which keeps none of the decoded objects, has a one-page list of 1 KB
+    ConfigMaps decoded about 32 KiB at a time, with either decoder; a dict cache, which keeps
+    them, eight times that (their keys are shared more widely, and a relist leaves less)."""
+    if decoder == "stdlib":
+        monkeypatch.setattr(_json, "_use_orjson", False)  # what use_stdlib() sets; undone after
     apiserver.preload(CONFIGMAPS, (
         {"metadata": {"name": f"cm-{i:04d}", "namespace": "default"}, "data": {"v": "x" * 800}}
         for i in range(1000)))
@@ -148,12 +155,48 @@ def test_a_first_list_is_decoded_a_few_dozen_objects_at_a_time(
 
     monkeypatch.setattr(_json, "loader", recording)
     informer = SharedIndexInformer(
-        ListWatch.for_resource(api_client, CONFIGMAPS, namespace="default"), compact=True)
+        ListWatch.for_resource(api_client, CONFIGMAPS, namespace="default"), compact=compact)
     with running(informer.run, threading.Event()):
         assert informer.wait_for_sync(TIMEOUT)
     assert len(informer.get_indexer()) == 1000
     obj = informer.get_indexer().get_by_key("default/cm-0500")
     assert obj is not None and obj["data"] == {"v": "x" * 800}
-    # the body is about a MiB: some thirty chunks, each at most 32 KiB and the item it ends in
-    assert len(chunks) >= 20, chunks
-    assert max(chunks) <= _json.CHUNK_BYTES + 2048 <= 34 * 1024, chunks
+    # the body is about a MiB: a compact cache's in some thirty chunks, each at most 32 KiB and
+    # the item it ends in; a dict cache's in three or four of 256 KiB
+    if compact:
+        assert len(chunks) >= 20, chunks
+        assert max(chunks) <= _json.CHUNK_BYTES + 2048 <= 34 * 1024, chunks
+    else:
+        assert 2 <= len(chunks) <= 4, chunks
+        assert min(chunks) >= _json.CHUNK_BYTES * _json.KEPT_CHUNK_FACTOR >= 256 * 1024, chunks
+
+
+@pytest.fixture
+def stdlib_json() -> Iterator[None]:
+    _json.use_stdlib()
+    try:
+        yield
+    finally:
+        _json.use_stdlib(False)
+
+
+@pytest.mark.usefixtures("stdlib_json")
+def test_with_the_standard_library_a_dict_caches_listed_objects_share_their_keys(
+    apiserver: FakeAPIServer, api_client: Any
+) -> None:
+    """The standard library's decoder makes one string per distinct key per decode, so the
+    objects a dict cache keeps share their keys only with those decoded beside them: a list
+    whose objects are kept is decoded in bigger chunks there than a compact cache's."""
+    apiserver.preload(CONFIGMAPS, (
+        {"metadata": {"name": f"cm-{i:04d}", "namespace": "default"}, "data": {"v": "x" * 800}}
+        for i in range(1000)))
+    informer = SharedIndexInformer(ListWatch.for_resource(api_client, CONFIGMAPS, namespace="default"))
+    with running(informer.run, threading.Event()):
+        assert informer.wait_for_sync(TIMEOUT)
+    indexer = informer.get_indexer()
+    assert len(indexer) == 1000
+    first, later = indexer.get_by_key("default/cm-0000"), indexer.get_by_key("default/cm-0100")
+    # a hundred objects (about 100 KiB of the list) apart: decoded together, one "metadata"
+    assert first is not None and later is not None and first["data"] == later["data"]
+    assert next(k for k in first if k == "metadata") is next(k for k in later if k == "metadata")
+    assert next(k for k in first if k == "data") is next(k for k in later if k == "data")
