@@ -40,10 +40,8 @@ class JSONTransform(Protocol):
 class Packer(Protocol):
     """A transform that keeps nothing of the decoded object it is given, only what it makes of
     it (a compact cache's bytes): its ``packs`` is True. A list whose objects go through one is
-    decoded in small chunks whatever the decoder, since no decoded object outlives its chunk (a
-    compact cache with a transform of your own chains the two, and its lists count as kept);
-    one whose objects are kept is decoded in bigger chunks by the standard library's decoder,
-    which shares equal keys only among the objects of one decode."""
+    decoded in small chunks, since no decoded object outlives its chunk; one whose objects are
+    kept, in bigger ones. A :func:`chain` whose last step is a Packer is one too."""
 
     packs: bool
 
@@ -92,6 +90,9 @@ def chain(*fns: Transform | None) -> Transform:
     {'metadata': {'name': 'web', 'labels': {'seen': 'yes'}}}
     >>> chain(strip_managed_fields) is strip_managed_fields
     True
+
+    A chain ending in a :class:`Packer` (your transform, then a compact cache's packer) is a
+    Packer itself: what the last step keeps is all that is kept.
     """
     steps = tuple(fn for fn in fns if fn is not None)
     for fn in steps:
@@ -101,6 +102,8 @@ def chain(*fns: Transform | None) -> Transform:
         return _identity
     if len(steps) == 1:
         return steps[0]
+    if isinstance(steps[-1], Packer):
+        return _PackingChain(steps)
     if len(steps) == 2:
         first, second = steps
 
@@ -115,6 +118,24 @@ def chain(*fns: Transform | None) -> Transform:
         return obj
 
     return chained
+
+
+class _PackingChain:
+    """:func:`chain` of ``steps`` whose last is a :class:`Packer`: a Packer too."""
+
+    __slots__ = ("_steps",)
+    packs = True
+
+    def __init__(self, steps: tuple[Transform, ...]) -> None:
+        self._steps = steps
+
+    def __call__(self, obj: Any) -> Any:
+        for fn in self._steps:
+            obj = fn(obj)
+        return obj
+
+    def __repr__(self) -> str:
+        return f"chain{self._steps!r}"
 
 
 def _identity(obj: Any) -> Any:

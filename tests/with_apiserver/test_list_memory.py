@@ -128,16 +128,17 @@ def test_a_compact_cache_keeps_each_listed_objects_json_as_the_server_sent_it(
 
 
 @pytest.mark.parametrize("decoder", ["default", "stdlib"])
-@pytest.mark.parametrize("compact", [True, False], ids=["compact", "dict"])
+@pytest.mark.parametrize("cache", ["compact", "compact+transform", "dict", "dict+transform"])
 def test_a_first_list_is_decoded_in_chunks_sized_for_what_the_cache_keeps(
     apiserver: FakeAPIServer, api_client: Any, monkeypatch: pytest.MonkeyPatch, decoder: str,
-    compact: bool
+    cache: str
 ) -> None:
     """What a cache keeps of each decoded chunk (keys, stubs, bytes) is made among that chunk's
     objects, in the allocator's arenas they fill: small chunks keep those survivors in few
     arenas. A compact cache, which keeps none of the decoded objects, has a one-page list of 1 KB
     ConfigMaps decoded about 32 KiB at a time, with either decoder; a dict cache, which keeps
-    them, eight times that (their keys are shared more widely, and a relist leaves less)."""
+    them, eight times that (their keys are shared more widely, and a relist leaves less). A
+    transform of your own before the packer changes neither."""
     if decoder == "stdlib":
         monkeypatch.setattr(_json, "_use_orjson", False)  # what use_stdlib() sets; undone after
     apiserver.preload(CONFIGMAPS, (
@@ -154,8 +155,11 @@ def test_a_first_list_is_decoded_in_chunks_sized_for_what_the_cache_keeps(
         return recorded
 
     monkeypatch.setattr(_json, "loader", recording)
+    compact = cache.startswith("compact")
     informer = SharedIndexInformer(
         ListWatch.for_resource(api_client, CONFIGMAPS, namespace="default"), compact=compact)
+    if cache.endswith("+transform"):
+        informer.set_transform(strip_managed_fields)
     with running(informer.run, threading.Event()):
         assert informer.wait_for_sync(TIMEOUT)
     assert len(informer.get_indexer()) == 1000
