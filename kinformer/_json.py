@@ -5,7 +5,7 @@ standard library, so both paths stay tested. A big body (a whole list) is decode
 :func:`loads_bulk`, before which a caller higher up may act on its own thread
 (:func:`before_bulk_decodes`) without the decoder knowing why: the informer pauses the cyclic
 collector there (:mod:`kinformer.collector_policy`). Given a check to call between chunks (a
-list request's stop), :func:`loads_bulk` decodes a big list a few dozen KiB of items at a time, so
+list request's stop), :func:`loads_bulk` decodes a big list a chunk of items at a time, so
 neither a stop nor another thread waits for the whole decode, and hands each chunk to an
 :class:`ItemsTaker` as it is decoded, so the whole list need never be held decoded.
 """
