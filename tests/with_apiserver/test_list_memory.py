@@ -127,6 +127,13 @@ def test_a_compact_cache_keeps_each_listed_objects_json_as_the_server_sent_it(
     assert 0 < len(encoded) < OBJECTS / 10, len(encoded)
 
 
+def preload_a_mib(apiserver: FakeAPIServer) -> None:
+    """1,000 ConfigMaps of about 1 KB in ``default``: a list body of about a MiB."""
+    apiserver.preload(CONFIGMAPS, (
+        {"metadata": {"name": f"cm-{i:04d}", "namespace": "default"}, "data": {"v": "x" * 800}}
+        for i in range(1000)))
+
+
 @pytest.mark.parametrize("decoder", ["default", "stdlib"])
 @pytest.mark.parametrize("cache", ["compact", "compact+transform", "dict", "dict+transform"])
 def test_a_first_list_is_decoded_in_chunks_sized_for_what_the_cache_keeps(
@@ -141,9 +148,7 @@ def test_a_first_list_is_decoded_in_chunks_sized_for_what_the_cache_keeps(
     transform of your own before the packer changes neither."""
     if decoder == "stdlib":
         monkeypatch.setattr(_json, "_use_orjson", False)  # what use_stdlib() sets; undone after
-    apiserver.preload(CONFIGMAPS, (
-        {"metadata": {"name": f"cm-{i:04d}", "namespace": "default"}, "data": {"v": "x" * 800}}
-        for i in range(1000)))
+    preload_a_mib(apiserver)
     decode = _json.loader()
     chunks: list[int] = []
 
@@ -191,9 +196,7 @@ def test_with_the_standard_library_a_dict_caches_listed_objects_share_their_keys
     """The standard library's decoder makes one string per distinct key per decode, so the
     objects a dict cache keeps share their keys only with those decoded beside them: a list
     whose objects are kept is decoded in bigger chunks there than a compact cache's."""
-    apiserver.preload(CONFIGMAPS, (
-        {"metadata": {"name": f"cm-{i:04d}", "namespace": "default"}, "data": {"v": "x" * 800}}
-        for i in range(1000)))
+    preload_a_mib(apiserver)
     informer = SharedIndexInformer(ListWatch.for_resource(api_client, CONFIGMAPS, namespace="default"))
     with running(informer.run, threading.Event()):
         assert informer.wait_for_sync(TIMEOUT)
