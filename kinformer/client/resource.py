@@ -57,8 +57,8 @@ class _ListedItems:
     :func:`~kinformer.client.listerwatcher.transforming_pages` when the caller set one: what it
     drops is freed before the next chunk is decoded."""
 
-    __slots__ = ("api_version", "error", "kept", "keys", "run_namespace", "starts", "transform",
-                 "what", "with_json")
+    __slots__ = ("api_version", "error", "keys", "run_namespace", "starts", "transform", "what",
+                 "with_json")
 
     def __init__(self, what: str, api_version: str,
                  transform: listerwatcher.PageTransform | None) -> None:
@@ -66,7 +66,6 @@ class _ListedItems:
         self.api_version = api_version
         self.transform = None if transform is None else transform.items
         self.with_json = None if transform is None else transform.with_json
-        self.kept = transform is None or transform.kept  # the decoded items outlive their chunk
         self.error: BaseException | None = None  # what an item raised, told from bad JSON
         self.restart()
 
@@ -231,10 +230,11 @@ class HTTPResource:
         data = self._client.request(
             "GET", self._path, query=options.query(), timeout=self._timeout, ctx=ctx, what=what
         ).read()
-        taker = _ListedItems(what, self._api_version, listerwatcher.page_transform())
+        pages = listerwatcher.page_transform()
+        taker = _ListedItems(what, self._api_version, pages)
         try:
             body = _json.loads_bulk(data, None if ctx is None else _stopper(ctx, what), taker,
-                                    kept=taker.kept)
+                                    kept=pages is None or pages.kept)
         except ValueError as exc:
             if exc is taker.error:  # an item, not the JSON: raised as it is
                 raise

@@ -49,7 +49,7 @@ class Lister:
     thread's. Every list that reached the store is reported as ``shared.synced(rv)``.
     """
 
-    __slots__ = ("_page_size", "_paginated_result", "_shared", "_with_json", "name")
+    __slots__ = ("_kept", "_page_size", "_paginated_result", "_shared", "_with_json", "name")
 
     def __init__(self, shared: _shared.Shared, page_size: int) -> None:
         self._shared = shared
@@ -60,6 +60,8 @@ class Lister:
         transform = shared.transform
         self._with_json = (transform.with_json
                            if isinstance(transform, transforms.JSONTransform) else None)
+        # whether what it returns keeps the decoded objects (a packer keeps none of them)
+        self._kept = not isinstance(transform, transforms.Packer)
 
     def relist_resource_version(self) -> str:
         """The version a list asks for: "" after one was gone or too new, "0" at first, else the last."""
@@ -135,8 +137,8 @@ class Lister:
             pages = pager.list_all(shared.lw, rv, limit, ctx, self.name, shared.shard.text())
         else:  # a lister that can transforms each chunk of a page as it is decoded
             with_json = None if self._with_json is None else self._transformed_with_json
-            kept = not isinstance(shared.transform, transforms.Packer)
-            with listerwatcher.transforming_pages(self._transformed_items, with_json, kept=kept):
+            with listerwatcher.transforming_pages(self._transformed_items, with_json,
+                                                  kept=self._kept):
                 pages = pager.list_all(shared.lw, rv, limit, ctx, self.name, shared.shard.text(),
                                        self._transformed)
         if pages is None:

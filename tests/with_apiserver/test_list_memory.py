@@ -127,6 +127,12 @@ def test_a_compact_cache_keeps_each_listed_objects_json_as_the_server_sent_it(
     assert 0 < len(encoded) < OBJECTS / 10, len(encoded)
 
 
+def decode_with_the_standard_library(monkeypatch: pytest.MonkeyPatch) -> None:
+    """What ``use_stdlib()`` sets, put back as it was after the test (``use_stdlib(False)``
+    would choose orjson even in a run told ``KINFORMER_JSON=stdlib``)."""
+    monkeypatch.setattr(_json, "_use_orjson", False)
+
+
 def preload_a_mib(apiserver: FakeAPIServer) -> None:
     """1,000 ConfigMaps of about 1 KB in ``default``: a list body of about a MiB."""
     apiserver.preload(CONFIGMAPS, (
@@ -147,7 +153,7 @@ def test_a_first_list_is_decoded_in_chunks_sized_for_what_the_cache_keeps(
     them, eight times that (their keys are shared more widely, and a relist leaves less). A
     transform of your own before the packer changes neither."""
     if decoder == "stdlib":
-        monkeypatch.setattr(_json, "_use_orjson", False)  # what use_stdlib() sets; undone after
+        decode_with_the_standard_library(monkeypatch)
     preload_a_mib(apiserver)
     decode = _json.loader()
     chunks: list[int] = []
@@ -180,22 +186,13 @@ def test_a_first_list_is_decoded_in_chunks_sized_for_what_the_cache_keeps(
         assert min(chunks) >= _json.CHUNK_BYTES * _json.KEPT_CHUNK_FACTOR >= 256 * 1024, chunks
 
 
-@pytest.fixture
-def stdlib_json() -> Iterator[None]:
-    _json.use_stdlib()
-    try:
-        yield
-    finally:
-        _json.use_stdlib(False)
-
-
-@pytest.mark.usefixtures("stdlib_json")
 def test_with_the_standard_library_a_dict_caches_listed_objects_share_their_keys(
-    apiserver: FakeAPIServer, api_client: Any
+    apiserver: FakeAPIServer, api_client: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """The standard library's decoder makes one string per distinct key per decode, so the
     objects a dict cache keeps share their keys only with those decoded beside them: a list
     whose objects are kept is decoded in bigger chunks there than a compact cache's."""
+    decode_with_the_standard_library(monkeypatch)
     preload_a_mib(apiserver)
     informer = SharedIndexInformer(ListWatch.for_resource(api_client, CONFIGMAPS, namespace="default"))
     with running(informer.run, threading.Event()):
