@@ -12,12 +12,12 @@ from kinformer import _gc, _json
 
 
 @pytest.fixture(params=["orjson", "stdlib"])
-def backend(request: pytest.FixtureRequest) -> Iterator[str]:
+def backend(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
     if request.param == "orjson":
         pytest.importorskip("orjson")
+    monkeypatch.setattr(_json, "_use_orjson", _json._use_orjson)  # put back as it was after
     _json.use_stdlib(request.param == "stdlib")
     yield request.param
-    _json.use_stdlib(False)
 
 
 def test_loads_decodes_bytes_and_str_with_the_selected_backend(backend: str) -> None:

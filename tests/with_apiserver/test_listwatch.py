@@ -102,10 +102,10 @@ def server() -> Iterator[ScriptedServer]:
 
 
 @pytest.fixture(params=["orjson", "stdlib"])
-def json_backend(request: pytest.FixtureRequest) -> Iterator[str]:
+def json_backend(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
+    monkeypatch.setattr(_json, "_use_orjson", _json._use_orjson)  # put back as it was after
     _json.use_stdlib(request.param == "stdlib")
     yield request.param
-    _json.use_stdlib(False)
 
 
 def line(event_type: str, obj: Any) -> bytes:
