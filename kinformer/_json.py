@@ -71,13 +71,16 @@ def dumps(obj: Any) -> bytes:
     return json.dumps(obj, separators=(",", ":"), ensure_ascii=False).encode("utf-8")
 
 
-def dumps_to_keep(obj: Any) -> bytes:
-    """:func:`dumps` for bytes kept long (a compact cache): exactly as big as they are long.
+def dumps_to_keep(obj: Any, prefix: bytes = b"") -> bytes:
+    """:func:`dumps` for bytes kept long (a compact cache): exactly as big as they are long,
+    begun with ``prefix``.
 
     orjson hands back its growing buffer, about twice the size of the JSON in it; a copy of
-    just the JSON lets that buffer go.
+    just the JSON (made with the prefix) lets that buffer go.
     """
     data = dumps(obj)
+    if prefix:
+        return prefix + memoryview(data)
     if _use_orjson:
         return bytes(memoryview(data))
     return data

@@ -80,3 +80,65 @@ def test_a_stub_keeps_the_logical_cluster_a_cluster_aware_key_reads_and_the_uid_
     assert stub["metadata"]["annotations"] == {LOGICAL_CLUSTER_ANNOTATION: "root:org"}
     assert cluster_aware_key_func(stub) == cluster_aware_key_func(obj)
     assert packed.load(stub.data) == obj
+
+
+def configmap(**fields: Any) -> dict[str, Any]:
+    return {**fields, "metadata": {"name": "a", "namespace": "ns"}, "data": {"k": "v"}}
+
+
+@pytest.mark.parametrize("where", ["first", "last"])
+def test_an_objects_kind_and_api_version_are_kept_once_for_its_type_and_put_back_where_they_stood(
+    where: str, kept_as: bool,
+) -> None:
+    if not kept_as:
+        pytest.skip("marshal's form keeps each object whole")
+    typed = {"kind": "ConfigMap", "apiVersion": "v1"}
+    obj = {**typed, **configmap()} if where == "first" else configmap(**typed)
+    data = packed.keep(obj)
+    assert b"ConfigMap" not in data and b"apiVersion" not in data
+    assert data[0] < 0x20 and data[:1] not in (b"\t", b"\n", b"\r")
+    loaded = packed.load(data)
+    assert loaded == obj and list(loaded) == list(obj)  # the same fields, in the same order
+    other = packed.load(packed.keep({**obj, "kind": "Secret"}))
+    assert other["kind"] == "Secret" and list(other) == list(obj)
+
+
+def test_an_object_whose_kind_and_api_version_stand_apart_or_are_not_strings_is_kept_whole() -> None:
+    apart = {"kind": "ConfigMap", "metadata": {"name": "a"}, "apiVersion": "v1", "data": {}}
+    odd = {"kind": ["ConfigMap"], "apiVersion": "v1", "metadata": {"name": "a"}}
+    for obj in (apart, odd):
+        data = packed.keep(obj)
+        assert b"ConfigMap" in data
+        loaded = packed.load(data)
+        assert loaded == obj and list(loaded) == list(obj)
+
+
+def test_once_every_byte_names_a_type_the_objects_of_other_types_are_kept_whole(
+    monkeypatch: pytest.MonkeyPatch, kept_as: bool,
+) -> None:
+    if not kept_as:
+        pytest.skip("marshal's form keeps each object whole")
+    monkeypatch.setattr(packed, "_FREE_TAGS", packed._FREE_TAGS[:2])
+    monkeypatch.setattr(packed, "_tags", dict(packed._tags))
+    objs = [{"kind": f"Kind{i}", "apiVersion": "example.com/v1", **configmap()} for i in range(4)]
+    kept = [packed.keep(obj) for obj in objs]
+    assert [b"Kind" in data for data in kept] == [False, False, True, True]
+    assert [packed.load(data) for data in kept] == objs
+
+
+def test_json_as_the_server_sent_it_is_kept_without_the_opening_its_type_names(kept_as: bool) -> None:
+    from kinformer import _json
+
+    if not kept_as:
+        pytest.skip("only a cache keeping JSON keeps an object's bytes as the server sent them")
+
+    obj = {"kind": "ConfigMap", "apiVersion": "v1", **configmap()}
+    sent = _json.dumps(obj)
+    stub = packed.pack(obj, (), sent)
+    opening = b'{"kind":"ConfigMap","apiVersion":"v1",'
+    assert sent.startswith(opening) and len(stub.data) == len(sent) - len(opening) + 2
+    assert packed.load(stub.data) == obj
+    # sent otherwise (spaced, or its fields in another order): kept exactly as sent
+    for other in (b'{"kind": "ConfigMap", ' + sent[len(b'{"kind":"ConfigMap",'):],
+                  _json.dumps({"apiVersion": "v1", "kind": "ConfigMap", **configmap()})):
+        assert packed.pack(_json.loads(other), (), other).data == other

@@ -115,9 +115,9 @@ def test_a_compact_cache_keeps_each_listed_objects_json_as_the_server_sent_it(
     encode = _json.dumps_to_keep
     encoded: list[Any] = []
 
-    def counting(obj: Any) -> bytes:
+    def counting(obj: Any, *prefix: bytes) -> bytes:
         encoded.append(obj)
-        return encode(obj)
+        return encode(obj, *prefix)
 
     monkeypatch.setattr(_json, "dumps_to_keep", counting)
     kept = objects(compact=True)

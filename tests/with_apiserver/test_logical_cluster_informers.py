@@ -378,7 +378,8 @@ def test_a_compact_wildcard_informer_keeps_each_clusters_own_json_cut_from_the_l
     monkeypatch.setattr(_json, "CHUNK_BYTES", 512)  # a chunk of a few objects: cut in the body
     encode = _json.dumps_to_keep
     encoded: list[Any] = []
-    monkeypatch.setattr(_json, "dumps_to_keep", lambda obj: encoded.append(obj) or encode(obj))
+    monkeypatch.setattr(_json, "dumps_to_keep",
+                        lambda obj, *prefix: encoded.append(obj) or encode(obj, *prefix))
     informer = SharedIndexInformer(
         ListWatch.for_resource(client_of(None), CONFIGMAPS, cluster="*"), compact=True)
     with running(informer.run):

@@ -186,7 +186,8 @@ def test_a_compact_relist_hands_over_the_replaced_objects_without_encoding_them_
     with running(informer.run):
         assert informer.wait_for_sync(TIMEOUT)
         assert wait_for(registration.has_synced, TIMEOUT)
-        monkeypatch.setattr(_json, "dumps_to_keep", lambda obj: encoded.append(obj) or encode(obj))
+        monkeypatch.setattr(_json, "dumps_to_keep",
+                            lambda obj, *prefix: encoded.append(obj) or encode(obj, *prefix))
         relist(apiserver)
         assert wait_for(lambda: len(olds) == 200, TIMEOUT)
     assert sorted(old["metadata"]["labels"]["app"] for old in olds) == sorted(
