@@ -126,7 +126,9 @@ _Type = tuple[str, str, bool]  # kind, apiVersion, and whether the two come firs
 _FREE_TAGS = [bytes((b,)) for b in range(0x20) if b not in b"\t\n\r"]
 _tags: dict[_Type, bytes] = {}  # each type named so -> its byte
 _types: dict[int, _Type] = {}  # the byte's value -> its type
-_openings: dict[int, bytes] = {}  # the byte's value -> its type's JSON opening, for one first
+# each type named first -> its JSON opening as a server sends it, and the byte naming it with the
+# "{" that takes the opening's place (_shortened)
+_shortening: dict[tuple[str, str], tuple[bytes, bytes]] = {}
 _naming = threading.Lock()
 
 
@@ -143,8 +145,10 @@ def _tag_for(kind: Any, api_version: Any, first: bool) -> bytes | None:
         if tag is None and _FREE_TAGS:
             tag = _FREE_TAGS.pop(0)
             _types[tag[0]] = (kind, api_version, first)
-            _openings[tag[0]] = (b'{"kind":' + _json.dumps(kind) + b',"apiVersion":'
-                                 + _json.dumps(api_version) + b",")
+            if first:
+                opening = (b'{"kind":' + _json.dumps(kind) + b',"apiVersion":'
+                           + _json.dumps(api_version) + b",")
+                _shortening[kind, api_version] = (opening, tag + b"{")
             _tags[kind, api_version, first] = tag  # published last: whoever reads it finds the rest
         return tag
 
@@ -186,16 +190,27 @@ def _with_type(tag: int, rest: Any) -> Any:
 
 def _shortened(data: bytes, stub: Packed) -> bytes:
     """``data``, the JSON of the object of ``stub`` as the server sent it, kept without the
-    opening its type names, when the cache keeps JSON and it begins so; else as it is."""
-    if not kept_as_json or data[:1] != b"{":
+    opening its type names, when the cache keeps JSON and it begins so; else as it is.
+
+    Once per listed object: one lookup of the type, then one slice and one join (a memoryview
+    of ``data`` costs more to make than the copy it saves).
+    """
+    if not kept_as_json:
         return data
-    tag = _tag_for(stub.get("kind"), stub.get("apiVersion"), True)
-    if tag is None:
+    kind: Any = stub.get("kind")
+    api_version: Any = stub.get("apiVersion")
+    try:
+        found = _shortening.get((kind, api_version))
+    except TypeError:  # a field that is no string (nor hashable)
         return data
-    opening = _openings[tag[0]]
+    if found is None:
+        if _tag_for(kind, api_version, True) is None:
+            return data
+        found = _shortening[kind, api_version]
+    opening, head = found
     if not data.startswith(opening):
         return data
-    return tag + b"{" + memoryview(data)[len(opening):]
+    return head + data[len(opening):]
 
 
 # -- the bytes kept ----------------------------------------------------------------------------
