@@ -93,7 +93,7 @@ def test_an_objects_kind_and_api_version_are_kept_once_for_its_type_and_put_back
     if not kept_as:
         pytest.skip("marshal's form keeps each object whole")
     typed = {"kind": "ConfigMap", "apiVersion": "v1"}
-    obj = {**typed, **configmap()} if where == "first" else configmap(**typed)
+    obj = {**typed, **configmap()} if where == "first" else {**configmap(), **typed}
     data = packed.keep(obj)
     assert b"ConfigMap" not in data and b"apiVersion" not in data
     assert data[0] < 0x20 and data[:1] not in (b"\t", b"\n", b"\r")
