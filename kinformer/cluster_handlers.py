@@ -174,12 +174,15 @@ class ClusterAnnotationHandler:
 
 def cluster_of_notification(obj: Any) -> str:
     """The logical cluster a notification's object belongs to: its annotation, or for a
-    :class:`~kinformer.DeletedFinalStateUnknown` the cluster of its cluster-aware key (its last
-    known object's annotation when the key does not parse)."""
+    :class:`~kinformer.DeletedFinalStateUnknown` the cluster of its cluster-aware key, else its
+    last known object's annotation (the key of an informer of one logical cluster is plain)."""
     if type(obj) is store.DeletedFinalStateUnknown:
         try:
-            return _cluster.split_cluster_aware_key(obj.key)[0]
+            cluster = _cluster.split_cluster_aware_key(obj.key)[0]
         except errors.InvalidKeyError:
             log.debug("tombstone key %r is not cluster-aware; reading its object", obj.key)
-            return "" if obj.obj is None else _cluster.cluster_of(obj.obj)
+            cluster = ""
+        if cluster or obj.obj is None:
+            return cluster
+        return _cluster.cluster_of(obj.obj)
     return _cluster.cluster_of(obj)

@@ -95,6 +95,8 @@ def test_the_annotation_adapter_reads_each_objects_cluster() -> None:
     [
         (DeletedFinalStateUnknown("root:a|default/x", None), "root:a"),
         (DeletedFinalStateUnknown("default/x", None), ""),
+        # an informer of one logical cluster keys plainly: the object names the cluster
+        (DeletedFinalStateUnknown("default/x", in_cluster("root:a", "x")), "root:a"),
         (DeletedFinalStateUnknown("a|b|c", in_cluster("root:c", "x")), "root:c"),
         (DeletedFinalStateUnknown("a|b|c", None), ""),
     ],
