@@ -158,6 +158,16 @@ class FilteringResourceEventHandler:
         if self.filter_func(obj):
             self.handler.on_delete(obj)
 
+    def for_cluster(self, cluster: str) -> ResourceEventHandler:
+        """This filter before ``handler``'s own handler for member ``cluster`` when ``handler``
+        makes one per member cluster (a :class:`~kinformer.cluster_handlers.PerClusterHandler`,
+        such as a controller's event handler), else before ``handler`` itself: a filter never
+        hides from a multi-cluster informer which member a notification came from."""
+        make = getattr(self.handler, "for_cluster", None)
+        if make is None:
+            return self
+        return FilteringResourceEventHandler(self.filter_func, make(cluster))
+
 
 def deleted_object(obj: Any) -> Any:
     """The object an ``on_delete`` was about: a tombstone's last known state, else ``obj`` itself.

@@ -27,6 +27,7 @@ from kinformer import (
     ControllerManager,
     DiscoveringDynamicSharedInformerFactory,
     DynamicSharedInformerFactory,
+    FilteringResourceEventHandler,
     GenericClusterLister,
     GenericLister,
     GroupVersionResource,
@@ -126,12 +127,18 @@ def test_a_controller_over_every_logical_cluster_keeps_each_clusters_object_apar
         factory.shutdown()
 
 
-def test_a_controller_over_member_clusters_keeps_each_members_object_apart(members: dict[str, Any]) -> None:
+@pytest.mark.parametrize("filtered", [False, True], ids=["plain", "filtered"])
+def test_a_controller_over_member_clusters_keeps_each_members_object_apart(
+    members: dict[str, Any], filtered: bool
+) -> None:
     factory = MultiClusterInformerFactory(StaticClusterProvider(members))
     configmaps = factory.for_resource(CONFIGMAPS)
     looks = Looks(configmaps.lister())
     controller = Controller("apps", looks)
-    configmaps.add_event_handler(controller.event_handler())
+    handler: Any = controller.event_handler()
+    if filtered:  # client-go's usual wiring: a filter in front of the controller's handler
+        handler = FilteringResourceEventHandler(lambda obj: True, handler)
+    configmaps.add_event_handler(handler)
     factory.start(threading.Event())
     try:
         with running(controller.run):
