@@ -263,6 +263,12 @@ class DynamicSharedInformerFactory:
         """The informer for ``gvr``, created (not started) on first use."""
         return self._informers.for_resource(gvr)
 
+    @property
+    def cluster(self) -> str | None:
+        """The kcp logical cluster every informer lists and watches: its name, ``"*"`` for
+        every one, None for an ordinary cluster (given, or named by the client's host)."""
+        return self._cluster
+
     def set_shard_selector(self, selector: sharding.ShardSelector | None) -> None:
         """Cache only ``selector``'s shard (None: everything) in every informer, made and to come.
 

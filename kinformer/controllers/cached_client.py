@@ -42,9 +42,13 @@ class CachedClient:
 
     ``cluster`` names the cluster of the object: a logical cluster (its reads narrow the cache
     to it; its writes go to ``/clusters/<cluster>``) or a member. ``""`` reads across clusters
-    (a name held by two raises, as the cluster lister does) and writes through ``api_client``
-    as it is; over a multi-cluster source a write needs a cluster
-    (:class:`~kinformer.ConfigurationError`). API errors are the typed ones of
+    (a name held by two raises, as the cluster lister does). A write with ``""`` goes to the
+    logical cluster the object written names (its ``kcp.io/cluster`` annotation, as an object
+    read from the cache does), else to the one logical cluster the source watches, else
+    through ``api_client`` as it is; it fails with :class:`~kinformer.ConfigurationError` when
+    it names no cluster over every logical cluster (``cluster="*"``) or over member clusters,
+    and when the object names another cluster than ``cluster`` or the source's one: a write
+    never lands in a cluster nobody named. API errors are the typed ones of
     :mod:`kinformer.errors`; a miss in the cache is :class:`~kinformer.NotFoundError`.
     """
 
@@ -91,22 +95,26 @@ class CachedClient:
     def create(self, gvr: GroupVersionResource, obj: Any, cluster: str = "") -> Any:
         """Create ``obj`` (its namespace from its metadata) on the server; the created object."""
         namespace = meta.namespace(obj)
+        cluster = self._cluster_written(gvr, obj, cluster)
         return self._write(gvr, "POST", rest.resource_path(gvr, namespace), obj, cluster)
 
     def update(self, gvr: GroupVersionResource, obj: Any, cluster: str = "") -> Any:
         """Replace ``obj`` on the server (a stale resourceVersion is a ConflictError)."""
         path = _object_path(gvr, meta.namespace(obj), meta.name(obj))
+        cluster = self._cluster_written(gvr, obj, cluster)
         return self._write(gvr, "PUT", path, obj, cluster)
 
     def patch(self, gvr: GroupVersionResource, name: str, merge_patch: Any, namespace: str = "",
               cluster: str = "") -> Any:
         """Apply a JSON merge patch (RFC 7386) to the object; the patched object."""
+        cluster = self._cluster_written(gvr, None, cluster)
         return self._write(gvr, "PATCH", _object_path(gvr, namespace, name), merge_patch, cluster,
                            content_type=MERGE_PATCH)
 
     def delete(self, gvr: GroupVersionResource, name: str, namespace: str = "", cluster: str = "") -> Any:
         """Delete the object; the server's answer (a Status, or the object while it finalizes).
         The reconciled request's staleness record is cleared."""
+        cluster = self._cluster_written(gvr, None, cluster)
         return self._write(gvr, "DELETE", _object_path(gvr, namespace, name), None, cluster, deleting=True)
 
     def _write(self, gvr: GroupVersionResource, method: str, path: str, body: Any, cluster: str, *,
@@ -125,6 +133,24 @@ class CachedClient:
         else:
             self._record(gvr, cluster, answer)
         return answer
+
+    def _cluster_written(self, gvr: GroupVersionResource, obj: Any, cluster: str) -> str:
+        """The cluster a write goes to (see the class): ``cluster``, else the logical cluster
+        ``obj`` names, else the source's one; ``""`` through ``api_client`` as it is."""
+        if self._multi:
+            return cluster  # a member, or none: _client_for refuses that
+        named = _cluster.cluster_of(obj) if obj is not None else ""
+        watched: str | None = getattr(self._source, "cluster", None)
+        given = cluster or (watched if watched and watched != "*" else "")
+        if named and given and named != given:
+            raise errors.ConfigurationError(
+                f"{gvr}: the object names the logical cluster {named!r}, the write {given!r}")
+        meant = given or named
+        if not meant and watched == "*":
+            raise errors.ConfigurationError(
+                f"{gvr}: a write over every logical cluster needs cluster= (or an object "
+                "naming its cluster)")
+        return meant
 
     def _client_for(self, cluster: str) -> rest.Client:
         if not self._multi:

@@ -186,6 +186,12 @@ class DiscoveringDynamicSharedInformerFactory:
         self._crd_entry: factory.InformerEntry | None = None
         self._crd_names: set[str] = set()  # "<plural>.<group>" of every CRD seen; the worker's only
 
+    @property
+    def cluster(self) -> str | None:
+        """The kcp logical cluster every informer lists and watches: its name, ``"*"`` for
+        every one, None for an ordinary cluster (given, or named by the client's host)."""
+        return self._cluster
+
     # -- lifecycle ------------------------------------------------------------------------------
 
     def start(self, ctx: context.StopSignal) -> None:

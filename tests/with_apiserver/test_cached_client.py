@@ -127,6 +127,46 @@ def test_reads_and_writes_name_the_logical_cluster(
         factory.shutdown()
 
 
+def test_a_write_without_a_cluster_goes_where_its_object_or_source_names_or_fails(
+        logical_clusters_server: FakeAPIServer, client_of: Any) -> None:
+    server = logical_clusters_server
+    for cluster in ("root", "root:a", "root:b"):
+        server.create(CONFIGMAPS, cm("app", None, "default", data={"in": cluster}), cluster=cluster)
+    every = DynamicSharedInformerFactory(client_of(None), cluster="*")
+    one = DynamicSharedInformerFactory(client_of(None), cluster="root:b")
+    over_every, over_one = CachedClient(every, client_of(None)), CachedClient(one, client_of(None))
+    stop = threading.Event()
+    for factory in (every, one):
+        factory.for_resource(CONFIGMAPS)
+        factory.start(stop)
+    try:
+        for factory in (every, one):
+            assert all(factory.wait_for_cache_sync(timeout=TIMEOUT).values())
+        # an object read from root:a's cache and written back without cluster= goes to root:a
+        read = over_every.get(CONFIGMAPS, "app", "default", cluster="root:a")
+        over_every.update(CONFIGMAPS, {**read, "data": {"in": "updated"}})
+        assert server.get(CONFIGMAPS, "default", "app", cluster="root:a")["data"] == {"in": "updated"}
+        assert server.get(CONFIGMAPS, "default", "app", cluster="root")["data"] == {"in": "root"}
+        # over every logical cluster, a write naming no cluster is refused, never sent to root
+        for write in (lambda: over_every.patch(CONFIGMAPS, "app", {"data": {"in": "x"}}, "default"),
+                      lambda: over_every.delete(CONFIGMAPS, "app", "default"),
+                      lambda: over_every.create(CONFIGMAPS, cm("new", None, "default"))):
+            with pytest.raises(ConfigurationError, match="every logical cluster"):
+                write()
+        with pytest.raises(ConfigurationError, match="names the logical cluster 'root:a'"):
+            over_every.update(CONFIGMAPS, read, cluster="root:b")
+        # a source of one logical cluster: its writes go there
+        over_one.patch(CONFIGMAPS, "app", {"data": {"in": "patched"}}, "default")
+        assert server.get(CONFIGMAPS, "default", "app", cluster="root:b")["data"] == {"in": "patched"}
+        assert server.get(CONFIGMAPS, "default", "app", cluster="root")["data"] == {"in": "root"}
+        with pytest.raises(ConfigurationError, match="names the logical cluster 'root:a'"):
+            over_one.update(CONFIGMAPS, read)
+    finally:
+        stop.set()
+        every.shutdown()
+        one.shutdown()
+
+
 def test_writes_over_members_go_through_that_members_client(kube_fleet: dict[str, FakeAPIServer]) -> None:
     clients = {name: server.api_client() for name, server in kube_fleet.items()}
     for name, server in kube_fleet.items():
