@@ -124,15 +124,14 @@ class AmbiguousNameError(KinformerError, LookupError):
     (sorted) say what was asked and where it was found.
     """
 
-    def __init__(self, resource: str, key: str, clusters: list[str]) -> None:
+    def __init__(self, resource: str, key: str, clusters: list[str], hint: str = "") -> None:
         self.resource = resource
         self.key = key
         self.clusters = sorted(clusters)
         named = ", ".join(c or '""' for c in self.clusters)
         first = next((c for c in self.clusters if c), "")  # one "" needs no prefix: show another
-        super().__init__(
-            f'{resource} "{key}" is in {len(self.clusters)} clusters ({named}): ask for one, with '
-            f'a cluster-aware key ("{first}|{key}") or cluster(name)')
+        hint = hint or f'ask for one, with a cluster-aware key ("{first}|{key}") or cluster(name)'
+        super().__init__(f'{resource} "{key}" is in {len(self.clusters)} clusters ({named}): {hint}')
 
 
 class InvalidResourceVersionError(KinformerError, ValueError):

@@ -164,9 +164,8 @@ class FilteringResourceEventHandler:
         such as a controller's event handler), else before ``handler`` itself: a filter never
         hides from a multi-cluster informer which member a notification came from."""
         make = getattr(self.handler, "for_cluster", None)
-        if make is None:
-            return self
-        return FilteringResourceEventHandler(self.filter_func, make(cluster))
+        made = self.handler if make is None else make(cluster)
+        return self if made is self.handler else FilteringResourceEventHandler(self.filter_func, made)
 
 
 def deleted_object(obj: Any) -> Any:

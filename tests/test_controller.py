@@ -12,6 +12,7 @@ from helpers import Background, clock_waits
 from kinformer import errors
 from kinformer.cache.store import DeletedFinalStateUnknown
 from kinformer.controllers.controller import Controller, Result
+from kinformer.handlers import FilteringResourceEventHandler
 from kinformer.testing.clock import FakeClock
 from kinformer.testing.waiting import wait_for
 from kinformer.workqueue import ItemExponentialFailureRateLimiter, RateLimitingQueue
@@ -231,5 +232,7 @@ def test_a_key_func_given_is_used_everywhere_as_before() -> None:
     queue: RateLimitingQueue[str] = RateLimitingQueue(clock=FakeClock())
     handler = Controller("keys", Reconciles(), queue=queue).event_handler(lambda obj: obj["metadata"]["name"])
     assert handler.for_cluster("east") is handler
+    filtered = FilteringResourceEventHandler(lambda obj: True, handler)
+    assert filtered.for_cluster("east") is filtered  # one handler for every member, as before
     handler.on_add(in_cluster("root:a", "app"), False)
     assert queued(queue) == ["app"]

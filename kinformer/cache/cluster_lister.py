@@ -88,7 +88,7 @@ class GenericClusterLister(GenericLister):
         """A lister over one indexer per cluster: ``indexers`` maps each cluster's name to its
         indexer and is read anew on every call, so a live mapping (one that follows clusters as
         they come and go) gives a live lister. No objects are copied."""
-        return cls(_MemberClusters(indexers), gvr)
+        return cls(_MemberClusters(indexers, gvr), gvr)
 
     def get(self, name: str) -> Any:
         """The object of a cluster-aware key (``"root:a|default/app"``), or of a key without a
@@ -144,7 +144,11 @@ class GenericClusterLister(GenericLister):
         if not found:
             raise lister.not_found(self._gvr, asked)
         key = _cluster.to_cluster_aware_key("", namespace, name)
-        raise errors.AmbiguousNameError(self._gvr.group_resource, key, [c for c, _ in found])
+        hint = ""
+        if isinstance(self._clusters, _MemberClusters):  # a member's logical cluster has no key here
+            hint = (f'ask for one, with a member\'s key ("<member>|{key}") or cluster(member), whose '
+                    f'get takes a logical cluster\'s key ("root:a|{key}") for a member on /clusters/*')
+        raise errors.AmbiguousNameError(self._gvr.group_resource, key, [c for c, _ in found], hint)
 
     def __repr__(self) -> str:
         return f"<GenericClusterLister {self._gvr}>"
@@ -200,30 +204,34 @@ class _LogicalClusters:
 
 
 class _MemberClusters:
-    """Member clusters, one ordinary indexer each, in a live mapping read anew on every call."""
+    """Member clusters, one ordinary indexer each, in a live mapping read anew on every call.
 
-    __slots__ = ("_indexers",)
+    A member on kcp's ``/clusters/*`` caches its logical clusters cluster-aware: a name without
+    a logical cluster is looked up in each of them, as a logical-cluster lister does.
+    """
 
-    def __init__(self, indexers: Mapping[str, Any]) -> None:
+    __slots__ = ("_gvr", "_indexers")
+
+    def __init__(self, indexers: Mapping[str, Any], gvr: GroupVersionResource) -> None:
         self._indexers = indexers
+        self._gvr = gvr
 
     def everything(self) -> _MemberClustersView:
-        return _MemberClustersView(self._indexers)
+        return _MemberClustersView(self._indexers, self._gvr)
 
     def view(self, cluster: str) -> _MemberClusterView:
-        return _MemberClusterView(self._indexers, cluster)
+        return _MemberClusterView(self._indexers, cluster, self._gvr)
 
     def names(self) -> builtins.list[str]:
         return sorted(self._indexers)
 
     def holding(self, namespace: str, name: str) -> builtins.list[tuple[str, Any]]:
         found: builtins.list[tuple[str, Any]] = []
-        key = _cluster.to_cluster_aware_key("", namespace, name)
         for cluster in builtins.list(self._indexers):
             indexer = self._indexers.get(cluster)  # None: it left since
-            obj = None if indexer is None else indexer.get_by_key(key)
-            if obj is not None:
-                found.append((cluster, obj))
+            if indexer is not None:
+                found.extend((_member_and_logical(cluster, logical), obj)
+                             for logical, obj in _in_member(indexer, namespace, name))
         return found
 
 
@@ -288,10 +296,11 @@ class _MemberClustersView:
     """Every member cluster's indexer read as one plain indexer keyed by cluster-aware keys;
     the live mapping is read anew on every call."""
 
-    __slots__ = ("_indexers",)
+    __slots__ = ("_gvr", "_indexers")
 
-    def __init__(self, indexers: Mapping[str, Any]) -> None:
+    def __init__(self, indexers: Mapping[str, Any], gvr: GroupVersionResource) -> None:
         self._indexers = indexers
+        self._gvr = gvr
 
     def list(self) -> builtins.list[Any]:
         objs: builtins.list[Any] = []
@@ -305,7 +314,7 @@ class _MemberClustersView:
         except errors.InvalidKeyError:
             return None  # no object has it, as a cluster-aware indexer answers
         indexer = self._indexers.get(cluster)
-        return None if indexer is None else indexer.get_by_key(meta.object_key(namespace, name))
+        return None if indexer is None else _one_in_member(indexer, cluster, namespace, name, self._gvr)
 
     def get_indexers(self) -> Mapping[str, Any]:
         return _NO_INDEXERS
@@ -325,11 +334,12 @@ class _MemberClustersView:
 class _MemberClusterView:
     """One member cluster's indexer, looked up in the live mapping on every call (absent: empty)."""
 
-    __slots__ = ("_cluster", "_indexers")
+    __slots__ = ("_cluster", "_gvr", "_indexers")
 
-    def __init__(self, indexers: Mapping[str, Any], cluster: str) -> None:
+    def __init__(self, indexers: Mapping[str, Any], cluster: str, gvr: GroupVersionResource) -> None:
         self._indexers = indexers
         self._cluster = cluster
+        self._gvr = gvr
 
     def list(self) -> builtins.list[Any]:
         indexer = self._indexers.get(self._cluster)
@@ -340,9 +350,12 @@ class _MemberClusterView:
         if indexer is None:
             return None
         plain = _own_key(self._cluster, key)
-        # another cluster's key: found only in a member whose own cache is cluster-aware (a
-        # member on kcp's /clusters/*, keyed by its logical clusters)
-        return indexer.get_by_key(key if plain is None else plain)
+        if plain is None:
+            # another cluster's key: found only in a member whose own cache is cluster-aware (a
+            # member on kcp's /clusters/*, keyed by its logical clusters)
+            return indexer.get_by_key(key)
+        namespace, name = store.split_meta_namespace_key(plain)
+        return _one_in_member(indexer, self._cluster, namespace, name, self._gvr)
 
     def get_indexers(self) -> Mapping[str, Any]:
         indexer = self._indexers.get(self._cluster)
@@ -351,6 +364,36 @@ class _MemberClusterView:
     def by_index(self, index_name: str, indexed_value: str) -> builtins.list[Any]:
         indexer = self._indexers.get(self._cluster)
         return [] if indexer is None else indexer.by_index(index_name, indexed_value)
+
+
+def _in_member(indexer: Any, namespace: str, name: str) -> builtins.list[tuple[str, Any]]:
+    """``(logical cluster, object)`` for each ``namespace/name`` one member's indexer holds: at
+    most one, with ``""``, in an ordinary member's; one per logical cluster holding it in a
+    member whose cache is cluster-aware (on kcp's ``/clusters/*``: keyed by logical clusters)."""
+    if (getattr(indexer, "key_func", None) is not _cluster.cluster_aware_key_func
+            or _cluster.CLUSTER_INDEX not in indexer.get_indexers()):
+        obj = indexer.get_by_key(meta.object_key(namespace, name))
+        return [] if obj is None else [("", obj)]
+    return _LogicalClusters(indexer).holding(namespace, name)
+
+
+def _one_in_member(indexer: Any, member: str, namespace: str, name: str,
+                   gvr: GroupVersionResource) -> Any | None:
+    """The one ``namespace/name`` in member ``member``'s indexer, None when it holds none;
+    :class:`~kinformer.AmbiguousNameError` when several of its logical clusters do."""
+    found = _in_member(indexer, namespace, name)
+    if len(found) > 1:
+        key = _cluster.to_cluster_aware_key("", namespace, name)
+        raise errors.AmbiguousNameError(
+            gvr.group_resource, key, [_member_and_logical(member, logical) for logical, _ in found],
+            f'ask cluster("{member}") for one, with a logical cluster\'s key ("{found[0][0]}|{key}")')
+    return found[0][1] if found else None
+
+
+def _member_and_logical(member: str, logical: str) -> str:
+    """How an error names a member's logical cluster (``all/root:a``, as ``kinformer watch``
+    shows it); the member alone for an ordinary member's objects."""
+    return f"{member}/{logical}" if logical else member
 
 
 def _own_key(cluster: str, key: str) -> str | None:

@@ -84,10 +84,28 @@ class _HandlerBinding:
         return all(reg.has_synced() for reg in registrations) and self.delivery.pending_initial() == 0
 
     def attach(self, member: Member) -> None:
-        """Register the handler's forwarder on ``member``'s informer of the resource."""
+        """Register the handler's forwarder on ``member``'s informer of the resource.
+
+        A handler made per member (a controller's) is not registered on a member whose cache
+        is cluster-aware (on kcp's ``/clusters/*``): its keys name the member, never a logical
+        cluster, so two logical clusters' ``default/app`` would be one key. That is logged as
+        an error, once per member and handler, instead of reconciling the wrong objects.
+        """
+        shared = member.informer(self._gvr)
+        handler = self.delivery.handler
+        if (self.delivery.is_per_cluster and shared.cluster_aware
+                and handler.for_cluster(member.name) is not handler):  # itself: keys as it likes
+            log.error(
+                "member %r caches every logical cluster behind kcp's /clusters/*: %r makes one "
+                "handler per member, whose keys cannot name an object's logical cluster, so it "
+                "gets none of %s's notifications from this member; give each logical cluster a "
+                "context of its own (/clusters/<name>), or read the member with a "
+                "ClusterEventHandler and lister.cluster(%r)",
+                member.name, handler, self._gvr, member.name)
+            return
         forwarder = self.delivery.forwarder(member.engagement)
         try:
-            reg = member.informer(self._gvr).add_event_handler(forwarder)
+            reg = shared.add_event_handler(forwarder)
         except errors.StoppedError:  # the factory is stopping: nothing more to deliver
             return
         with self._lock:

@@ -11,6 +11,7 @@ them; ``aio.events`` names each event's cluster.
 from __future__ import annotations
 
 import asyncio
+import logging
 import queue
 import threading
 from collections.abc import Callable, Iterator
@@ -254,6 +255,50 @@ def test_a_multi_cluster_lister_pairs_objects_with_members_and_finds_a_name_in_o
         assert data_cluster(lister.by_namespace("default").get("solo")) == "member-2"
     finally:
         factory.shutdown()
+
+
+def test_a_member_on_every_logical_cluster_never_merges_its_logical_clusters(
+    logical_clusters_server: FakeAPIServer, client_of: Callable[[str | None], Any],
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """A member whose client is on kcp's /clusters/* holds default/app in root:a and root:b; a
+    member on /clusters/root:c holds its own. Names without a logical cluster are refused, not
+    guessed, and a controller's per-member handler, whose keys cannot name a member's logical
+    cluster, is refused on that member with an error instead of merging the two."""
+    server = logical_clusters_server
+    seed_logical(server)
+    server.create(CONFIGMAPS, cm("solo", None, "default", data={"cluster": "root:a"}), cluster="root:a")
+    server.create(CONFIGMAPS, cm("app", None, "default", data={"cluster": "root:c"}), cluster="root:c")
+    provider = StaticClusterProvider({"all": client_of("*"), "one": client_of("root:c")})
+    factory = MultiClusterInformerFactory(provider)
+    configmaps = factory.for_resource(CONFIGMAPS)
+    looks = Looks(configmaps.lister())
+    controller = Controller("apps", looks)
+    with caplog.at_level(logging.ERROR, logger="kinformer.clusters.informer"):
+        configmaps.add_event_handler(controller.event_handler())
+        factory.start(threading.Event())
+        try:
+            assert factory.wait_for_cache_sync(timeout=TIMEOUT)
+            lister = configmaps.lister()
+            with pytest.raises(AmbiguousNameError) as across:
+                lister.get("default/app")
+            assert across.value.clusters == ["all/root:a", "all/root:b", "all/root:c", "one"]
+            for lookup in (lambda: lister.get("all|default/app"),
+                           lambda: lister.cluster("all").by_namespace("default").get("app")):
+                with pytest.raises(AmbiguousNameError) as within:
+                    lookup()
+                assert within.value.clusters == ["all/root:a", "all/root:b", "all/root:c"]
+            assert data_cluster(lister.cluster("all").get("root:b|default/app")) == "root:b"
+            assert data_cluster(lister.cluster("all").by_namespace("default").get("solo")) == "root:a"
+            assert data_cluster(lister.get("all|default/solo")) == "root:a"
+            assert data_cluster(lister.get("one|default/app")) == "root:c"
+            with running(controller.run):
+                reconciled = looks.until({("one|default/app", "root:c")})
+            assert [key for key, _ in reconciled if key.startswith("all|")] == []
+        finally:
+            factory.shutdown()
+    refused = [r.getMessage() for r in caplog.records if r.levelno == logging.ERROR]
+    assert len(refused) == 1 and "member 'all' caches every logical cluster" in refused[0]
 
 
 # -- aio.events names the cluster -------------------------------------------------------------------
