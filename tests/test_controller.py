@@ -11,7 +11,7 @@ from helpers import Background, clock_waits
 
 from kinformer import errors
 from kinformer.cache.store import DeletedFinalStateUnknown
-from kinformer.controllers.controller import Controller, Result
+from kinformer.controllers.controller import Controller, Result, Skipped
 from kinformer.handlers import FilteringResourceEventHandler
 from kinformer.testing.clock import FakeClock
 from kinformer.testing.waiting import wait_for
@@ -97,6 +97,22 @@ def test_a_failed_reconcile_is_retried_with_backoff(running: Running, recorder: 
     running.clock.step(2.0)
     assert recorder.next_call() == "default/a"
     assert wait_for(lambda: running.queue.num_requeues("default/a") == 0)  # the third call succeeded
+
+
+def test_a_skipped_reconcile_keeps_the_keys_backoff(running: Running, recorder: Reconciles) -> None:
+    # a reconcile that fails after its write is skipped next, while the cache catches up
+    recorder.outcomes = [fail, lambda key: Skipped(requeue_after=0.5), fail]
+    running.controller.enqueue("default/a")
+    assert recorder.next_call() == "default/a"
+    assert clock_waits(running.clock, 1.0)
+    running.clock.step(1.0)
+    assert recorder.next_call() == "default/a"  # skipped
+    assert clock_waits(running.clock, 0.5)
+    assert running.queue.num_requeues("default/a") == 1  # not forgotten
+    running.clock.step(0.5)
+    assert recorder.next_call() == "default/a"
+    assert clock_waits(running.clock, 2.0)  # the second failure waits twice as long
+    assert running.queue.num_requeues("default/a") == 2
 
 
 def test_a_terminal_error_is_not_retried(running: Running, recorder: Reconciles) -> None:

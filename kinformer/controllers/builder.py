@@ -224,11 +224,11 @@ class _Reconcile:
                 log.debug("cluster %s is not engaged: dropping request=%s", request.cluster, request)
                 return None
             if not synced:  # its cache cannot yet tell a missing object from a late one
-                return _controller.Result(requeue_after=STALE_REQUEUE_DELAY)
+                return _controller.Skipped(requeue_after=STALE_REQUEUE_DELAY)
         if not self._tracker.ensure_ready(request):
             self._skips.inc()
             log.debug("cache has not seen the last write yet: skipping request=%s", request)
-            return _controller.Result(requeue_after=STALE_REQUEUE_DELAY)
+            return _controller.Skipped(requeue_after=STALE_REQUEUE_DELAY)
         with staleness.reconciling(self._tracker, request):
             return self._reconciler.reconcile(request)
 

@@ -47,6 +47,15 @@ class Result:
         _checks.timeout("requeue_after", self.requeue_after)
 
 
+@dataclass(frozen=True, slots=True)
+class Skipped(Result):
+    """A reconcile that did not run (its cache had not caught up yet): look again after
+    ``requeue_after`` seconds, the key's backoff kept as it was. A :class:`Result` tells the
+    queue to forget the key's failures, as a reconcile that ran through does; one skipped
+    between two failures must not, or a reconcile that fails after each of its writes would be
+    retried at the skip's pace instead of its growing backoff."""
+
+
 class Reconciler(Protocol):
     """Brings the world in line with the desired state of one object, named by its key.
 
@@ -162,7 +171,8 @@ class Controller:
                 log.exception("controller %s: reconcile failed key=%s retries=%d", self.name, key, retries)
             self.queue.add_rate_limited(key)
         else:
-            self.queue.forget(key)
+            if type(result) is not Skipped:
+                self.queue.forget(key)
             if result is not None and result.requeue_after is not None:
                 self.queue.add_after(key, result.requeue_after)
 
