@@ -407,9 +407,15 @@ class BuiltController:
             found = indexer.get_by_key(_cluster.to_cluster_aware_key("", namespace, name))
         return found
 
-    def _enqueue(self, binding: _Binding, mapper: Mapper, cluster: str, obj: Any, initial: bool) -> None:
+    def _enqueue(self, binding: _Binding, mapper: Mapper, cluster: str, obj: Any, initial: bool,
+                 old: Any = None) -> None:
+        """Queue the requests ``mapper`` makes of ``obj`` (and of ``old``, an update's object
+        before it: an owner it names no more is told too), each once; ``initial`` queues them
+        behind every live one."""
         try:
-            requests = list(mapper(cluster, obj))
+            requests = dict.fromkeys(mapper(cluster, obj))
+            if old is not None:
+                requests.update(dict.fromkeys(mapper(cluster, old)))
         except Exception:
             log.exception("controller %s: cannot map a %s event of %s to requests",
                           self.name, binding.role, binding.gvr)
@@ -450,8 +456,14 @@ class _Handler:
                                       is_in_initial_list)
 
     def on_update(self, old: Any, new: Any) -> None:
+        """Requests of the object before and after (controller-runtime's mappers see both); a
+        resync's, whose resourceVersion did not change, wait behind live ones as an initial
+        list's do (controller-runtime's priority queue gives them its low priority)."""
         if all(p.update(old, new) for p in self._predicates):
-            self._controller._enqueue(self._binding, self._mapper, self._cluster_of(new), new, False)
+            version = meta.resource_version(new)
+            resync = bool(version) and version == meta.resource_version(old)
+            self._controller._enqueue(self._binding, self._mapper, self._cluster_of(new), new, resync,
+                                      old)
 
     def on_delete(self, obj: Any) -> None:
         obj = handlers.deleted_object(obj)

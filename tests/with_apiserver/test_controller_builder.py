@@ -21,6 +21,7 @@ from kinformer import (
     DynamicSharedInformerFactory,
     GenerationChangedPredicate,
     MultiClusterInformerFactory,
+    PredicateFuncs,
     Request,
     StaticClusterProvider,
 )
@@ -304,6 +305,71 @@ def test_a_live_change_is_reconciled_before_the_initial_lists_keys(
         assert wait_for(lambda: controller.queue.len_initial() == len(names) - 2, timeout=TIMEOUT)
         recorder.gate.set()
         assert recorder.next() == Request(names[-1], "default")
+    finally:
+        stop.set()
+        assert controller.join(TIMEOUT)
+        factory.shutdown()
+
+
+def test_a_resync_leaves_the_initial_lists_keys_behind_a_live_change(
+        api_client: Any, widgets: Any, stop: threading.Event) -> None:
+    names = [f"w{i:02d}" for i in range(10)]
+    for name in names:
+        widgets.create_namespaced_custom_object(GROUP, "v1", "default", "widgets", widget(name))
+    factory = DynamicSharedInformerFactory(api_client, default_resync=1.0)
+    resyncs: list[str] = []
+
+    def seen(old: Any, new: Any) -> bool:  # called just before the update's requests are queued
+        if old["metadata"]["resourceVersion"] == new["metadata"]["resourceVersion"]:
+            resyncs.append(new["metadata"]["name"])
+        return True
+
+    recorder = Recorder()
+    recorder.gate = threading.Event()
+    controller = (ControllerBuilder("widgets", factory)
+                  .for_resource(WIDGETS, predicates=[PredicateFuncs(update=seen)]).complete(recorder))
+    controller.start(stop)
+    try:
+        recorder.next()  # held at the gate while the rest of the list queues
+        assert wait_for(lambda: controller.queue.len_initial() == len(names) - 1, timeout=TIMEOUT)
+        assert wait_for(lambda: len(resyncs) >= len(names), timeout=TIMEOUT)  # every key resynced
+        assert controller.queue.len_initial() == len(names) - 1  # and still behind live ones
+        widgets.patch_namespaced_custom_object(
+            GROUP, "v1", "default", "widgets", names[-1], {"spec": {"size": 7}})
+        assert wait_for(lambda: controller.queue.len_initial() == len(names) - 2, timeout=TIMEOUT)
+        recorder.gate.set()
+        assert recorder.next() == Request(names[-1], "default")
+    finally:
+        stop.set()
+        assert controller.join(TIMEOUT)
+        factory.shutdown()
+
+
+def test_an_update_that_moves_a_child_tells_its_old_owner_and_its_new_one(
+        api_client: Any, widgets: Any, stop: threading.Event) -> None:
+    owners = {}
+    for name in ("w1", "w2"):
+        made = widgets.create_namespaced_custom_object(GROUP, "v1", "default", "widgets", widget(name))
+        owners[name] = {"apiVersion": f"{GROUP}/v1", "kind": "Widget", "name": name,
+                        "uid": made["metadata"]["uid"], "controller": True}
+    core = k8s.CoreV1Api(api_client)
+    core.create_namespaced_config_map("default", {"metadata": {"name": "child",
+                                                               "ownerReferences": [owners["w1"]]}})
+    factory = DynamicSharedInformerFactory(api_client)
+    recorder = Recorder()
+    controller = (ControllerBuilder("widgets", factory).for_resource(WIDGETS).owns(CONFIGMAPS)
+                  .complete(recorder))
+    controller.start(stop)
+    try:
+        assert {recorder.next(), recorder.next()} == {Request("w1", "default"), Request("w2", "default")}
+        assert wait_for(lambda: controller.queue.len() == 0, timeout=TIMEOUT)
+        child = core.read_namespaced_config_map("child", "default")
+        child.metadata.owner_references = [owners["w2"]]
+        child = core.replace_namespaced_config_map("child", "default", child)
+        assert {recorder.next(), recorder.next()} == {Request("w1", "default"), Request("w2", "default")}
+        child.metadata.owner_references = None
+        core.replace_namespaced_config_map("child", "default", child)
+        assert recorder.next() == Request("w2", "default")  # orphaned: its last owner is told
     finally:
         stop.set()
         assert controller.join(TIMEOUT)
