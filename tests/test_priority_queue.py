@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import threading
+from collections.abc import Callable
 
 import kinformer
 from kinformer.testing.clock import FakeClock
@@ -46,6 +47,35 @@ def test_an_initial_add_of_a_waiting_live_item_keeps_it_high() -> None:
     queue.add("x")
     queue.add_initial("x")
     assert drain(queue) == ["x", "l1"]
+
+
+class _ReleaseHook:
+    """The queue's own lock, calling ``hook`` once, on the thread that releases it, the first
+    time it is released after ``hook`` was armed: what another thread may do in that moment."""
+
+    def __init__(self, lock: threading.Lock) -> None:
+        self._lock = lock
+        self.hook: Callable[[], object] | None = None
+
+    def __enter__(self) -> bool:
+        return self._lock.__enter__()
+
+    def __exit__(self, *exc: object) -> None:
+        self._lock.__exit__(*exc)
+        hook, self.hook = self.hook, None
+        if hook is not None:
+            hook()
+
+
+def test_an_initial_add_racing_a_live_add_of_the_same_item_leaves_it_high() -> None:
+    queue: PriorityQueue[str] = PriorityQueue()
+    for key in ("i1", "i2"):
+        queue.add_initial(key)
+    lock = _ReleaseHook(queue._lock)
+    queue._lock = lock  # type: ignore[assignment]
+    lock.hook = lambda: queue.add_initial("x")  # an initial list names x as its live add runs
+    queue.add("x")
+    assert drain(queue) == ["x", "i1", "i2"]
 
 
 def test_an_item_re_added_while_processing_is_queued_at_the_level_of_those_adds() -> None:

@@ -85,9 +85,9 @@ class PriorityQueue(RateLimitingQueue[T]):
     def add(self, item: T) -> None:
         """A live add (see :meth:`WorkQueue.add <kinformer.WorkQueue.add>`): ahead of every
         initial-list item, moving ``item`` up if it waits as one."""
-        with self._lock:
+        with self._lock:  # one hold: an add_initial in between would leave the item low
             self._levels.promote(item)
-        super().add(item)
+            self._add_locked(item)
 
     def add_initial(self, item: T) -> None:
         """Queue ``item`` because an initial list named it: served after every live item.
@@ -98,7 +98,7 @@ class PriorityQueue(RateLimitingQueue[T]):
             if self._shutting_down or item in self._dirty:
                 return
             self._levels.initial.add(item)
-        super().add(item)  # WorkQueue's add: queued at the level its mark says
+            self._add_locked(item)  # WorkQueue's add: queued at the level its mark says
 
     def len_initial(self) -> int:
         """How many waiting items are there only because of an initial list."""

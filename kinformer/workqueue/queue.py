@@ -87,16 +87,21 @@ class WorkQueue(Generic[T]):
         when its worker calls :meth:`done`.
         """
         with self._lock:
-            if self._shutting_down or item in self._dirty:
-                return
-            if self._metrics is not None:
-                self._metrics.add(item)
-            self._dirty.add(item)
-            if item in self._processing:
-                return
-            self._queue.append(item)
-            if self._getters:
-                self._cond.notify()
+            self._add_locked(item)
+
+    def _add_locked(self, item: T) -> None:
+        """:meth:`add`, with the lock held (a subclass's add that must decide and queue in one
+        hold)."""
+        if self._shutting_down or item in self._dirty:
+            return
+        if self._metrics is not None:
+            self._metrics.add(item)
+        self._dirty.add(item)
+        if item in self._processing:
+            return
+        self._queue.append(item)
+        if self._getters:
+            self._cond.notify()
 
     def get(self, timeout: float | None = None) -> tuple[T | None, bool]:
         """Take the oldest item: ``(item, False)``, or ``(None, True)`` once shut down and empty.
