@@ -85,6 +85,26 @@ def test_a_request_waits_until_its_informer_saw_its_write() -> None:
     assert tracker.ensure_ready(key)
 
 
+def test_a_request_waits_for_every_cache_it_wrote_through_and_a_delete_clears_only_its_own() -> None:
+    tracker = StalenessTracker("c")
+    children, owners = Store("9"), Store("20")
+    key = Request("app", "default")
+    tracker.wrote_at(key, "v1/configmaps", children, "10")  # a child written, then the owner
+    tracker.wrote_at(key, "example.com/v1/widgets", owners, "21")
+    assert tracker.written(key) == ("example.com/v1/widgets", "21")
+    owners.rv = "21"
+    assert not tracker.ensure_ready(key)  # the child's cache is still behind
+    assert tracker.written(key) == ("v1/configmaps", "10")  # the owner's record is dropped
+    children.rv = "10"
+    assert tracker.ensure_ready(key) and tracker.written(key) is None
+    tracker.wrote_at(key, "example.com/v1/widgets", owners, "22")
+    tracker.wrote_at(key, "v1/configmaps", children, "11")
+    tracker.forget(key, "v1/configmaps")  # a child deleted: its answer is no version to wait for
+    assert not tracker.ensure_ready(key)  # the owner's write still waits
+    tracker.forget(key)
+    assert tracker.ensure_ready(key)
+
+
 def test_versions_that_are_not_numbers_turn_the_check_off_for_that_informer_once(
         caplog: pytest.LogCaptureFixture) -> None:
     tracker = StalenessTracker("c")

@@ -113,7 +113,7 @@ class CachedClient:
 
     def delete(self, gvr: GroupVersionResource, name: str, namespace: str = "", cluster: str = "") -> Any:
         """Delete the object; the server's answer (a Status, or the object while it finalizes).
-        The reconciled request's staleness record is cleared."""
+        The reconciled request's staleness record of writes to this resource is cleared."""
         cluster = self._cluster_written(gvr, None, cluster)
         return self._write(gvr, "DELETE", _object_path(gvr, namespace, name), None, cluster, deleting=True)
 
@@ -129,7 +129,9 @@ class CachedClient:
         except ValueError as exc:
             raise errors.DecodeError(f"{method} {path}: response is not JSON") from exc
         if deleting:
-            staleness.record_delete()
+            shared = self._informer(gvr, cluster)
+            if shared is not None:
+                staleness.record_delete(shared.name)
         else:
             self._record(gvr, cluster, answer)
         return answer

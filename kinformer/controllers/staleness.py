@@ -61,20 +61,23 @@ class StoreVersioned(Protocol):
 
 
 class StalenessTracker:
-    """The resourceVersion of each request's last write, and whether its cache has caught up.
+    """The resourceVersion of each request's last write per informer, and whether the caches
+    have caught up.
 
     Thread-safe. Keys are any hashable (a built controller uses its :class:`Request`).
-    :meth:`wrote_at` keeps the newest version written for a key with the cache that should see
-    it, :meth:`forget` drops it (a delete). :meth:`ensure_ready` is True when no write is
-    recorded for the key, when that cache's last synced version has reached it (the record is
-    then dropped), or when that cache's versions are not numbers (then the check is off for
-    that informer, logged once).
+    :meth:`wrote_at` keeps, for a key, the newest version written through each informer's
+    resource with the cache that should see it; :meth:`forget` drops one informer's record (a
+    delete through it) or all of them. :meth:`ensure_ready` is True when every cache a key
+    wrote through has reached its write (each record is dropped as its cache catches up), or
+    when a cache's versions are not numbers (then the check is off for that informer, logged
+    once). A reconcile that writes a child and then its own object waits for both caches.
     """
 
     def __init__(self, name: str = "") -> None:
         self.name = name
         self._lock = threading.Lock()  # guards _written, _disabled
-        self._written: dict[Hashable, tuple[str, StoreVersioned, str]] = {}  # key -> (informer, cache, rv)
+        # key -> informer -> (cache, rv), the informer written last at the end
+        self._written: dict[Hashable, dict[str, tuple[StoreVersioned, str]]] = {}
         self._disabled: set[str] = set()  # informers whose versions are not numbers
         self._gauges: dict[str, metrics_provider.CallbackGaugeMetric] = {}  # informer -> its gauge
 
@@ -97,59 +100,78 @@ class StalenessTracker:
     def wrote_at(self, key: Hashable, informer: str, cache: StoreVersioned, resource_version: str) -> None:
         """Record that a write for ``key`` returned ``resource_version``, which ``cache`` (the
         store of the informer named ``informer``) must reach before ``key`` is reconciled again.
-        A version older than the one recorded for the same informer is ignored."""
+        A version older than the one recorded for the same key and informer is ignored."""
         if not resource_version:
             return
         self.observe(informer, cache)
         with self._lock:
             if informer in self._disabled:
                 return
-            current = self._written.get(key)
-            if current is not None and current[0] == informer:
+            records = self._written.setdefault(key, {})
+            current = records.pop(informer, None)
+            if current is not None:
                 try:
-                    if compare_resource_version(resource_version, current[2]) < 0:
-                        return
+                    if compare_resource_version(resource_version, current[1]) < 0:
+                        resource_version = current[1]
                 except errors.InvalidResourceVersionError:
                     pass
-            self._written[key] = (informer, cache, resource_version)
+            records[informer] = (cache, resource_version)
 
-    def forget(self, key: Hashable) -> None:
-        """Drop the record of ``key``'s writes."""
+    def forget(self, key: Hashable, informer: str | None = None) -> None:
+        """Drop the record of ``key``'s writes through ``informer`` (None: through every one)."""
         with self._lock:
-            self._written.pop(key, None)
+            if informer is None:
+                self._written.pop(key, None)
+                return
+            records = self._written.get(key)
+            if records is not None:
+                records.pop(informer, None)
+                if not records:
+                    del self._written[key]
 
     def written(self, key: Hashable) -> tuple[str, str] | None:
         """``(informer, resourceVersion)`` of ``key``'s last recorded write, or None."""
         with self._lock:
-            record = self._written.get(key)
-        return None if record is None else (record[0], record[2])
+            records = self._written.get(key)
+            if not records:
+                return None
+            informer = next(reversed(records))
+            return informer, records[informer][1]
 
     def ensure_ready(self, key: Hashable) -> bool:
-        """True when ``key`` may be reconciled: the cache of its last write has synced to that
+        """True when ``key`` may be reconciled: every cache it wrote through has synced to its
         write's version, or nothing holds it back (see the class docstring)."""
         with self._lock:
-            record = self._written.get(key)
-        if record is None:
-            return True
-        informer, cache, written = record
-        synced = cache.last_store_sync_resource_version()
-        try:
-            ready = compare_resource_version(synced, written) >= 0 if synced else not _check(written)
-        except errors.InvalidResourceVersionError as err:
-            self._disable(informer, err)
-            return True
-        if ready:
+            records = self._written.get(key)
+            pending = list(records.items()) if records else []
+        ready_all = True
+        for informer, record in pending:
+            cache, written = record
+            synced = cache.last_store_sync_resource_version()
+            try:
+                ready = compare_resource_version(synced, written) >= 0 if synced else not _check(written)
+            except errors.InvalidResourceVersionError as err:
+                self._disable(informer, err)
+                continue
+            if not ready:
+                ready_all = False
+                continue
             with self._lock:
-                if self._written.get(key) is record:
-                    del self._written[key]
-        return ready
+                records = self._written.get(key)
+                if records is not None and records.get(informer) is record:
+                    del records[informer]
+                    if not records:
+                        del self._written[key]
+        return ready_all
 
     def _disable(self, informer: str, err: Exception) -> None:
         with self._lock:
             first = informer not in self._disabled
             self._disabled.add(informer)
-            for key in [k for k, r in self._written.items() if r[0] == informer]:
-                del self._written[key]
+            for key in [k for k, records in self._written.items() if informer in records]:
+                del self._written[key][informer]
+                if not self._written[key]:
+                    del self._written[key]
         if first:
             log.warning("staleness check off for informer=%s: %s", informer, err)
 
@@ -189,8 +211,10 @@ def record_write(informer: str, cache: StoreVersioned, resource_version: str) ->
         tracker.wrote_at(_current.key, informer, cache, resource_version)
 
 
-def record_delete() -> None:
-    """A delete for the request being reconciled on this thread clears its record."""
+def record_delete(informer: str) -> None:
+    """A delete through the resource of the informer named ``informer``, for the request being
+    reconciled on this thread, clears its record of writes through that informer: a delete's
+    answer names no version its cache will show. Its writes through other informers stay."""
     tracker = _current.tracker
     if tracker is not None:
-        tracker.forget(_current.key)
+        tracker.forget(_current.key, informer)
