@@ -385,7 +385,7 @@ class BuiltController:
         name = ref.get("name")
         if not isinstance(name, str) or not name:
             return ()
-        namespace = meta.namespace(obj)
+        namespace = self._owner_namespace(cluster, meta.namespace(obj), name)
         kind = self._owner_kind()
         if kind is not None:
             return () if ref.get("kind") != kind else (Request(name, namespace, cluster),)
@@ -393,6 +393,22 @@ class BuiltController:
         if cached is None or meta.uid(cached) != ref.get("uid"):
             return ()
         return (Request(name, namespace, cluster),)
+
+    def _owner_namespace(self, cluster: str, namespace: str, name: str) -> str:
+        """The namespace of an owner named ``name`` by an object of ``namespace``: the same,
+        unless the primary resource is cluster-scoped (an owner a namespaced object may have):
+        then none, as controller-runtime's mapper gives it. Discovery says which (a
+        discovering source); else the primary's cache does, holding the owner by its bare name."""
+        if not namespace:
+            return namespace
+        if self._discovery is not None:
+            served = self._discovery.served_resources().get(self._primary.gvr)
+            if served is not None:
+                return "" if served.is_cluster_scoped else namespace
+        if (self._cached_primary(cluster, namespace, name) is None
+                and self._cached_primary(cluster, "", name) is not None):
+            return ""
+        return namespace
 
     def _cached_primary(self, cluster: str, namespace: str, name: str) -> Any:
         source = self.source

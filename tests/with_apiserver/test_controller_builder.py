@@ -376,6 +376,31 @@ def test_an_update_that_moves_a_child_tells_its_old_owner_and_its_new_one(
         factory.shutdown()
 
 
+@pytest.mark.parametrize("kind", [None, "Gizmo"], ids=["kind-from-cache", "kind-given"])
+def test_a_cluster_scoped_owner_of_a_namespaced_child_is_requested_without_a_namespace(
+        api_client: Any, stop: threading.Event, kind: str | None) -> None:
+    gizmos = GroupVersionResource(GROUP, "v1", "gizmos")
+    k8s.ApiextensionsV1Api(api_client).create_custom_resource_definition(crd(gizmos, "Cluster"))
+    made = k8s.CustomObjectsApi(api_client).create_cluster_custom_object(GROUP, "v1", "gizmos", {
+        "apiVersion": f"{GROUP}/v1", "kind": "Gizmo", "metadata": {"name": "g"}})
+    factory = DynamicSharedInformerFactory(api_client)
+    recorder = Recorder()
+    controller = (ControllerBuilder("gizmos", factory).for_resource(gizmos, kind=kind).owns(CONFIGMAPS)
+                  .complete(recorder))
+    controller.start(stop)
+    try:
+        assert recorder.next() == Request("g")
+        ref = {"apiVersion": f"{GROUP}/v1", "kind": "Gizmo", "name": "g", "uid": made["metadata"]["uid"],
+               "controller": True}
+        k8s.CoreV1Api(api_client).create_namespaced_config_map(
+            "default", {"metadata": {"name": "child", "ownerReferences": [ref]}})
+        assert recorder.next() == Request("g")  # not Request("g", "default"), which names nothing
+    finally:
+        stop.set()
+        assert controller.join(TIMEOUT)
+        factory.shutdown()
+
+
 def test_a_members_initial_list_queues_low_and_a_live_change_there_goes_first(
         kube_fleet: dict[str, FakeAPIServer], stop: threading.Event) -> None:
     """Over member clusters, each member's initial list reaches the builder as initial (low
