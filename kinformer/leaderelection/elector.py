@@ -45,9 +45,11 @@ class LeaderElector:
     is set or leadership is lost (no renewal for ``renew_deadline``, or another holder seen).
     It returns after the leader's ``ctx`` was cancelled, that thread returned, the lock was
     released (``release_on_cancel``, only when stopped while leading) and
-    ``on_stopped_leading()`` was called; a stop before leading calls neither. ``on_new_leader``
-    runs on thread ``kinformer-leader-notify-<name>``, in the order holders were seen, and has
-    returned too by then. An elector runs once (:class:`~kinformer.AlreadyStartedError`).
+    ``on_stopped_leading()`` was called; a stop before leading calls neither. A leader whose
+    ``on_started_leading`` raises steps down within ``retry_period`` as a stopped one does (the
+    exception logged), so that another replica can lead instead of one holding the lock idle.
+    ``on_new_leader`` runs on thread ``kinformer-leader-notify-<name>``, in the order holders
+    were seen, and has returned too by then. An elector runs once (:class:`~kinformer.AlreadyStartedError`).
 
     :meth:`is_leader`, :meth:`get_leader` and :meth:`check` are thread-safe and cheap enough
     for a metrics gauge or a health probe. The metrics provider current when the elector is
@@ -159,12 +161,13 @@ class LeaderElector:
         log.info("leader election %s: %s became leader", self.name, self._identity)
         self._is_leader_metric.on(self.name)
         worker = None
+        failed = threading.Event()  # the leader's work raised: step down
         if self.config.on_started_leading is not None:
-            worker = _threads.spawn(self.config.on_started_leading,
-                                    _threads.thread_name("leader", self.name), leader_ctx)
+            worker = _threads.spawn(self._work, _threads.thread_name("leader", self.name),
+                                    self.config.on_started_leading, leader_ctx, failed)
         stopped = False
         try:
-            stopped = self._renew(stop, requests)
+            stopped = self._renew(stop, requests, failed)
         finally:
             with self._lock:
                 self._leading = False
@@ -181,15 +184,29 @@ class LeaderElector:
                 except Exception:
                     log.exception("leader election %s: on_stopped_leading failed", self.name)
 
-    def _renew(self, stop: threading.Event, requests: _context.Context) -> bool:
-        """Renew every ``retry_period`` while leading; True once stopped, False once lost.
+    def _work(self, on_started_leading: Callable[[_context.Context], object], ctx: _context.Context,
+              failed: threading.Event) -> None:
+        """The leader's work; if it raises, the elector steps down (``failed``): a leader that
+        holds the lock doing nothing would keep every other replica from taking over."""
+        try:
+            on_started_leading(ctx)
+        except Exception:
+            log.exception("leader election %s: on_started_leading failed; stepping down", self.name)
+            failed.set()
+
+    def _renew(self, stop: threading.Event, requests: _context.Context, failed: threading.Event) -> bool:
+        """Renew every ``retry_period`` while leading; True once stopped (or the leader's work
+        failed), False once lost.
 
         Leadership is lost when ``renew_deadline`` passes without a renewal that began after
         the last successful one (a renewal that succeeds too late counts as none), or at once
-        when another holder is seen.
+        when another holder is seen. A failed work is seen at the next renewal, within
+        ``retry_period``.
         """
         config = self.config
         while True:
+            if failed.is_set():
+                return True
             with self._lock:
                 deadline = self._renewed_at + config.renew_deadline
             remaining = deadline - self._clock.now()

@@ -110,7 +110,7 @@ class InformerManager:
         ``resources`` is marked absent and its informer stopped and dropped, which blocks until
         its threads ended; do not call this from a handler of such a type. Starts nothing.
         """
-        listed = list(resources)
+        listed = [_resource_meta(meta) for meta in resources]
         to_stop: list[GroupVersionResource] = []
         with self._update_lock:
             with self._lock:
@@ -133,8 +133,10 @@ class InformerManager:
 
         A static type is never marked present, absent or stopped by
         :meth:`add_dynamic_resources`. Adding one that is already tracked logs an error and
-        registers ``handler`` as well (fleet does the same).
+        registers ``handler`` as well (fleet does the same). ``TypeError`` for what is not an
+        :class:`~kinformer.APIResourceMeta` (a bare ``GroupVersionResource`` names no kind).
         """
+        resource = _resource_meta(resource)
         with self._update_lock, self._lock:
             record = self._records.get(resource.group_version_kind)
             if record is not None:
@@ -304,3 +306,13 @@ class InformerManager:
 
     def __repr__(self) -> str:
         return f"<InformerManager resources={len(self._records)}>"
+
+
+def _resource_meta(resource: Any) -> APIResourceMeta:
+    """``resource`` when it is an :class:`~kinformer.APIResourceMeta`, else ``TypeError``:
+    caught where it is given, not on the thread that would later read its kind."""
+    if not isinstance(resource, APIResourceMeta):
+        raise TypeError(
+            f"an InformerManager tracks APIResourceMeta(GroupVersionKind(...), "
+            f"GroupVersionResource(...)), not {resource!r}")
+    return resource

@@ -290,6 +290,35 @@ def test_a_leader_that_finds_another_holder_steps_down_at_once(
     assert [callbacks.leaders.get(timeout=TIMEOUT) for _ in range(2)] == ["me", "usurper"]
 
 
+def test_a_leader_whose_work_fails_steps_down_and_releases_the_lease(
+    lock: LeaseLock, clock: FakeClock, apiserver: FakeAPIServer, caplog: pytest.LogCaptureFixture,
+) -> None:
+    callbacks = Callbacks()
+
+    def fails(ctx: Context) -> None:  # a manager that could not start its informers, say
+        raise RuntimeError("no such resource")
+
+    elector = LeaderElector(LeaderElectionConfig(
+        lock, lease_duration=LEASE, renew_deadline=RENEW, retry_period=RETRY, release_on_cancel=True,
+        on_started_leading=fails, on_stopped_leading=callbacks.on_stopped_leading), clock=clock)
+    returned = threading.Event()
+
+    def run() -> None:
+        elector.run(threading.Event())  # never stopped: it returns by stepping down
+        returned.set()
+
+    thread = threading.Thread(target=run, name="test-elector")
+    thread.start()
+    try:
+        assert wait_for(lambda: "on_started_leading failed" in caplog.text, TIMEOUT)
+        step_when_waiting(clock)  # the next renewal sees the failure
+        assert returned.wait(TIMEOUT)
+    finally:
+        thread.join(TIMEOUT)
+    assert callbacks.stopped.is_set() and not elector.is_leader()
+    assert lease_spec(apiserver)["holderIdentity"] == ""  # another replica may lead at once
+
+
 def test_stop_cancels_the_leaders_context_before_on_stopped_leading_and_keeps_the_lease(
     lock: LeaseLock, clock: FakeClock, apiserver: FakeAPIServer,
 ) -> None:

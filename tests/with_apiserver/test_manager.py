@@ -11,6 +11,7 @@ import sys
 import threading
 from typing import Any
 
+import pytest
 from helpers import CONFIGMAPS, client_threads, crd, create_cm, name_of
 from kubernetes import client as k8s
 
@@ -138,6 +139,16 @@ def test_a_static_type_survives_complete_lists_that_omit_it(
     assert manager.is_informer_synced(CONFIGMAPS)
     create_cm(api_client, "still-watched")
     assert recorder.next() == ("add", "still-watched", False)
+    manager.stop()
+
+
+def test_a_resource_without_its_kind_is_refused_where_it_is_given(api_client: Any) -> None:
+    manager = InformerManager(api_client, 0, Context())
+    with pytest.raises(TypeError, match="APIResourceMeta"):
+        manager.add_static_resource(CONFIGMAPS, ResourceEventHandlerFuncs())  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match="APIResourceMeta"):
+        manager.add_dynamic_resources([SECRETS], ResourceEventHandlerFuncs(), True)  # type: ignore[list-item]
+    assert manager.get_all_resources() == []
     manager.stop()
 
 
