@@ -15,6 +15,9 @@ cluster it works in beyond passing ``request.cluster`` along, so the same code r
   resource across ``/clusters/*``);
 - every context of the kubeconfig as a fleet of member clusters (``--all-contexts``).
 
+``--install-crd`` creates the Widget CRD in the cluster, or in every member with
+``--all-contexts``; over logical clusters each needs its own, created beforehand.
+
 It runs until Ctrl-C or SIGTERM.
 """
 
@@ -102,17 +105,28 @@ class WidgetReconciler:
         return None
 
 
+def install_crd(api_client: Any) -> None:
+    """Create the Widget CRD in the cluster of ``api_client`` (there already: nothing to do)."""
+    try:
+        k8s.ApiextensionsV1Api(api_client).create_custom_resource_definition(widget_crd())
+    except k8s.ApiException as err:
+        if err.status != 409:
+            raise
+
+
 def source_for(args: argparse.Namespace) -> tuple[Any, Any]:
     """The informer source and the client for writes that the flags ask for."""
     if args.all_contexts:
+        if args.install_crd:  # in every member
+            contexts, _ = config.list_kube_config_contexts(config_file=args.kubeconfig)
+            for context in contexts:
+                member = config.new_client_from_config(config_file=args.kubeconfig, context=context["name"])
+                with member:
+                    install_crd(member)
         return MultiClusterInformerFactory(KubeconfigContextsProvider(args.kubeconfig)), None
     api_client = config.new_client_from_config(config_file=args.kubeconfig, context=args.context)
     if args.install_crd:
-        try:
-            k8s.ApiextensionsV1Api(api_client).create_custom_resource_definition(widget_crd())
-        except k8s.ApiException as err:
-            if err.status != 409:
-                raise
+        install_crd(api_client)
     cluster = "*" if args.all_logical_clusters else None
     return DynamicSharedInformerFactory(api_client, cluster=cluster), api_client
 
@@ -127,6 +141,10 @@ def main(argv: list[str] | None = None) -> int:
     mode.add_argument("--all-logical-clusters", action="store_true", help="every logical cluster (kcp)")
     mode.add_argument("--all-contexts", action="store_true", help="every context, as member clusters")
     args = parser.parse_args(argv)
+    if args.install_crd and args.all_logical_clusters:
+        # a CRD is served in the logical cluster it was created in, and none is created in all
+        parser.error("--install-crd with --all-logical-clusters: create the CRD in each logical "
+                     "cluster first (a CRD serves only its own)")
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
 
     source, api_client = source_for(args)

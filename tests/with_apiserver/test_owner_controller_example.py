@@ -104,11 +104,24 @@ def test_every_context_is_a_member_with_its_own_widgets_configmap(
         merged["clusters"].append({"name": name, "cluster": one["clusters"][0]["cluster"]})
         merged["users"].append({"name": name, "user": one["users"][0]["user"]})
         merged["contexts"].append({"name": name, "context": {"cluster": name, "user": name}})
-        server.create(CRDS, crd(WIDGETS))
-        server.create(WIDGETS, widget(f"hello from {name}"))
     path = tmp_path / "fleet-kubeconfig"
     path.write_text(json.dumps(merged))
-    running.start("--kubeconfig", str(path), "--all-contexts")
+    running.start("--kubeconfig", str(path), "--all-contexts", "--install-crd")  # in every member
+    for name, server in kube_fleet.items():
+        assert wait_for(lambda s=server: any(o["metadata"]["name"] == WIDGETS.group_resource  # type: ignore[misc]
+                                             for o in s.list_objects(CRDS)), START_BOUND)
+        server.create(WIDGETS, widget(f"hello from {name}"))
     for name, server in kube_fleet.items():
         assert wait_for(lambda s=server, n=name: message(s) == f"hello from {n}", START_BOUND)  # type: ignore[misc]
     running.stop()
+
+
+def test_install_crd_over_every_logical_cluster_is_refused_at_the_command_line(
+        logical_clusters_server: FakeAPIServer, tmp_path: Path) -> None:
+    done = subprocess.run(
+        [sys.executable, str(EXAMPLES / "owner_controller.py"), "--kubeconfig",
+         logical_clusters_server.write_kubeconfig(tmp_path / "kubeconfig"), "--all-logical-clusters",
+         "--install-crd"],
+        capture_output=True, text=True, timeout=TIMEOUT * 2, env={**os.environ, "PYTHONPATH": str(CHECKOUT)})
+    assert done.returncode == 2
+    assert "create the CRD in each logical cluster first" in done.stderr
