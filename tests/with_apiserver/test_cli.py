@@ -278,14 +278,19 @@ def test_a_missing_kubeconfig_or_context_exits_7(
         f'error: kubeconfig {kubeconfig} has no context "nope"; it has: kinformer\n')
 
 
-@pytest.mark.parametrize("text", ["clusters: [unclosed\n", "- a list\n- not a mapping\n"],
-                         ids=["not-yaml", "not-a-kubeconfig"])
-def test_a_kubeconfig_that_is_not_one_exits_7_with_one_error_line(tmp_path: Path, text: str) -> None:
+@pytest.mark.parametrize(("text", "says"), [
+    ("clusters: [unclosed\n", "while parsing"),
+    ("- a list\n- not a mapping\n", "it holds list, not a mapping with clusters, contexts and users"),
+    ("hello\n", "it holds str, not a mapping with clusters, contexts and users"),
+], ids=["not-yaml", "a-list", "a-word"])
+def test_a_kubeconfig_that_is_not_one_exits_7_with_one_error_line(
+        tmp_path: Path, text: str, says: str) -> None:
     path = tmp_path / "kubeconfig"
     path.write_text(text)
     result = kinformer("watch", "cm", "--kubeconfig", os.fspath(path))
     assert result.returncode == 7
     assert result.stderr.startswith(f"error: kubeconfig {path} is not a valid kubeconfig: ")
+    assert says in result.stderr
     assert len(result.stderr.splitlines()) == 1, result.stderr
 
 

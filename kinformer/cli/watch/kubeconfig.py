@@ -71,8 +71,8 @@ def load_kubeconfig(path: str | None, context_name: str | None, configuration: A
     except (ConfigException, OSError) as err:
         raise CommandError(EXIT_CONFIG, f"cannot use kubeconfig {shown}: {one_line(err)}") from None
     except Exception as err:  # not YAML, or YAML of another shape: the loader raises anything
-        raise CommandError(EXIT_CONFIG, f"kubeconfig {shown} is not a valid kubeconfig: "
-                                        f"{one_line(err)}") from None
+        reason = _not_a_mapping(config_file) or one_line(err)
+        raise CommandError(EXIT_CONFIG, f"kubeconfig {shown} is not a valid kubeconfig: {reason}") from None
     names = [str(c.get("name")) for c in contexts or () if isinstance(c, dict)]
     if context_name and context_name not in names:
         raise CommandError(EXIT_CONFIG, f'kubeconfig {shown} has no context "{context_name}"; '
@@ -89,6 +89,24 @@ def load_kubeconfig(path: str | None, context_name: str | None, configuration: A
     if context_name:
         chosen = next((c for c in contexts if c.get("name") == context_name), active)
     return str(((chosen or {}).get("context") or {}).get("namespace") or "default")
+
+
+def _not_a_mapping(config_file: str | None) -> str | None:
+    """Why ``config_file`` cannot be a kubeconfig when its YAML is no mapping (the loader then
+    fails with a message about its own code); None when it is one, or cannot be told."""
+    if config_file is None:
+        return None
+    try:
+        import yaml
+
+        with open(config_file, encoding="utf-8") as text:
+            document = yaml.safe_load(text)
+    except Exception:
+        return None
+    if isinstance(document, dict):
+        return None
+    return (f"it holds {type(document).__name__ if document is not None else 'nothing'}, not a "
+            "mapping with clusters, contexts and users")
 
 
 def in_a_pod_without_kubeconfig(path: str | None, context_name: str | None) -> bool:
