@@ -115,6 +115,21 @@ def test_a_skipped_reconcile_keeps_the_keys_backoff(running: Running, recorder: 
     assert running.queue.num_requeues("default/a") == 2
 
 
+def test_a_reconcile_that_exits_is_retried_and_the_worker_lives_on(
+        running: Running, recorder: Reconciles) -> None:
+    def exits(key: str) -> None:
+        raise SystemExit(f"{key}: a library called sys.exit")
+
+    recorder.outcomes = [exits]
+    running.controller.enqueue("default/a")
+    assert recorder.next_call() == "default/a"
+    assert clock_waits(running.clock, 1.0)  # retried with backoff, as any failure
+    running.controller.enqueue("default/b")  # the one worker still takes keys
+    assert recorder.next_call() == "default/b"
+    running.clock.step(1.0)
+    assert recorder.next_call() == "default/a"
+
+
 def test_a_terminal_error_is_not_retried(running: Running, recorder: Reconciles) -> None:
     recorder.outcomes = [give_up]
     running.controller.enqueue("default/bad")

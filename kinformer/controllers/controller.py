@@ -161,7 +161,9 @@ class Controller:
         except errors.TerminalError as err:
             log.error("controller %s: giving up on key=%s: %s", self.name, key, err)
             self.queue.forget(key)
-        except Exception as err:
+        except KeyboardInterrupt:
+            raise
+        except BaseException as err:  # a SystemExit or CancelledError too: the worker must live on
             retries = self.queue.num_requeues(key)
             if _unreachable(err):  # expected while a server is down: no traceback, said once
                 log.log(logging.WARNING if retries == 0 else logging.DEBUG,
