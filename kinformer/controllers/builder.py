@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import time
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol, runtime_checkable
@@ -55,6 +56,7 @@ Source = factory.DynamicSharedInformerFactory | DiscoveringSource | MultiCluster
 SOURCES = (factory.DynamicSharedInformerFactory, MultiClusterInformerFactory, DiscoveringSource)
 
 STALE_REQUEUE_DELAY = 0.1  # seconds before a stale request is looked at again: a watch event's usual lag
+STALE_WARN_AFTER = 30.0  # seconds a request may wait for its cache before a warning says so
 JOIN_TIMEOUT = 30.0  # seconds join() waits for a started controller by default
 
 
@@ -209,9 +211,13 @@ class _Reconcile:
 
     def __init__(self, name: str, reconciler: RequestReconciler, tracker: staleness.StalenessTracker,
                  member_caches: Callable[[str], bool | None] | None = None) -> None:
+        self._name = name
         self._reconciler = reconciler
         self._tracker = tracker
         self._skips = staleness.stale_sync_skips_metric(name)
+        # request -> (monotonic time of its first skip in a row, whether a warning said so);
+        # only this worker pool's threads touch it, each on requests no other has at that time
+        self._stale_since: dict[Request, tuple[float, bool]] = {}
         # over member clusters: whether the request's member has its caches synced (None: the
         # member is not engaged); other sources' workers start once every cache synced
         self._member_caches = member_caches
@@ -222,15 +228,33 @@ class _Reconcile:
             synced = self._member_caches(request.cluster)
             if synced is None:
                 log.debug("cluster %s is not engaged: dropping request=%s", request.cluster, request)
+                self._stale_since.pop(request, None)
                 return None
             if not synced:  # its cache cannot yet tell a missing object from a late one
                 return _controller.Skipped(requeue_after=STALE_REQUEUE_DELAY)
         if not self._tracker.ensure_ready(request):
             self._skips.inc()
             log.debug("cache has not seen the last write yet: skipping request=%s", request)
+            self._note_stale(request)
             return _controller.Skipped(requeue_after=STALE_REQUEUE_DELAY)
+        self._stale_since.pop(request, None)
         with staleness.reconciling(self._tracker, request):
             return self._reconciler.reconcile(request)
+
+
+    def _note_stale(self, request: Request) -> None:
+        """Warn once when ``request`` has waited :data:`STALE_WARN_AFTER` seconds in a row for
+        a cache to show its write (an informer that stopped, or a watch that never brings it)."""
+        now = time.monotonic()
+        since, warned = self._stale_since.setdefault(request, (now, False))
+        if warned or now - since < STALE_WARN_AFTER:
+            return
+        self._stale_since[request] = (since, True)
+        written = self._tracker.written(request)
+        informer, version = written if written is not None else ("?", "?")
+        log.warning("controller %s: request=%s has waited %.0fs for informer %s to show its write "
+                    "at resourceVersion %s; still skipping it", self._name, request, now - since,
+                    informer, version)
 
 
 class BuiltController:

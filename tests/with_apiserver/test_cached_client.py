@@ -23,6 +23,7 @@ from kinformer import (
     Result,
     StaticClusterProvider,
 )
+from kinformer.controllers import builder
 from kinformer.gvr import GroupVersionResource
 from kinformer.testing import FakeAPIServer, wait_for
 
@@ -66,7 +67,9 @@ class ChildMaker:
 
 
 def test_a_reconcile_waits_for_the_cache_to_see_its_own_write(
-        apiserver: FakeAPIServer, api_client: Any, prometheus: Any, stop: threading.Event) -> None:
+        apiserver: FakeAPIServer, api_client: Any, prometheus: Any, stop: threading.Event,
+        monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture) -> None:
+    monkeypatch.setattr(builder, "STALE_WARN_AFTER", WATCH_LAG / 4)  # a wait this long is told
     k8s.ApiextensionsV1Api(api_client).create_custom_resource_definition(crd(WIDGETS))
     k8s.CustomObjectsApi(api_client).create_namespaced_custom_object(GROUP, "v1", "default", "widgets", {
         "apiVersion": f"{GROUP}/v1", "kind": "Widget", "metadata": {"name": "w"}, "spec": {}})
@@ -94,6 +97,8 @@ def test_a_reconcile_waits_for_the_cache_to_see_its_own_write(
     assert len(children) == 1, [o["metadata"]["name"] for o in children]
     skips = metric_value(prometheus, "kinformer_stale_sync_skips_total", controller="widgets")
     assert skips is not None and skips >= 1
+    waited = [r.getMessage() for r in caplog.records if "to show its write" in r.getMessage()]
+    assert len(waited) == 1 and "informer v1/configmaps" in waited[0], waited  # once per wait
     assert metric_value(prometheus, "kinformer_store_resource_version", informer="v1/configmaps") is None
 
 
