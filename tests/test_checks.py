@@ -150,6 +150,7 @@ OUT_OF_RANGE: list[tuple[str, Callable[[], object]]] = [
     ("ItemFastSlowRateLimiter(max_fast_attempts)", lambda: kinformer.ItemFastSlowRateLimiter(0.1, 1, -1)),
     ("ProbeServer(port)", lambda: kinformer.ProbeServer(port=70000)),
     ("FakeAPIServer(history_size)", lambda: FakeAPIServer(history_size=0)),
+    ("ListWatch.for_resource(gvr)", lambda: kinformer.ListWatch.for_resource(API, "configmaps")),  # type: ignore[arg-type]
 ]
 
 

@@ -130,7 +130,14 @@ class ListWatch:
 
             api = kubernetes.config.new_client_from_config()
             lw = ListWatch.for_resource(api, GroupVersionResource("", "v1", "configmaps"))
+
+        A ``gvr`` that is not a :class:`~kinformer.GroupVersionResource` (the plural alone,
+        say) raises :class:`~kinformer.ConfigurationError`.
         """
+        if not isinstance(gvr, _gvr.GroupVersionResource):
+            raise errors.ConfigurationError(
+                f"ListWatch.for_resource needs a GroupVersionResource(group, version, resource), "
+                f"not {gvr!r}")
         selector = None
         if shard_selector is not None:
             selector = (shard_selector if isinstance(shard_selector, sharding.ShardSelector)

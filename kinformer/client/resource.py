@@ -240,6 +240,8 @@ class HTTPResource:
                 raise
             log.warning("%s: response is not JSON: %s", what, exc)
             raise errors.DecodeError(f"{what}: response is not JSON") from exc
+        if isinstance(body, dict) and "items" in body and body["items"] is None:
+            body["items"] = []  # an empty list as Go writes a nil slice; client-go reads it so
         if not isinstance(body, dict) or not isinstance(body.get("items"), list):
             log.warning("%s: response is not a list (no items)", what)
             raise errors.DecodeError(f"{what}: response is not a list (no items)")

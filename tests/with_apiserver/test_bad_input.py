@@ -205,6 +205,25 @@ LIST_BODIES = {
 }
 
 
+def test_a_list_whose_items_are_null_is_an_empty_list(
+    apiserver: FakeAPIServer, api_client: Any, caplog: pytest.LogCaptureFixture
+) -> None:
+    # Go's encoder writes a nil slice as null: an empty list, as client-go reads it
+    apiserver.create(CONFIGMAPS, cm("before", None, "default"))
+    apiserver.corrupt_next(line({"kind": "ConfigMapList", "apiVersion": "v1",
+                                 "metadata": {"resourceVersion": "1"}, "items": None}),
+                           verb="list", resource="configmaps")
+    with caplog.at_level(logging.WARNING):
+        run = Running(apiserver, api_client)
+        try:
+            assert run.informer.wait_for_sync(timeout=TIMEOUT)
+            assert run.informer.last_error() is None and kinformer_warnings(caplog) == []
+            # nothing was there as of version 1: the watch from it brings what came after
+            assert wait_for(lambda: set(run.cache()) == {"before"}, TIMEOUT), run.cache()
+        finally:
+            run.stop()
+
+
 @pytest.mark.parametrize("body", list(LIST_BODIES))
 def test_a_broken_list_is_a_logged_decode_error_and_nothing_of_it_is_cached(
     apiserver: FakeAPIServer, api_client: Any, caplog: pytest.LogCaptureFixture, body: str
