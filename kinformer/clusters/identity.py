@@ -33,8 +33,9 @@ class Identity:
     ``kube-system`` the member's credentials cannot read (403), a cluster without one (404), an
     endpoint that serves no get (405: a member on kcp's ``/clusters/*``, many clusters behind one
     address, which has no one identity) or an answer without a uid is logged once, at INFO, and
-    never read again: its informers then go on unchecked. Any other failure is raised, and the
-    read made again next time.
+    never read again: its informers then go on unchecked. Once a uid was read, those answers are
+    raised as any other failure: the cluster had an identity, and one rebuilt behind its address
+    may answer so for a moment. Any other failure is raised, and the read made again next time.
     Thread-safe; it holds no lock while a request is in flight.
     """
 
@@ -106,12 +107,16 @@ class Identity:
                 KUBE_SYSTEM_PATH, timeout=self._timeout, ctx=ctx,
                 what=f"read cluster {self.cluster}'s identity (namespace kube-system)")
         except (errors.ForbiddenError, errors.NotFoundError, errors.MethodNotAllowedError) as exc:
+            self._unless_read_before(exc)
             return self._unreadable(f"{exc.status} on namespace kube-system")
-        except errors.DecodeError:
+        except errors.DecodeError as exc:
+            self._unless_read_before(exc)
             return self._unreadable("namespace kube-system is not JSON")
         metadata = body.get("metadata") if isinstance(body, dict) else None
         uid = metadata.get("uid") if isinstance(metadata, dict) else None
         if not isinstance(uid, str) or not uid:
+            self._unless_read_before(errors.DecodeError(
+                f"cluster {self.cluster}: namespace kube-system has no uid"))
             return self._unreadable("namespace kube-system has no uid")
         with self._cond:
             before, self._uid, self._stale = self._uid, uid, False
@@ -119,6 +124,18 @@ class Identity:
             log.warning("cluster %s was replaced behind its address (kube-system uid %s, was %s): "
                         "relisting its informers from scratch", self.cluster, uid, before)
         return uid
+
+    def _unless_read_before(self, exc: Exception) -> None:
+        """Raise ``exc`` when a uid was read before: the cluster told its identity then, so an
+        answer without one now is a moment (a cluster being rebuilt, its kube-system not made
+        yet), not what the cluster is; the read is made again next time, and a new uid then
+        relists its informers."""
+        with self._cond:
+            known = self._uid is not None
+        if known:  # the member is not itself yet: its informers back off and ask again
+            raise errors.TransportError(
+                f"cluster {self.cluster} told its identity before but not now ({exc}); "
+                "reading it again") from exc
 
     def _unreadable(self, why: str) -> str | None:
         """Never read it again; say so once. The uid: None."""

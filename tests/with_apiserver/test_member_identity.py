@@ -163,6 +163,35 @@ def test_a_member_whose_identity_cannot_be_read_is_not_checked_and_says_so_once(
     assert len(said) == 1 and "member-1" in said[0].getMessage() and "403" in said[0].getMessage()
 
 
+def test_a_member_whose_identity_was_read_stays_checked_through_a_moment_without_one(
+    kube_fleet: Fleet, clients: dict[str, Any], caplog: pytest.LogCaptureFixture,
+) -> None:
+    caplog.set_level(logging.INFO)
+    old = kube_fleet["member-1"]
+    old.create(CONFIGMAPS, cm("gone", None, "default"))
+    factory = MultiClusterInformerFactory(
+        StaticClusterProvider({"member-1": clients["member-1"]}), request_timeout=SHORT)
+    configmaps = factory.for_resource(CONFIGMAPS)
+    recorder = Recorder()
+    configmaps.add_event_handler(recorder)
+    new = FakeAPIServer(port=old.port)
+    new.create(CONFIGMAPS, cm("fresh", None, "default"))
+    # rebuilt behind the address, its kube-system not there for a moment: not a cluster without
+    # an identity, whose rebuilds would never be noticed again
+    new.fail_next(1, 404, verb="get", resource="namespaces")
+    try:
+        with started(factory):
+            assert factory.wait_for_cache_sync(timeout=TIMEOUT)
+            assert recorder.next() == ("add", "member-1", "gone")
+            old.stop()
+            new.start()
+            assert sorted(recorder.take(2)) == [("add", "member-1", "fresh"), ("delete", "member-1", "gone")]
+            assert configmaps.cluster_status()["member-1"].cluster_id == cluster_id(new)
+    finally:
+        new.stop()
+    assert not [r for r in caplog.records if "identity cannot be read" in r.getMessage()]
+
+
 def test_informers_waiting_for_another_ones_identity_read_stop_at_once() -> None:
     from helpers import SilentServer, client_for
 
