@@ -110,14 +110,15 @@ class BackoffManager:
             self._current = self._initial
             self._last_request = None
 
-    def wait(self, stop: _context.Context) -> bool:
+    def wait(self, stop: _context.Context, at_least: float = 0.0) -> bool:
         """Wait the next delay on the clock, or until ``stop``; True when stopped.
 
-        Blocks the calling thread for at most one delay.
+        ``at_least``: seconds the server asked to wait (a 429's ``Retry-After``): the wait is
+        the longer of the two. Blocks the calling thread for at most that.
         """
         if stop.cancelled():
             return True
-        delay = self.next_delay()
+        delay = max(self.next_delay(), at_least)
         with self._lock:
             self._resume_at = self._clock.now() + delay
         try:

@@ -201,6 +201,9 @@ class APIError(KinformerError):
         self.reason = reason
         self.message = message
         self.body = body or {}
+        # seconds the server asked to wait before asking again: a Status's
+        # details.retryAfterSeconds, or the response's Retry-After (set where it is read)
+        self.retry_after: float | None = _retry_after_seconds(self.body)
         super().__init__(status, reason, message)
 
     @property
@@ -274,6 +277,30 @@ _STATUS_TABLE: dict[int, type[APIError]] = {
     429: TooManyRequestsError,
     504: ServerTimeoutError,
 }
+
+
+def _retry_after_seconds(body: dict[str, Any]) -> float | None:
+    details = body.get("details")
+    seconds = details.get("retryAfterSeconds") if isinstance(details, dict) else None
+    if isinstance(seconds, int) and not isinstance(seconds, bool) and seconds > 0:
+        return float(seconds)
+    return None
+
+
+def retry_after(error: BaseException | None) -> float:
+    """The seconds ``error`` asks the client to wait before it asks again (a 429's or a 503's
+    ``Retry-After``, a ``Status``'s ``details.retryAfterSeconds``); 0 when it asks for none."""
+    seconds = getattr(error, "retry_after", None) if isinstance(error, APIError) else None
+    return seconds if seconds is not None else 0.0
+
+
+def parse_retry_after(value: Any) -> float | None:
+    """A ``Retry-After`` header's whole seconds (what kube-apiserver sends), None when it is
+    absent or not a non-negative number of seconds (an HTTP date is not waited for)."""
+    if not isinstance(value, str) or not value.strip().isdigit():
+        return None
+    seconds = int(value.strip())
+    return float(seconds) if seconds <= 24 * 3600 else None  # a day at most: a broken header
 
 
 def api_error_class(status: int) -> type[APIError]:

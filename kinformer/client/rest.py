@@ -288,7 +288,11 @@ class Client:
                 if call is not None and call.cancelled:
                     raise
                 error_body = b""  # a broken error body still gives a typed error
-            raise errors.api_error_from_status(response.status, error_body)
+            error = errors.api_error_from_status(response.status, error_body)
+            header = errors.parse_retry_after(response.headers.get("Retry-After"))
+            if header is not None:
+                error.retry_after = header
+            raise error
         return response
 
     def _send(

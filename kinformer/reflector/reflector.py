@@ -231,6 +231,7 @@ class Reflector:
         ctx = _context.as_context(stop)
         log.debug("reflector %s: starting", self.name)
         while not ctx.cancelled():
+            failed: Exception | None = None
             try:
                 self.list_and_watch(ctx)
             except failures.StopRequested:
@@ -241,9 +242,10 @@ class Reflector:
                 if not isinstance(exc, (errors.KinformerError, OSError)):
                     log.exception("reflector %s: unexpected error, backing off", self.name)
                 self._record_error(exc)
+                failed = exc
             if self._shard.take_reshard():
                 continue  # a new shard: list it at once
-            if self._backoff.wait(ctx):
+            if self._backoff.wait(ctx, errors.retry_after(failed)):  # a 429's Retry-After at least
                 break
         log.debug("reflector %s: stopped", self.name)
 

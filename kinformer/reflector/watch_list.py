@@ -15,6 +15,7 @@ import dataclasses
 import logging
 
 from kinformer import context as _context
+from kinformer import errors
 from kinformer.cache import store as _store
 from kinformer.reflector import failures, sink, watch, watch_loop
 from kinformer.reflector import shared as _shared
@@ -65,7 +66,7 @@ class WatchListSync:
                 if failures.backs_off(exc):
                     log.log(shared.level(exc),
                             "reflector %s: watch-list start failed: %s; backing off", self.name, exc)
-                    if shared.backoff.wait(ctx):
+                    if shared.backoff.wait(ctx, errors.retry_after(exc)):
                         raise failures.StopRequested() from exc
                     continue
                 if failures.version_unavailable(exc):

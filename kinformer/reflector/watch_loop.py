@@ -136,7 +136,7 @@ class WatchLoop:
                     shared.record_error(exc)
                     log.log(shared.level(exc), "reflector %s: watch start failed: %s; backing off",
                             self.name, exc)
-                    if shared.backoff.wait(ctx):
+                    if shared.backoff.wait(ctx, errors.retry_after(exc)):
                         return
                     continue
                 shared.metrics.watches.inc()
@@ -186,7 +186,7 @@ class WatchLoop:
                 return
             if isinstance(error, errors.TooManyRequestsError):
                 log.warning("reflector %s: watch got 429; backing off", self.name)
-                if shared.backoff.wait(ctx):
+                if shared.backoff.wait(ctx, errors.retry_after(error)):
                     return
                 continue
             if self._retry_internal_error(error):

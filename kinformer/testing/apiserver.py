@@ -238,14 +238,19 @@ class FakeAPIServer:
 
     def fail_next(
         self, count: int = 1, status: int = 500, verb: str | None = None,
-        resource: str | None = None,
+        resource: str | None = None, retry_after: int | None = None,
     ) -> None:
         """Answer the next ``count`` resource requests (of ``verb``/``resource`` if given) with
-        an error Status of HTTP ``status``. Discovery and health paths are not counted."""
+        an error Status of HTTP ``status``. Discovery and health paths are not counted. A 429
+        carries ``Retry-After`` (and ``details.retryAfterSeconds``) of ``retry_after`` whole
+        seconds, 1 unless given; another status carries it only when given."""
         if verb is not None and verb not in server_state.VERBS:
             raise errors.ConfigurationError(f"unknown verb {verb!r}; one of {server_state.VERBS}")
+        if retry_after is not None and (isinstance(retry_after, bool) or not isinstance(retry_after, int)
+                                        or retry_after < 1):
+            raise errors.ConfigurationError(f"retry_after must be whole seconds >= 1, not {retry_after!r}")
         with self._state.lock:
-            self._state.failures.append(server_state._Failure(count, status, verb, resource))
+            self._state.failures.append(server_state._Failure(count, status, verb, resource, retry_after))
 
     def corrupt_next(
         self, body: bytes, count: int = 1, verb: str = "list", resource: str | None = None

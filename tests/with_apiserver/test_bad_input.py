@@ -205,6 +205,34 @@ LIST_BODIES = {
 }
 
 
+@pytest.mark.parametrize("verb", ["list", "watch"])
+def test_a_429_is_waited_out_for_at_least_its_retry_after(
+    apiserver: FakeAPIServer, api_client: Any, verb: str
+) -> None:
+    # kube-apiserver's 429 names the seconds to wait (Retry-After); clients wait at least that
+    apiserver.fail_next(1, 429, verb=verb, resource="configmaps", retry_after=30)
+    run = Running(apiserver, api_client)
+    try:
+        error = run.error()
+        assert isinstance(error, errors.TooManyRequestsError) and error.retry_after == 30.0
+        assert run.clock.wait_for_waiters(1, TIMEOUT), "no backoff wait"
+        assert max(run.clock.waiters()) >= 30.0  # not the backoff's first second
+
+        def asked() -> int:  # requests of the verb that got the 429
+            watching = verb == "watch"
+            return sum(1 for _, path, query, _ in apiserver.requests
+                       if path.endswith("/configmaps") and (query.get("watch") == "true") == watching)
+
+        before = asked()
+        run.clock.step(29.0)
+        assert not wait_for(lambda: asked() > before, NO_HOT_LOOP), "asked again before Retry-After"
+        run.clock.step(1.0)
+        assert wait_for(lambda: asked() > before, TIMEOUT)
+        assert run.informer.wait_for_sync(timeout=TIMEOUT)
+    finally:
+        run.stop()
+
+
 def test_a_list_whose_items_are_null_is_an_empty_list(
     apiserver: FakeAPIServer, api_client: Any, caplog: pytest.LogCaptureFixture
 ) -> None:

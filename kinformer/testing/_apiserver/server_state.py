@@ -25,6 +25,7 @@ class _Failure:
     code: int
     verb: str | None
     resource: str | None
+    retry_after: int | None = None  # the 429's Retry-After seconds (None: the server's default)
 
 
 @dataclass
@@ -62,7 +63,7 @@ class ServerState:
         self.requests: collections.deque[tuple[str, str, dict[str, str], int]] = (
             collections.deque(maxlen=REQUEST_LOG_SIZE))
 
-    def take_failure(self, verb: str, resource: str) -> int | None:
+    def take_failure(self, verb: str, resource: str) -> _Failure | None:
         with self.lock:
             for failure in self.failures:
                 if failure.verb not in (None, verb) or failure.resource not in (None, resource):
@@ -70,7 +71,7 @@ class ServerState:
                 failure.count -= 1
                 if failure.count <= 0:
                     self.failures.remove(failure)
-                return failure.code
+                return failure
         return None
 
     def take_raw_answer(self, verb: str, resource: str) -> bytes | None:

@@ -212,9 +212,10 @@ def unauthorized() -> StatusError:
     return StatusError(401, "Unauthorized", "Unauthorized")
 
 
-def injected(code: int) -> StatusError:
+def injected(code: int, retry_after: int | None = None) -> StatusError:
     reason = REASONS.get(code, "InternalError" if code >= 500 else "BadRequest")
-    details: dict[str, Any] = {"retryAfterSeconds": RETRY_AFTER} if code == 429 else {}
+    seconds = retry_after if retry_after is not None else RETRY_AFTER if code == 429 else None
+    details: dict[str, Any] = {"retryAfterSeconds": seconds} if seconds else {}
     return StatusError(code, reason, f"injected failure (HTTP {code})", details)
 
 

@@ -255,9 +255,9 @@ class Handler(http.server.BaseHTTPRequestHandler):
             self.state.stopping.wait(delay)
         if self.state.is_forbidden(verb, rt):
             raise status.forbidden(rt, verb, namespace, name)
-        code = self.state.take_failure(verb, rt.resource)
-        if code is not None:
-            raise status.injected(code)
+        failure = self.state.take_failure(verb, rt.resource)
+        if failure is not None:
+            raise status.injected(failure.code, failure.retry_after)
         raw = self.state.take_raw_answer(verb, rt.resource)
         if raw is not None:
             self._send(200, raw)
