@@ -25,6 +25,7 @@ keep it on a shard.
 from __future__ import annotations
 
 import datetime
+import hashlib
 import logging
 import re
 import threading
@@ -53,8 +54,18 @@ _LABEL_VALUE = re.compile(r"(?:[A-Za-z0-9](?:[-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?)\
 
 
 def lease_name(group: str, identity: str) -> str:
-    """``<group>-<identity>``, lowercased, as a valid object name (DNS-1123 subdomain)."""
-    name = re.sub(r"[^a-z0-9.-]+", "-", f"{group}-{identity}".lower()).strip("-.")
+    """``<group>-<identity>`` as a valid object name (DNS-1123 subdomain).
+
+    An identity that is one already (lowercase letters, digits, ``-`` and ``.``; a hostname) is
+    kept as it is. Any other is lowercased, its other characters made ``-``, and a hash of the
+    identity as given appended: ``web_1`` and ``web-1``, or ``Web-1``, are different members and
+    must not share one Lease (each would take it over from the other, and neither own a shard).
+    """
+    raw = f"{group}-{identity}"
+    name = re.sub(r"[^a-z0-9.-]+", "-", raw.lower()).strip("-.")
+    if name != raw:
+        digest = hashlib.sha256(identity.encode("utf-8", "surrogatepass")).hexdigest()[:10]
+        name = f"{name[:242].rstrip('-.')}-{digest}"
     return name[:253].rstrip("-.") or "member"
 
 
@@ -143,6 +154,7 @@ class ShardCoordinator:
         self._valid_until = float("-inf")  # last successful renewal's start + lease_duration
         self._written: dict[str, float] = {}  # resourceVersion of a recent renewal -> its start
         self._seen_own = float("-inf")  # start of the newest own renewal the watch has shown
+        self._other_holders: set[str] = set()  # identities seen holding this member's Lease
 
     # -- getters and listeners ---------------------------------------------------------------
 
@@ -185,6 +197,9 @@ class ShardCoordinator:
             while not ctx.cancelled():
                 now = self._clock.now()
                 if now >= next_renew:
+                    # first what the lease has left: a member frozen past it (a paused process, a
+                    # suspended host) gives its range up now, not after a renewal that may hang
+                    self._recompute(now)
                     renewed = self._renew(ctx, self._request_timeout(now))
                     if renewed:
                         self._wrote(now)
@@ -232,6 +247,8 @@ class ShardCoordinator:
             spec = lease.get("spec") or {}
             holder = spec.get("holderIdentity")
             identity = holder if isinstance(holder, str) and holder else meta.name(lease)
+            if key == self._own_key and identity != self.identity and self._written:
+                self._held_by(identity)  # written over after ours: not a Lease left from before
             leases.append((key, identity, observed[1]))
         seen = {key for key, _, _ in leases}
         for key in [k for k in self._observed if k not in seen]:
@@ -249,6 +266,17 @@ class ShardCoordinator:
                 members.index(self.identity), len(members), self._field)
         self._publish(selector, members)
         return expiry if now < expiry else float("inf")
+
+    def _held_by(self, identity: str) -> None:
+        """This member's Lease names another holder: another process runs with this Lease's
+        name (the same identity twice, say). Said once per holder: the two take the Lease from
+        each other, and neither owns a shard while they do."""
+        if identity in self._other_holders:
+            return
+        self._other_holders.add(identity)
+        log.error("shard coordinator %s: its lease %s is held by %r: two members of group %s "
+                  "run with one Lease; give each process its own identity", self.identity,
+                  self._own_key, identity, self.group)
 
     def _publish(self, selector: sharding.ShardSelector, members: list[str]) -> None:
         """Record ``selector`` and ``members``; tell the listeners when the selector changed."""

@@ -157,6 +157,47 @@ def test_a_member_whose_renewals_hang_owns_nothing_once_its_lease_runs_out(
         assert wait_for(lambda: converged(coordinators, ["a", "b"]), TIMEOUT)
 
 
+def test_a_member_frozen_past_its_lease_gives_its_range_up_before_it_renews(
+    api_client: Any, apiserver: FakeAPIServer
+) -> None:
+    clock = FakeClock()
+    member = ShardCoordinator(api_client, "workers", "a", lease_duration=5.0, renew_interval=1.0,
+                              clock=clock)
+    with running(member.run):
+        assert wait_for(lambda: member.selector() == ShardSelector.for_shard(0, 1), TIMEOUT)
+        apiserver.set_delay(60, "update")  # once it wakes, its renewal hangs (up to 5 s)
+        try:
+            step_when_waiting(clock, 30.0)  # the process was paused for 30 s
+            assert wait_for(lambda: member.selector() == ShardSelector.empty(), 1.0)
+        finally:
+            apiserver.set_delay(0, "update")
+
+
+def test_members_whose_identities_differ_only_in_spelling_have_leases_of_their_own(
+    api_client: Any, apiserver: FakeAPIServer
+) -> None:
+    assert shard_coordinator.lease_name("workers", "web-1") == "workers-web-1"  # a hostname: as it is
+    assert len({shard_coordinator.lease_name("workers", i) for i in ("web-1", "web_1", "Web-1")}) == 3
+    with members(api_client, "web-1", "web_1") as started:
+        coordinators = [m for m, _ in started.values()]
+        assert wait_for(lambda: converged(coordinators, ["web-1", "web_1"]), TIMEOUT)
+        holders = sorted(lease["spec"]["holderIdentity"] for lease in apiserver.list_objects(LEASES))
+        assert holders == ["web-1", "web_1"]
+
+
+def test_two_processes_running_one_lease_are_told(
+    api_client: Any, apiserver: FakeAPIServer, caplog: pytest.LogCaptureFixture
+) -> None:
+    with members(api_client, "a") as started:
+        member = started["a"][0]
+        assert wait_for(lambda: member.members() == ["a"], TIMEOUT)
+        lease = apiserver.get(LEASES, "default", "workers-a")  # another process writes it as its own
+        apiserver.update(LEASES, {**lease, "spec": {**lease["spec"], "holderIdentity": "a-twin"}})
+        assert wait_for(lambda: "held by 'a-twin'" in caplog.text, TIMEOUT)
+    said = [r for r in caplog.records if "held by" in r.getMessage()]
+    assert len(said) == 1 and said[0].levelname == "ERROR"
+
+
 def test_members_whose_view_of_the_group_stalls_never_take_more_than_their_share(
     api_client: Any, apiserver: FakeAPIServer
 ) -> None:
