@@ -201,7 +201,8 @@ class Applier:
         append = out.append
         for (key, obj, delete), old in zip(changes, olds, strict=True):
             if old is NOT_APPLIED:
-                log.error("informer %s: index function failed for %s; object dropped",
+                log.error("informer %s: index function failed for %s (or gave values that are "
+                          "not strings, or a compact cache could not encode it); object dropped",
                           self._name, key)
             elif delete:
                 append(_new_notification(_Notification, (_DELETE, obj, None)))

@@ -242,23 +242,31 @@ def test_the_first_list_is_transformed_once_per_object() -> None:
         assert [informer.get_store().get_by_key(k)["seen"] for k in ("ns/a", "ns/b")] == [1, 2]
 
 
-def test_an_index_function_failing_on_one_listed_object_drops_only_that_object(
-    caplog: pytest.LogCaptureFixture,
+@pytest.mark.parametrize("compact", [False, True], ids=["dict", "compact"])
+@pytest.mark.parametrize("fault", ["raises", "gives-none", "gives-a-number"])
+def test_an_index_function_failing_on_one_object_drops_only_that_object(
+    caplog: pytest.LogCaptureFixture, compact: bool, fault: str,
 ) -> None:
-    def by_app(obj: Any) -> list[str]:
-        if obj["metadata"]["name"] == "b":
-            raise ValueError("no app label")
+    def by_app(obj: Any) -> Any:
+        if obj["metadata"]["name"] in ("b", "e"):
+            if fault == "raises":
+                raise ValueError("no app label")
+            return None if fault == "gives-none" else [7]
         return ["web"]
 
-    _, informer, handler = helpers.recorded_informer(
+    source, informer, handler = helpers.recorded_informer(
         helpers.cm("a", 1), helpers.cm("b", 2), helpers.cm("c", 3), indexers={"app": by_app},
-        name="bad-index")
+        name="bad-index", compact=compact)
     with caplog.at_level(logging.ERROR, logger="kinformer"), helpers.running(informer.run):
-        assert informer.wait_for_sync(timeout=TIMEOUT)
+        assert informer.wait_for_sync(timeout=TIMEOUT)  # the list as a whole is not refused
         assert handler.take(2) == [("add", "a1", True), ("add", "c3", True)]
-        assert sorted(informer.get_store().list_keys()) == ["ns/a", "ns/c"]
-        assert sorted(informer.get_indexer().index_keys("app", "web")) == ["ns/a", "ns/c"]
-    assert "object dropped" in caplog.text
+        watch = source.next_watch()
+        for name, rv in (("d", 4), ("e", 5), ("f", 6)):  # and a watch's others are stored
+            watch.add(helpers.cm(name, rv))
+        assert handler.take(2) == [("add", "d4", False), ("add", "f6", False)]
+        assert sorted(informer.get_store().list_keys()) == ["ns/a", "ns/c", "ns/d", "ns/f"]
+        assert sorted(informer.get_indexer().index_keys("app", "web")) == ["ns/a", "ns/c", "ns/d", "ns/f"]
+    assert caplog.text.count("object dropped") == 2
 
 
 def test_transform_applies_before_caching() -> None:

@@ -100,6 +100,18 @@ def test_an_index_function_error_propagates_and_changes_nothing() -> None:
     assert store.list_keys() == ["good"]
 
 
+@pytest.mark.parametrize("values", [None, "web", [7], [{"a": 1}]],
+                         ids=["none", "a-string", "a-number", "a-dict"])
+def test_index_values_that_are_no_list_of_strings_are_refused_and_change_nothing(values: Any) -> None:
+    for indexes in ({"x": lambda obj: values}, {"ns": lambda obj: ["ns"], "x": lambda obj: values}):
+        store = ThreadSafeStore(indexes)  # type: ignore[arg-type]
+        with pytest.raises(TypeError, match="index function gave"):
+            store.add("bad", cm("bad"))
+        with pytest.raises(TypeError, match="index function gave"):
+            store.add_new({"bad": cm("bad")})
+        assert store.list_keys() == [] and store.list_index_func_values("x") == []
+
+
 def test_add_new_stores_and_indexes_as_adding_one_by_one() -> None:
     objs = [cm("a", app="web", tags="x.y"), cm("b", namespace="other", app="db"), cm("c", tags="y")]
     store = ThreadSafeStore(INDEXERS)

@@ -49,16 +49,33 @@ makes a copy of its own); None keeps the value as given."""
 def index_values(fns: Sequence[IndexFunc], obj: Any) -> Sequence[Sequence[str]]:
     """Every index function's values for ``obj``, in order; unrolled for one to three indexes.
 
-    Raises what an index function raises.
+    Raises what an index function raises, and ``TypeError`` for values that are not a list (or
+    tuple) of strings (:func:`check`).
     """
     n = len(fns)
     if n == 1:
-        return (fns[0](obj),)
+        return (check(fns[0](obj)),)
     if n == 2:
-        return (fns[0](obj), fns[1](obj))
+        return (check(fns[0](obj)), check(fns[1](obj)))
     if n == 3:
-        return (fns[0](obj), fns[1](obj), fns[2](obj))
-    return [fn(obj) for fn in fns]
+        return (check(fns[0](obj)), check(fns[1](obj)), check(fns[2](obj)))
+    return [check(fn(obj)) for fn in fns]
+
+
+def check(vals: Any) -> Sequence[str]:
+    """``vals``, one index function's values, when they are a list or tuple of strings (client-go's
+    ``[]string``); else ``TypeError``. Checked where the values are computed, outside a store's
+    lock: a value that could not be indexed (None, a dict) must fail its write alone, not half
+    of a batch under the lock."""
+    cls = type(vals)
+    if cls is list or cls is tuple:
+        if len(vals) == 1 and type(vals[0]) is str:  # the usual case, at once
+            return vals  # type: ignore[no-any-return]
+        for v in vals:
+            if not isinstance(v, str):
+                raise TypeError(f"an index function gave {v!r} among its values; they must be strings")
+        return vals  # type: ignore[no-any-return]
+    raise TypeError(f"an index function gave {vals!r}; it must give a list of strings")
 
 
 def slots(names: Iterable[str], indices: Mapping[str, Index],
@@ -160,7 +177,7 @@ def index_all(fn: IndexFunc, items: Mapping[str, Any]) -> tuple[Index, KeyValues
     """A new index of ``items`` (key -> stored object) under one index function."""
     index: Index = {}
     key_values: KeyValues = {}
-    index_into(index, key_values, ((item, fn(item[1])) for item in items.items()))
+    index_into(index, key_values, ((item, check(fn(item[1]))) for item in items.items()))
     return index, key_values
 
 

@@ -440,7 +440,9 @@ class CompactIndexer:
 
 class _Packer:
     """A compact cache's :meth:`CompactIndexer.pack`, as a transform (a
-    :class:`~kinformer.transforms.Packer`)."""
+    :class:`~kinformer.transforms.Packer`). An object it cannot pack (an index function raises,
+    the encoder refuses a value) comes back as it is: the cache's own write then fails it
+    alone, logged, as a dict cache's does, instead of failing the whole list it came in."""
 
     __slots__ = ("_indexer",)
     packs = True  # keeps nothing of the decoded object
@@ -449,7 +451,10 @@ class _Packer:
         self._indexer = indexer
 
     def __call__(self, obj: Any) -> Any:
-        return packed.pack(obj, self._indexer._fns)
+        try:
+            return packed.pack(obj, self._indexer._fns)
+        except Exception:  # the cache's own write fails it alone, as a dict cache's does
+            return obj
 
     def __repr__(self) -> str:
         return f"<packer of {self._indexer!r}>"
@@ -461,7 +466,10 @@ class _JSONPacker(_Packer):
     __slots__ = ()
 
     def with_json(self, obj: Any, data: bytes) -> Any:
-        return packed.pack(obj, self._indexer._fns, data)
+        try:
+            return packed.pack(obj, self._indexer._fns, data)
+        except Exception:  # an index function that raises: the cache's write fails it alone
+            return obj
 
 
 def _own(text: str) -> str:

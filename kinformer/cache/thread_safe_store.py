@@ -113,12 +113,13 @@ class IndexedMap:
                 key = object_key(ns, name)
                 own = (ns or "",)
                 n = len(fns)
+                check = _indexing.check
                 if n == 1:
                     values = (own,)
                 elif n == 2:
-                    values = (own, fns[1](obj)) if ns_at == 0 else (fns[0](obj), own)
+                    values = (own, check(fns[1](obj))) if ns_at == 0 else (check(fns[0](obj)), own)
                 else:
-                    values = [own if i == ns_at else fn(obj) for i, fn in enumerate(fns)]
+                    values = [own if i == ns_at else check(fn(obj)) for i, fn in enumerate(fns)]
             else:
                 try:
                     key = self._key_func(obj)
@@ -139,10 +140,11 @@ class IndexedMap:
                     lock.release()
                 fns = self._fns
             n = len(fns)  # unrolled for the usual one or two indexes: no comprehension frame
+            check = _indexing.check  # values that cannot be indexed fail here, outside the lock
             if n == 1:
-                values = (fns[0](obj),)
+                values = (check(fns[0](obj)),)
             elif n == 2:
-                values = (fns[0](obj), fns[1](obj))
+                values = (check(fns[0](obj)), check(fns[1](obj)))
             else:
                 values = _indexing.index_values(fns, obj)
         lock.acquire()
@@ -204,7 +206,8 @@ class IndexedMap:
                 continue
             if objs is None:
                 objs = list(items.values())
-            columns.append([fn(obj) for obj in objs])
+            check = _indexing.check
+            columns.append([check(fn(obj)) for obj in objs])
         last = next(reversed(items.values()))
         lock = self._lock
         lock.acquire()
