@@ -3,6 +3,7 @@ way in, decoded on every read."""
 
 from __future__ import annotations
 
+import threading
 from typing import Any
 
 import pytest
@@ -190,6 +191,29 @@ def test_replace_swaps_the_whole_content_and_rebuilds_the_indexes() -> None:
     assert keys(indexer.list()) == ["ns/b", "ns/c"]
     indexer.bookmark("12")
     assert indexer.last_store_sync_resource_version() == "12"
+
+
+def test_a_reader_without_the_lock_sees_the_old_content_or_the_new_never_half_of_it() -> None:
+    indexer = CompactIndexer()
+    objs = [cm(f"o{i}", i + 1, "default") for i in range(2000)]
+    indexer.replace(objs)
+    misses: list[str] = []
+    done = threading.Event()
+
+    def read() -> None:
+        while not done.is_set():
+            if indexer.get_by_key("default/o1999") is None or len(indexer) != len(objs):
+                misses.append("miss")
+
+    reader = threading.Thread(target=read, name="test-reader")
+    reader.start()
+    try:
+        for _ in range(10):  # a relist replacing the same objects
+            indexer.replace(objs)
+    finally:
+        done.set()
+        reader.join(10)
+    assert misses == []
 
 
 def test_a_snapshot_is_taken_at_once_and_decodes_each_object_when_read() -> None:

@@ -256,12 +256,20 @@ class CompactIndexer:
             with self._lock:
                 if fns is not self._fns:  # add_indexers ran meanwhile: prepare again
                     continue
-                self._items = {}
+                # built aside and swapped in: a reader without the lock (get_by_key, len) sees
+                # the old content or the new, never a half-filled one
+                old = (self._items, self._indices, self._key_values, self._slots)
+                self._items, self._values = {}, {}
                 self._indices = {name: {} for name in self._indexers}
-                self._values = {}
                 self._key_values = {name: {} for name in self._indexers}
                 self._slots = self._make_slots()
-                self._put_new_locked(prepared)
+                items, self._items = self._items, old[0]
+                try:
+                    self._put_new_locked(prepared, items)
+                except BaseException:
+                    self._items, self._indices, self._key_values, self._slots = old
+                    raise
+                self._items = items
                 self._rv = resource_version
                 return
 
@@ -303,9 +311,13 @@ class CompactIndexer:
         _indexing.reindex(self._slots, key, data, values, self._value)
         return old
 
-    def _put_new_locked(self, prepared: Iterable[tuple[str, bytes, Sequence[Sequence[str]]]]) -> None:
-        """Store and index ``(key, bytes, index values)`` under keys not stored yet."""
-        items, slots, insert, value = self._items, self._slots, _indexing.insert, self._value
+    def _put_new_locked(self, prepared: Iterable[tuple[str, bytes, Sequence[Sequence[str]]]],
+                        items: dict[str, bytes] | None = None) -> None:
+        """Store and index ``(key, bytes, index values)`` under keys not stored yet (into
+        ``items`` instead of the stored ones when given)."""
+        if items is None:
+            items = self._items
+        slots, insert, value = self._slots, _indexing.insert, self._value
         kept = self._values
         for key, data, values in prepared:
             key = _own(key)
