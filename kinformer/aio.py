@@ -113,11 +113,13 @@ class EventStream:
     def __init__(self, informer: _Informer, maxsize: int = DEFAULT_MAXSIZE) -> None:
         self._maxsize = _checks.integer("maxsize", maxsize, minimum=1)
         handler = _handler_for(informer, self._offer)
+        handler.delivery_closed = self._delivery_closed  # told when the informer closes it
         self._loop = asyncio.get_running_loop()
         self._queue: asyncio.Queue[Event | None] = asyncio.Queue()  # None: closed
-        self._room = threading.Condition()  # guards _waiting, _closed
+        self._room = threading.Condition()  # guards _waiting, _closed, _undelivered
         self._waiting = 0  # events handed to the loop and not yet read: at most maxsize
         self._closed = False
+        self._undelivered = False  # the informer closed this handler's delivery (it stops)
         self._informer = informer
         self._registration: Any = informer.add_event_handler(handler)
 
@@ -126,9 +128,9 @@ class EventStream:
     def _offer(self, event: Event) -> None:
         """Hand ``event`` to the loop, waiting while ``maxsize`` are unread; dropped once closed."""
         with self._room:
-            while self._waiting >= self._maxsize and not self._closed:
+            while self._waiting >= self._maxsize and not self._closed and not self._undelivered:
                 self._room.wait()
-            if self._closed:
+            if self._closed or self._undelivered:
                 return
             self._waiting += 1
         try:
@@ -136,6 +138,14 @@ class EventStream:
         except RuntimeError:  # the loop is closed: nobody will read any more
             with self._room:
                 self._closed = True
+
+    def _delivery_closed(self) -> None:
+        """The informer closed this handler's delivery (it stops, or the handler was removed):
+        a delivery thread waiting for room returns, so the informer's stop does not wait for a
+        consumer that may never read. The stream itself goes on until :meth:`aclose`."""
+        with self._room:
+            self._undelivered = True
+            self._room.notify_all()
 
     # -- the loop's side --
 
@@ -205,10 +215,22 @@ def events(informer: Any, maxsize: int = DEFAULT_MAXSIZE) -> EventStream:
     return EventStream(informer, maxsize)
 
 
+class _Funcs(handlers.ResourceEventHandlerFuncs):
+    """A stream's handler: its ``delivery_closed`` is the stream's (see the processor)."""
+
+    __slots__ = ("delivery_closed",)
+
+
+class _ClusterFuncs(cluster_handlers.ClusterEventHandlerFuncs):
+    """A stream's cluster handler, with the stream's ``delivery_closed``."""
+
+    __slots__ = ("delivery_closed",)
+
+
 def _handler_for(informer: Any, offer: Callable[[Event], None]) -> Any:
     """The handler that offers ``informer``'s notifications as events naming their cluster."""
     if isinstance(informer, SharedIndexInformer) and not informer.cluster_aware:
-        return handlers.ResourceEventHandlerFuncs(
+        return _Funcs(
             add_func=lambda obj: offer(Event(ADDED, obj)),
             update_func=lambda old, new: offer(Event(MODIFIED, new)),
             delete_func=lambda obj: offer(Event(DELETED, _deleted(obj))),
@@ -216,7 +238,7 @@ def _handler_for(informer: Any, offer: Callable[[Event], None]) -> Any:
     # a cluster-aware informer tells a cluster handler each object's cluster (its annotation),
     # a multi-cluster informer (the one other thing with informer_for) the member's name
     if isinstance(informer, SharedIndexInformer) or callable(getattr(informer, "informer_for", None)):
-        return cluster_handlers.ClusterEventHandlerFuncs(
+        return _ClusterFuncs(
             add_func=lambda cluster, obj: offer(Event(ADDED, obj, cluster)),
             update_func=lambda cluster, old, new: offer(Event(MODIFIED, new, cluster)),
             delete_func=lambda cluster, obj: offer(Event(DELETED, _deleted(obj), cluster)),

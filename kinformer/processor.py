@@ -125,11 +125,19 @@ class ProcessorListener:
         return self.thread
 
     def close(self) -> None:
-        """Stop delivering: drop the buffer and let the thread exit after its current callback."""
+        """Stop delivering: drop the buffer and let the thread exit after its current callback.
+
+        A handler with a ``delivery_closed()`` method is told, on the closing thread: one whose
+        callback waits on a consumer of its own (an asyncio stream nobody reads) gives up then,
+        so the informer's stop need not wait for it.
+        """
         with self._cond:
+            if self._closed:
+                return
             self._closed = True
             self._buffer.clear()
             self._cond.notify_all()
+        delivery_closed(self.handler)
 
     def has_synced(self) -> bool:
         """True once upstream synced and every initial-list add given to this handler returned."""
@@ -469,3 +477,15 @@ def effective_resync_period(desired: float, check_period: float) -> float:
         )
         return check_period
     return desired
+
+
+def delivery_closed(handler: Any) -> None:
+    """Call ``handler.delivery_closed()`` when it has one (see :meth:`ProcessorListener.close`);
+    what it raises is logged."""
+    hook = getattr(handler, "delivery_closed", None)
+    if hook is None:
+        return
+    try:
+        hook()
+    except Exception:
+        log.exception("delivery_closed of handler %r failed", handler)

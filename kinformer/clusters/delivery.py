@@ -20,7 +20,7 @@ from collections import deque
 from collections.abc import Callable
 from typing import Any
 
-from kinformer import _threads
+from kinformer import _threads, processor
 from kinformer.cluster_handlers import ClusterEventHandler, PerClusterHandler
 from kinformer.handlers import ResourceEventHandler
 
@@ -128,12 +128,17 @@ class HandlerDelivery:
             return self._pending_initial
 
     def close(self) -> None:
-        """Stop delivering: drop the buffer; the thread exits after its current callback."""
+        """Stop delivering: drop the buffer; the thread exits after its current callback. The
+        handler's ``delivery_closed()``, when it has one, is called (see
+        :meth:`kinformer.processor.ProcessorListener.close`)."""
         with self._lock:
+            if self._closed:
+                return
             self._closed = True
             self._buffer.clear()
             self._pending_initial = 0
             self._cond.notify_all()
+        processor.delivery_closed(self.handler)
 
     def _run(self) -> None:
         # Everything buffered is taken in one hold of the lock and called outside it, so the

@@ -5,6 +5,7 @@ handler, ended by aclose. Each test runs its coroutine with asyncio.run (no plug
 from __future__ import annotations
 
 import asyncio
+import sys
 import threading
 from collections.abc import Callable, Iterator
 from typing import Any
@@ -148,6 +149,40 @@ def test_aclose_ends_the_iteration_and_unregisters_a_handler_waiting_for_room(
         return [event async for event in stream]
 
     assert asyncio.run(main()) == []
+
+
+def test_an_informer_stops_at_once_with_a_full_stream_nobody_reads(
+    apiserver: FakeAPIServer, api_client: Any,
+) -> None:
+    informer = SharedIndexInformer(ListWatch.for_resource(api_client, CONFIGMAPS, "default"))
+    ctx = Context("test")
+    runner = threading.Thread(target=informer.run, args=(ctx,), name="test-informer")
+    runner.start()
+
+    async def main() -> aio.EventStream:
+        assert await aio.wait_for_sync(informer, timeout=TIMEOUT)
+        stream = aio.events(informer, maxsize=1)
+        for i in range(3):  # one waits in the stream, the handler's thread waits with the next
+            apiserver.create(CONFIGMAPS, cm(f"cm-{i}", None, "default"))
+        assert await asyncio.to_thread(wait_for, waiting_for_room, TIMEOUT)
+        return stream  # never read, never closed: the loop ends with it
+
+    def waiting_for_room() -> bool:
+        """Whether a handler's delivery thread waits for room in a stream (its stack says so)."""
+        frames = sys._current_frames()
+        for thread in threading.enumerate():
+            frame = frames.get(thread.ident or -1) if thread.name.startswith("kinformer-handler") else None
+            while frame is not None:
+                if frame.f_code.co_name == "_offer":
+                    return True
+                frame = frame.f_back
+        return False
+
+    asyncio.run(main())
+    ctx.cancel()
+    runner.join(1.0)  # far below the 5 s a stuck handler would be waited for
+    assert not runner.is_alive()
+    assert not [t.name for t in threading.enumerate() if t.name.startswith("kinformer-handler")]
 
 
 def test_an_event_handed_over_as_the_stream_closes_is_never_read_after_the_end(
