@@ -94,7 +94,7 @@ class _ListedItems:
         # keys of objects a transform may rename are not made; a JSONTransform (a compact
         # cache's packer) keeps every object's name
         transformed = self.transform is not None and self.with_json is None
-        # each item's JSON as sent, cut before the items are completed below, and begun with
+        # each item's JSON as sent, cut before the items are completed below, and ended with
         # the kind and apiVersion the loop gives them when the first item lacks them (checked
         # after it: all items must lack what the first lacks)
         sent = None
@@ -102,9 +102,9 @@ class _ListedItems:
         if raw is not None and self.with_json is not None and items and type(items[0]) is dict:
             lacks_kind = bool(item_kind) and "kind" not in items[0]
             lacks_version = "apiVersion" not in items[0]
-            opening = _opening(item_kind if lacks_kind else None,
+            closing = _closing(item_kind if lacks_kind else None,
                                api_version if lacks_version else None)
-            sent = raw.split(items, opening)
+            sent = raw.split(items, closing)
         kinds = versions = 0  # items completed with a kind, with an apiVersion
         object_key = meta.object_key
         try:
@@ -149,16 +149,17 @@ class _ListedItems:
         return self.transform(items)
 
 
-def _opening(kind: str | None, api_version: str | None) -> bytes:
-    """What stands for an item's ``{`` in its JSON as kept, when the lister gives it the
+def _closing(kind: str | None, api_version: str | None) -> bytes:
+    """What stands for an item's last ``}`` in its JSON as kept, when the lister gives it the
     ``kind`` and ``apiVersion`` it was sent without (each None when it was sent with it): the
-    fields put first, as they are in every object the server sends whole."""
-    opening = b"{"
+    fields put last, where the loop below adds them to the decoded item, so that the bytes a
+    compact cache keeps decode to the object a dict cache holds, fields in the same order."""
+    closing = b""
     if kind is not None:
-        opening += b'"kind":' + _json.dumps(kind) + b","
+        closing += b',"kind":' + _json.dumps(kind)
     if api_version is not None:
-        opening += b'"apiVersion":' + _json.dumps(api_version) + b","
-    return opening
+        closing += b',"apiVersion":' + _json.dumps(api_version)
+    return closing + b"}"
 
 
 class HTTPResource:
