@@ -109,12 +109,11 @@ class ItemBytes(NamedTuple):
     start: int
     end: int
 
-    def split(self, items: list[Any], closing: bytes = b"}") -> list[bytes] | None:
+    def split(self, items: list[Any], opening: bytes = b"{") -> list[bytes] | None:
         """Each of ``items`` (the chunk, decoded) as its own bytes, exactly as sent; None when
-        the text cannot be cut between items with certainty. ``closing``, when given, stands for
-        each item's own last ``}`` (say ``,"kind":"Pod"}``: the fields a lister gives items sent
-        without them, after the others, as it adds them to the decoded item), made with each
-        item's bytes at once.
+        the text cannot be cut between items with certainty. ``opening``, when given, stands for
+        each item's own ``{`` (say ``{"kind":"Pod",``: the fields a lister gives items sent
+        without them), made with each item's bytes at once.
 
         Every item's first key must be the first item's. The cuts are then the places where
         ``},`` meets ``{`` and that key's quoted name, which can only be structure, never text
@@ -144,28 +143,17 @@ class ItemBytes(NamedTuple):
                 return None
         marker = b"}," + data[start:colon + 2]
         find, parts, at = data.find, [], start
-        join = b"".join
-        if closing == b"}":  # each item as sent: one slice each
-            for _ in range(len(items) - 1):
-                cut = find(marker, at, end)
-                if cut < 0:  # fewer cuts than boundaries
-                    return None
-                parts.append(data[at:cut + 1])
-                at = cut + 2
-            last = data[at:end]
-        else:  # each item's text up to its last brace, then the closing: one join each
-            view = memoryview(data)
-            for _ in range(len(items) - 1):
-                cut = find(marker, at, end)
-                if cut < 0:
-                    return None
-                parts.append(join((view[at:cut], closing)))
-                at = cut + 2
-            last = join((view[at:end - 1], closing))
+        view = memoryview(data)  # one new bytes per item: its opening and the rest of its text
+        for _ in range(len(items) - 1):
+            cut = find(marker, at, end)
+            if cut < 0:  # fewer cuts than boundaries
+                return None
+            parts.append(opening + view[at + 1:cut + 1])
+            at = cut + 2
         if find(marker, at, end) >= 0:  # more cuts than boundaries
             return None
-        parts.append(last)
-        first_end = start + len(parts[0]) - len(closing) + 1  # the first item's text as sent
+        parts.append(opening + view[at + 1:end])
+        first_end = start + len(parts[0]) - len(opening) + 1  # the first item's text as sent
         try:
             if loads(data[start:first_end]) != items[0]:
                 return None

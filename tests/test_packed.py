@@ -126,20 +126,6 @@ def test_once_every_byte_names_a_type_the_objects_of_other_types_are_kept_whole(
     assert [packed.load(data) for data in kept] == objs
 
 
-def test_json_a_lister_completed_is_kept_without_the_closing_its_type_names(kept_as: bool) -> None:
-    from kinformer import _json
-
-    if not kept_as:
-        pytest.skip("only a cache keeping JSON keeps an object's bytes as the server sent them")
-    obj = {**configmap(), "kind": "ConfigMap", "apiVersion": "v1"}  # completed: the fields last
-    sent = _json.dumps(obj)
-    closing = b',"kind":"ConfigMap","apiVersion":"v1"}'
-    stub = packed.pack(obj, (), sent)
-    assert sent.endswith(closing) and len(stub.data) == len(sent) - len(closing) + 2
-    loaded = packed.load(stub.data)
-    assert loaded == obj and list(loaded) == list(obj)
-
-
 def test_json_as_the_server_sent_it_is_kept_without_the_opening_its_type_names(kept_as: bool) -> None:
     from kinformer import _json
 

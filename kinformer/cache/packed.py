@@ -126,10 +126,9 @@ _Type = tuple[str, str, bool]  # kind, apiVersion, and whether the two come firs
 _FREE_TAGS = [bytes((b,)) for b in range(0x20) if b not in b"\t\n\r"]
 _tags: dict[_Type, bytes] = {}  # each type named so -> its byte
 _types: dict[int, _Type] = {}  # the byte's value -> its type
-# each type named, where its fields stand -> the JSON they make there (the opening a server sends
-# an object with, or the closing a lister completes a listed item with) and the byte naming the
-# type with the brace that takes their place (_shortened)
-_shortening: dict[tuple[str, str, bool], tuple[bytes, bytes]] = {}
+# each type named first -> its JSON opening as a server sends it, and the byte naming it with the
+# "{" that takes the opening's place (_shortened)
+_shortening: dict[tuple[str, str], tuple[bytes, bytes]] = {}
 _naming = threading.Lock()
 
 
@@ -146,11 +145,10 @@ def _tag_for(kind: Any, api_version: Any, first: bool) -> bytes | None:
         if tag is None and _FREE_TAGS:
             tag = _FREE_TAGS.pop(0)
             _types[tag[0]] = (kind, api_version, first)
-            fields = b'"kind":' + _json.dumps(kind) + b',"apiVersion":' + _json.dumps(api_version)
             if first:
-                _shortening[kind, api_version, True] = (b"{" + fields + b",", tag + b"{")
-            else:
-                _shortening[kind, api_version, False] = (b"," + fields + b"}", tag)
+                opening = (b'{"kind":' + _json.dumps(kind) + b',"apiVersion":'
+                           + _json.dumps(api_version) + b",")
+                _shortening[kind, api_version] = (opening, tag + b"{")
             _tags[kind, api_version, first] = tag  # published last: whoever reads it finds the rest
         return tag
 
@@ -191,32 +189,28 @@ def _with_type(tag: int, rest: Any) -> Any:
 
 
 def _shortened(data: bytes, stub: Packed) -> bytes:
-    """``data``, the JSON of the object of ``stub`` as the server sent it (its kind and
-    apiVersion first) or as a lister completed it (last), kept without the two fields its type
-    names, when the cache keeps JSON and they stand so; else as it is.
+    """``data``, the JSON of the object of ``stub`` as the server sent it, kept without the
+    opening its type names, when the cache keeps JSON and it begins so; else as it is.
 
-    Once per listed object: a lookup of the type, then one slice and one join (a memoryview of
-    ``data`` costs more to make than the copy it saves).
+    Once per listed object: one lookup of the type, then one slice and one join (a memoryview
+    of ``data`` costs more to make than the copy it saves).
     """
     if not kept_as_json:
         return data
     kind: Any = stub.get("kind")
     api_version: Any = stub.get("apiVersion")
-    first = data.startswith(b'{"kind":')
     try:
-        found = _shortening.get((kind, api_version, first))
+        found = _shortening.get((kind, api_version))
     except TypeError:  # a field that is no string (nor hashable)
         return data
     if found is None:
-        if _tag_for(kind, api_version, first) is None:
+        if _tag_for(kind, api_version, True) is None:
             return data
-        found = _shortening[kind, api_version, first]
-    fields, tag = found
-    if first:
-        return tag + data[len(fields):] if data.startswith(fields) else data
-    if not data.endswith(fields):
+        found = _shortening[kind, api_version]
+    opening, head = found
+    if not data.startswith(opening):
         return data
-    return b"".join((tag, memoryview(data)[:-len(fields)], b"}"))
+    return head + data[len(opening):]
 
 
 # -- the bytes kept ----------------------------------------------------------------------------

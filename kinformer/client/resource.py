@@ -94,7 +94,7 @@ class _ListedItems:
         # keys of objects a transform may rename are not made; a JSONTransform (a compact
         # cache's packer) keeps every object's name
         transformed = self.transform is not None and self.with_json is None
-        # each item's JSON as sent, cut before the items are completed below, and ended with
+        # each item's JSON as sent, cut before the items are completed below, and begun with
         # the kind and apiVersion the loop gives them when the first item lacks them (checked
         # after it: all items must lack what the first lacks)
         sent = None
@@ -102,9 +102,9 @@ class _ListedItems:
         if raw is not None and self.with_json is not None and items and type(items[0]) is dict:
             lacks_kind = bool(item_kind) and "kind" not in items[0]
             lacks_version = "apiVersion" not in items[0]
-            closing = _closing(item_kind if lacks_kind else None,
+            opening = _opening(item_kind if lacks_kind else None,
                                api_version if lacks_version else None)
-            sent = raw.split(items, closing)
+            sent = raw.split(items, opening)
         kinds = versions = 0  # items completed with a kind, with an apiVersion
         object_key = meta.object_key
         try:
@@ -149,17 +149,16 @@ class _ListedItems:
         return self.transform(items)
 
 
-def _closing(kind: str | None, api_version: str | None) -> bytes:
-    """What stands for an item's last ``}`` in its JSON as kept, when the lister gives it the
+def _opening(kind: str | None, api_version: str | None) -> bytes:
+    """What stands for an item's ``{`` in its JSON as kept, when the lister gives it the
     ``kind`` and ``apiVersion`` it was sent without (each None when it was sent with it): the
-    fields put last, where the loop below adds them to the decoded item, so that the bytes a
-    compact cache keeps decode to the object a dict cache holds, fields in the same order."""
-    closing = b""
+    fields put first, as they are in every object the server sends whole."""
+    opening = b"{"
     if kind is not None:
-        closing += b',"kind":' + _json.dumps(kind)
+        opening += b'"kind":' + _json.dumps(kind) + b","
     if api_version is not None:
-        closing += b',"apiVersion":' + _json.dumps(api_version)
-    return closing + b"}"
+        opening += b'"apiVersion":' + _json.dumps(api_version) + b","
+    return opening
 
 
 class HTTPResource:
