@@ -311,7 +311,10 @@ def test_a_leader_whose_work_fails_steps_down_and_releases_the_lease(
     thread.start()
     try:
         assert wait_for(lambda: "on_started_leading failed" in caplog.text, TIMEOUT)
-        step_when_waiting(clock)  # the next renewal sees the failure
+        # the renewal loop sees the failure at once, or at its next renewal: step to that
+        assert wait_for(lambda: returned.is_set() or any(w > 0 for w in clock.waiters()), TIMEOUT)
+        if not returned.is_set():
+            clock.step(RETRY)
         assert returned.wait(TIMEOUT)
     finally:
         thread.join(TIMEOUT)
