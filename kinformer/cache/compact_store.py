@@ -258,18 +258,18 @@ class CompactIndexer:
                     continue
                 # built aside and swapped in: a reader without the lock (get_by_key, len) sees
                 # the old content or the new, never a half-filled one
-                old = (self._items, self._indices, self._key_values, self._slots)
-                self._items, self._values = {}, {}
+                old = (self._indices, self._key_values, self._slots, self._values)
+                content: dict[str, bytes] = {}  # self._items stays the old content until the swap
+                self._values = {}
                 self._indices = {name: {} for name in self._indexers}
                 self._key_values = {name: {} for name in self._indexers}
                 self._slots = self._make_slots()
-                items, self._items = self._items, old[0]
                 try:
-                    self._put_new_locked(prepared, items)
+                    self._put_new_locked(prepared, content)
                 except BaseException:
-                    self._items, self._indices, self._key_values, self._slots = old
+                    self._indices, self._key_values, self._slots, self._values = old
                     raise
-                self._items = items
+                self._items = content
                 self._rv = resource_version
                 return
 
