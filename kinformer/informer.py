@@ -30,6 +30,7 @@ from kinformer import (
     sharding,
     transforms,
 )
+from kinformer.cache import cluster as _cluster
 from kinformer.cache import compact_store, store
 from kinformer.client import listerwatcher
 from kinformer.clock import REAL_CLOCK, Clock
@@ -149,7 +150,7 @@ class SharedIndexInformer:
         (``<cluster>|<namespace>/<name>``) with both cluster indexes, as an informer over
         ``ListWatch.for_resource(cluster="*")`` is: then a factory's lister of it is a
         :class:`~kinformer.GenericClusterLister`."""
-        return informer_cache.is_cluster_aware(self._indexer)
+        return _cluster.is_cluster_aware(self._indexer)
 
     @property
     def profile(self) -> appliers.InformerProfile:

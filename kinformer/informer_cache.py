@@ -81,14 +81,6 @@ def default_name(lister_watcher: listerwatcher.ListerWatcher) -> str:
     return f"#{next(_ids)}"
 
 
-def is_cluster_aware(indexer: store.InformerIndexer) -> bool:
-    """Whether ``indexer`` is keyed by :func:`~kinformer.cluster_aware_key_func` with both
-    cluster indexes."""
-    indexes = indexer.get_indexers()
-    return (indexer.key_func is _cluster.cluster_aware_key_func
-            and _cluster.CLUSTER_INDEX in indexes and _cluster.CLUSTER_AND_NAMESPACE_INDEX in indexes)
-
-
 def _deletion_handling(key_func: store.KeyFunc) -> store.KeyFunc:
     """``key_func``, giving a :class:`~kinformer.DeletedFinalStateUnknown` its ``key`` (a relist's
     deletions reach the cache as tombstones) when it does not do so itself."""

@@ -87,6 +87,14 @@ def cluster_of(obj: Any) -> str:
     return value if isinstance(value, str) else ""
 
 
+def is_cluster_aware(indexer: Any) -> bool:
+    """Whether ``indexer`` is keyed by :func:`cluster_aware_key_func` with both cluster indexes
+    (an informer over ``cluster="*"``, or a member's on kcp's ``/clusters/*``)."""
+    indexes = indexer.get_indexers()
+    return (getattr(indexer, "key_func", None) is cluster_aware_key_func
+            and CLUSTER_INDEX in indexes and CLUSTER_AND_NAMESPACE_INDEX in indexes)
+
+
 def cluster_aware_key_func(obj: Any) -> str:
     """``"<cluster>|<namespace>/<name>"``, ``"<cluster>|<name>"`` when cluster-scoped, and
     :func:`~kinformer.meta_namespace_key_func`'s key when ``obj`` names no cluster.

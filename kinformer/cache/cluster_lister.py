@@ -370,9 +370,7 @@ def _in_member(indexer: Any, namespace: str, name: str) -> builtins.list[tuple[s
     """``(logical cluster, object)`` for each ``namespace/name`` one member's indexer holds: at
     most one, with ``""``, in an ordinary member's; one per logical cluster holding it in a
     member whose cache is cluster-aware (on kcp's ``/clusters/*``: keyed by logical clusters)."""
-    indexes = indexer.get_indexers()
-    if (getattr(indexer, "key_func", None) is not _cluster.cluster_aware_key_func
-            or _cluster.CLUSTER_INDEX not in indexes or _cluster.CLUSTER_AND_NAMESPACE_INDEX not in indexes):
+    if not _cluster.is_cluster_aware(indexer):
         obj = indexer.get_by_key(meta.object_key(namespace, name))
         return [] if obj is None else [("", obj)]
     return _LogicalClusters(indexer).holding(namespace, name)
