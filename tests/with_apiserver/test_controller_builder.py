@@ -286,6 +286,17 @@ def test_over_members_each_request_waits_for_its_own_members_caches(
             api_client.close()
 
 
+def a_live_change_goes_first(widgets: Any, controller: Any, recorder: Recorder, names: list[str]) -> None:
+    """With the recorder held at its gate and the rest of ``names`` queued low: a change to the
+    last widget moves it up, and it is reconciled first once the gate opens."""
+    widgets.patch_namespaced_custom_object(
+        GROUP, "v1", "default", "widgets", names[-1], {"spec": {"size": 7}})
+    assert wait_for(lambda: controller.queue.len_initial() == len(names) - 2, timeout=TIMEOUT)
+    assert recorder.gate is not None
+    recorder.gate.set()
+    assert recorder.next() == Request(names[-1], "default")
+
+
 def test_a_live_change_is_reconciled_before_the_initial_lists_keys(
         api_client: Any, widgets: Any, stop: threading.Event) -> None:
     names = [f"w{i:02d}" for i in range(20)]
@@ -300,11 +311,7 @@ def test_a_live_change_is_reconciled_before_the_initial_lists_keys(
         first = recorder.next()  # held at the gate while the rest of the list queues
         assert first.name != names[-1]
         assert wait_for(lambda: controller.queue.len_initial() == len(names) - 1, timeout=TIMEOUT)
-        widgets.patch_namespaced_custom_object(
-            GROUP, "v1", "default", "widgets", names[-1], {"spec": {"size": 7}})
-        assert wait_for(lambda: controller.queue.len_initial() == len(names) - 2, timeout=TIMEOUT)
-        recorder.gate.set()
-        assert recorder.next() == Request(names[-1], "default")
+        a_live_change_goes_first(widgets, controller, recorder, names)
     finally:
         stop.set()
         assert controller.join(TIMEOUT)
@@ -334,11 +341,7 @@ def test_a_resync_leaves_the_initial_lists_keys_behind_a_live_change(
         assert wait_for(lambda: controller.queue.len_initial() == len(names) - 1, timeout=TIMEOUT)
         assert wait_for(lambda: len(resyncs) >= len(names), timeout=TIMEOUT)  # every key resynced
         assert controller.queue.len_initial() == len(names) - 1  # and still behind live ones
-        widgets.patch_namespaced_custom_object(
-            GROUP, "v1", "default", "widgets", names[-1], {"spec": {"size": 7}})
-        assert wait_for(lambda: controller.queue.len_initial() == len(names) - 2, timeout=TIMEOUT)
-        recorder.gate.set()
-        assert recorder.next() == Request(names[-1], "default")
+        a_live_change_goes_first(widgets, controller, recorder, names)
     finally:
         stop.set()
         assert controller.join(TIMEOUT)
