@@ -149,3 +149,48 @@ def test_pages_of_a_filtered_list_hold_only_matches(
                                               _continue=page.metadata._continue)
         seen += [i.metadata.name for i in page.items]
     assert seen == [f"cm-{i:04d}" for i in range(10)]
+
+
+def test_each_page_applies_the_selectors_of_its_own_request(
+    apiserver: FakeAPIServer, api_client: Any,
+) -> None:
+    # the snapshot holds every object: a page asked without the first page's selector shows
+    # them all from after the last one listed, as a real server does
+    api = k8s.CoreV1Api(api_client)
+    for i in range(6):
+        api.create_namespaced_config_map(NS, {"metadata": {
+            "name": f"c{i}", "labels": {"even": str(i % 2 == 0).lower()}}})
+    first = api.list_namespaced_config_map(NS, limit=2, label_selector="even=true")
+    assert [i.metadata.name for i in first.items] == ["c0", "c2"]
+    assert first.metadata.remaining_item_count is None
+    rest = api.list_namespaced_config_map(NS, limit=10, _continue=first.metadata._continue)
+    assert [i.metadata.name for i in rest.items] == ["c3", "c4", "c5"]
+    odd = api.list_namespaced_config_map(NS, limit=10, label_selector="even=false",
+                                         _continue=first.metadata._continue)
+    assert [i.metadata.name for i in odd.items] == ["c3", "c5"]
+    by_name = api.list_namespaced_config_map(NS, limit=1, field_selector="metadata.name=c5",
+                                             _continue=first.metadata._continue)
+    assert [i.metadata.name for i in by_name.items] == ["c5"]
+    assert not by_name.metadata._continue
+
+
+def test_a_continue_token_continues_only_a_list_of_the_same_resource_and_namespace(
+    apiserver: FakeAPIServer, api_client: Any,
+) -> None:
+    fill(apiserver, 5)
+    api = k8s.CoreV1Api(api_client)
+    api.create_namespace({"metadata": {"name": "other"}})
+    token = api.list_namespaced_config_map(NS, limit=2).metadata._continue
+    for call, args in [
+        (api.list_namespaced_secret, (NS,)),
+        (api.list_namespaced_config_map, ("other",)),
+        (api.list_config_map_for_all_namespaces, ()),
+    ]:
+        status, body = api_error(call, *args, limit=2, _continue=token)
+        assert (status, body["reason"]) == (400, "BadRequest"), call
+        assert body["message"].startswith("continue key is not valid: "), body
+    every = api.list_config_map_for_all_namespaces(limit=2).metadata._continue
+    status, _ = api_error(api.list_namespaced_config_map, NS, limit=2, _continue=every)
+    assert status == 400
+    page = api.list_namespaced_config_map(NS, limit=2, _continue=token)
+    assert [i.metadata.name for i in page.items] == ["cm-0002", "cm-0003"]

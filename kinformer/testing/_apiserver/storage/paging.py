@@ -2,10 +2,13 @@
 
 Like kube-apiserver over etcd, a limited list answers with an opaque token naming the snapshot
 (and the position in it) the following pages are served from, so every page of one list shows
-the same resourceVersion. :class:`Snapshots` keeps the last ``MAX_SNAPSHOTS`` of them (under the
-lock of :class:`~kinformer.testing._apiserver.storage.storage.Storage`); a token for a dropped
-one answers 410, a token that does not decode, or continues a list of another logical cluster,
-answers 400.
+the same resourceVersion. A snapshot holds every object the list covered, before any selector:
+each page applies the selectors of its own request, as the real server filters each page of
+keys it reads, and the token goes on after the last object the page holds. :class:`Snapshots`
+keeps the last ``MAX_SNAPSHOTS`` of them (under the lock of
+:class:`~kinformer.testing._apiserver.storage.storage.Storage`); a token for a dropped one
+answers 410, a token that does not decode, or continues a list of another resource, namespace
+or logical cluster, answers 400.
 """
 
 from __future__ import annotations
@@ -15,6 +18,8 @@ import binascii
 import collections
 import itertools
 import json
+from collections.abc import Callable
+from typing import Any
 
 from kinformer.testing._apiserver import status
 from kinformer.testing._apiserver.clusters import ROOT
@@ -24,16 +29,20 @@ MAX_SNAPSHOTS = 64  # continue tokens kept alive; older ones answer 410 like a c
 
 
 class Snapshot:
-    """The items of one list at its resourceVersion; never changed after the first page.
+    """Every item of one list at its resourceVersion, unfiltered; never changed after the
+    first page.
 
-    ``cluster`` is the logical cluster listed (the wildcard across them): only a list of the
-    same one may continue it."""
+    ``resource`` (the group resource), ``namespace`` ("" for every namespace) and ``cluster``
+    (the wildcard across them) say what was listed: only a list of the same may continue it."""
 
-    __slots__ = ("cluster", "items", "rv")
+    __slots__ = ("cluster", "items", "namespace", "resource", "rv")
 
-    def __init__(self, rv: int, items: list[Entry], cluster: str = ROOT) -> None:
+    def __init__(self, rv: int, items: list[Entry], resource: str = "", namespace: str = "",
+                 cluster: str = ROOT) -> None:
         self.rv = rv
         self.items = items
+        self.resource = resource
+        self.namespace = namespace
         self.cluster = cluster
 
 
@@ -67,15 +76,30 @@ class Snapshots:
         self._snapshots: collections.OrderedDict[int, Snapshot] = collections.OrderedDict()
         self._ids = itertools.count(1)
 
-    def resume(self, token: str, cluster: str, compacted: int) -> tuple[Snapshot, int, int]:
-        """``(snapshot, start index, snapshot id)`` a continue token of a list of ``cluster``
-        names; 400 when it does not decode or continues another cluster's list, 410 when its
-        snapshot was dropped or its version is older than ``compacted``."""
+    def resume(self, token: str, resource: str, namespace: str, cluster: str,
+               compacted: int) -> tuple[Snapshot, int, int]:
+        """``(snapshot, start index, snapshot id)`` a continue token of a list of ``resource``
+        in ``namespace`` of ``cluster`` names; 400 when it does not decode or continues a list
+        of something else, 410 when its snapshot was dropped or its version is older than
+        ``compacted``."""
         snap_id, start, rv = decode_token(token)
         snap = self._snapshots.get(snap_id)
-        if snap is not None and snap.cluster != cluster:
-            raise status.bad_request("continue key is not valid: it continues a list of "
-                                     "another logical cluster")
+        if snap is not None:
+            if snap.resource != resource:
+                raise status.bad_request(
+                    f"continue key is not valid: it continues a list of {snap.resource}, "
+                    f"not of {resource}")
+            if snap.namespace != namespace:
+                raise status.bad_request(
+                    "continue key is not valid: it continues a list of "
+                    + (f'namespace "{snap.namespace}"' if snap.namespace
+                       else "every namespace"))
+            if snap.cluster != cluster:
+                raise status.bad_request("continue key is not valid: it continues a list of "
+                                         "another logical cluster")
+            if start > len(snap.items):
+                raise status.bad_request("continue key is not valid: it points past the end "
+                                         "of its list")
         if snap is None or snap.rv != rv or rv < compacted:
             raise status.expired(
                 "The provided continue parameter is too old to display a consistent "
@@ -84,21 +108,39 @@ class Snapshots:
         return snap, start, snap_id
 
     def page(
-        self, items: list[Entry], rv: int, start: int, limit: int, cluster: str,
-        snap_id: int | None = None,
+        self, items: list[Entry], rv: int, start: int, limit: int,
+        match: Callable[[dict[str, Any]], bool] | None, resource: str, namespace: str,
+        cluster: str, snap_id: int | None = None,
     ) -> tuple[list[Entry], str, int | None]:
-        """``(entries, continue token, remaining count)`` of the page of ``items`` (listed at
-        ``rv``) from ``start``: ``limit`` of them, all when ``limit`` is 0. A first page
-        (``snap_id`` None) that leaves items out keeps them as a new snapshot."""
-        end = start + limit if limit > 0 else len(items)
+        """``(entries, continue token, remaining count)`` of the page of ``items`` (every item
+        listed at ``rv``, unfiltered) from ``start``: the first ``limit`` that ``match`` (all
+        when None), every match when ``limit`` is 0.
+
+        Like the real server reading keys in order until the page is full, the token goes on
+        after the page's last item and is given whenever an item (matching or not) follows it;
+        the remaining count is of the items after it, and given only without ``match``. A first
+        page (``snap_id`` None) that leaves items out keeps them as a new snapshot.
+        """
+        if match is None:
+            end = start + limit if limit > 0 else len(items)
+            page = items[start:end]
+        else:
+            page = []
+            end = start
+            while end < len(items) and (limit <= 0 or len(page) < limit):
+                entry = items[end]
+                end += 1
+                if match(entry.obj):
+                    page.append(entry)
         if end >= len(items):
-            return items[start:], "", None
+            return page, "", None
         if snap_id is None:
             snap_id = next(self._ids)
-            self._snapshots[snap_id] = Snapshot(rv, items, cluster)
+            self._snapshots[snap_id] = Snapshot(rv, items, resource, namespace, cluster)
             while len(self._snapshots) > MAX_SNAPSHOTS:
                 self._snapshots.popitem(last=False)
-        return items[start:end], encode_token(snap_id, end, rv), len(items) - end
+        return page, encode_token(snap_id, end, rv), (len(items) - end if match is None
+                                                      else None)
 
     def clear(self) -> None:
         """Forget every snapshot: their tokens now answer 410."""

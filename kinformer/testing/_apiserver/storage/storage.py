@@ -164,15 +164,17 @@ class Storage:
         """One page of a list: (entries, list resourceVersion, continue token, remaining count).
 
         Follows kube-apiserver: a continue token pages through the snapshot taken by the first
-        page; ``Exact`` lists reconstruct an older state from history (410 once compacted);
-        other lists serve current data; a version from the future waits, then answers 504. A
-        token from a list of another logical cluster is 400.
+        page, each page filtered by its own request's ``match``; ``Exact`` lists reconstruct an
+        older state from history (410 once compacted); other lists serve current data; a
+        version from the future waits, then answers 504. A token from a list of another
+        resource, namespace or logical cluster is 400. The remaining count is given only for a
+        list without ``match``.
         """
         gr = rt.group_resource
         with self._lock:
             snap_id = None
             if token:
-                snap, start, snap_id = self._snapshots.resume(token, cluster,
+                snap, start, snap_id = self._snapshots.resume(token, gr, namespace, cluster,
                                                               self._cache.compacted)
                 items, list_rv = snap.items, snap.rv
             else:
@@ -185,12 +187,10 @@ class Storage:
                 else:
                     items = keyspace.entries(self._spaces_for(cluster), gr, namespace)
                     list_rv = self._rv
-                if match is not None:
-                    items = [e for e in items if match(e.obj)]
                 if rv_text == "0":
                     limit = 0  # served from the watch cache, which ignores limit
-            page, new_token, remaining = self._snapshots.page(items, list_rv, start, limit,
-                                                              cluster, snap_id)
+            page, new_token, remaining = self._snapshots.page(
+                items, list_rv, start, limit, match, gr, namespace, cluster, snap_id)
             return page, list_rv, new_token, remaining
 
     def _entries_at(self, gr: str, namespace: str, rv: int, cluster: str) -> list[Entry]:
