@@ -152,6 +152,98 @@ def test_send_initial_events_streams_the_state_then_an_annotated_bookmark(
         "annotations": {"k8s.io/initial-events-end": "true"}}
 
 
+def test_initial_events_end_with_a_bookmark_only_when_bookmarks_are_allowed(
+    api: k8s.CoreV1Api, streams: list[Stream],
+) -> None:
+    api.create_namespaced_config_map(NS, cm_manifest("a"))
+    stream = open_stream(streams, api, send_initial_events=True,
+                         resource_version_match="NotOlderThan", timeout_seconds=1)
+    events = stream.rest()  # the stream ends by itself after a second
+    assert [(e["type"], e["object"]["metadata"]["name"]) for e in events] == [("ADDED", "a")]
+
+
+@pytest.mark.parametrize("version", [None, "0"])
+def test_send_initial_events_false_from_now_sends_no_added_for_what_exists(
+    api: k8s.CoreV1Api, streams: list[Stream], version: str | None,
+) -> None:
+    api.create_namespaced_config_map(NS, cm_manifest("a"))
+    query = {} if version is None else {"resource_version": version}
+    stream = open_stream(streams, api, send_initial_events=False,
+                         resource_version_match="NotOlderThan", **query)
+    api.create_namespaced_config_map(NS, cm_manifest("b"))
+    first = stream.next()
+    assert (first["type"], first["object"]["metadata"]["name"]) == ("ADDED", "b")
+
+
+def test_send_initial_events_false_from_a_version_replays_what_came_after_it(
+    api: k8s.CoreV1Api, streams: list[Stream],
+) -> None:
+    since = api.list_namespaced_config_map(NS).metadata.resource_version
+    api.create_namespaced_config_map(NS, cm_manifest("a"))
+    stream = open_stream(streams, api, send_initial_events=False, resource_version=since,
+                         resource_version_match="NotOlderThan")
+    first = stream.next()
+    assert (first["type"], first["object"]["metadata"]["name"]) == ("ADDED", "a")
+
+
+class RawStream:
+    """A watch of default's ConfigMaps asked with ``query`` verbatim over plain HTTP (the
+    official client sends only ``true`` and ``false``), opened at once; closed by the test."""
+
+    def __init__(self, apiserver: FakeAPIServer, query: str) -> None:
+        self._http = urllib3.PoolManager()
+        self.response = self._http.request(
+            "GET", f"{apiserver.url}/api/v1/namespaces/{NS}/configmaps?{query}",
+            preload_content=False, timeout=10)
+        assert self.response.status == 200, self.response.data
+        self._lines = k8s_watch.watch.iter_resp_lines(self.response)
+
+    def next(self) -> dict[str, Any]:
+        return json.loads(next(self._lines))  # type: ignore[no-any-return]
+
+    def close(self) -> None:
+        self.response.release_conn()
+        self._http.clear()
+
+
+# kube-apiserver converts a boolean query parameter as apimachinery's
+# Convert_Slice_string_To_bool does: "0" and "false" in any case are false, anything else true
+@pytest.mark.parametrize("text", ["true", "1", "t", "T", "TRUE", "True", "yes", ""])
+def test_boolean_options_read_true_as_kube_apiserver_reads_them(
+    apiserver: FakeAPIServer, api: k8s.CoreV1Api, text: str,
+) -> None:
+    api.create_namespaced_config_map(NS, cm_manifest("a"))
+    stream = RawStream(apiserver, f"watch={text}&sendInitialEvents={text}&"
+                                  f"allowWatchBookmarks={text}&resourceVersionMatch=NotOlderThan")
+    try:
+        added, end = stream.next(), stream.next()
+    finally:
+        stream.close()
+    assert (added["type"], added["object"]["metadata"]["name"]) == ("ADDED", "a")
+    assert end["type"] == "BOOKMARK"
+    assert end["object"]["metadata"] == {
+        "resourceVersion": apiserver.current_resource_version(),
+        "annotations": {"k8s.io/initial-events-end": "true"}}
+
+
+@pytest.mark.parametrize("text", ["false", "0", "False", "FALSE", "fAlSe"])
+def test_boolean_options_read_false_as_kube_apiserver_reads_them(
+    apiserver: FakeAPIServer, api: k8s.CoreV1Api, raw: Any, text: str,
+) -> None:
+    api.create_namespaced_config_map(NS, cm_manifest("a"))
+    stream = RawStream(apiserver, f"watch=true&sendInitialEvents={text}&"
+                                  f"allowWatchBookmarks={text}&resourceVersionMatch=NotOlderThan")
+    try:
+        # the request is answered once the watch is registered: what comes next is live
+        api.create_namespaced_config_map(NS, cm_manifest("b"))
+        first = stream.next()  # no initial events, and no bookmark before the live event
+    finally:
+        stream.close()
+    assert (first["type"], first["object"]["metadata"]["name"]) == ("ADDED", "b")
+    status, listed = raw("GET", f"/api/v1/namespaces/{NS}/configmaps", query=[("watch", text)])
+    assert (status, listed["kind"]) == (200, "ConfigMapList")
+
+
 def test_send_initial_events_without_not_older_than_is_422_in_the_real_wording(
     api: k8s.CoreV1Api,
 ) -> None:

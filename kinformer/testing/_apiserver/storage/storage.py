@@ -220,27 +220,35 @@ class Storage:
 
     # ---- watch -------------------------------------------------------------------------------
 
-    def watch(self, watcher: Watcher, rv_text: str, send_initial: bool) -> None:
+    def watch(self, watcher: Watcher, rv_text: str, send_initial: bool | None = None,
+              bookmarks: bool = False) -> None:
         """Register ``watcher`` (on its logical cluster, or across them), queueing what it must
-        see first.
+        see first, as kube-apiserver's watch cache does.
 
-        With ``rv_text`` "" or "0", or ``send_initial``, a synthetic ADDED for every current
-        object (then an INITIAL_END marker when ``send_initial``); otherwise every history event
-        after that version. Raises 410 (too old) or 504 (from the future) without registering.
+        ``send_initial`` is the request's ``sendInitialEvents`` (None when absent). True: a
+        synthetic ADDED for every current object (once the version ``rv_text`` names exists),
+        then, only when ``bookmarks`` were allowed, an INITIAL_END marker. Absent with
+        ``rv_text`` "" or "0": the same ADDED events, no marker. False with "" or "0": nothing
+        before the live events (the watch starts at the current version). Otherwise every
+        history event after that version. Raises 410 (too old) or 504 (from the future)
+        without registering.
         """
         gr = watcher.rt.group_resource
         ns = watcher.namespace
         put = watcher.queue.put
         with self._lock:
             spaces = self._spaces_for(watcher.cluster)
-            if send_initial or rv_text in ("", "0"):
-                if rv_text not in ("", "0"):
+            from_now = rv_text in ("", "0")
+            if send_initial or (send_initial is None and from_now):
+                if not from_now:
                     self._wait_for_version(int(rv_text))
                 for entry in keyspace.entries(spaces, gr, ns):
                     put((INITIAL, entry))
                     watcher.initial_left += 1
-                if send_initial:
+                if send_initial and bookmarks:
                     put((INITIAL_END, self._rv))
+                watcher.last_rv = self._rv
+            elif from_now:
                 watcher.last_rv = self._rv
             else:
                 since = int(rv_text)

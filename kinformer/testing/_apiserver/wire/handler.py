@@ -247,7 +247,8 @@ class Handler(http.server.BaseHTTPRequestHandler):
                 ("serviceaccounts", "token"), *((r, "scale") for r in resources.SCALABLE)):
             raise status.path_not_found()
         req = Request(rt, namespace, name, sub, cluster)
-        verb = parsing.verb(self.command, req, watch_path or query.get("watch") in ("true", "1"))
+        verb = parsing.verb(self.command, req,
+                            watch_path or bool(parsing.bool_option(query, "watch")))
         if cluster == WILDCARD and verb not in clusters.READ_ACROSS:
             raise clusters.refuse_across(verb, rt)
         delay = self.state.delay_for(verb)
@@ -497,14 +498,14 @@ class Handler(http.server.BaseHTTPRequestHandler):
         if not timeout_text.isdigit():
             raise status.bad_request(f'invalid timeoutSeconds "{timeout_text}"')
         timeout = int(timeout_text)
-        bookmarks = query.get("allowWatchBookmarks") in ("true", "1")
-        send_initial = query.get("sendInitialEvents") in ("true", "1")
+        bookmarks = bool(parsing.bool_option(query, "allowWatchBookmarks"))
+        send_initial = parsing.bool_option(query, "sendInitialEvents")
         shard = shards.selector(query, self.state.feature_gates)
         watcher = watchers.Watcher(rt, req.namespace, selector, fields,
                                    None if shard is None else shard.matches, req.cluster)
         expired: StatusError | None = None
         try:
-            self.state.storage.watch(watcher, rv, send_initial)
+            self.state.storage.watch(watcher, rv, send_initial, bookmarks)
         except StatusError as err:
             if err.code != 410:
                 raise

@@ -132,17 +132,16 @@ def matcher(rt: ResourceType, query: dict[str, str]) -> Any:
     return match
 
 
-def _bool_option(query: dict[str, str], name: str) -> bool | None:
-    """A boolean query option: None when absent (Go's nil pointer); 400 when not a bool."""
+def bool_option(query: dict[str, str], name: str) -> bool | None:
+    """A boolean query option (``watch``, ``allowWatchBookmarks``, ``sendInitialEvents``, ...)
+    as kube-apiserver reads it: None when absent (Go's nil pointer); false for ``0`` and for
+    ``false`` in any case; true for any other value, the empty one included. This is
+    apimachinery's conversion of query parameters (``Convert_Slice_string_To_bool``), not
+    ``strconv.ParseBool``: ``f`` and ``no`` read as true, and no value is refused."""
     if name not in query:
         return None
     value = query[name]
-    if value in ("true", "1", "True", "TRUE", "t", "T"):
-        return True
-    if value in ("false", "0", "False", "FALSE", "f", "F"):
-        return False
-    raise status.bad_request(f'invalid value for {name}: strconv.ParseBool: parsing "{value}": '
-                             f"invalid syntax")
+    return not (value == "0" or value.lower() == "false")
 
 
 def _forbidden(field: str, detail: str) -> tuple[str, str, str]:
@@ -157,7 +156,7 @@ def _not_supported(field: str, value: str, supported: tuple[str, ...]) -> tuple[
 
 def _check_list_options(query: dict[str, str], rv: str, rv_match: str, watch: bool) -> None:
     """422 with every problem the real server's ListOptions validation finds, in its order."""
-    send_initial = _bool_option(query, "sendInitialEvents")
+    send_initial = bool_option(query, "sendInitialEvents")
     continued = bool(query.get("continue"))
     problems = []
     if watch:
