@@ -307,3 +307,23 @@ def test_server_side_apply_creates_then_merges_the_applied_fields(raw: Any) -> N
     assert (status, changed["data"]) == (200, {"a": "1", "b": "2"})
     status, _ = raw("PATCH", path, body=body, content_type="application/apply-patch+yaml")
     assert status == 422
+
+
+def test_a_put_carrying_another_uid_fails_its_uid_precondition(api_client: Any) -> None:
+    # a copy read before the object was deleted and created again names the old uid: the
+    # real server takes a PUT body's uid as a precondition, even with no resourceVersion
+    api = k8s.CoreV1Api(api_client)
+    old = api.create_namespaced_config_map(NS, cm_manifest("a", {"v": "old"}))
+    api.delete_namespaced_config_map("a", NS)
+    new = api.create_namespaced_config_map(NS, cm_manifest("a", {"v": "new"}))
+    stale = api_client.sanitize_for_serialization(old)
+    stale["metadata"].pop("resourceVersion")
+    stale["data"] = {"v": "from the stale copy"}
+    status, body = api_error(api.replace_namespaced_config_map, "a", NS, stale)
+    assert (status, body["reason"]) == (409, "Conflict")
+    assert body["message"] == (
+        f'Operation cannot be fulfilled on configmaps "a": Precondition failed: UID in '
+        f"precondition: {old.metadata.uid}, UID in object meta: {new.metadata.uid}")
+    assert api.read_namespaced_config_map("a", NS).data == {"v": "new"}
+    stale["metadata"]["uid"] = new.metadata.uid
+    assert api.replace_namespaced_config_map("a", NS, stale).data == {"v": "from the stale copy"}

@@ -81,7 +81,7 @@ def stamp_create(
 
 def prepare_update(
     rt: ResourceType, current: Entry, obj: Any, namespace: str, name: str, subresource: str,
-    writer: fieldmanager.Writer | None = None,
+    writer: fieldmanager.Writer | None = None, uid_precondition: bool = True,
 ) -> dict[str, Any]:
     """The object an update of ``current`` to ``obj`` by ``writer`` stores (its resourceVersion
     still the old one).
@@ -89,7 +89,10 @@ def prepare_update(
     A ``status`` update changes only status; a main-resource update keeps the old status and the
     server-owned metadata, fills the type's defaults, and bumps ``generation`` when anything
     outside metadata and status changed; ``writer``'s changed fields are recorded. 400 for a
-    body naming another object, 409 for a stale resourceVersion, 422 for an invalid CRD.
+    body naming another object, 409 for a stale resourceVersion, 422 for an invalid CRD. With
+    ``uid_precondition`` (a PUT) a body's ``metadata.uid`` is a precondition, as the real
+    server makes it: 409 when it is not the stored object's, as when the object was deleted
+    and created again since the body was read.
     """
     meta = validation.check_body(rt, obj)
     validation.check_custom_kind(rt, name, obj)
@@ -102,6 +105,8 @@ def prepare_update(
     if rt.namespaced and body_ns and body_ns != namespace:
         raise status.bad_request("the namespace of the provided object does not match the "
                                  "namespace sent on the request")
+    if uid_precondition:
+        check_preconditions(rt, name, current, {"uid": meta.get("uid")})
     wanted_rv = meta.get("resourceVersion")
     if wanted_rv not in (None, "") and str(wanted_rv) != str(current.rv):
         raise status.conflict(rt, name)

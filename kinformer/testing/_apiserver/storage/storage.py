@@ -409,7 +409,8 @@ class Storage:
         self, rt: ResourceType, namespace: str, name: str, obj: Any, subresource: str = "",
         dry_run: bool = False, writer: fieldmanager.Writer | None = None, cluster: str = ROOT,
     ) -> Entry:
-        """Replace an object (PUT): 404 when missing, 409 on a stale resourceVersion."""
+        """Replace an object (PUT): 404 when missing, 409 on a stale resourceVersion or a
+        ``metadata.uid`` other than the stored one's."""
         with self._lock:
             return self._update_locked(self._space(cluster), rt, namespace, name, obj,
                                        subresource, dry_run, writer)
@@ -441,11 +442,12 @@ class Storage:
             if isinstance(meta, dict) and meta.get("resourceVersion") in (None, ""):
                 meta["resourceVersion"] = str(current.rv)
             return self._update_locked(space, rt, namespace, name, patched, subresource,
-                                       dry_run, writer)
+                                       dry_run, writer, uid_precondition=False)
 
     def _update_locked(
         self, space: Keyspace, rt: ResourceType, namespace: str, name: str, obj: Any,
         subresource: str, dry_run: bool = False, writer: fieldmanager.Writer | None = None,
+        uid_precondition: bool = True,
     ) -> Entry:
         current = space.buckets.get(rt.group_resource, {}).get((namespace, name))
         if current is None:
@@ -453,7 +455,8 @@ class Storage:
         if self.logical_clusters:
             # the cluster's name, whatever the body says: it is nobody's field to change
             clusters.annotate_body(obj, space.name)
-        new = strategy.prepare_update(rt, current, obj, namespace, name, subresource, writer)
+        new = strategy.prepare_update(rt, current, obj, namespace, name, subresource, writer,
+                                      uid_precondition)
         old = current.obj
         if new == old or dry_run:
             return current if new == old else encode(rt, new if rt.custom else ordered(new),
