@@ -327,3 +327,26 @@ def test_a_put_carrying_another_uid_fails_its_uid_precondition(api_client: Any) 
     assert api.read_namespaced_config_map("a", NS).data == {"v": "new"}
     stale["metadata"]["uid"] = new.metadata.uid
     assert api.replace_namespaced_config_map("a", NS, stale).data == {"v": "from the stale copy"}
+
+
+def test_no_finalizer_can_be_added_to_an_object_being_deleted(api_client: Any) -> None:
+    api = k8s.CoreV1Api(api_client)
+    api.create_namespaced_config_map(NS, {"metadata": {"name": "f",
+                                                       "finalizers": ["example.com/x"]}})
+    api.delete_namespaced_config_map("f", NS)
+    added = {"metadata": {"finalizers": ["example.com/x", "example.com/z", "example.com/y"]}}
+    status, body = api_error(api.patch_namespaced_config_map, "f", NS, added)
+    assert (status, body["reason"]) == (422, "Invalid")
+    assert body["message"] == (
+        'ConfigMap "f" is invalid: metadata.finalizers: Forbidden: no new finalizers can be '
+        "added if the object is being deleted, found new finalizers "
+        '[]string{"example.com/y", "example.com/z"}')
+    assert body["details"]["causes"][0]["field"] == "metadata.finalizers"
+    current = api.read_namespaced_config_map("f", NS)
+    assert current.metadata.finalizers == ["example.com/x"]
+    current.metadata.finalizers = ["example.com/x", "example.com/y"]
+    assert api_error(api.replace_namespaced_config_map, "f", NS, current)[0] == 422
+    # taking one away is what finalizers are for: then the object goes
+    current.metadata.finalizers = []
+    api.replace_namespaced_config_map("f", NS, current)
+    assert api.list_namespaced_config_map(NS).items == []

@@ -92,7 +92,8 @@ def prepare_update(
     body naming another object, 409 for a stale resourceVersion, 422 for an invalid CRD. With
     ``uid_precondition`` (a PUT) a body's ``metadata.uid`` is a precondition, as the real
     server makes it: 409 when it is not the stored object's, as when the object was deleted
-    and created again since the body was read.
+    and created again since the body was read. 422 for a finalizer added to an object being
+    deleted.
     """
     meta = validation.check_body(rt, obj)
     validation.check_custom_kind(rt, name, obj)
@@ -140,6 +141,8 @@ def prepare_update(
                 new_meta.pop(kept, None)
         defaults.apply(rt, new)
         defaults.keep_allocated(rt, old, new)
+        if old_meta.get("deletionTimestamp"):
+            validation.check_no_new_finalizers(rt, name, old_meta, new_meta)
     new["apiVersion"] = old.get("apiVersion", rt.api_version)
     new["kind"] = rt.kind
     if is_crd(rt):

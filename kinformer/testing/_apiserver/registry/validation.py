@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import re
 from typing import Any
 
@@ -203,3 +204,17 @@ def validate_name(rt: ResourceType, name: str) -> None:
     if not ok:
         raise status.invalid(rt, name, [("FieldValueInvalid", "metadata.name",
                                          f'Invalid value: "{name}": {msg}')])
+
+
+def check_no_new_finalizers(rt: ResourceType, name: str, old_meta: dict[str, Any],
+                            new_meta: dict[str, Any]) -> None:
+    """422 when an update of an object being deleted adds a finalizer: once deleting, its
+    finalizers may only go."""
+    old = old_meta.get("finalizers") or []
+    extra = sorted(set(new_meta.get("finalizers") or []) - set(old))
+    if extra:
+        found = ", ".join(json.dumps(f) for f in extra)  # Go's %#v of a []string
+        raise status.invalid(rt, name, [(
+            "FieldValueForbidden", "metadata.finalizers",
+            "Forbidden: no new finalizers can be added if the object is being deleted, found "
+            f"new finalizers []string{{{found}}}")])
