@@ -250,9 +250,23 @@ class LeaderElector:
         otherwise (or when that write fails) the Lease is read, created when missing, left
         alone while another holder's lease is valid, and else written with this elector as
         holder. Errors, a lost race and a 409 Conflict are a failed attempt, logged.
+
+        The whole attempt takes at most ``timeout`` seconds, as client-go bounds it by one
+        context: each request gets what is left of it, and none is sent once it is spent. (Each
+        request given all of it let a leader's attempt of three slow requests run three times
+        past ``renew_deadline``, and past ``lease_duration``, while another replica led.)
         """
         lock = self.config.lock
         now = self._clock.now()
+        deadline = now + timeout
+
+        def left(step: str) -> float | None:
+            """Seconds this attempt has left for ``step``; None (logged) when none."""
+            remaining = deadline - self._clock.now()
+            if remaining > 0:
+                return remaining
+            log.warning("leader election %s: no time left of %gs to %s", self.name, timeout, step)
+            return None
         wall = datetime.datetime.now(datetime.timezone.utc)
         desired = LeaderElectionRecord(self._identity, self._lease_seconds, wall, wall, 0)
         with self._lock:
@@ -262,21 +276,25 @@ class LeaderElector:
             mine = dataclasses.replace(desired, acquire_time=observed.acquire_time,
                                        leader_transitions=observed.leader_transitions)
             try:
-                lock.update(mine, ctx=requests, timeout=timeout)
+                lock.update(mine, ctx=requests, timeout=timeout)  # the first: all of it is left
             except _ATTEMPT_ERRORS as err:
                 log.info("leader election %s: optimistic renewal failed, reading the lease: %s",
                          self.name, err)
             else:
                 self._wrote(mine, now)
                 return True
+        if (budget := left("read the lease")) is None:
+            return False
         try:
-            current = lock.get(ctx=requests, timeout=timeout)
+            current = lock.get(ctx=requests, timeout=budget)
         except _ATTEMPT_ERRORS as err:
             log.warning("leader election %s: error reading lease: %s", self.name, err)
             return False
         if current is None:
+            if (budget := left("create the lease")) is None:
+                return False
             try:
-                lock.create(desired, ctx=requests, timeout=timeout)
+                lock.create(desired, ctx=requests, timeout=budget)
             except errors.ConflictError as err:
                 log.info("leader election %s: lost a race creating the lease: %s", self.name, err)
                 return False
@@ -298,8 +316,10 @@ class LeaderElector:
                                           leader_transitions=current.leader_transitions)
         else:
             desired = dataclasses.replace(desired, leader_transitions=current.leader_transitions + 1)
+        if (budget := left("write the lease")) is None:
+            return False
         try:
-            lock.update(desired, ctx=requests, timeout=timeout)
+            lock.update(desired, ctx=requests, timeout=budget)
         except errors.ConflictError as err:
             log.info("leader election %s: lost a race for the lease: %s", self.name, err)
             return False

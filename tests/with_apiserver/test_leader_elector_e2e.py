@@ -10,6 +10,8 @@ before ``on_stopped_leading``.
 from __future__ import annotations
 
 import datetime
+import select
+import socket
 import threading
 from collections.abc import Iterator
 from typing import Any
@@ -33,12 +35,69 @@ LEASE, RENEW, RETRY = 2.0, 1.0, 0.2
 SAMPLE_EVERY = 0.005  # seconds between looks at every elector
 
 
+class SilencingRelay:
+    """A TCP relay to the server (a network link) that can go silent: once ``silence()`` is
+    called it stops passing bytes either way, on every connection, and holds what it gets, as
+    a link that drops everything; the client's requests then end only by their timeouts."""
+
+    def __init__(self, port: int) -> None:
+        self._upstream = ("127.0.0.1", port)
+        self._listener = socket.create_server(("127.0.0.1", 0))
+        self.url = f"http://127.0.0.1:{self._listener.getsockname()[1]}"
+        self._silent = threading.Event()
+        self._closed = threading.Event()
+        self._sockets: list[socket.socket] = [self._listener]
+        self._threads = [threading.Thread(target=self._accept, name="test-relay-accept")]
+        self._threads[0].start()
+
+    def silence(self) -> None:
+        self._silent.set()
+
+    def _accept(self) -> None:
+        while not self._closed.is_set():
+            try:
+                client, _ = self._listener.accept()
+            except OSError:
+                return
+            server = socket.create_connection(self._upstream)
+            self._sockets += [client, server]
+            relay = threading.Thread(target=self._relay, args=(client, server), name="test-relay")
+            self._threads.append(relay)
+            relay.start()
+
+    def _relay(self, client: socket.socket, server: socket.socket) -> None:
+        peer = {client: server, server: client}
+        while not self._closed.is_set():
+            if self._silent.is_set():
+                self._closed.wait()  # hold the connection, pass nothing
+                return
+            try:
+                ready, _, _ = select.select([client, server], [], [], 0.05)
+                for sock in ready:
+                    data = sock.recv(65536)
+                    if not data:
+                        return
+                    peer[sock].sendall(data)
+            except OSError:
+                return
+
+    def close(self) -> None:
+        self._closed.set()
+        for sock in self._sockets:
+            sock.close()
+        for thread in self._threads:
+            thread.join(TIMEOUT)
+
+
 class Replica:
     """One elector with its own client, stop context, run thread and leader's-work flag."""
 
-    def __init__(self, apiserver: FakeAPIServer, identity: str, **options: Any) -> None:
+    def __init__(self, apiserver: FakeAPIServer, identity: str, host: str | None = None,
+                 **options: Any) -> None:
         self.identity = identity
         self.api_client = apiserver.api_client()
+        if host is not None:  # through a link of the test's own
+            self.api_client.configuration.host = host
         self.working = threading.Event()  # set while on_started_leading runs and ctx is live
         self.calls: list[str] = []
         self.leaders: list[str] = []
@@ -195,6 +254,40 @@ def test_three_electors_hand_over_one_by_one_and_never_overlap(
     heard = iter(order)  # holders heard of come in order (a short reign may go unseen)
     assert all(name in heard for name in last.leaders)
     assert sampler.most_leaders == 1 and sampler.most_working <= 1
+
+
+def test_a_leader_whose_link_goes_silent_stops_its_work_by_renew_deadline_before_a_takeover(
+    apiserver: FakeAPIServer, replicas: list[Replica],
+) -> None:
+    """A renewal that gets no answer is one attempt, bounded by what is left of renew_deadline
+    as a whole. Each of its requests (the renewal, then a read of the Lease) once had all of it
+    to itself, so a leader cut off from the server kept working up to about twice renew_deadline,
+    past the lease another replica then took."""
+    timing = {"lease_duration": 4.0, "renew_deadline": 3.0, "retry_period": 0.2}
+    link = SilencingRelay(apiserver.port)
+    try:
+        replicas.append(Replica(apiserver, "a", host=link.url, **timing))
+        first = replicas[0]
+        assert wait_for(first.elector.is_leader, TIMEOUT)
+        replicas.append(Replica(apiserver, "b", **timing))
+        sampler = Sampler(replicas)
+        try:
+            renewed = spec(apiserver)["renewTime"]
+            assert wait_for(lambda: spec(apiserver)["renewTime"] != renewed, TIMEOUT)  # just renewed
+            link.silence()
+            second = replicas[1]
+            # b takes over a lease_duration after a's last renewal it saw: longer than TIMEOUT
+            assert wait_for(second.working.is_set, 3 * TIMEOUT), "b never led"
+            seen = sampler.samples
+            assert wait_for(lambda: sampler.samples > seen + 1, TIMEOUT)  # sampled with b at work
+        finally:
+            sampler.close()
+        assert first.calls[:2] == ["started", "cancelled"]
+        assert sampler.most_working == 1, "a's work went on while b led"
+    finally:
+        for replica in replicas:
+            replica.stop.cancel()
+        link.close()
 
 
 def test_a_leader_that_loses_the_server_steps_down_after_renew_deadline(
