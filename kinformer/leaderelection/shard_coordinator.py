@@ -56,15 +56,19 @@ _LABEL_VALUE = re.compile(r"(?:[A-Za-z0-9](?:[-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?)\
 def lease_name(group: str, identity: str) -> str:
     """``<group>-<identity>`` as a valid object name (DNS-1123 subdomain).
 
-    An identity that is one already (lowercase letters, digits, ``-`` and ``.``; a hostname) is
-    kept as it is. Any other is lowercased, its other characters made ``-``, and a hash of the
-    identity as given appended: ``web_1`` and ``web-1``, or ``Web-1``, are different members and
-    must not share one Lease (each would take it over from the other, and neither own a shard).
+    A group and identity that are such names already (lowercase letters, digits, ``-`` and
+    ``.``; a hostname) are kept as they are. Any other pair is lowercased, its other characters
+    made ``-``, and a hash of the group and identity as given appended: ``web_1`` and ``web-1``,
+    or ``Web-1``, are different members and must not share one Lease (each would take it over
+    from the other, and neither own a shard), nor may members of groups ``My_Group`` and
+    ``my_group``. Two pairs that still meet (group ``web`` with ``canary-0``, ``web-canary``
+    with ``0``) are told apart by the Lease's group label: the second is refused.
     """
     raw = f"{group}-{identity}"
     name = re.sub(r"[^a-z0-9.-]+", "-", raw.lower()).strip("-.")
     if name != raw:
-        digest = hashlib.sha256(identity.encode("utf-8", "surrogatepass")).hexdigest()[:10]
+        both = f"{group}\0{identity}".encode("utf-8", "surrogatepass")
+        digest = hashlib.sha256(both).hexdigest()[:10]
         name = f"{name[:242].rstrip('-.')}-{digest}"
     return name[:253].rstrip("-.") or "member"
 
@@ -155,6 +159,7 @@ class ShardCoordinator:
         self._written: dict[str, float] = {}  # resourceVersion of a recent renewal -> its start
         self._seen_own = float("-inf")  # start of the newest own renewal the watch has shown
         self._other_holders: set[str] = set()  # identities seen holding this member's Lease
+        self._other_groups: set[str] = set()  # groups seen owning a Lease of this member's name
 
     # -- getters and listeners ---------------------------------------------------------------
 
@@ -211,10 +216,12 @@ class ShardCoordinator:
                     self._wake.clear()
         finally:
             handle.remove()
+            # owning nothing first, then the Lease deleted: the others take the range over only
+            # once this member's listeners heard it is no longer its
+            self._publish(sharding.ShardSelector.empty(), [])
             self._delete()
             inner.cancel()
             _threads.join_all([watcher], JOIN_TIMEOUT)
-            self._publish(sharding.ShardSelector.empty(), [])
             log.info("shard coordinator %s left group %s", self.identity, self.group)
 
     def _request_timeout(self, now: float) -> float:
@@ -246,10 +253,14 @@ class ShardCoordinator:
                 self._seen_own = max(self._seen_own, self._written.get(version, float("-inf")))
             spec = lease.get("spec") or {}
             holder = spec.get("holderIdentity")
-            identity = holder if isinstance(holder, str) and holder else meta.name(lease)
-            if key == self._own_key and identity != self.identity and self._written:
-                self._held_by(identity)  # written over after ours: not a Lease left from before
-            leases.append((key, identity, observed[1]))
+            if key == self._own_key and holder != self.identity and self._written:
+                self._held_by(holder)  # written over after ours: not a Lease left from before
+            # a member is a Lease its holder would have made: one edited to name no holder or
+            # another is no member (its range would be owned by nobody); its own member writes
+            # itself back as holder at its next renewal
+            if (isinstance(holder, str) and holder
+                    and lease_name(self.group, holder) == meta.name(lease)):
+                leases.append((key, holder, observed[1]))
         seen = {key for key, _, _ in leases}
         for key in [k for k in self._observed if k not in seen]:
             del self._observed[key]
@@ -267,16 +278,16 @@ class ShardCoordinator:
         self._publish(selector, members)
         return expiry if now < expiry else float("inf")
 
-    def _held_by(self, identity: str) -> None:
-        """This member's Lease names another holder: another process runs with this Lease's
-        name (the same identity twice, say). Said once per holder: the two take the Lease from
-        each other, and neither owns a shard while they do."""
-        if identity in self._other_holders:
+    def _held_by(self, identity: object) -> None:
+        """This member's Lease names another holder (or none): someone edited it, or another
+        process runs with this Lease's name. Said once per holder; this member writes itself
+        back as holder at its next renewal and owns nothing until then."""
+        if not isinstance(identity, str) or identity in self._other_holders:
             return
         self._other_holders.add(identity)
-        log.error("shard coordinator %s: its lease %s is held by %r: two members of group %s "
-                  "run with one Lease; give each process its own identity", self.identity,
-                  self._own_key, identity, self.group)
+        log.error("shard coordinator %s: its lease %s is held by %r: someone else wrote it, or "
+                  "two processes of group %s run with one Lease (give each its own identity)",
+                  self.identity, self._own_key, identity, self.group)
 
     def _publish(self, selector: sharding.ShardSelector, members: list[str]) -> None:
         """Record ``selector`` and ``members``; tell the listeners when the selector changed."""
@@ -307,15 +318,19 @@ class ShardCoordinator:
         lease = self._lease
         try:
             if lease.lease is None:
-                self._create(now, ctx, timeout)
-            else:
-                try:
-                    lease.update({"renewTime": now}, ctx=ctx, timeout=timeout)
-                except errors.NotFoundError:  # deleted under us: create it again
-                    self._create(now, ctx, timeout)
-                except errors.ConflictError:  # written by someone else: take the latest, retry
-                    lease.get(ctx=ctx, timeout=timeout)
-                    return False
+                return self._create(now, ctx, timeout)
+            try:
+                # holder, duration and label written each time: someone's edit of them (a
+                # holder cleared, a label taken off) lasts until the next renewal, not forever
+                lease.update({"holderIdentity": self.identity,
+                              "leaseDurationSeconds": lease_seconds(self._lease_duration),
+                              "renewTime": now},
+                             labels={GROUP_LABEL: self.group}, ctx=ctx, timeout=timeout)
+            except errors.NotFoundError:  # deleted under us: create it again
+                return self._create(now, ctx, timeout)
+            except errors.ConflictError:  # written by someone else: take the latest, retry
+                lease.get(ctx=ctx, timeout=timeout)
+                return False
             return True
         except Exception as exc:
             if not ctx.cancelled():
@@ -323,7 +338,9 @@ class ShardCoordinator:
                             self.identity, lease.describe(), exc)
             return False
 
-    def _create(self, now: str, ctx: _context.Context, timeout: float) -> None:
+    def _create(self, now: str, ctx: _context.Context, timeout: float) -> bool:
+        """Create this member's Lease, or take over one of its group left from an earlier run;
+        False when a Lease of that name belongs to another group (said once, as an error)."""
         spec = {"holderIdentity": self.identity,
                 "leaseDurationSeconds": lease_seconds(self._lease_duration),
                 "acquireTime": now, "renewTime": now}
@@ -331,8 +348,19 @@ class ShardCoordinator:
         try:
             self._lease.create(spec, labels=labels, ctx=ctx, timeout=timeout)
         except errors.ConflictError:  # left over from an earlier run: take it over
-            self._lease.get(ctx=ctx, timeout=timeout)
+            found = self._lease.get(ctx=ctx, timeout=timeout)
+            group = meta.labels(found).get(GROUP_LABEL) if found is not None else None
+            if group is not None and group != self.group:
+                self._lease.forget()
+                if group not in self._other_groups:
+                    self._other_groups.add(group)
+                    log.error("shard coordinator %s: lease %s belongs to group %r, not %r: two "
+                              "groups' names meet in it; this member owns nothing until it is "
+                              "given another identity or group", self.identity,
+                              self._lease.describe(), group, self.group)
+                return False
             self._lease.update(spec, labels=labels, ctx=ctx, timeout=timeout)
+        return True
 
     def _delete(self) -> None:
         """Delete this member's Lease so the others take its range at once (best effort)."""

@@ -198,6 +198,78 @@ def test_two_processes_running_one_lease_are_told(
     assert len(said) == 1 and said[0].levelname == "ERROR"
 
 
+@pytest.mark.parametrize("edit", ["holder cleared", "holder renamed", "label removed"])
+def test_a_lease_someone_edits_is_written_back_and_no_range_is_left_to_nobody(
+    api_client: Any, apiserver: FakeAPIServer, edit: str,
+) -> None:
+    """A renewal that wrote only renewTime carried someone's edit forward for good: a cleared
+    or renamed holder made every member count a member that does not run (its range owned by
+    nobody), a removed label left the member out of its own group."""
+    with members(api_client, "a", "b", "c") as started:
+        coordinators = [m for m, _ in started.values()]
+        assert wait_for(lambda: converged(coordinators, ["a", "b", "c"]), TIMEOUT)
+        lease = apiserver.get(LEASES, "default", "workers-b")
+        if edit == "label removed":
+            lease["metadata"]["labels"] = {}
+        else:
+            lease["spec"]["holderIdentity"] = "" if edit == "holder cleared" else "zzz"
+        apiserver.update(LEASES, lease)
+        written_back = renewed(apiserver, "workers-b", 2)
+        assert wait_for(written_back, TIMEOUT)
+        lease = apiserver.get(LEASES, "default", "workers-b")
+        assert lease["spec"]["holderIdentity"] == "b"
+        assert lease["metadata"]["labels"] == {"kinformer.io/shard-group": "workers"}
+        assert wait_for(lambda: converged(coordinators, ["a", "b", "c"]), TIMEOUT)
+        assert covers_once([m.selector() for m in coordinators])
+
+
+def test_groups_whose_names_meet_in_one_lease_are_told_and_the_first_keeps_it(
+    api_client: Any, apiserver: FakeAPIServer, caplog: pytest.LogCaptureFixture,
+) -> None:
+    """Group ``web`` with member ``canary-0`` and group ``web-canary`` with member ``0`` both
+    name their Lease ``web-canary-0``. The second took it over as its own, relabelled, so group
+    ``web`` lost its only member and nobody served it."""
+    assert shard_coordinator.lease_name("web", "canary-0") == shard_coordinator.lease_name("web-canary", "0")
+    assert shard_coordinator.lease_name("My_Group", "a") != shard_coordinator.lease_name("my_group", "a")
+    first = ShardCoordinator(api_client, "web", "canary-0", lease_duration=LEASE, renew_interval=RENEW)
+    second = ShardCoordinator(api_client, "web-canary", "0", lease_duration=LEASE, renew_interval=RENEW)
+    with running(first.run):
+        assert wait_for(lambda: first.members() == ["canary-0"], TIMEOUT)
+        with running(second.run):
+            assert wait_for(lambda: "belongs to group 'web'" in caplog.text, TIMEOUT)
+            assert wait_for(renewed(apiserver, "web-canary-0", 2), TIMEOUT)  # first renews on
+            lease = apiserver.get(LEASES, "default", "web-canary-0")
+            assert lease["metadata"]["labels"] == {"kinformer.io/shard-group": "web"}
+            assert first.members() == ["canary-0"]
+            assert first.selector() == ShardSelector.for_shard(0, 1)
+            assert second.selector() == ShardSelector.empty()
+        assert apiserver.get(LEASES, "default", "web-canary-0") is not None  # second left it be
+    said = [r for r in caplog.records if "belongs to group" in r.getMessage()]
+    assert len(said) == 1 and said[0].levelname == "ERROR"
+
+
+def test_a_member_that_stops_says_it_owns_nothing_before_its_lease_goes(
+    api_client: Any, apiserver: FakeAPIServer,
+) -> None:
+    """The others take a stopping member's range once its Lease is gone; its own listeners must
+    have heard it owns nothing by then, or both work on that range for a moment."""
+    lease_at_empty: list[bool] = []
+
+    def listener(selector: ShardSelector) -> None:
+        if selector == ShardSelector.empty():
+            names = {o["metadata"]["name"] for o in apiserver.list_objects(LEASES, "default")}
+            lease_at_empty.append("workers-b" in names)
+
+    with members(api_client, "a", "b") as started:
+        coordinators = [m for m, _ in started.values()]
+        assert wait_for(lambda: converged(coordinators, ["a", "b"]), TIMEOUT)
+        member_b, stop_b = started["b"]
+        member_b.add_listener(listener)
+        stop_b.cancel()
+        assert wait_for(lambda: lease_at_empty != [], TIMEOUT)
+    assert lease_at_empty == [True]
+
+
 def test_members_whose_view_of_the_group_stalls_never_take_more_than_their_share(
     api_client: Any, apiserver: FakeAPIServer
 ) -> None:
