@@ -5,9 +5,11 @@ from __future__ import annotations
 import json
 from typing import Any
 
+import pytest
 from helpers import CONFIGMAPS, api_error, cm_manifest
 from kubernetes import client as k8s
 
+from kinformer.errors import ServerError
 from kinformer.testing import FakeAPIServer
 
 NS = "default"
@@ -350,3 +352,32 @@ def test_no_finalizer_can_be_added_to_an_object_being_deleted(api_client: Any) -
     current.metadata.finalizers = []
     api.replace_namespaced_config_map("f", NS, current)
     assert api.list_namespaced_config_map(NS).items == []
+
+
+def test_a_create_carrying_a_resource_version_is_refused_as_etcd_refuses_it(
+    apiserver: FakeAPIServer, api_client: Any,
+) -> None:
+    # a copy of an object read from a server, sent back to be created: a client must drop
+    # its resourceVersion first
+    api = k8s.CoreV1Api(api_client)
+    made = api.create_namespaced_config_map(NS, cm_manifest("a", DATA))
+    api.delete_namespaced_config_map("a", NS)
+    copy = api_client.sanitize_for_serialization(made)
+    status, body = api_error(api.create_namespaced_config_map, NS, copy)
+    assert status == 500
+    assert body == {"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Failure",
+                    "message": "resourceVersion should not be set on objects to be created",
+                    "code": 500}
+    # a dry run does not reach storage, and "0" or what is no number is no version
+    assert api.create_namespaced_config_map(NS, copy, dry_run="All").metadata.name == "a"
+    for version in ("0", "-1"):
+        copy["metadata"]["resourceVersion"] = version
+        again = api.create_namespaced_config_map(NS, copy)
+        assert again.metadata.resource_version != version
+        api.delete_namespaced_config_map("a", NS)
+    # the server-side helper refuses it as the server does
+    copy["metadata"]["resourceVersion"] = made.metadata.resource_version
+    with pytest.raises(ServerError) as info:
+        apiserver.create(CONFIGMAPS, copy)
+    assert info.value.status == 500
+    assert apiserver.list_objects(CONFIGMAPS, NS) == []

@@ -12,6 +12,7 @@ and admit a CustomResourceDefinition. Each rejects with the
 from __future__ import annotations
 
 import random
+import re
 from typing import Any
 
 from kinformer.testing._apiserver import resources, status
@@ -20,6 +21,7 @@ from kinformer.testing._apiserver.registry import defaults, fieldmanager, leases
 from kinformer.testing._apiserver.resources import ResourceType
 
 _GENERATE_ALPHABET = "bcdfghjklmnpqrstvwxz2456789"
+_DIGITS = re.compile(r"[0-9]+")
 
 
 def settle_create(rt: ResourceType, namespace: str, obj: Any) -> tuple[dict[str, Any], str, str]:
@@ -52,6 +54,16 @@ def settle_create(rt: ResourceType, namespace: str, obj: Any) -> tuple[dict[str,
     validation.validate_name(rt, name)
     validation.check_custom_kind(rt, name, obj)
     return meta, namespace, name
+
+
+def check_no_resource_version(meta: dict[str, Any]) -> None:
+    """500 when a body to create carries a resourceVersion, as etcd's storage refuses it: a
+    number other than 0 (what does not parse as one passes, as on the real server). A client
+    that copies an object read from a server must drop it."""
+    rv = meta.get("resourceVersion")
+    if isinstance(rv, str) and _DIGITS.fullmatch(rv) and 0 < int(rv) < 2**64:
+        raise status.StatusError(
+            500, "", "resourceVersion should not be set on objects to be created")
 
 
 def stamp_create(

@@ -373,19 +373,24 @@ class Storage:
         self, space: Keyspace, rt: ResourceType, namespace: str, obj: Any,
         dry_run: bool = False, writer: fieldmanager.Writer | None = None,
     ) -> Entry:
-        namespace, name = self._admit_locked(space, rt, namespace, obj, writer)
+        namespace, name = self._admit_locked(space, rt, namespace, obj, writer, dry_run)
         if dry_run:
             return encode(rt, obj if rt.custom else ordered(obj), self._rv)
         return self._store_created_locked(space, rt, obj, namespace, name)
 
     def _admit_locked(
         self, space: Keyspace, rt: ResourceType, namespace: str, obj: Any,
-        writer: fieldmanager.Writer | None,
+        writer: fieldmanager.Writer | None, dry_run: bool = False,
     ) -> tuple[str, str]:
-        """Check a create of ``obj`` and stamp it, storing nothing: ``(namespace, name)``."""
+        """Check a create of ``obj`` and stamp it, storing nothing: ``(namespace, name)``.
+
+        Like etcd's storage, a create (not a dry run) whose ``metadata.resourceVersion`` is a
+        number other than 0 is refused before the name is looked up (500)."""
         meta, namespace, name = strategy.settle_create(rt, namespace, obj)
         if rt.namespaced and ("", namespace) not in space.buckets.get("namespaces", {}):
             raise status.namespace_not_found(namespace)
+        if not dry_run:
+            strategy.check_no_resource_version(meta)
         if (namespace, name) in space.buckets.get(rt.group_resource, {}):
             raise status.already_exists(rt, name)
         strategy.stamp_create(rt, name, obj, meta, self._allocate, writer)
