@@ -381,3 +381,33 @@ def test_a_create_carrying_a_resource_version_is_refused_as_etcd_refuses_it(
         apiserver.create(CONFIGMAPS, copy)
     assert info.value.status == 500
     assert apiserver.list_objects(CONFIGMAPS, NS) == []
+
+
+def test_a_secret_takes_its_string_data_into_data_and_refuses_data_not_in_base64(
+    api_client: Any, raw: Any,
+) -> None:
+    api = k8s.CoreV1Api(api_client)
+    made = api.create_namespaced_secret(NS, {
+        "metadata": {"name": "s"}, "data": {"a": "b2xk", "b": "Yg=="},
+        "stringData": {"a": "x", "c": "ünï"}})
+    assert made.data == {"a": "eA==", "b": "Yg==", "c": "w7xuw68="}
+    assert made.string_data is None
+    status, stored = raw("GET", f"/api/v1/namespaces/{NS}/secrets/s")
+    assert "stringData" not in stored and stored["data"]["a"] == "eA=="
+    patched = api.patch_namespaced_secret("s", NS, {"stringData": {"b": "new"}})
+    assert patched.data == {"a": "eA==", "b": "bmV3", "c": "w7xuw68="}
+    # the typed client would encode bytes itself: send the text as it is
+    for value, at in [("not base64!!", 3), ("eA=", 3), ("eHl6eA", 4), ("eA==x", 4)]:
+        status, body = raw("POST", f"/api/v1/namespaces/{NS}/secrets",
+                           {"metadata": {"name": "bad"}, "data": {"k": value}})
+        assert (status, body["reason"]) == (400, "BadRequest"), value
+        assert body["message"] == (
+            f'Secret in version "v1" cannot be handled as a Secret: illegal base64 data at '
+            f"input byte {at}")
+    status, body = raw("PUT", f"/api/v1/namespaces/{NS}/secrets/s",
+                       {"metadata": {"name": "s"}, "data": {"k": "%%%%"}})
+    assert (status, body["message"].endswith("illegal base64 data at input byte 0")) == (400, True)
+    # line breaks inside the text are skipped, as Go's decoder skips them
+    status, body = raw("POST", f"/api/v1/namespaces/{NS}/secrets",
+                       {"metadata": {"name": "wrapped"}, "data": {"k": "eHl6\neA=="}})
+    assert status == 201, body

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import base64
 import json
 import re
 from typing import Any
@@ -160,12 +161,69 @@ def _walk(rt: ResourceType, obj: dict[str, Any], tree: dict[str, _Node], prefix:
             _walk(rt, value, children, f"{prefix}{key}.")
 
 
+_BASE64 = frozenset(b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/")
+
+
+def base64_error(text: str) -> int | None:
+    """Where Go's ``base64.StdEncoding.Decode`` (as ``encoding/json`` decodes a ``[]byte``)
+    finds ``text`` corrupt: the input byte its error names, or None when it decodes."""
+    src = text.encode()
+    si, end = 0, len(src)
+    while True:
+        j = 0
+        while j < 4:
+            if si == end:
+                if j == 0:
+                    return None
+                return si - j
+            c = src[si]
+            si += 1
+            if c in _BASE64:
+                j += 1
+                continue
+            if c in (0x0A, 0x0D):
+                continue
+            if c != 0x3D:  # '='
+                return si - 1
+            if j < 2:
+                return si - 1
+            if j == 2:
+                while si < end and src[si] in (0x0A, 0x0D):
+                    si += 1
+                if si == end:
+                    return end
+                if src[si] != 0x3D:
+                    return si - 1
+                si += 1
+            while si < end and src[si] in (0x0A, 0x0D):
+                si += 1
+            return si if si < end else None
+
+
+def _decode_secret(rt: ResourceType, obj: dict[str, Any]) -> None:
+    """What decoding a Secret does: each ``data`` value must be base64 (400 naming the byte
+    Go's decoder stops at), and ``stringData`` is merged into ``data``, base64-encoded,
+    overriding the same keys, then dropped."""
+    data = obj.get("data")
+    for value in (data or {}).values():
+        at = base64_error(value) if isinstance(value, str) else None
+        if at is not None:
+            raise status.cannot_decode(rt, f"illegal base64 data at input byte {at}")
+    string_data = obj.pop("stringData", None)
+    if string_data:
+        merged = dict(data or {})
+        for key, value in string_data.items():
+            merged[key] = base64.b64encode(str(value or "").encode()).decode()
+        obj["data"] = dict(sorted(merged.items()))
+
+
 def check_body(rt: ResourceType, obj: Any) -> dict[str, Any]:
     """The metadata of a request body, after the checks a typed decoder makes (400).
 
     Built-in types are decoded strictly: a field of the wrong JSON type (a ConfigMap ``data``
     value that is a number, ``metadata.labels`` that is a list, a Deployment's ``replicas``
-    given as text) is refused, naming the field.
+    given as text) is refused, naming the field. A Secret's ``data`` must be base64, and its
+    ``stringData`` goes into ``data``.
     """
     if not isinstance(obj, dict):
         raise status.bad_request(f"the body of the request could not be decoded into a {rt.kind}")
@@ -180,6 +238,8 @@ def check_body(rt: ResourceType, obj: Any) -> dict[str, Any]:
     tree = None if rt.custom else _KIND_TREES.get(rt.kind)
     if tree:
         _walk(rt, obj, tree, "")
+    if rt.kind == "Secret" and not rt.custom:
+        _decode_secret(rt, obj)
     return meta
 
 
