@@ -210,6 +210,28 @@ def test_a_controller_runs_exactly_while_its_resources_are_synced_and_restarts_f
     assert second.stopped()
 
 
+def test_a_resource_served_by_a_new_informer_between_two_looks_restarts_its_controller(
+    served: Served, factory: Factory, running: Running
+) -> None:
+    """The type left and came back while the manager was busy: the two notifications coalesced
+    into one look, which saw the resource synced as before, but under a new informer. The
+    controller started over the stopped one then waited on it for good."""
+    served.serve(WIDGETS, synced=True)
+    served.serve(GADGETS, synced=True)
+    served.notify()
+    first = factory.started(1)
+    served.serve(WIDGETS, synced=True)  # another informer object, synced, where the old one was
+    served.notify()
+    second = factory.started(2)
+    assert first.stopped()
+    assert running.manager.running_controllers() == {"widgets"}
+    for _ in range(2):  # the same informers again: nothing to do (the second look follows
+        looks = served.looks  # the first's whole reconcile: one worker)
+        served.notify()
+        assert wait_for(lambda: served.looks > looks)  # noqa: B023
+    assert len(factory.instances) == 2 and not second.stopped()
+
+
 def test_reconciles_once_at_start_so_an_earlier_notification_is_not_needed(
     served: Served, factory: Factory
 ) -> None:

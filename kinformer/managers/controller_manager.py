@@ -63,6 +63,7 @@ class ManagedController:
 class _Running:
     ctx: context.Context
     thread: threading.Thread
+    informers: Mapping[GroupVersionResource, Any]  # the synced informers it was started over
 
 
 class ControllerManager:
@@ -185,12 +186,20 @@ class ControllerManager:
             elif any(gvr in not_synced for gvr in missing):
                 poll = True  # served but not synced yet: look again soon
         with self._lock:
-            to_stop = [(name, r) for name, r in self._running.items() if name not in wanted]
-            to_start = sorted(wanted - set(self._running))
+            # a controller started over an informer that is no longer the one served (its type
+            # left and came back between two looks, the two notifications coalesced) would wait
+            # on a stopped informer for good: it is stopped and started again, over the new one
+            to_stop = [(name, r) for name, r in self._running.items()
+                       if name not in wanted or any(synced[gvr] is not informer
+                                                    for gvr, informer in r.informers.items())]
+            stopping = {name for name, _ in to_stop}
+            to_start = sorted(wanted - (set(self._running) - stopping))
         self._stop(to_stop)
         failed = False
         for name in to_start:
-            failed |= not self._start_controller(ctx, name, self._controllers[name])
+            controller = self._controllers[name]
+            failed |= not self._start_controller(
+                ctx, name, controller, {gvr: synced[gvr] for gvr in controller.required_gvrs})
         if poll:
             self._queue.add_after(RESYNC_KEY, self._resync_interval)
         if failed:
@@ -198,7 +207,8 @@ class ControllerManager:
         else:
             self._queue.forget(RESYNC_KEY)
 
-    def _start_controller(self, ctx: context.Context, name: str, controller: ManagedController) -> bool:
+    def _start_controller(self, ctx: context.Context, name: str, controller: ManagedController,
+                          informers: Mapping[GroupVersionResource, Any]) -> bool:
         child = ctx.child(f"{self.name}/{name}")
         try:
             start_fn = controller.create(child)
@@ -210,7 +220,7 @@ class ControllerManager:
             thread = _threads.spawn(
                 self._run_controller, _threads.thread_name("controller", name), name, start_fn, child
             )
-            self._running[name] = _Running(child, thread)
+            self._running[name] = _Running(child, thread, informers)
         log.info("controller started name=%s manager=%s", name, self.name)
         return True
 
