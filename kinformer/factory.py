@@ -17,6 +17,7 @@ import functools
 import logging
 import threading
 import time
+import weakref
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
@@ -258,6 +259,10 @@ class DynamicSharedInformerFactory:
         self._lock = threading.Lock()  # guards _shutting_down; one start at a time, none after shutdown
         self._root = context.Context("factory")  # cancelled by shutdown(); parent of every start
         self._shutting_down = False
+        # under _lock: each stop signal given to start -> the one context its informers run
+        # under, made once (a context, or a bridging thread, per start would pile up)
+        self._start_contexts: weakref.WeakKeyDictionary[Any, context.Context] = (
+            weakref.WeakKeyDictionary())
 
     def for_resource(self, gvr: GroupVersionResource) -> GenericInformer:
         """The informer for ``gvr``, created (not started) on first use."""
@@ -298,8 +303,10 @@ class DynamicSharedInformerFactory:
         """Wait for every started informer to sync; map each GVR to whether it did.
 
         Returns when all synced, ``stop`` fired or ``timeout`` (real seconds, over all
-        informers) passed. Informers not started yet are left out. ``timeout`` is None or
-        finite seconds, else :class:`~kinformer.ConfigurationError`.
+        informers) passed. Informers not started yet are left out, and so is one stopped
+        meanwhile before it synced (:meth:`stop_informer`: its type left the server, say), which
+        is no longer waited for. ``timeout`` is None or finite seconds, else
+        :class:`~kinformer.ConfigurationError`.
         """
         timeout = _checks.timeout("timeout", timeout)
         started = self._informers.started()
@@ -307,7 +314,10 @@ class DynamicSharedInformerFactory:
         result: dict[GroupVersionResource, bool] = {}
         for gvr, inf in started.items():
             remaining = None if deadline is None else max(0.0, deadline - time.monotonic())
-            result[gvr] = handlers.wait_for_cache_sync(stop, inf.has_synced, timeout=remaining)
+            handlers.wait_for_cache_sync(stop, _synced_or_stopped(inf), timeout=remaining)
+            synced = inf.has_synced()
+            if synced or not inf.is_stopped():
+                result[gvr] = synced
         return result
 
     def stop_informer(self, gvr: GroupVersionResource, timeout: float = SHUTDOWN_TIMEOUT) -> bool:
@@ -333,8 +343,13 @@ class DynamicSharedInformerFactory:
         _threads.join_all(threads, timeout)
 
     def _start_context(self, stop: context.StopSignal) -> context.Context:
-        """A child of the factory's root that is also cancelled when ``stop`` fires."""
+        """A child of the factory's root that is also cancelled when ``stop`` fires: one per
+        ``stop`` while it has not fired (the lock held)."""
+        start_ctx = self._start_contexts.get(stop)
+        if start_ctx is not None and not start_ctx.cancelled():
+            return start_ctx
         start_ctx = self._root.child()
+        self._start_contexts[stop] = start_ctx
         if isinstance(stop, context.Context):
             handle = stop.on_cancel(start_ctx.cancel)
             start_ctx.on_cancel(handle.remove)
@@ -369,3 +384,8 @@ class DynamicSharedInformerFactory:
 
     def __repr__(self) -> str:
         return f"<DynamicSharedInformerFactory informers={len(self._informers)}>"
+
+
+def _synced_or_stopped(inf: informer.SharedIndexInformer) -> Callable[[], bool]:
+    """A condition true once ``inf`` synced or stopped: nothing more to wait for."""
+    return lambda: inf.has_synced() or inf.is_stopped()

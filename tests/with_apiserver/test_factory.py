@@ -136,3 +136,48 @@ def test_wait_for_cache_sync_reports_a_forbidden_resource_as_unsynced(
     finally:
         stop.cancel()
         factory.shutdown()
+
+
+def test_a_wait_for_sync_under_way_stops_waiting_for_an_informer_stopped_meanwhile(
+    apiserver: Any, api_client: Any
+) -> None:
+    """Its type left the server while its list was forbidden: once stop_informer dropped it,
+    a wait already under way went on waiting for it, until its timeout (or for good)."""
+    apiserver.forbid("secrets", verb="list")
+    factory = DynamicSharedInformerFactory(api_client)
+    factory.for_resource(CONFIGMAPS)
+    factory.for_resource(SECRETS)
+    stop = Context()
+    results: list[dict[GroupVersionResource, bool]] = []
+    waiter = threading.Thread(target=lambda: results.append(factory.wait_for_cache_sync(stop, timeout=60)),
+                              name="test-waiter")
+    try:
+        factory.start(stop)
+        waiter.start()
+        assert wait_for(factory.for_resource(CONFIGMAPS).informer().has_synced, TIMEOUT)
+        assert factory.stop_informer(SECRETS)
+        waiter.join(TIMEOUT)
+        assert not waiter.is_alive(), "still waiting for the stopped informer"
+        assert results == [{CONFIGMAPS: True}]
+    finally:
+        stop.cancel()
+        factory.shutdown()
+        waiter.join(TIMEOUT)
+
+
+def test_starts_with_one_stop_event_share_one_bridge_to_it(apiserver: Any, api_client: Any) -> None:
+    """Each start that started something bridged the Event to a context of its own: a thread
+    per start, alive until the Event fired, even after its informers were stopped."""
+    factory = DynamicSharedInformerFactory(api_client)
+    stop = threading.Event()
+    try:
+        for _ in range(3):
+            factory.for_resource(CONFIGMAPS)
+            factory.start(stop)
+            assert factory.wait_for_cache_sync(stop, timeout=TIMEOUT) == {CONFIGMAPS: True}
+            assert factory.stop_informer(CONFIGMAPS)
+        bridges = [t.name for t in _threads.kinformer_threads() if t.name.startswith("kinformer-context")]
+        assert len(bridges) == 1, bridges
+    finally:
+        stop.set()
+        factory.shutdown()
