@@ -91,9 +91,11 @@ class InformerManager:
         self._ctx, self._cancel = context.context_for_channel(parent)
         # serialises add_*, stop: an informer being dropped cannot race the type's return
         self._update_lock = threading.Lock()
-        self._lock = threading.Lock()  # guards _records, _handled
+        self._lock = threading.Lock()  # guards _records, _pending
         self._records: dict[GroupVersionKind, _Record] = {}
-        self._handled: set[GroupVersionResource] = set()  # add_event_handler_to_informer done
+        # add_event_handler_to_informer for a type not tracked yet: already on the informer,
+        # and handed to the type's record when it is tracked, so a fresh informer gets them too
+        self._pending: dict[GroupVersionResource, list[handlers.ResourceEventHandler]] = {}
 
     # -- what exists ------------------------------------------------------------------------------
 
@@ -154,15 +156,17 @@ class InformerManager:
                     shared = self._factory.for_resource(resource.group_version_resource).informer()
                     shared.add_event_handler(handler)
                 return
-            record = _Record(resource, [handler], is_static=True)
+            pending = self._pending.pop(resource.group_version_resource, [])
+            record = _Record(resource, [handler, *pending], is_static=True)
             self._records[resource.group_version_kind] = record
-            self._register(record)
+            self._register(record, [handler])  # the pending ones are on the informer already
 
     def create_informer_for_resource(self, resource: APIResourceMeta) -> None:
         """Track a dynamic type and create its informer without a handler (fleet's newer API).
 
         A type already tracked but absent is marked present again (and gets a fresh informer if
-        its old one was stopped). Starts nothing.
+        its old one was stopped). A handler given to :meth:`add_event_handler_to_informer`
+        before stays with the type. Starts nothing.
         """
         with self._update_lock, self._lock:
             self._track_dynamic(resource, [])
@@ -172,17 +176,19 @@ class InformerManager:
     ) -> None:
         """Register ``handler`` on the informer of ``gvr`` unless one was registered there already.
 
-        Idempotent per type, whatever the handler (fleet's fix for duplicate registrations). A
-        tracked type keeps the handler across a stop and return of its informer.
+        Idempotent per type, whatever the handler (fleet's fix for duplicate registrations). The
+        type keeps the handler across a stop and return of its informer, also when the handler
+        came before the type was tracked.
         """
         with self._update_lock, self._lock:
             records = [r for r in self._records.values() if r.meta.group_version_resource == gvr]
-            if gvr in self._handled or any(r.handlers for r in records):
+            if gvr in self._pending or any(r.handlers for r in records):
                 return
-            self._handled.add(gvr)
             for record in records:
                 record.handlers.append(handler)
-            if records and records[0].stopped:
+            if not records:
+                self._pending[gvr] = [handler]  # the type's record takes it when tracked
+            elif records[0].stopped:
                 return  # registered on the fresh informer when the type returns
             self._factory.for_resource(gvr).informer().add_event_handler(handler)
 
@@ -192,21 +198,28 @@ class InformerManager:
         """Track a new dynamic type with ``first_handlers``, or mark an absent one present again.
 
         A returning type whose informer was stopped gets a fresh one with its own handlers;
-        ``first_handlers`` are used only for a type not tracked before. Called with the lock held.
+        ``first_handlers`` are used only for a type not tracked before, with the handlers given
+        for its resource before it was tracked. Called with the lock held.
         """
         record = self._records.get(meta.group_version_kind)
         if record is None:
-            record = _Record(meta, first_handlers, is_present=True)
+            pending = self._pending.pop(meta.group_version_resource, [])
+            record = _Record(meta, [*first_handlers, *pending], is_present=True)
             self._records[meta.group_version_kind] = record
-            self._register(record)
+            self._register(record, first_handlers)  # the pending ones are on the informer already
         elif not record.is_present:
             record.is_present = True
             if record.stopped:
                 record.stopped = False
                 self._register(record)
 
-    def _register(self, record: _Record) -> None:
-        """Attach the record's handlers to its (possibly fresh) informer; called with the lock held."""
+    def _register(
+        self, record: _Record, to_add: list[handlers.ResourceEventHandler] | None = None
+    ) -> None:
+        """Attach ``to_add`` (default: the record's handlers) to its (possibly fresh) informer.
+
+        Called with the lock held.
+        """
         gvr = record.meta.group_version_resource
         shared = self._factory.for_resource(gvr).informer()
         if not record.is_static:
@@ -215,7 +228,7 @@ class InformerManager:
             except errors.AlreadyStartedError:
                 log.error("informer for %s already started; managedFields stay in its cache",
                           gvr.group_resource)
-        for handler in record.handlers:
+        for handler in record.handlers if to_add is None else to_add:
             shared.add_event_handler(handler)
 
     # -- lifecycle --------------------------------------------------------------------------------
