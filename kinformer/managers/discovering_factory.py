@@ -261,6 +261,7 @@ class DiscoveringDynamicSharedInformerFactory:
 
     def _loop(self, ctx: context.Context) -> None:
         settle = 0
+        unsynced = 0  # passes in a row with a CRD informer that has not synced
         while not ctx.cancelled():
             self._wake.clear()
             crds_watched = self._crd_watch_synced()  # before the pass: see _crd_watch_synced
@@ -273,7 +274,13 @@ class DiscoveringDynamicSharedInformerFactory:
                 self._ready.set()
                 self._ensure_crd_watch(ctx, result)
                 settle = settle - 1 if settle > 0 and self._lagging(result) else 0
-            catching_up = self._crd_entry is not None and not crds_watched
+            # a second apart while the CRD informer catches up, for SETTLE_PASSES passes: one
+            # whose list keeps failing (CRDs forbidden) would have discovery read whole every
+            # second for good; after that, every poll interval, as without a CRD watch
+            unsynced = unsynced + 1 if self._crd_entry is not None and not crds_watched else 0
+            catching_up = 0 < unsynced <= SETTLE_PASSES
+            if unsynced == SETTLE_PASSES + 1:
+                self._crd_watch_lags()
             last = self._clock.now()
             woken = self._clock.wait(
                 self._wake, MIN_UPDATE_INTERVAL if settle or catching_up else self._poll_interval
@@ -285,8 +292,17 @@ class DiscoveringDynamicSharedInformerFactory:
                 if remaining > 0 and self._clock.wait(ctx.done, remaining):
                     return
                 settle = SETTLE_PASSES
-            if woken or settle or catching_up or self._crd_entry is None:
+            if woken or settle or not crds_watched:
                 self._discovery.invalidate()  # the cache is trusted only while CRDs are watched
+
+    def _crd_watch_lags(self) -> None:
+        """Said once per run of passes: the CRD informer has not synced; passes go back to the
+        poll interval."""
+        crds = self._crd_entry
+        error = crds.generic.informer().last_error() if crds is not None else None
+        log.warning("ddsif: the CRD informer has not synced after %d passes (%s); discovery is "
+                    "read every %.0fs until it does", SETTLE_PASSES + 1, error or "no error yet",
+                    self._poll_interval)
 
     def _crd_watch_synced(self) -> bool:
         """Whether the CRD informer exists and has synced.

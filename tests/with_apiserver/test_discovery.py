@@ -20,6 +20,7 @@ from kinformer.errors import AlreadyStartedError
 from kinformer.gvr import GroupVersionResource
 from kinformer.managers.crd import CRD_GVR
 from kinformer.managers.discovering_factory import (
+    SETTLE_PASSES,
     DiscoveringDynamicSharedInformerFactory,
     GVREventHandlerFuncs,
 )
@@ -313,6 +314,31 @@ def test_a_crd_deleted_before_the_crd_watch_first_listed_is_still_noticed(
 
     assert wait_for(gadgets_gone, TIMEOUT)
     notes.get(timeout=TIMEOUT)
+    ddsif.stop()
+
+
+def test_a_crd_watch_that_cannot_list_goes_back_to_the_poll_interval(
+    apiserver: FakeAPIServer, api_client: Any, ctx: Context, caplog: pytest.LogCaptureFixture,
+) -> None:
+    """CRDs forbidden (a common RBAC): the CRD informer never synced, so every pass was a
+    catching-up pass, a second apart, reading all of discovery again, for good."""
+    apiserver.forbid("customresourcedefinitions", verb="list")
+    clock = FakeClock()
+    ddsif = DiscoveringDynamicSharedInformerFactory(api_client, example_only, poll_interval=POLL, clock=clock)
+    started(ddsif, ctx)
+    fast = 0
+    while True:
+        assert wait_for(lambda: any(w > 0 for w in clock.waiters()), TIMEOUT)
+        wait = min(w for w in clock.waiters() if w > 0)
+        if wait == POLL:
+            break
+        assert wait == 1.0 and fast < SETTLE_PASSES, f"pass {fast + 1} waits {wait}s"
+        fast += 1
+        clock.step(wait)
+    assert fast == SETTLE_PASSES
+    said = [r for r in caplog.records if "CRD informer has not synced" in r.getMessage()]
+    assert len(said) == 1 and said[0].levelname == "WARNING"
+    assert "Forbidden" in said[0].getMessage() or "403" in said[0].getMessage(), said[0].getMessage()
     ddsif.stop()
 
 
