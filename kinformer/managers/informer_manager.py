@@ -107,10 +107,13 @@ class InformerManager:
     ) -> None:
         """Track ``resources`` and register ``handler`` on each new type's informer, once per type.
 
-        A type seen before (even while absent) keeps its one registration. With
+        A type seen before (even while absent) keeps its one registration. A kind listed with
+        another scope takes the new one; a kind listed under another resource (plural) has its
+        old informer stopped and a fresh one on the new resource, with the same handlers. With
         ``list_complete`` (discovery fully succeeded) every tracked dynamic type missing from
-        ``resources`` is marked absent and its informer stopped and dropped, which blocks until
-        its threads ended; do not call this from a handler of such a type. Starts nothing.
+        ``resources`` is marked absent and its informer stopped and dropped. Stopping blocks
+        until the informer's threads ended; do not call this from a handler of such a type.
+        Starts nothing.
         """
         listed = [_resource_meta(meta) for meta in resources]
         to_stop: list[GroupVersionResource] = []
@@ -118,7 +121,7 @@ class InformerManager:
             with self._lock:
                 names = {meta.group_version_kind for meta in listed}
                 for meta in listed:
-                    self._track_dynamic(meta, [handler])
+                    to_stop.extend(self._track_dynamic(meta, [handler]))
                 if list_complete:
                     for gvk, record in self._records.items():
                         if record.is_static or not record.is_present or gvk in names:
@@ -126,9 +129,7 @@ class InformerManager:
                         record.is_present = False
                         record.stopped = True
                         to_stop.append(record.meta.group_version_resource)
-            for gvr in to_stop:
-                log.info("resource %s is gone; stopping its informer", gvr.group_resource)
-                self._factory.stop_informer(gvr)
+            self._stop_informers(to_stop)
 
     def add_static_resource(self, resource: APIResourceMeta, handler: handlers.ResourceEventHandler) -> None:
         """Track a type the caller always watches and register ``handler`` on its informer.
@@ -165,11 +166,15 @@ class InformerManager:
         """Track a dynamic type and create its informer without a handler (fleet's newer API).
 
         A type already tracked but absent is marked present again (and gets a fresh informer if
-        its old one was stopped). A handler given to :meth:`add_event_handler_to_informer`
-        before stays with the type. Starts nothing.
+        its old one was stopped); a changed scope or resource is taken as
+        :meth:`add_dynamic_resources` takes it. A handler given to
+        :meth:`add_event_handler_to_informer` before stays with the type. Starts nothing.
         """
-        with self._update_lock, self._lock:
-            self._track_dynamic(resource, [])
+        resource = _resource_meta(resource)
+        with self._update_lock:
+            with self._lock:
+                to_stop = self._track_dynamic(resource, [])
+            self._stop_informers(to_stop)
 
     def add_event_handler_to_informer(
         self, gvr: GroupVersionResource, handler: handlers.ResourceEventHandler
@@ -194,24 +199,55 @@ class InformerManager:
 
     def _track_dynamic(
         self, meta: APIResourceMeta, first_handlers: list[handlers.ResourceEventHandler]
-    ) -> None:
+    ) -> list[GroupVersionResource]:
         """Track a new dynamic type with ``first_handlers``, or mark an absent one present again.
 
         A returning type whose informer was stopped gets a fresh one with its own handlers;
-        ``first_handlers`` are used only for a type not tracked before, with the handlers given
-        for its resource before it was tracked. Called with the lock held.
+        ``first_handlers`` are used only for a type not tracked before. A dynamic type listed
+        with another meta takes it; when its resource changed, a fresh informer on the new one
+        gets its handlers. Returns the resources whose informers the caller stops once it let go
+        of the lock (stopping joins handler threads, which may be waiting for the lock). Called
+        with both locks held.
         """
+        gvr = meta.group_version_resource
         record = self._records.get(meta.group_version_kind)
         if record is None:
-            pending = self._pending.pop(meta.group_version_resource, [])
+            pending = self._pending.pop(gvr, [])
             record = _Record(meta, [*first_handlers, *pending], is_present=True)
             self._records[meta.group_version_kind] = record
             self._register(record, first_handlers)  # the pending ones are on the informer already
-        elif not record.is_present:
+            return []
+        to_stop: list[GroupVersionResource] = []
+        old_gvr = record.meta.group_version_resource
+        if not record.is_static and meta != record.meta:
+            log.info("kind %s is now served as %s, %s", meta.group_version_kind, gvr.group_resource,
+                     "cluster-scoped" if meta.is_cluster_scoped else "namespaced")
+            record.meta = meta
+            if gvr != old_gvr:
+                # handlers given for the new resource before the kind moved there are on its
+                # informer already; the kind's own go on with it
+                pending = self._pending.pop(gvr, [])
+                moved = list(record.handlers)
+                record.handlers.extend(pending)
+                if not record.stopped and not self._shared_with_another(record, old_gvr):
+                    to_stop.append(old_gvr)
+                record.is_present = True
+                record.stopped = False
+                self._register(record, moved)
+                return to_stop
+        if not record.is_present:
             record.is_present = True
             if record.stopped:
                 record.stopped = False
                 self._register(record)
+        return to_stop
+
+    def _shared_with_another(self, record: _Record, gvr: GroupVersionResource) -> bool:
+        """Whether a live record other than ``record`` watches ``gvr``; called with the lock held."""
+        return any(
+            r is not record and not r.stopped and r.meta.group_version_resource == gvr
+            for r in self._records.values()
+        )
 
     def _register(
         self, record: _Record, to_add: list[handlers.ResourceEventHandler] | None = None
@@ -230,6 +266,13 @@ class InformerManager:
                           gvr.group_resource)
         for handler in record.handlers if to_add is None else to_add:
             shared.add_event_handler(handler)
+
+    def _stop_informers(self, gvrs: list[GroupVersionResource]) -> None:
+        """Stop and drop the informers of ``gvrs``, joining their threads; called with the update
+        lock held and the lock let go."""
+        for gvr in gvrs:
+            log.info("resource %s is gone; stopping its informer", gvr.group_resource)
+            self._factory.stop_informer(gvr)
 
     # -- lifecycle --------------------------------------------------------------------------------
 
