@@ -1,0 +1,80 @@
+"""docs/managers.md's InformerManager loop, run as written over FakeAPIServer: a discovery pass
+that cannot read the group lists is logged and skipped, and the informers keep running."""
+
+from __future__ import annotations
+
+import re
+import threading
+from pathlib import Path
+from typing import Any
+
+import pytest
+from helpers import create_cm, name_of
+
+import kinformer
+from kinformer import errors
+from kinformer.client.discovery import DiscoveryResult
+from kinformer.handlers import FilteringResourceEventHandler
+from kinformer.testing import FakeAPIServer, Recorder, wait_for
+
+MANAGERS = Path(__file__).resolve().parents[2] / "docs" / "managers.md"
+PERIOD = "stop.wait(30)"
+TIMEOUT = 5.0
+
+
+def loop_example() -> str:
+    section = MANAGERS.read_text(encoding="utf-8").split("## InformerManager (fleet)", 1)[1]
+    match = re.search(r"```python\n(.*?)```", section, re.DOTALL)
+    assert match is not None
+    code = match.group(1)
+    assert PERIOD in code
+    return code.replace(PERIOD, "stop.wait(0.05)")  # the period shortened, nothing else changed
+
+
+class UnreadableOnce(kinformer.CachedDiscoveryClient):
+    """Reads the server, except that the first pass and the third raise what a 503 on /apis raises."""
+
+    calls = 0
+
+    def server_resources(self) -> DiscoveryResult:
+        type(self).calls += 1
+        if type(self).calls in (1, 3):
+            raise errors.ServerError(503, "ServiceUnavailable", "the server is currently unable to handle it")
+        return super().server_resources()
+
+
+def test_the_loop_example_survives_a_discovery_pass_that_fails(
+    apiserver: FakeAPIServer,
+    api_client: Any,
+    monkeypatch: pytest.MonkeyPatch,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    monkeypatch.setattr(kinformer, "CachedDiscoveryClient", UnreadableOnce)
+    monkeypatch.setattr(UnreadableOnce, "calls", 0)
+    create_cm(api_client, "before")
+    recorder, stop = Recorder(name_of), threading.Event()
+    # the example watches every type served; the test follows its two ConfigMaps
+    handler = FilteringResourceEventHandler(lambda o: name_of(o) in ("before", "after"), recorder)
+    raised: list[BaseException] = []
+
+    def run() -> None:
+        try:
+            exec(compile(loop_example(), str(MANAGERS), "exec"),
+                 {"__name__": "example", "api_client": api_client, "stop": stop, "handler": handler})
+        except BaseException as exc:  # what left the with-block, for the test to see
+            raised.append(exc)
+
+    example = threading.Thread(target=run, name="test-managers-example")
+    example.start()
+    try:
+        # the first pass failed; the second found configmaps and started their informer
+        assert recorder.next() == ("add", "before", True)
+        assert wait_for(lambda: UnreadableOnce.calls >= 4, TIMEOUT)  # past the third, failing too
+        create_cm(api_client, "after")  # the same informer, still watching
+        assert recorder.next() == ("add", "after", False)
+    finally:
+        stop.set()
+        example.join(30)
+    assert not example.is_alive()
+    assert raised == []
+    assert "discovery failed, trying again next period" in caplog.text
