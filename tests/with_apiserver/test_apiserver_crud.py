@@ -411,3 +411,45 @@ def test_a_secret_takes_its_string_data_into_data_and_refuses_data_not_in_base64
     status, body = raw("POST", f"/api/v1/namespaces/{NS}/secrets",
                        {"metadata": {"name": "wrapped"}, "data": {"k": "eHl6\neA=="}})
     assert status == 201, body
+
+
+def test_labels_and_annotations_are_validated_as_the_real_server_validates_them(
+    api_client: Any,
+) -> None:
+    api = k8s.CoreV1Api(api_client)
+    value_msg = (
+        "a valid label must be an empty string or consist of alphanumeric characters, '-', '_' "
+        "or '.', and must start and end with an alphanumeric character (e.g. 'MyValue',  or "
+        "'my_value',  or '12345', regex used for validation is "
+        "'(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?')")
+    name_msg = (
+        "name part must consist of alphanumeric characters, '-', '_' or '.', and must start and "
+        "end with an alphanumeric character (e.g. 'MyName',  or 'my.name',  or '123-abc', "
+        "regex used for validation is '([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]')")
+    for meta, field, message in [
+        ({"labels": {"a": "bad value!"}}, "metadata.labels",
+         f'Invalid value: "bad value!": {value_msg}'),
+        ({"labels": {"cluster": "root:org"}}, "metadata.labels",
+         f'Invalid value: "root:org": {value_msg}'),
+        ({"labels": {"a": "x" * 64}}, "metadata.labels",
+         f'Invalid value: "{"x" * 64}": must be no more than 63 characters'),
+        ({"labels": {"bad key!": "v"}}, "metadata.labels", f'Invalid value: "bad key!": {name_msg}'),
+        ({"labels": {"Example.com/a": "v"}}, "metadata.labels", "Invalid value: "
+         '"Example.com/a": prefix part a lowercase RFC 1123 subdomain must consist of'),
+        ({"annotations": {"bad key!": "v"}}, "metadata.annotations",
+         f'Invalid value: "bad key!": {name_msg}'),
+        ({"annotations": {"a": "x" * (256 * 1024)}}, "metadata.annotations",
+         "Too long: may not be more than 262144 bytes"),
+    ]:
+        status, body = api_error(api.create_namespaced_config_map, NS,
+                                 {"metadata": {"name": "c", **meta}})
+        assert (status, body["reason"]) == (422, "Invalid"), meta
+        cause = body["details"]["causes"][0]
+        assert cause["field"] == field
+        assert cause["message"].startswith(message), cause["message"]
+    fine = {"labels": {"example.com/My_Name.1": "", "app": "Web-1.x_y"},
+            "annotations": {"Example.com/Anything": "any value at all: ok!"}}
+    api.create_namespaced_config_map(NS, {"metadata": {"name": "c", **fine}})
+    status, body = api_error(api.patch_namespaced_config_map, "c", NS,
+                             {"metadata": {"labels": {"app": "no/slash"}}})
+    assert (status, body["details"]["causes"][0]["field"]) == (422, "metadata.labels")

@@ -52,6 +52,7 @@ def settle_create(rt: ResourceType, namespace: str, obj: Any) -> tuple[dict[str,
         namespace = ""
         meta.pop("namespace", None)
     validation.validate_name(rt, name)
+    validation.check_labels_and_annotations(rt, name, meta)
     validation.check_custom_kind(rt, name, obj)
     return meta, namespace, name
 
@@ -155,6 +156,7 @@ def prepare_update(
         defaults.keep_allocated(rt, old, new)
         if old_meta.get("deletionTimestamp"):
             validation.check_no_new_finalizers(rt, name, old_meta, new_meta)
+        validation.check_labels_and_annotations(rt, name, new_meta)
     new["apiVersion"] = old.get("apiVersion", rt.api_version)
     new["kind"] = rt.kind
     if is_crd(rt):

@@ -278,3 +278,79 @@ def check_no_new_finalizers(rt: ResourceType, name: str, old_meta: dict[str, Any
             "FieldValueForbidden", "metadata.finalizers",
             "Forbidden: no new finalizers can be added if the object is being deleted, found "
             f"new finalizers []string{{{found}}}")])
+
+
+_QUALIFIED_NAME = re.compile(r"([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]\Z")
+_QUALIFIED_NAME_MSG = (
+    "must consist of alphanumeric characters, '-', '_' or '.', and must start and end with an "
+    "alphanumeric character (e.g. 'MyName',  or 'my.name',  or '123-abc', regex used for "
+    "validation is '([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]')"
+)
+_LABEL_VALUE_MSG = (
+    "a valid label must be an empty string or consist of alphanumeric characters, '-', '_' or "
+    "'.', and must start and end with an alphanumeric character (e.g. 'MyValue',  or "
+    "'my_value',  or '12345', regex used for validation is "
+    "'(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?')"
+)
+_ANNOTATIONS_LIMIT = 256 * 1024  # bytes of keys and values together
+
+
+def _qualified_name_problems(key: str) -> list[str]:
+    """apimachinery's IsQualifiedName: an optional DNS subdomain prefix and ``/``, then a name
+    part of at most 63 characters."""
+    parts = key.split("/")
+    if len(parts) > 2:
+        return ["a qualified name " + _QUALIFIED_NAME_MSG + " with an optional DNS subdomain "
+                "prefix and '/' (e.g. 'example.com/MyName')"]
+    problems = []
+    name = parts[-1]
+    if len(parts) == 2:
+        prefix = parts[0]
+        if not prefix:
+            problems.append("prefix part must be non-empty")
+        else:
+            if len(prefix) > 253:
+                problems.append("prefix part must be no more than 253 characters")
+            if not _SUBDOMAIN.match(prefix):
+                problems.append("prefix part " + _SUBDOMAIN_MSG)
+    if not name:
+        problems.append("name part must be non-empty")
+    else:
+        if len(name) > 63:
+            problems.append("name part must be no more than 63 characters")
+        if not _QUALIFIED_NAME.match(name):
+            problems.append("name part " + _QUALIFIED_NAME_MSG)
+    return problems
+
+
+def _quoted(value: str) -> str:
+    return json.dumps(value, ensure_ascii=False)  # near enough to Go's %q
+
+
+def check_labels_and_annotations(rt: ResourceType, name: str, meta: dict[str, Any]) -> None:
+    """422 for label keys and values, and annotation keys, the real server's metadata
+    validation refuses, and for annotations over 256 KiB together, every problem at once."""
+    causes: list[tuple[str, str, str]] = []
+    for key, value in (meta.get("labels") or {}).items():
+        for problem in _qualified_name_problems(key):
+            causes.append(("FieldValueInvalid", "metadata.labels",
+                           f"Invalid value: {_quoted(key)}: {problem}"))
+        value = value or ""
+        if len(value) > 63:
+            causes.append(("FieldValueInvalid", "metadata.labels",
+                           f"Invalid value: {_quoted(value)}: must be no more than 63 "
+                           "characters"))
+        if value and not _QUALIFIED_NAME.match(value):
+            causes.append(("FieldValueInvalid", "metadata.labels",
+                           f"Invalid value: {_quoted(value)}: {_LABEL_VALUE_MSG}"))
+    annotations = meta.get("annotations") or {}
+    for key in annotations:
+        for problem in _qualified_name_problems(key.lower()):
+            causes.append(("FieldValueInvalid", "metadata.annotations",
+                           f"Invalid value: {_quoted(key)}: {problem}"))
+    size = sum(len(k.encode()) + len((v or "").encode()) for k, v in annotations.items())
+    if size > _ANNOTATIONS_LIMIT:
+        causes.append(("FieldValueTooLong", "metadata.annotations",
+                       f"Too long: may not be more than {_ANNOTATIONS_LIMIT} bytes"))
+    if causes:
+        raise status.invalid(rt, name, causes)
