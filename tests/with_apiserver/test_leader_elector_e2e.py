@@ -43,6 +43,7 @@ class SilencingRelay:
     def __init__(self, port: int) -> None:
         self._upstream = ("127.0.0.1", port)
         self._listener = socket.create_server(("127.0.0.1", 0))
+        self._listener.settimeout(0.05)  # closing a socket does not wake a blocked accept()
         self.url = f"http://127.0.0.1:{self._listener.getsockname()[1]}"
         self._silent = threading.Event()
         self._closed = threading.Event()
@@ -57,8 +58,11 @@ class SilencingRelay:
         while not self._closed.is_set():
             try:
                 client, _ = self._listener.accept()
+            except TimeoutError:
+                continue
             except OSError:
                 return
+            client.settimeout(None)
             server = socket.create_connection(self._upstream)
             self._sockets += [client, server]
             relay = threading.Thread(target=self._relay, args=(client, server), name="test-relay")
@@ -83,10 +87,12 @@ class SilencingRelay:
 
     def close(self) -> None:
         self._closed.set()
+        self._threads[0].join(TIMEOUT)  # accepts no more: the list of sockets is final
         for sock in self._sockets:
             sock.close()
         for thread in self._threads:
             thread.join(TIMEOUT)
+            assert not thread.is_alive(), f"{thread.name} did not end"
 
 
 class Replica:
