@@ -60,12 +60,15 @@ def load_kubeconfig(path: str | None, context_name: str | None, configuration: A
     from kubernetes.config.config_exception import ConfigException
 
     config: Any = kube_config
-    config_file = path or None  # None: $KUBECONFIG (its files merged) or ~/.kube/config, as kubectl
-    shown = config_file or os.environ.get("KUBECONFIG") or "~/.kube/config"
+    # --kubeconfig, else $KUBECONFIG (its files merged) or ~/.kube/config, as kubectl
+    config_file = path or os.environ.get("KUBECONFIG") or "~/.kube/config"
+    shown = config_file
     if in_a_pod_without_kubeconfig(path, context_name):
         return load_in_cluster(configuration)
-    if config_file is not None and not os.path.exists(config_file):
+    if path and not os.path.exists(path):
         raise CommandError(EXIT_CONFIG, f"kubeconfig {shown} does not exist")
+    if not context_name:  # kubectl's: the first file that names one, not the official client's last
+        context_name = current_context(path)
     try:
         contexts, active = config.list_kube_config_contexts(config_file=config_file)
     except (ConfigException, OSError) as err:
@@ -91,10 +94,45 @@ def load_kubeconfig(path: str | None, context_name: str | None, configuration: A
     return str(((chosen or {}).get("context") or {}).get("namespace") or "default")
 
 
+def kubeconfig_files(path: str | None) -> list[str]:
+    """The files a kubeconfig is read from, in order: ``path``, else those ``$KUBECONFIG``
+    lists (:data:`os.pathsep` between them, empty entries skipped), else ``~/.kube/config``."""
+    if path:
+        return [path]
+    listed = os.environ.get("KUBECONFIG") or ""
+    return [os.path.expanduser(entry) for entry in listed.split(os.pathsep) if entry] or [
+        os.path.expanduser("~/.kube/config")]
+
+
+def current_context(path: str | None) -> str | None:
+    """The current context as kubectl picks it: the first of :func:`kubeconfig_files` that sets
+    a non-empty ``current-context`` (a later file never overrides it); None when none does.
+    Only the YAML is read: no credentials are loaded, no plugin runs."""
+    for document in _documents(path):
+        name = document.get("current-context")
+        if isinstance(name, str) and name:
+            return name
+    return None
+
+
+def _documents(path: str | None) -> Iterator[dict[str, Any]]:
+    """The YAML mapping of each readable file of :func:`kubeconfig_files`, in order."""
+    import yaml
+
+    for file in kubeconfig_files(path):
+        try:
+            with open(file, encoding="utf-8") as text:
+                document = yaml.safe_load(text)
+        except (OSError, ValueError, yaml.YAMLError):
+            continue  # the loader says what is wrong with it
+        if isinstance(document, dict):
+            yield document
+
+
 def _not_a_mapping(config_file: str | None) -> str | None:
     """Why ``config_file`` cannot be a kubeconfig when its YAML is no mapping (the loader then
     fails with a message about its own code); None when it is one, or cannot be told."""
-    if config_file is None:
+    if config_file is None or os.pathsep in config_file:
         return None
     try:
         import yaml
