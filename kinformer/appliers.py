@@ -256,17 +256,21 @@ class ClassicApplier(Applier):
         limit = STEADY_BATCH if fifo.has_synced() else INITIAL_BATCH
         fifo.pop_batch(self._handle_batch, limit, timeout=timeout)
 
-    def _take_first_list(self, items: dict[str, Any], namespace_runs: meta.NamespaceRuns | None) -> bool:
+    def _take_first_list(self, items: dict[str, Any], resource_version: str,
+                         namespace_runs: meta.NamespaceRuns | None) -> bool:
         """Store a whole first list, keyed, and queue ``on_add(obj, True)`` for each handler.
 
         The FIFO's ``take_first_list``: runs on the reflector's thread under the FIFO lock. False,
         with nothing changed, when a key is cached already or an index function fails (the list
-        is then queued, and applying it logs and drops the object that fails). A list of 1,000
+        is then queued, and applying it logs and drops the object that fails). The cache's
+        version is then the list's, as in the modern profile, not that of whichever object was
+        listed last (a write of an unchanged object, whose version lies between the two, would
+        have its reconcile held back as stale until some later event). A list of 1,000
         objects or more is followed by a trim once every handler has it, as in the modern
         profile: what a compact cache's list leaves (its stubs) is freed as it is delivered.
         """
         with self._lock:
-            if not self._add_new_and_notify(items, namespace_runs):
+            if not self._add_new_and_notify(items, namespace_runs, resource_version):
                 return False
             self._trim_after_delivery(len(items))  # as the modern profile's first list
             return True
@@ -301,15 +305,19 @@ class ClassicApplier(Applier):
                                  if delta_type in _FREEING))
 
     def _add_new_and_notify(self, items: dict[str, Any],
-                            namespace_runs: meta.NamespaceRuns | None = None) -> bool:
+                            namespace_runs: meta.NamespaceRuns | None = None,
+                            resource_version: str = "") -> bool:
         """Add objects under keys not cached yet, all or none, then queue ``on_add(obj, True)``.
 
         Call with the lock held; a handler added later replays the cache instead, under the
         same lock. False, with nothing changed, for a key cached already or an index function
-        that fails.
+        that fails. ``resource_version``, when given, is the cache's version afterwards (a whole
+        list's).
         """
         if not self._add_new(items, namespace_runs):
             return False
+        if resource_version:
+            self._indexer.bookmark(resource_version)
         if self._processor.listeners():
             self._processor.distribute_initial(list(items.values()))
         return True

@@ -441,9 +441,11 @@ class FirstListTaker:
     def __init__(self, takes: bool = True) -> None:
         self.takes = takes
         self.calls: list[dict[str, Any]] = []
+        self.versions: list[str] = []
 
-    def __call__(self, items: dict[str, Any], namespace_runs: Any) -> bool:
+    def __call__(self, items: dict[str, Any], resource_version: str, namespace_runs: Any) -> bool:
         self.calls.append(dict(items))
+        self.versions.append(resource_version)
         return self.takes
 
 
@@ -452,6 +454,7 @@ def test_a_first_list_goes_whole_to_take_first_list_keyed_transformed_and_in_ord
     fifo = DeltaFIFO(transformer=lambda o: {**o, "t": True}, take_first_list=taker)
     fifo.replace([helpers.cm("b", namespace="x"), helpers.cm("a")], "5")
     assert [list(call) for call in taker.calls] == [["x/b", "ns/a"]]
+    assert taker.versions == ["5"]  # the list's version, for the cache to take
     assert taker.calls[0]["ns/a"] == {**helpers.cm("a"), "t": True}
     assert fifo.has_synced()
     assert fifo.list_keys() == [] and len(fifo) == 0
@@ -479,7 +482,7 @@ def test_a_first_list_hands_on_the_namespace_runs_its_lister_carried_unless_tran
     a, b = helpers.cm("a"), helpers.cm("b", namespace="x")
     seen: list[Any] = []
 
-    def take(items: dict[str, Any], runs: Any) -> bool:
+    def take(items: dict[str, Any], resource_version: str, runs: Any) -> bool:
         seen.append((items, runs))
         return True
 
@@ -560,7 +563,7 @@ def test_take_first_list_is_offered_only_a_first_list_that_could_not_leave_anyth
 
 
 def test_a_failing_take_first_list_or_transform_leaves_the_fifo_unchanged() -> None:
-    def broken(items: dict[str, Any], namespace_runs: Any) -> bool:
+    def broken(items: dict[str, Any], resource_version: str, namespace_runs: Any) -> bool:
         raise RuntimeError("cannot take")
 
     fifo = DeltaFIFO(take_first_list=broken)
@@ -593,7 +596,7 @@ def test_take_first_list_runs_under_the_fifo_lock() -> None:
         fifo.add(helpers.cm("b"))
         producer_done.set()
 
-    def take(items: dict[str, Any], namespace_runs: Any) -> bool:
+    def take(items: dict[str, Any], resource_version: str, namespace_runs: Any) -> bool:
         threads.append(_threads.spawn(produce, "kinformer-test-produce"))
         saw_producer_done.append(producer_done.wait(0.2))
         return True

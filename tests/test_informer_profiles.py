@@ -168,6 +168,21 @@ def test_modern_bookmarks_move_the_caches_resource_version() -> None:
         assert wait_for(lambda: lister.last_store_sync_resource_version() == "31", TIMEOUT)
 
 
+@pytest.mark.parametrize("profile", ["modern", "classic"])
+def test_after_a_first_list_the_caches_version_is_the_lists(profile: str) -> None:
+    """Classic took the version of whichever object was listed last (here 2, below the list's
+    9), so a write of an unchanged object (its version 5 answered again) was held back as
+    stale until some later event moved the cache past it."""
+    source = ScriptedSource(cm("a", 5), cm("b", 2), rv=9)
+    informer = SharedIndexInformer(source.lister_watcher, profile=profile)
+    with helpers.running(informer.run):
+        assert informer.wait_for_sync(TIMEOUT)
+        assert informer.get_indexer().last_store_sync_resource_version() == "9"
+        source.next_watch().add(cm("c", 12))
+        assert wait_for(lambda: informer.get_indexer().last_store_sync_resource_version() == "12",
+                        TIMEOUT)
+
+
 def test_a_modern_batch_with_an_object_that_fails_to_index_applies_and_notifies_the_rest(
     caplog: pytest.LogCaptureFixture,
 ) -> None:

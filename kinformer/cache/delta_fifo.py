@@ -76,10 +76,11 @@ ProcessFunc = Callable[[Deltas, bool], None]
 """``process(deltas, is_in_initial_list)``, called by :meth:`DeltaFIFO.pop`."""
 
 
-TakeFirstListFunc = Callable[[dict[str, Any], "meta.NamespaceRuns | None"], bool]
-"""``take_first_list(items, namespace_runs)``: takes a whole first list (key -> transformed object,
-in list order; ``namespace_runs`` their namespaces as the lister noted them, or None) and
-returns True, or declines with False having changed nothing."""
+TakeFirstListFunc = Callable[[dict[str, Any], str, "meta.NamespaceRuns | None"], bool]
+"""``take_first_list(items, resource_version, namespace_runs)``: takes a whole first list (key ->
+transformed object, in list order; ``resource_version`` the list's; ``namespace_runs`` their
+namespaces as the lister noted them, or None) and returns True, or declines with False having
+changed nothing. RealFIFO's has the same shape."""
 
 _ADDED = DeltaType.ADDED
 _UPDATED = DeltaType.UPDATED
@@ -211,14 +212,14 @@ class DeltaFIFO(FIFOBase):
         Keys queued or known but missing from ``objs`` get ``Deleted(DeletedFinalStateUnknown)``
         carrying the newest state seen. Every object is keyed and transformed before anything is
         queued, so an error leaves the FIFO unchanged. A first list may go to
-        ``take_first_list`` instead (see the class docstring). ``resource_version`` is not used
-        here.
+        ``take_first_list`` instead (see the class docstring), with ``resource_version``; the
+        queue does not use it.
         """
         if self._take_first_list is not None and not self._populated:  # checked again, locked
             listed = objs if isinstance(objs, list) else list(objs)
             key_func, key_of = self._key_func, self.key_of
             keyed = {key_func(obj) if type(obj) is dict else key_of(obj): obj for obj in listed}
-            if self._first_list(listed, keyed, None):
+            if self._first_list(listed, keyed, resource_version, None):
                 return
             objs = listed  # a key listed twice (or nothing listed): queue it, keyed once more
         pairs = self._keyed(objs)
@@ -237,7 +238,7 @@ class DeltaFIFO(FIFOBase):
             return
         keyed = dict(zip(keys, objs, strict=True))
         if (self._take_first_list is not None and not self._populated
-                and self._first_list(objs, keyed, namespace_runs)):
+                and self._first_list(objs, keyed, resource_version, namespace_runs)):
             return
         if len(keyed) != len(objs):  # a key listed twice: its deltas merge in the queue
             self.replace(objs, resource_version)
@@ -249,7 +250,7 @@ class DeltaFIFO(FIFOBase):
         with self._cond:
             self._replace_locked(pairs)
 
-    def _first_list(self, listed: builtins.list[Any], keyed: dict[str, Any],
+    def _first_list(self, listed: builtins.list[Any], keyed: dict[str, Any], resource_version: str,
                     namespace_runs: meta.NamespaceRuns | None) -> bool:
         """A first list, keyed: to ``take_first_list``, else queued; False (nothing done) when
         nothing was listed or a key was listed twice."""
@@ -262,12 +263,12 @@ class DeltaFIFO(FIFOBase):
             for key, obj in keyed.items():
                 keyed[key] = transform(obj)
         with self._cond:
-            if not self._take_first_locked(take, keyed, namespace_runs):
+            if not self._take_first_locked(take, keyed, resource_version, namespace_runs):
                 self._replace_locked(keyed.items())
         return True
 
     def _take_first_locked(self, take: TakeFirstListFunc, keyed: dict[str, Any],
-                           namespace_runs: meta.NamespaceRuns | None) -> bool:
+                           resource_version: str, namespace_runs: meta.NamespaceRuns | None) -> bool:
         """Hand a first list to ``take``, lock held; True, and synced, when it took the list.
 
         Only while nothing was ever queued, nothing is known and the FIFO is open: the state
@@ -278,7 +279,7 @@ class DeltaFIFO(FIFOBase):
         known = self._known_objects
         if known is not None and known.list_keys():
             return False
-        if not take(keyed, namespace_runs):
+        if not take(keyed, resource_version, namespace_runs):
             return False
         self._populated = True
         self._initial_population_count = 0
