@@ -213,7 +213,8 @@ class DynamicSharedInformerFactory:
     informers follow ``profile`` (``"modern"`` or ``"classic"``, see
     :class:`~kinformer.SharedIndexInformer`), ``detect_mutations`` (see
     :meth:`SharedIndexInformer.check_mutations`) and ``compact`` (a compact cache, see
-    :class:`~kinformer.SharedIndexInformer`), and resync every ``default_resync`` seconds
+    :class:`~kinformer.SharedIndexInformer`), ``use_watch_list`` (the first state streamed by a
+    watch, see there), and resync every ``default_resync`` seconds
     (0: never; finite, else :class:`~kinformer.ConfigurationError`). ``cluster`` names the kcp
     logical cluster every informer lists and watches (see :meth:`ListWatch.for_resource
     <kinformer.ListWatch.for_resource>`); with ``cluster="*"`` one informer per resource covers
@@ -244,8 +245,10 @@ class DynamicSharedInformerFactory:
         detect_mutations: bool | None = None,
         cluster: str | None = None,
         compact: bool = False,
+        use_watch_list: bool = False,
     ) -> None:
         self._profile = informer.check_profile(profile)
+        self._use_watch_list = bool(use_watch_list)
         self._cluster = rest.client_cluster(client, cluster)  # the host's, when its path names one
         self._detect_mutations = detect_mutations
         self._compact = compact
@@ -377,6 +380,7 @@ class DynamicSharedInformerFactory:
             profile=self._profile,
             detect_mutations=self._detect_mutations,
             compact=self._compact,
+            use_watch_list=self._use_watch_list,
         )
         if self._shard_selector is not None:
             shared.set_shard_selector(self._shard_selector)

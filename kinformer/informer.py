@@ -81,6 +81,11 @@ class SharedIndexInformer:
     encode, and the mutation detector stays off. Both choices are made once, when the informer
     is made (:mod:`kinformer.informer_cache`).
 
+    ``use_watch_list=True`` streams the first state through a watch (``sendInitialEvents``,
+    client-go's WatchList, KEP-3157) instead of a list, falling back to a list where the server
+    or its ListerWatcher cannot; it is off by default, unlike client-go 1.35+, because a server
+    that never sends the initial-events-end bookmark leaves such an informer unsynced.
+
     ``name`` names its threads and log lines; by default the resource the lister-watcher of
     :meth:`ListWatch.for_resource <kinformer.ListWatch.for_resource>` lists (``v1/configmaps``),
     else ``#<n>``. Example::
@@ -113,8 +118,10 @@ class SharedIndexInformer:
         mutation_check_period: float = 1.0,
         key_func: store.KeyFunc | None = None,
         compact: bool = False,
+        use_watch_list: bool = False,
     ) -> None:
         self._profile = check_profile(profile)
+        self._use_watch_list = bool(use_watch_list)
         self._lister_watcher = lister_watcher
         del example_object  # client-go's parameter, kept for its signature: nothing reads it
         self._name = name or informer_cache.default_name(lister_watcher)
@@ -189,6 +196,7 @@ class SharedIndexInformer:
                 watch_error_handler=collector_policy.ending_pauses(pauses, self._watch_error_handler),
                 shard_selector=self._shard_selector,
                 transform=transforms.chain(self._transform, self._pack) if self._pack else self._transform,
+                use_watch_list=self._use_watch_list,
             )
             self._fifo, self._reflector = fifo, refl
             self._started = True

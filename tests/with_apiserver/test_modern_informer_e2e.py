@@ -117,3 +117,26 @@ def test_a_handler_blocked_on_an_event_holds_up_neither_the_watch_nor_the_cache(
             assert [event[1] for event in blocked.take(len(names))] == names
     finally:
         gate.set()
+
+
+@pytest.mark.parametrize("compact", [False, True], ids=["dict", "compact"])
+def test_an_informer_with_use_watch_list_streams_its_first_state_and_never_lists(
+    apiserver: FakeAPIServer, api_client: Any, compact: bool,
+) -> None:
+    """client-go's WatchList, opt-in: the first state comes as the watch's initial events, the
+    same stream then carries the changes, and no LIST is sent."""
+    for name in ("a", "b"):
+        create_cm(api_client, name)
+    informer = SharedIndexInformer(ListWatch.for_resource(api_client, CONFIGMAPS),
+                                   use_watch_list=True, compact=compact)
+    handler = Recorder()
+    informer.add_event_handler(handler)
+    with running(informer.run):
+        assert informer.wait_for_sync(TIMEOUT)
+        assert sorted(informer.get_indexer().list_keys()) == ["default/a", "default/b"]
+        create_cm(api_client, "c")
+        assert wait_for(lambda: "default/c" in informer.get_indexer().list_keys(), TIMEOUT)
+    reads = [(query.get("watch"), query.get("sendInitialEvents")) for method, path, query, _
+             in apiserver.requests if method == "GET" and path.endswith("/configmaps")]
+    assert reads == [("true", "true")]
+    assert [event[0] for event in handler.take(3)] == ["add", "add", "add"]
