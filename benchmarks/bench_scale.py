@@ -16,8 +16,7 @@ its own:
   ``resourceVersion=""`` (a list at "0" is served whole from the watch cache, whatever its
   limit, as kube-apiserver does);
 - ``kinformer watchlist``: the same informer streaming its initial state through a watch
-  (``sendInitialEvents``, client-go's WatchList); the informer has no switch for it yet, so the
-  child builds its reflector with ``use_watch_list=True``;
+  (``sendInitialEvents``, client-go's WatchList): ``use_watch_list=True``;
 - ``kinformer compact``: the paged informer with ``compact=True``, its cache holding each Pod
   as compact JSON bytes (decoded afresh on every read);
 - each of those again with ``kinformer.transforms.strip_managed_fields`` as the transform (for
@@ -152,20 +151,6 @@ def run_floor(url: str, n: int, strip: bool, parts: int | None) -> dict[str, Any
     return {**_spent(began), "objects": len(cache), "wire_bytes": wire, "keep": cache}
 
 
-def _use_watch_list() -> None:
-    """Make every Reflector built from now on stream its initial state (WatchList)."""
-    from kinformer.reflector import reflector as reflector_module
-
-    base = reflector_module.Reflector
-
-    class WatchListReflector(base):
-        def __init__(self, *args: Any, **kwargs: Any) -> None:
-            kwargs.setdefault("use_watch_list", True)
-            super().__init__(*args, **kwargs)
-
-    reflector_module.Reflector = WatchListReflector
-
-
 def run_kinformer(url: str, n: int, strip: bool, watch_list: bool, compact: bool = False
                   ) -> dict[str, Any]:
     """The default informer (namespace index, one handler) from run to has_synced."""
@@ -180,9 +165,6 @@ def run_kinformer(url: str, n: int, strip: bool, watch_list: bool, compact: bool
     from kinformer.handlers import wait_for_cache_sync
     from kinformer.transforms import strip_managed_fields
 
-    if watch_list:
-        _use_watch_list()
-
     def consistent_first_list(options: Any) -> Any:
         if options.resource_version == "0":  # served whole from the watch cache: page it
             options.resource_version = ""
@@ -194,6 +176,7 @@ def run_kinformer(url: str, n: int, strip: bool, watch_list: bool, compact: bool
                                tweak_list_options=consistent_first_list),
         indexers={NAMESPACE_INDEX: meta_namespace_index_func},
         compact=compact,
+        use_watch_list=watch_list,
     )
     if strip:
         informer.set_transform(strip_managed_fields)
