@@ -17,7 +17,7 @@ import pytest
 from helpers import CONFIGMAPS, cm
 
 from kinformer.gvr import GroupVersionResource
-from kinformer.testing import FakeAPIServer
+from kinformer.testing import FakeAPIServer, wait_for
 
 NAMESPACES = GroupVersionResource("", "v1", "namespaces")
 TIMEOUT = 30.0  # seconds any one command may take before the test fails
@@ -79,3 +79,95 @@ def test_with_several_kubeconfig_files_the_first_current_context_wins_as_in_kube
     assert result.returncode == 0, result.stderr
     assert [row.split()[:2] for row in result.stdout.splitlines()[1:]] == [
         ["spare", "in-first"], ["a", "in-first"]]
+
+
+def plugin(tmp_path: Path, name: str, body: str) -> str:
+    """An executable shell script ``name`` in ``tmp_path`` running ``body``: a credential plugin."""
+    script = tmp_path / name
+    script.write_text(f"#!/bin/sh\n{body}\n")
+    script.chmod(0o755)
+    return os.fspath(script)
+
+
+def with_plugin(document: dict[str, Any], command: str) -> dict[str, Any]:
+    """``document`` whose user gets its credentials from the exec plugin ``command``."""
+    user = document["users"][0]
+    user["user"] = {"exec": {"apiVersion": "client.authentication.k8s.io/v1beta1", "command": command}}
+    return document
+
+
+def merged(*documents: dict[str, Any], current: str) -> dict[str, Any]:
+    """One kubeconfig holding every entry of ``documents``."""
+    return {"apiVersion": "v1", "kind": "Config", "current-context": current,
+            "clusters": [c for d in documents for c in d["clusters"]],
+            "users": [u for d in documents for u in d["users"]],
+            "contexts": [c for d in documents for c in d["contexts"]]}
+
+
+@pytest.fixture
+def hanging(tmp_path: Path) -> Iterator[tuple[str, Path]]:
+    """A credential plugin that writes its pid to a file and never finishes; killed at teardown
+    if it still runs."""
+    pid_file = tmp_path / "plugin.pid"
+    command = plugin(tmp_path, "hang", f"echo $$ > {pid_file}.part && mv {pid_file}.part {pid_file}\n"
+                                       "exec sleep 600")
+    yield command, pid_file
+    if pid_file.exists() and alive(int(pid_file.read_text())):
+        os.kill(int(pid_file.read_text()), 9)
+
+
+def alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    return True
+
+
+def test_a_hanging_credential_plugin_is_killed_at_the_timeout_with_exit_7(
+    pair: tuple[FakeAPIServer, FakeAPIServer], hanging: tuple[str, Path], tmp_path: Path,
+) -> None:
+    command, pid_file = hanging
+    path = write(tmp_path / "kubeconfig", with_plugin(named(pair[0], "hung"), command))
+    result = kinformer("watch", "cm", "--once", "--timeout", "1", "--kubeconfig", path)
+    assert result.returncode == 7, result.stderr
+    assert result.stderr == f"error: credential plugin {command} of user hung did not finish within 1s\n"
+    assert not alive(int(pid_file.read_text()))
+
+
+def test_sigterm_ends_a_watch_whose_credential_plugin_hangs(
+    pair: tuple[FakeAPIServer, FakeAPIServer], hanging: tuple[str, Path], tmp_path: Path,
+) -> None:
+    command, pid_file = hanging
+    path = write(tmp_path / "kubeconfig", with_plugin(named(pair[0], "hung"), command))
+    process = subprocess.Popen(
+        [sys.executable, "-m", "kinformer", "watch", "cm", "--timeout", "600", "--kubeconfig", path],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, stdin=subprocess.DEVNULL)
+    try:
+        assert wait_for(pid_file.exists, TIMEOUT)  # the plugin runs
+        process.terminate()
+        _out, err = process.communicate(timeout=10)
+        assert process.returncode == 0, err
+        assert err == ""
+        assert not alive(int(pid_file.read_text()))
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.communicate()
+
+
+def test_all_contexts_lists_the_healthy_contexts_while_one_credential_plugin_hangs(
+    pair: tuple[FakeAPIServer, FakeAPIServer], hanging: tuple[str, Path], tmp_path: Path,
+) -> None:
+    command, pid_file = hanging
+    first, second = pair
+    path = write(tmp_path / "kubeconfig", merged(
+        named(first, "a-ok", "first-ns"), with_plugin(named(second, "b-hung", "first-ns"), command),
+        current="a-ok"))
+    result = kinformer("watch", "cm", "--all-contexts", "--once", "--timeout", "2", "--kubeconfig", path)
+    assert result.returncode == 8, result.stderr
+    assert [row.split()[:2] for row in result.stdout.splitlines()] == [["CLUSTER", "NAME"],
+                                                                        ["a-ok", "in-first"]]
+    assert result.stderr == (f"error: cluster b-hung: credential plugin {command} of user b-hung "
+                             "did not finish within 2s\n")
+    assert not alive(int(pid_file.read_text()))

@@ -14,6 +14,7 @@ own (:mod:`~kinformer.cli.watch.exits`).
 from __future__ import annotations
 
 import argparse
+import contextlib
 import datetime
 import logging
 import os
@@ -148,8 +149,14 @@ def _run(args: argparse.Namespace, stop: threading.Event, out: TextIO,
 def _watch(args: argparse.Namespace, selector: labels.Selector, shard: ShardSelector | None,
            stop: threading.Event, out: TextIO, on_broken_pipe: Callable[[], None],
            startup: _Deadline) -> int:
-    connection = kubeconfig.connect(args.kubeconfig, args.context, args.embedded)
-    with connection as (api, default_namespace, where):
+    with contextlib.ExitStack() as connection:
+        try:  # a credential plugin that runs is killed at --timeout or Ctrl-C
+            api, default_namespace, where = connection.enter_context(kubeconfig.connect(
+                args.kubeconfig, args.context, args.embedded, startup.ctx, args.timeout))
+        except CommandError:
+            if stop.is_set():
+                return EXIT_OK  # interrupted while a credential plugin ran
+            raise
         try:
             target = resolve.resolve_resource(api, args.resource, where, ctx=startup.ctx)
         except CommandError:

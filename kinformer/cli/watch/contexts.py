@@ -17,6 +17,7 @@ from __future__ import annotations
 import argparse
 import datetime
 import logging
+import os
 import queue
 import sys
 import threading
@@ -73,9 +74,9 @@ def watch_all_contexts(args: argparse.Namespace, selector: labels.Selector, stop
         raise CommandError(EXIT_CONFIG, str(err)) from None
     if not names:
         raise CommandError(EXIT_CONFIG, f"kubeconfig {path or 'in $KUBECONFIG'} has no contexts")
-    from kubernetes import client
-
-    default_namespace = kubeconfig.load_kubeconfig(path, None, client.Configuration())
+    # the current context's namespace, read without its credentials (they are loaded, and its
+    # credential plugin run, once, by that context's own discovery thread)
+    default_namespace = kubeconfig.context_namespace(path, kubeconfig.current_context(path))
     reflector_log = logging.getLogger("kinformer.reflector")
     saved_level = reflector_log.level
     if not logging.getLogger().isEnabledFor(logging.DEBUG):  # without -v: the error lines say it
@@ -130,6 +131,9 @@ class _AllContexts:
         # (context, its answer, whether it is the last): put by discovery threads, taken by the main one
         self._answers: queue.Queue[tuple[str, resolve.Resolved | CommandError, bool]] = queue.Queue()
         self._threads: list[threading.Thread] = []
+        self._path: str | None = None
+        self._lock = threading.Lock()  # guards _clients and _closed
+        self._closed = False
         self._clients: dict[str, Any] = {}  # context -> its ApiClient, shared by discovery and informer
         self._hosts = {name: f"the server of context {name}" for name in names}
         self._failed: dict[str, CommandError] = {}  # contexts given up on, left out
@@ -145,21 +149,42 @@ class _AllContexts:
     # -- discovery --------------------------------------------------------------------------------
 
     def start(self, path: str | None) -> None:
-        """Make each context's client (nothing is sent) and start its discovery thread."""
+        """Start each context's discovery thread, which makes its client first."""
+        self._path = path
         for name in self._names:
-            try:
-                api_client = _client(path, name)
-            except CommandError as err:
-                self._answers.put((name, err, True))
-                continue
-            self._clients[name] = api_client
-            self._hosts[name] = str(api_client.configuration.host)
             self._threads.append(_threads.spawn(
-                self._discover, _threads.thread_name("watch-discovery", name), name, api_client))
+                self._discover, _threads.thread_name("watch-discovery", name), name))
 
-    def _discover(self, name: str, api_client: Any) -> None:
-        """Resolve RESOURCE in context ``name``; streaming, ask again with backoff while it
-        fails in a way that may pass (a server that cannot be reached, a 500)."""
+    def _connect(self, name: str) -> Any:
+        """Context ``name``'s client (nothing is sent), or None after its error was put; its
+        credential plugin, if it runs one, is killed at ``--timeout`` or when the command ends."""
+        startup = self._startup
+        attempt = self._ctx.child(f"credentials-{name}")
+        handle = startup.ctx.on_cancel(attempt.cancel)
+        try:
+            api_client = _client(self._path, name, attempt, startup.timeout)
+        except CommandError as err:
+            if not (self._ctx.cancelled() or self._stop.is_set()):
+                self._answers.put((name, err, True))
+            return None
+        finally:
+            handle.remove()
+            attempt.cancel()
+        with self._lock:
+            if self._closed:
+                api_client.close()
+                return None
+            self._clients[name] = api_client
+        self._hosts[name] = str(api_client.configuration.host)
+        return api_client
+
+    def _discover(self, name: str) -> None:
+        """Make context ``name``'s client, then resolve RESOURCE in it; streaming, ask again
+        with backoff while it fails in a way that may pass (a server that cannot be reached,
+        a 500)."""
+        api_client = self._connect(name)
+        if api_client is None:
+            return
         startup, where, delay = self._startup, self._hosts[name], RETRY
         while True:
             attempt = self._ctx.child(f"discovery-{name}")
@@ -300,6 +325,11 @@ class _AllContexts:
     def _late(self, name: str) -> CommandError:
         """Why context ``name`` did not list within ``--timeout``."""
         timeout, where = self._startup.timeout, self._hosts[name]
+        with self._lock:
+            connected = name in self._clients
+        plugin = None if connected else kubeconfig.credential_plugin(self._path, name)
+        if plugin is not None:  # still running: its thread kills it now
+            return kubeconfig.plugin_timeout(*plugin, timeout)
         if name not in self._offered or self._informer is None or self._target is None:
             return CommandError(EXIT_UNREACHABLE, f"the server at {where} did not answer discovery "
                                                   f"within {timeout:g}s")
@@ -315,7 +345,10 @@ class _AllContexts:
         if self._factory is not None:
             self._factory.shutdown()
         _threads.join_all(self._threads, STOP_TIMEOUT)
-        for api_client in self._clients.values():
+        with self._lock:
+            self._closed = True
+            clients, self._clients = self._clients, {}
+        for api_client in clients.values():
             api_client.close()
 
 
@@ -325,13 +358,20 @@ def _routine(error: BaseException) -> bool:
     return errors.is_expired(error) or isinstance(error, errors.VeryShortWatchError)
 
 
-def _client(path: str | None, context_name: str) -> Any:
-    from kubernetes.config import kube_config as loader
+def _client(path: str | None, context_name: str, ctx: context.Context, timeout: float) -> Any:
+    """A new client for context ``context_name``; its credential plugin is killed once ``ctx``
+    is cancelled (a :class:`CommandError` saying it did not finish within ``timeout``)."""
+    from kubernetes.client import ApiClient, Configuration
 
-    kube_config: Any = loader  # untyped
+    from kinformer.cli.watch import credentials
+
+    configuration = type.__call__(Configuration)  # not a copy of the default one, as the loader's
     try:
-        return kube_config.new_client_from_config(config_file=path, context=context_name,
-                                                  persist_config=False)
+        merger = credentials.merged(path or os.environ.get("KUBECONFIG") or "~/.kube/config")
+        credentials.load_context(merger, context_name, configuration, ctx, persist=False)
+    except credentials.PluginStopped as err:
+        raise kubeconfig.plugin_timeout(err.command, err.user, timeout) from None
     except Exception as err:
         raise CommandError(EXIT_CONFIG, f"cannot use context {context_name}: "
                                         f"{kubeconfig.one_line(err)}") from None
+    return ApiClient(configuration=configuration)

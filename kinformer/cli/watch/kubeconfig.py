@@ -18,6 +18,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
+from kinformer import context
 from kinformer.cli.watch.exits import EXIT_CONFIG, EXIT_USAGE, CommandError
 from kinformer.gvr import GroupVersionResource
 from kinformer.testing import apiserver
@@ -30,9 +31,13 @@ EMBEDDED_SEED = {  # namespace -> ConfigMap names seeded in an --embedded server
 
 
 @contextmanager
-def connect(kubeconfig: str | None, context_name: str | None,
-            embedded: bool) -> Iterator[tuple[Any, str, str]]:
-    """``(api_client, default namespace, server URL)`` for the kubeconfig or an embedded server."""
+def connect(kubeconfig: str | None, context_name: str | None, embedded: bool,
+            ctx: context.Context | None = None,
+            timeout: float | None = None) -> Iterator[tuple[Any, str, str]]:
+    """``(api_client, default namespace, server URL)`` for the kubeconfig or an embedded server.
+
+    A credential plugin still running when ``ctx`` is cancelled is killed: that is a
+    :class:`CommandError` saying it did not finish within ``timeout`` seconds."""
     from kubernetes import client
 
     if embedded:
@@ -46,7 +51,7 @@ def connect(kubeconfig: str | None, context_name: str | None,
                 embedded_api.close()
         return
     configuration = client.Configuration()
-    default_namespace = load_kubeconfig(kubeconfig, context_name, configuration)
+    default_namespace = load_kubeconfig(kubeconfig, context_name, configuration, ctx, timeout)
     api: Any = client.ApiClient(configuration)
     try:
         yield api, default_namespace, str(configuration.host)
@@ -54,12 +59,16 @@ def connect(kubeconfig: str | None, context_name: str | None,
         api.close()
 
 
-def load_kubeconfig(path: str | None, context_name: str | None, configuration: Any) -> str:
-    """Load ``path`` (``context_name``) into ``configuration``; returns the context's namespace."""
-    from kubernetes import config as kube_config
+def load_kubeconfig(path: str | None, context_name: str | None, configuration: Any,
+                    ctx: context.Context | None = None, timeout: float | None = None) -> str:
+    """Load ``path`` (``context_name``) into ``configuration``; returns the context's namespace.
+
+    A credential plugin still running when ``ctx`` is cancelled is killed
+    (:func:`plugin_timeout`)."""
     from kubernetes.config.config_exception import ConfigException
 
-    config: Any = kube_config
+    from kinformer.cli.watch import credentials
+
     # --kubeconfig, else $KUBECONFIG (its files merged) or ~/.kube/config, as kubectl
     config_file = path or os.environ.get("KUBECONFIG") or "~/.kube/config"
     shown = config_file
@@ -70,28 +79,39 @@ def load_kubeconfig(path: str | None, context_name: str | None, configuration: A
     if not context_name:  # kubectl's: the first file that names one, not the official client's last
         context_name = current_context(path)
     try:
-        contexts, active = config.list_kube_config_contexts(config_file=config_file)
+        merger = credentials.merged(config_file)
+        if merger.config is None:
+            raise ConfigException("Invalid kube-config file. No configuration found.")
+        contexts = [c.value if hasattr(c, "value") else c for c in merger.config["contexts"]]
     except (ConfigException, OSError) as err:
         raise CommandError(EXIT_CONFIG, f"cannot use kubeconfig {shown}: {one_line(err)}") from None
     except Exception as err:  # not YAML, or YAML of another shape: the loader raises anything
         reason = _not_a_mapping(config_file) or one_line(err)
         raise CommandError(EXIT_CONFIG, f"kubeconfig {shown} is not a valid kubeconfig: {reason}") from None
     names = [str(c.get("name")) for c in contexts or () if isinstance(c, dict)]
-    if context_name and context_name not in names:
+    if not context_name:
+        raise CommandError(EXIT_CONFIG, f"kubeconfig {shown} has no current context; name one with "
+                                        f"--context (it has: {', '.join(names) or 'none'})")
+    if context_name not in names:
         raise CommandError(EXIT_CONFIG, f'kubeconfig {shown} has no context "{context_name}"; '
                                         f"it has: {', '.join(names) or 'none'}")
     try:
-        config.load_kube_config(config_file=config_file, context=context_name,
-                                client_configuration=configuration)
+        credentials.load_context(merger, str(context_name), configuration, ctx)
+    except credentials.PluginStopped as err:
+        raise plugin_timeout(err.command, err.user, timeout) from None
     except (ConfigException, OSError) as err:
         raise CommandError(EXIT_CONFIG, f"cannot use kubeconfig {shown}: {one_line(err)}") from None
     except Exception as err:
         raise CommandError(EXIT_CONFIG, f"kubeconfig {shown} is not a valid kubeconfig: "
                                         f"{one_line(err)}") from None
-    chosen = active
-    if context_name:
-        chosen = next((c for c in contexts if c.get("name") == context_name), active)
+    chosen = next((c for c in contexts if isinstance(c, dict) and c.get("name") == context_name), None)
     return str(((chosen or {}).get("context") or {}).get("namespace") or "default")
+
+
+def plugin_timeout(command: str, user: str, timeout: float | None) -> CommandError:
+    """The error of a credential plugin that was killed unfinished at ``--timeout``."""
+    within = f" within {timeout:g}s" if timeout is not None else ""
+    return CommandError(EXIT_CONFIG, f"credential plugin {command} of user {user} did not finish{within}")
 
 
 def kubeconfig_files(path: str | None) -> list[str]:
@@ -113,6 +133,40 @@ def current_context(path: str | None) -> str | None:
         if isinstance(name, str) and name:
             return name
     return None
+
+
+def context_namespace(path: str | None, context_name: str | None) -> str:
+    """The namespace of context ``context_name`` (the first file's of that name), else
+    ``default``. Only the YAML is read: no credentials are loaded, no plugin runs."""
+    for document in _documents(path):
+        for entry in _entries(document, "contexts"):
+            if entry.get("name") == context_name:
+                body = entry.get("context")
+                namespace = body.get("namespace") if isinstance(body, dict) else None
+                return namespace if isinstance(namespace, str) and namespace else "default"
+    return "default"
+
+
+def credential_plugin(path: str | None, context_name: str) -> tuple[str, str] | None:
+    """``(command, user)`` of the credential plugin context ``context_name`` runs, if it runs
+    one; each entry from the first file that names it, as the files merge. YAML only."""
+    documents = list(_documents(path))
+    user_name = next((entry["context"].get("user") for document in documents
+                      for entry in _entries(document, "contexts")
+                      if entry.get("name") == context_name and isinstance(entry.get("context"), dict)),
+                     None)
+    user = next((entry.get("user") for document in documents for entry in _entries(document, "users")
+                 if user_name is not None and entry.get("name") == user_name), None)
+    plugin = user.get("exec") if isinstance(user, dict) else None
+    if not isinstance(plugin, dict) or not plugin.get("command"):
+        return None
+    return str(plugin["command"]), str(user_name)
+
+
+def _entries(document: dict[str, Any], kind: str) -> list[dict[str, Any]]:
+    """The named entries of ``document[kind]`` (clusters, users, contexts) that are mappings."""
+    listed = document.get(kind)
+    return [entry for entry in listed if isinstance(entry, dict)] if isinstance(listed, list) else []
 
 
 def _documents(path: str | None) -> Iterator[dict[str, Any]]:

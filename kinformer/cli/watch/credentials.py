@@ -1,0 +1,163 @@
+"""Loading one context of a kubeconfig for ``kinformer watch``, its credential plugin bounded.
+
+The official client's loader runs a user's ``exec`` credential plugin and waits for it without
+a timeout, on whichever thread loads the kubeconfig: a plugin that hangs (a login prompt nobody
+answers, a cloud CLI without network) would hold the command past ``--timeout`` and Ctrl-C.
+:func:`load_context` loads a context with the official loader, except that the plugin is run
+here: its process is killed as soon as ``ctx`` is cancelled (``--timeout`` passed, Ctrl-C,
+the command ending), and :class:`PluginStopped` says so. No thread is started for it; the
+thread that loads waits on the process in short steps. A credential refreshed later (an
+``expirationTimestamp`` passed) runs the plugin as the official loader does.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import subprocess
+import sys
+from typing import Any
+
+from kubernetes.config import kube_config as _kube_config
+
+from kinformer import context
+
+log = logging.getLogger(__name__)
+
+kube_config: Any = _kube_config  # untyped
+PLUGIN_POLL = 0.05  # seconds between looks at ctx while a credential plugin runs
+KILL_WAIT = 1.0  # seconds to collect a killed plugin's output (a child of its own may hold it)
+
+
+class PluginStopped(Exception):
+    """The credential plugin ``command`` of user ``user`` was killed: its ``ctx`` was cancelled."""
+
+    def __init__(self, command: str, user: str) -> None:
+        super().__init__(f"credential plugin {command} of user {user} was stopped")
+        self.command = command
+        self.user = user
+
+
+def merged(config_file: str) -> Any:
+    """The official client's merge of ``config_file`` (one path, or several joined by
+    :data:`os.pathsep`): its ``config`` node and the merger (None without a configuration)."""
+    return kube_config.KubeConfigMerger(config_file)
+
+
+def load_context(merger: Any, context_name: str, configuration: Any,
+                 ctx: context.Context | None = None, persist: bool = True) -> None:
+    """Load context ``context_name`` of ``merger``'s configuration into ``configuration``;
+    a credential plugin still running when ``ctx`` is cancelled is killed
+    (:class:`PluginStopped`). The loader's own errors pass through. ``persist``: a refreshed
+    credential (an auth provider's) is written back to its file, as the official loader does."""
+    loader = _Loader(ctx, config_dict=merger.config, active_context=context_name,
+                     config_base_path=None, config_persister=merger.save_changes if persist else None)
+    try:
+        loader.load_and_set(configuration)
+    finally:
+        loader.ctx = None  # a later refresh runs the plugin as the official loader does
+
+
+class _Loader(kube_config.KubeConfigLoader):  # type: ignore[misc]  # untyped base
+    """The official loader, with the credential plugin run by :func:`run_plugin`."""
+
+    def __init__(self, ctx: context.Context | None, **kwargs: Any) -> None:
+        self.ctx = ctx
+        super().__init__(**kwargs)
+
+    def _load_from_exec_plugin(self) -> bool | None:
+        if "exec" not in self._user:
+            return None
+        if self.ctx is None:  # a refresh, after the start
+            return bool(super()._load_from_exec_plugin())
+        base_path = self._get_base_path(self._cluster.path)
+        exec_config = self._user["exec"]
+        status = run_plugin(kube_config.ExecProvider(exec_config, base_path, self._cluster),
+                            self.ctx, str(exec_config.safe_get("command")), self.user_name)
+        if status is None:
+            return None
+        return self._use(status, base_path)
+
+    @property
+    def user_name(self) -> str:
+        return str(self._current_context["context"].safe_get("user"))
+
+    def _use(self, status: dict[str, Any], base_path: str) -> bool | None:
+        """Take the credential of a plugin's ``status``, as the official loader takes it."""
+        if "token" in status:
+            self.token = f"Bearer {status['token']}"
+        elif "clientCertificateData" in status:
+            if "clientKeyData" not in status:
+                log.error("exec: missing clientKeyData field in plugin output")
+                return None
+            for attribute, key in (("cert_file", "clientCertificateData"), ("key_file", "clientKeyData")):
+                setattr(self, attribute, kube_config.FileOrData(
+                    status, None, data_key_name=key, file_base_path=base_path,
+                    base64_file_content=False, temp_file_path=self._temp_file_path).as_file())
+        else:
+            log.error("exec: missing token or clientCertificateData field in plugin output")
+            return None
+        if "expirationTimestamp" in status:
+            self.expiry = kube_config.parse_rfc3339(status["expirationTimestamp"])
+        return True
+
+
+def run_plugin(provider: Any, ctx: context.Context, command: str, user: str) -> dict[str, Any] | None:
+    """Run the plugin ``provider`` (an official ``ExecProvider``) as it runs itself, but killed
+    once ``ctx`` is cancelled (:class:`PluginStopped`); its ``status``, or None when it failed
+    (logged, as the official loader logs it)."""
+    interactive = hasattr(sys.stdout, "isatty") and sys.stdout.isatty()
+    info: dict[str, Any] = {"apiVersion": provider.api_version, "kind": "ExecCredential",
+                            "spec": {"interactive": interactive}}
+    if provider.cluster:
+        info["spec"]["cluster"] = provider.cluster.value
+        for extension in provider.cluster.value.get("extensions") or ():
+            if extension.get("name") == "client.authentication.k8s.io/exec":
+                info["spec"]["cluster"]["config"] = extension.get("extension")
+                break
+    env = dict(provider.env, KUBERNETES_EXEC_INFO=json.dumps(info))
+    try:
+        process = subprocess.Popen(
+            provider.args, stdout=subprocess.PIPE,
+            stderr=sys.stderr if interactive else subprocess.PIPE,
+            stdin=sys.stdin if interactive else subprocess.DEVNULL,
+            cwd=provider.cwd, env=env, text=True)
+    except OSError as err:
+        log.error("exec: %s", err.strerror or err)
+        return None
+    while True:
+        try:
+            stdout, stderr = process.communicate(timeout=PLUGIN_POLL)
+            break
+        except subprocess.TimeoutExpired:
+            if ctx.cancelled():
+                _kill(process)
+                raise PluginStopped(command, user) from None
+    if process.returncode != 0:
+        message = f"exec: process returned {process.returncode}"
+        if (stderr or "").strip():
+            message += f". {stderr.strip()}"
+        log.error("%s", message)
+        return None
+    try:
+        data = json.loads(stdout)
+        status = data["status"] if data.get("apiVersion") == provider.api_version else None
+    except (ValueError, KeyError, TypeError, AttributeError):
+        status = None
+    if not isinstance(status, dict):
+        log.error("exec: the plugin's output is no ExecCredential of %s", provider.api_version)
+        return None
+    return status
+
+
+def _kill(process: subprocess.Popen[str]) -> None:
+    """Kill ``process`` and reap it; its pipes are closed whatever a child of its own holds."""
+    process.kill()
+    try:
+        process.communicate(timeout=KILL_WAIT)
+    except subprocess.TimeoutExpired:
+        for stream in (process.stdout, process.stderr):
+            if stream is not None:
+                stream.close()
+        process.wait()
+
