@@ -106,12 +106,17 @@ class KubeconfigContextsProvider:
     def __init__(self, path: str | os.PathLike[str] | None = None,
                  contexts: Iterable[str] | None = None) -> None:
         from kubernetes.config import kube_config as loader
+        from kubernetes.config.config_exception import ConfigException
 
         kube_config: Any = loader  # untyped
         self._path = os.fspath(path) if path is not None else (
             os.environ.get("KUBECONFIG") or os.path.expanduser("~/.kube/config"))
-        try:
-            found, _active = kube_config.list_kube_config_contexts(config_file=self._path)
+        try:  # the merge alone: no current context is needed to list them all
+            merger = kube_config.KubeConfigMerger(self._path)
+            if merger.config is None:
+                raise ConfigException("Invalid kube-config file. No configuration found.")
+            found = [entry.value if hasattr(entry, "value") else entry
+                     for entry in merger.config["contexts"]]
         except Exception as err:
             reason = str(err) if not hasattr(err, "problem_mark") else _yaml_problem(err)
             raise errors.ConfigurationError(

@@ -171,3 +171,22 @@ def test_all_contexts_lists_the_healthy_contexts_while_one_credential_plugin_han
     assert result.stderr == (f"error: cluster b-hung: credential plugin {command} of user b-hung "
                              "did not finish within 2s\n")
     assert not alive(int(pid_file.read_text()))
+
+
+@pytest.mark.parametrize("current", ["broken", None], ids=["current-context-broken", "no-current-context"])
+def test_all_contexts_goes_on_without_a_usable_current_context(
+    pair: tuple[FakeAPIServer, FakeAPIServer], tmp_path: Path, current: str | None,
+) -> None:
+    first, second = pair
+    broken = named(second, "broken", "first-ns")
+    broken["users"][0]["user"] = {"tokenFile": os.fspath(tmp_path / "no-such-token")}
+    document = merged(broken, named(first, "ok", "first-ns"), current=current or "")
+    if current is None:
+        del document["current-context"]
+    path = write(tmp_path / "kubeconfig", document)
+    result = kinformer("watch", "cm", "--all-contexts", "--once", "-A", "--kubeconfig", path)
+    assert result.returncode == 8, result.stderr  # some contexts listed, not all
+    assert [row.split()[:3] for row in result.stdout.splitlines()[1:]] == [["ok", "first-ns", "in-first"]]
+    error, = result.stderr.splitlines()
+    assert error.startswith("error: cluster broken: cannot use context broken: ")
+    assert "no-such-token" in error
