@@ -548,6 +548,20 @@ def test_ctrl_c_ends_a_watch_waiting_for_its_first_list(
             process.communicate()
 
 
+def test_a_slow_first_list_prints_no_warning_while_the_watch_waits_for_it(
+    apiserver: FakeAPIServer, kubeconfig: str,
+) -> None:
+    apiserver.create(CONFIGMAPS, cm("app", None, "default"))
+    apiserver.set_delay(1.5, verb="list")  # several of the command's looks at the informer
+    try:
+        result = kinformer("watch", "cm", "--once", "--timeout", "20", "--kubeconfig", kubeconfig)
+    finally:
+        apiserver.set_delay(0, verb="list")
+    assert result.returncode == 0, result.stderr
+    assert [row.split()[0] for row in result.stdout.splitlines()] == ["NAME", "app"]
+    assert result.stderr == ""
+
+
 def test_version_prints_the_package_version() -> None:
     result = kinformer("--version")
     assert result.returncode == 0

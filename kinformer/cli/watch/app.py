@@ -215,10 +215,15 @@ def _by_cluster(objs: list[Any]) -> dict[str, list[Any]]:
 
 def _wait_for_sync(informer: SharedIndexInformer, stop: threading.Event, startup: _Deadline, where: str,
                    target: resolve.Resolved) -> bool:
-    """Wait for the first list; True once synced, False on stop; a fatal list error raises."""
-    while not informer.wait_for_sync(timeout=SYNC_POLL, stop=stop):
-        if stop.is_set():
+    """Wait for the first list; True once synced, False on stop; a fatal list error raises.
+
+    Looks at ``has_synced()`` itself: the library's ``wait_for_sync`` with a timeout logs a
+    warning each time it gives up, which would print one every :data:`SYNC_POLL` seconds."""
+    while not informer.has_synced():
+        if stop.wait(SYNC_POLL):
             return False
+        if informer.has_synced():
+            break
         error = informer.last_error()
         if isinstance(error, (errors.UnauthorizedError, errors.ForbiddenError, errors.NotFoundError)):
             raise command_error(error, where, f"list {target.gvr.group_resource}")
