@@ -190,3 +190,23 @@ def test_all_contexts_goes_on_without_a_usable_current_context(
     error, = result.stderr.splitlines()
     assert error.startswith("error: cluster broken: cannot use context broken: ")
     assert "no-such-token" in error
+
+
+@pytest.mark.parametrize("cluster", [{}, "oops", {"server": "127.0.0.1:6443"}],
+                         ids=["no-server", "cluster-a-word", "no-scheme"])
+def test_a_cluster_without_a_server_url_is_a_config_error_naming_it(
+    pair: tuple[FakeAPIServer, FakeAPIServer], tmp_path: Path, cluster: Any,
+) -> None:
+    serverless = named(pair[0], "k")
+    serverless["clusters"][0]["cluster"] = cluster
+    path = write(tmp_path / "kubeconfig", serverless)
+    says = ('cluster "k" has no server' if cluster in ({}, "oops") else
+            'cluster "k" has no server URL: "127.0.0.1:6443" is not http:// or https://HOST')
+    result = kinformer("watch", "cm", "--once", "--kubeconfig", path)
+    assert (result.returncode, result.stderr) == (7, f"error: kubeconfig {path}: {says}\n")
+    # --all-contexts: one line for that context, the others list
+    path = write(tmp_path / "fleet", merged(serverless, named(pair[0], "ok", "first-ns"), current="ok"))
+    result = kinformer("watch", "cm", "--all-contexts", "--once", "--kubeconfig", path)
+    assert result.returncode == 8, result.stderr
+    assert [row.split()[:2] for row in result.stdout.splitlines()[1:]] == [["ok", "in-first"]]
+    assert result.stderr == f"error: cluster k: cannot use context k: {says}\n"

@@ -366,6 +366,7 @@ def _client(path: str | None, context_name: str, ctx: context.Context, timeout: 
     from kinformer.cli.watch import credentials
 
     configuration = type.__call__(Configuration)  # not a copy of the default one, as the loader's
+    configuration.host = ""  # the loader sets it only from a server: none stays empty
     try:
         merger = credentials.merged(path or os.environ.get("KUBECONFIG") or "~/.kube/config")
         credentials.load_context(merger, context_name, configuration, ctx, persist=False)
@@ -374,4 +375,8 @@ def _client(path: str | None, context_name: str, ctx: context.Context, timeout: 
     except Exception as err:
         raise CommandError(EXIT_CONFIG, f"cannot use context {context_name}: "
                                         f"{kubeconfig.one_line(err)}") from None
+    cluster = merger.config["contexts"].get_with_name(context_name)["context"].safe_get("cluster")
+    problem = kubeconfig.server_problem(configuration.host, cluster)
+    if problem:
+        raise CommandError(EXIT_CONFIG, f"cannot use context {context_name}: {problem}")
     return ApiClient(configuration=configuration)

@@ -14,6 +14,7 @@ from __future__ import annotations
 import os
 import sys
 import tempfile
+import urllib.parse
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
@@ -95,6 +96,7 @@ def load_kubeconfig(path: str | None, context_name: str | None, configuration: A
     if context_name not in names:
         raise CommandError(EXIT_CONFIG, f'kubeconfig {shown} has no context "{context_name}"; '
                                         f"it has: {', '.join(names) or 'none'}")
+    configuration.host = ""  # the loader sets it only from a server: none stays empty
     try:
         credentials.load_context(merger, str(context_name), configuration, ctx)
     except credentials.PluginStopped as err:
@@ -105,7 +107,23 @@ def load_kubeconfig(path: str | None, context_name: str | None, configuration: A
         raise CommandError(EXIT_CONFIG, f"kubeconfig {shown} is not a valid kubeconfig: "
                                         f"{one_line(err)}") from None
     chosen = next((c for c in contexts if isinstance(c, dict) and c.get("name") == context_name), None)
-    return str(((chosen or {}).get("context") or {}).get("namespace") or "default")
+    body = (chosen or {}).get("context") or {}
+    problem = server_problem(configuration.host, body.get("cluster"))
+    if problem:
+        raise CommandError(EXIT_CONFIG, f"kubeconfig {shown}: {problem}")
+    return str(body.get("namespace") or "default")
+
+
+def server_problem(host: object, cluster_name: object) -> str | None:
+    """What is wrong with the server URL ``host`` a context's cluster ``cluster_name`` gave
+    (none given: the loader leaves it empty), or None when it is an http(s) URL with a host."""
+    text = str(host or "")
+    if not text:
+        return f'cluster "{cluster_name}" has no server'
+    parts = urllib.parse.urlsplit(text)
+    if parts.scheme not in ("http", "https") or not parts.netloc:
+        return f'cluster "{cluster_name}" has no server URL: "{text}" is not http:// or https://HOST'
+    return None
 
 
 def plugin_timeout(command: str, user: str, timeout: float | None) -> CommandError:
