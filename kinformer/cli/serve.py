@@ -63,6 +63,14 @@ def _name(text: str) -> str:
     return text
 
 
+def _token(text: str) -> str:
+    """An argparse type: a bearer token (not empty: an empty one could not be sent)."""
+    if not text:
+        raise argparse.ArgumentTypeError("invalid token '': must not be empty (leave --token out "
+                                         "to serve without one)")
+    return text
+
+
 def all_clusters_context(name: str = CONTEXT) -> str:
     """The context that lists and watches every logical cluster: ``NAME-all-clusters``."""
     return name + ALL_CLUSTERS_SUFFIX
@@ -80,9 +88,10 @@ def add_parser(subparsers: Any) -> None:
     parser.add_argument("--context", type=_name, default=CONTEXT, metavar="NAME",
                         help="name of the kubeconfig's cluster, user and context, so that several "
                         f"servers' kubeconfigs merge with KUBECONFIG=a:b (default {CONTEXT})")
-    parser.add_argument("--token", default=os.environ.get(TOKEN_ENV),
+    parser.add_argument("--token", type=_token, default=os.environ.get(TOKEN_ENV) or None,
                         help="require this bearer token; serves HTTPS with a throwaway CA "
-                        f"(default: ${TOKEN_ENV}, which keeps it out of process listings)")
+                        f"(default: ${TOKEN_ENV}, which keeps it out of process listings; "
+                        "empty or unset: no token)")
     parser.add_argument("--history-size", type=options.integer(minimum=1), default=10_000,
                         help="watch events kept for resuming (default 10000)")
     parser.add_argument("--bookmark-interval", type=options.seconds(positive=True), default=60.0,

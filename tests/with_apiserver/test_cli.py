@@ -329,6 +329,32 @@ def test_a_failed_serve_start_prints_one_error_line_and_leaves_nothing_behind(
     assert list(tmp_path.iterdir()) == []
 
 
+def test_an_empty_serve_token_is_a_usage_error_and_an_empty_environment_token_means_none(
+    tmp_path: Path,
+) -> None:
+    result = serve(tmp_path, "--token", "")
+    assert result.returncode == 2
+    assert result.stderr.splitlines()[-1].endswith("error: argument --token: invalid token '': must not "
+                                                   "be empty (leave --token out to serve without one)")
+    path = tmp_path / "kubeconfig"
+    process = subprocess.Popen([sys.executable, "-m", "kinformer", "serve", "--kubeconfig", os.fspath(path)],
+                               stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
+                               stdin=subprocess.DEVNULL, env={**os.environ, "KINFORMER_SERVE_TOKEN": ""})
+    assert process.stdout is not None
+    lines = Lines(process.stdout, timeout=TIMEOUT)
+    try:
+        assert lines.next_matching("kubeconfig=").startswith("kinformer serve: http://")
+        assert json.loads(path.read_text())["users"][0]["user"] == {}
+        assert kinformer("watch", "cm", "--once", "--kubeconfig", os.fspath(path)).returncode == 0
+        process.terminate()
+        assert process.wait(TIMEOUT) == 0
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait(10)
+        lines.join()
+
+
 def test_serve_on_a_port_in_use_exits_1_and_leaves_nothing_behind(
     apiserver: FakeAPIServer, tmp_path: Path,
 ) -> None:
