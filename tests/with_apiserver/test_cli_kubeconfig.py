@@ -210,3 +210,64 @@ def test_a_cluster_without_a_server_url_is_a_config_error_naming_it(
     assert result.returncode == 8, result.stderr
     assert [row.split()[:2] for row in result.stdout.splitlines()[1:]] == [["ok", "in-first"]]
     assert result.stderr == f"error: cluster k: cannot use context k: {says}\n"
+
+
+def exec_credential(token: str) -> str:
+    """What a credential plugin prints: an ExecCredential carrying ``token``."""
+    return json.dumps({"apiVersion": "client.authentication.k8s.io/v1beta1", "kind": "ExecCredential",
+                       "status": {"token": token}})
+
+
+@pytest.fixture
+def guarded() -> Iterator[FakeAPIServer]:
+    """A started server requiring the token ``the-token``, with one ConfigMap in default."""
+    with FakeAPIServer(token="the-token") as server:
+        server.create(CONFIGMAPS, cm("guarded", None, "default"))
+        yield server
+
+
+def test_a_credential_plugin_gives_the_token_and_one_that_fails_is_a_config_error(
+    guarded: FakeAPIServer, tmp_path: Path,
+) -> None:
+    good = plugin(tmp_path, "good", f"echo '{exec_credential('the-token')}'")
+    path = write(tmp_path / "good-kubeconfig", with_plugin(named(guarded, "k"), good))
+    result = kinformer("watch", "cm", "--once", "--kubeconfig", path)
+    assert result.returncode == 0, result.stderr
+    assert [row.split()[0] for row in result.stdout.splitlines()] == ["NAME", "guarded"]
+    cases = {  # plugin body -> what the error says after naming it
+        "echo 'not logged in' >&2; exit 1": "failed with exit status 1: not logged in",
+        f"echo '{exec_credential('the-token')}'; exit 3": "failed with exit status 3",
+        "echo '{\"apiVersion\": \"client.authentication.k8s.io/v1beta1\", \"kind\": \"ExecCredential\", "
+        "\"status\": {}}'": "gave neither a token nor a client certificate and key",
+        "echo the-token": "answered no ExecCredential of client.authentication.k8s.io/v1beta1",
+    }
+    for i, (body, says) in enumerate(cases.items()):
+        command = plugin(tmp_path, f"bad-{i}", body)
+        path = write(tmp_path / f"kubeconfig-{i}", with_plugin(named(guarded, "k"), command))
+        result = kinformer("watch", "cm", "--once", "--kubeconfig", path)
+        assert (result.returncode, result.stderr) == (
+            7, f"error: kubeconfig {path}: credential plugin {command} of user k {says}\n")
+        assert "the-token" not in result.stderr
+
+
+def test_a_context_naming_a_user_the_kubeconfig_lacks_is_a_config_error(
+    guarded: FakeAPIServer, pair: tuple[FakeAPIServer, FakeAPIServer], tmp_path: Path,
+) -> None:
+    lacking = named(guarded, "k")
+    lacking["contexts"][0]["context"]["user"] = "nobody"
+    path = write(tmp_path / "kubeconfig", lacking)
+    result = kinformer("watch", "cm", "--once", "--kubeconfig", path)
+    assert (result.returncode, result.stderr) == (
+        7, f'error: kubeconfig {path}: context "k" names user "nobody", which the kubeconfig does not have\n')
+    # --all-contexts: that context's line, and a failing plugin's, while the others list
+    failing = with_plugin(named(guarded, "f"), plugin(tmp_path, "fail", "exit 1"))
+    path = write(tmp_path / "fleet", merged(lacking, failing, named(pair[0], "ok", "first-ns"), current="ok"))
+    result = kinformer("watch", "cm", "--all-contexts", "--once", "--kubeconfig", path)
+    assert result.returncode == 8, result.stderr
+    assert [row.split()[:2] for row in result.stdout.splitlines()[1:]] == [["ok", "in-first"]]
+    assert sorted(result.stderr.splitlines()) == [
+        f"error: cluster f: cannot use context f: credential plugin {tmp_path / 'fail'} of user f "
+        "failed with exit status 1",
+        'error: cluster k: cannot use context k: context "k" names user "nobody", which the '
+        "kubeconfig does not have",
+    ]

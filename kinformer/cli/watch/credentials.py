@@ -8,12 +8,15 @@ here: its process is killed as soon as ``ctx`` is cancelled (``--timeout`` passe
 the command ending), and :class:`PluginStopped` says so. No thread is started for it; the
 thread that loads waits on the process in short steps. A credential refreshed later (an
 ``expirationTimestamp`` passed) runs the plugin as the official loader does.
+
+A plugin that fails or gives no credential, and a context naming a user the kubeconfig lacks,
+raise :class:`CredentialsError`, where the official loader logs and goes on without
+credentials: kubectl refuses both.
 """
 
 from __future__ import annotations
 
 import json
-import logging
 import subprocess
 import sys
 from typing import Any
@@ -22,11 +25,15 @@ from kubernetes.config import kube_config as _kube_config
 
 from kinformer import context
 
-log = logging.getLogger(__name__)
-
 kube_config: Any = _kube_config  # untyped
 PLUGIN_POLL = 0.05  # seconds between looks at ctx while a credential plugin runs
+SAID_MAX = 200  # characters of a failed plugin's last line of stderr shown
 KILL_WAIT = 1.0  # seconds to collect a killed plugin's output (a child of its own may hold it)
+
+
+class CredentialsError(Exception):
+    """A context's credentials cannot be had: its user is missing, or its plugin failed. The
+    message names the user and plugin, never a credential."""
 
 
 class PluginStopped(Exception):
@@ -52,6 +59,9 @@ def load_context(merger: Any, context_name: str, configuration: Any,
     credential (an auth provider's) is written back to its file, as the official loader does."""
     loader = _Loader(ctx, config_dict=merger.config, active_context=context_name,
                      config_base_path=None, config_persister=merger.save_changes if persist else None)
+    if loader.user_name and loader._user is None:  # the official loader goes on anonymously
+        raise CredentialsError(f'context "{context_name}" names user "{loader.user_name}", which '
+                               "the kubeconfig does not have")
     try:
         loader.load_and_set(configuration)
     finally:
@@ -72,15 +82,17 @@ class _Loader(kube_config.KubeConfigLoader):  # type: ignore[misc]  # untyped ba
             return bool(super()._load_from_exec_plugin())
         base_path = self._get_base_path(self._cluster.path)
         exec_config = self._user["exec"]
+        command = str(exec_config.safe_get("command"))
         status = run_plugin(kube_config.ExecProvider(exec_config, base_path, self._cluster),
-                            self.ctx, str(exec_config.safe_get("command")), self.user_name)
-        if status is None:
-            return None
-        return self._use(status, base_path)
+                            self.ctx, command, self.user_name)
+        if not self._use(status, base_path):
+            raise CredentialsError(f"credential plugin {command} of user {self.user_name} gave "
+                                   "neither a token nor a client certificate and key")
+        return True
 
     @property
     def user_name(self) -> str:
-        return str(self._current_context["context"].safe_get("user"))
+        return str(self._current_context["context"].safe_get("user") or "")
 
     def _use(self, status: dict[str, Any], base_path: str) -> bool | None:
         """Take the credential of a plugin's ``status``, as the official loader takes it."""
@@ -88,24 +100,24 @@ class _Loader(kube_config.KubeConfigLoader):  # type: ignore[misc]  # untyped ba
             self.token = f"Bearer {status['token']}"
         elif "clientCertificateData" in status:
             if "clientKeyData" not in status:
-                log.error("exec: missing clientKeyData field in plugin output")
                 return None
             for attribute, key in (("cert_file", "clientCertificateData"), ("key_file", "clientKeyData")):
                 setattr(self, attribute, kube_config.FileOrData(
                     status, None, data_key_name=key, file_base_path=base_path,
                     base64_file_content=False, temp_file_path=self._temp_file_path).as_file())
         else:
-            log.error("exec: missing token or clientCertificateData field in plugin output")
             return None
         if "expirationTimestamp" in status:
             self.expiry = kube_config.parse_rfc3339(status["expirationTimestamp"])
         return True
 
 
-def run_plugin(provider: Any, ctx: context.Context, command: str, user: str) -> dict[str, Any] | None:
+def run_plugin(provider: Any, ctx: context.Context, command: str, user: str) -> dict[str, Any]:
     """Run the plugin ``provider`` (an official ``ExecProvider``) as it runs itself, but killed
-    once ``ctx`` is cancelled (:class:`PluginStopped`); its ``status``, or None when it failed
-    (logged, as the official loader logs it)."""
+    once ``ctx`` is cancelled (:class:`PluginStopped`); its ``status``. A plugin that cannot
+    start, fails or answers no ExecCredential raises :class:`CredentialsError` (the official
+    loader logs it and goes on without credentials, as kubectl does not)."""
+    plugin = f"credential plugin {command} of user {user}"
     interactive = hasattr(sys.stdout, "isatty") and sys.stdout.isatty()
     info: dict[str, Any] = {"apiVersion": provider.api_version, "kind": "ExecCredential",
                             "spec": {"interactive": interactive}}
@@ -123,8 +135,7 @@ def run_plugin(provider: Any, ctx: context.Context, command: str, user: str) -> 
             stdin=sys.stdin if interactive else subprocess.DEVNULL,
             cwd=provider.cwd, env=env, text=True)
     except OSError as err:
-        log.error("exec: %s", err.strerror or err)
-        return None
+        raise CredentialsError(f"{plugin} cannot run: {err.strerror or err}") from None
     while True:
         try:
             stdout, stderr = process.communicate(timeout=PLUGIN_POLL)
@@ -133,20 +144,17 @@ def run_plugin(provider: Any, ctx: context.Context, command: str, user: str) -> 
             if ctx.cancelled():
                 _kill(process)
                 raise PluginStopped(command, user) from None
-    if process.returncode != 0:
-        message = f"exec: process returned {process.returncode}"
-        if (stderr or "").strip():
-            message += f". {stderr.strip()}"
-        log.error("%s", message)
-        return None
+    if process.returncode != 0:  # its stderr says why (its stdout, which may hold a token, never shows)
+        said = [line.strip() for line in (stderr or "").splitlines() if line.strip()]
+        reason = f": {said[-1][:SAID_MAX]}" if said else ""
+        raise CredentialsError(f"{plugin} failed with exit status {process.returncode}{reason}")
     try:
         data = json.loads(stdout)
         status = data["status"] if data.get("apiVersion") == provider.api_version else None
     except (ValueError, KeyError, TypeError, AttributeError):
         status = None
     if not isinstance(status, dict):
-        log.error("exec: the plugin's output is no ExecCredential of %s", provider.api_version)
-        return None
+        raise CredentialsError(f"{plugin} answered no ExecCredential of {provider.api_version}")
     return status
 
 

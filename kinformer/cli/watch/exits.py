@@ -31,7 +31,8 @@ EXIT_CODES: tuple[tuple[int, str], ...] = (
     (EXIT_UNAUTHORIZED, "the server answered 401 Unauthorized"),
     (EXIT_FORBIDDEN, "the server answered 403 Forbidden"),
     (EXIT_CONFIG, "the kubeconfig (or, in a pod, the service account) cannot be read, or no such "
-                  "context, or its credential plugin did not finish within --timeout"),
+                  "context, or its user or server is missing, or its credential plugin failed or "
+                  "did not finish within --timeout"),
     (EXIT_SOME_CLUSTERS, "--all-contexts --once: some contexts listed (their table printed), the others "
                          "did not (an error line each)"),
     (EXIT_NO_CLUSTERS, "--all-contexts: no context listed (an error line each): with --once within "

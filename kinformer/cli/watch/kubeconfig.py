@@ -101,6 +101,8 @@ def load_kubeconfig(path: str | None, context_name: str | None, configuration: A
         credentials.load_context(merger, str(context_name), configuration, ctx)
     except credentials.PluginStopped as err:
         raise plugin_timeout(err.command, err.user, timeout) from None
+    except credentials.CredentialsError as err:
+        raise CommandError(EXIT_CONFIG, f"kubeconfig {shown}: {one_line(err)}") from None
     except (ConfigException, OSError) as err:
         raise CommandError(EXIT_CONFIG, f"cannot use kubeconfig {shown}: {one_line(err)}") from None
     except Exception as err:
