@@ -252,6 +252,17 @@ class FakeAPIServer:
         with self._state.lock:
             self._state.failures.append(server_state._Failure(count, status, verb, resource, retry_after))
 
+    def fail_discovery(self, count: int = 1, status: int = 503, path: str | None = None) -> None:
+        """Answer the next ``count`` discovery requests (``/api``, ``/api/v1``, ``/apis``,
+        ``/apis/<group>``, ``/apis/<group>/<version>``; only ``path``, one of those, if given)
+        with an error Status of HTTP ``status``, as an aggregated API or a server starting up
+        answers. :meth:`fail_next` leaves discovery alone."""
+        if path is not None and not path.startswith(("/api", "/apis")):
+            raise errors.ConfigurationError(f"not a discovery path: {path!r}")
+        with self._state.lock:
+            self._state.discovery_failures.append(
+                server_state._Failure(count, status, None, path and path.rstrip("/")))
+
     def corrupt_next(
         self, body: bytes, count: int = 1, verb: str = "list", resource: str | None = None
     ) -> None:
@@ -286,10 +297,11 @@ class FakeAPIServer:
             self._state.forbidden.discard((resource, verb))
 
     def clear_faults(self) -> None:
-        """Undo every :meth:`fail_next`, :meth:`corrupt_next`, :meth:`set_delay` and
-        :meth:`forbid` still in force: the server answers normally again."""
+        """Undo every :meth:`fail_next`, :meth:`fail_discovery`, :meth:`corrupt_next`,
+        :meth:`set_delay` and :meth:`forbid` still in force: the server answers normally again."""
         with self._state.lock:
             self._state.failures.clear()
+            self._state.discovery_failures.clear()
             self._state.raw_answers.clear()
             self._state.delays.clear()
             self._state.forbidden.clear()

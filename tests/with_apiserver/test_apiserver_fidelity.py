@@ -19,6 +19,7 @@ import pytest
 from helpers import api_error, cm_manifest, crd, http_exchange, request
 from kubernetes import client as k8s
 
+from kinformer.errors import ConfigurationError
 from kinformer.gvr import GroupVersionResource
 from kinformer.testing import FakeAPIServer
 
@@ -421,3 +422,22 @@ def test_kubectl_gets_rs_and_prints_nothing_for_the_log_of_a_pending_pod(
     assert row.split()[:4] + row.split()[5:] == ["web-1", "2", "0", "0", "c", "i", "app=web"]
     logs = kubectl("logs", "p")
     assert (logs.returncode, logs.stdout, logs.stderr) == (0, "", "")
+
+
+def test_fail_discovery_fails_the_discovery_documents_asked_for_and_nothing_else(
+    apiserver: FakeAPIServer, api_client: Any,
+) -> None:
+    apiserver.fail_discovery(1, 503, path="/apis/apps/v1")
+    assert request(api_client, "GET", "/api/v1/namespaces/default/configmaps")[0] == 200
+    assert request(api_client, "GET", "/apis")[0] == 200
+    status, body = request(api_client, "GET", "/apis/apps/v1")
+    assert status == 503 and body["reason"] == "ServiceUnavailable"
+    assert request(api_client, "GET", "/apis/apps/v1")[0] == 200  # once
+    apiserver.fail_discovery(2, 500)
+    assert [request(api_client, "GET", path)[0] for path in ("/api", "/apis/apps", "/api/v1")] == [
+        500, 500, 200]
+    apiserver.fail_discovery(5)
+    apiserver.clear_faults()
+    assert request(api_client, "GET", "/api")[0] == 200
+    with pytest.raises(ConfigurationError):
+        apiserver.fail_discovery(path="/version")

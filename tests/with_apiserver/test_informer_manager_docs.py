@@ -11,9 +11,6 @@ from typing import Any
 import pytest
 from helpers import create_cm, name_of
 
-import kinformer
-from kinformer import errors
-from kinformer.client.discovery import DiscoveryResult
 from kinformer.handlers import FilteringResourceEventHandler
 from kinformer.testing import FakeAPIServer, Recorder, wait_for
 
@@ -31,26 +28,16 @@ def loop_example() -> str:
     return code.replace(PERIOD, "stop.wait(0.05)")  # the period shortened, nothing else changed
 
 
-class UnreadableOnce(kinformer.CachedDiscoveryClient):
-    """Reads the server, except that the first pass and the third raise what a 503 on /apis raises."""
-
-    calls = 0
-
-    def server_resources(self) -> DiscoveryResult:
-        type(self).calls += 1
-        if type(self).calls in (1, 3):
-            raise errors.ServerError(503, "ServiceUnavailable", "the server is currently unable to handle it")
-        return super().server_resources()
+def failed_passes(caplog: pytest.LogCaptureFixture) -> int:
+    return sum("discovery failed, trying again next period" in r.getMessage() for r in caplog.records)
 
 
 def test_the_loop_example_survives_a_discovery_pass_that_fails(
     apiserver: FakeAPIServer,
     api_client: Any,
-    monkeypatch: pytest.MonkeyPatch,
     caplog: pytest.LogCaptureFixture,
 ) -> None:
-    monkeypatch.setattr(kinformer, "CachedDiscoveryClient", UnreadableOnce)
-    monkeypatch.setattr(UnreadableOnce, "calls", 0)
+    apiserver.fail_discovery(1, 503, path="/apis")  # the first pass cannot read the group list
     create_cm(api_client, "before")
     recorder, stop = Recorder(name_of), threading.Event()
     # the example watches every type served; the test follows its two ConfigMaps
@@ -69,7 +56,8 @@ def test_the_loop_example_survives_a_discovery_pass_that_fails(
     try:
         # the first pass failed; the second found configmaps and started their informer
         assert recorder.next() == ("add", "before", True)
-        assert wait_for(lambda: UnreadableOnce.calls >= 4, TIMEOUT)  # past the third, failing too
+        apiserver.fail_discovery(1, 503, path="/apis")  # a later pass fails too
+        assert wait_for(lambda: failed_passes(caplog) == 2, TIMEOUT)
         create_cm(api_client, "after")  # the same informer, still watching
         assert recorder.next() == ("add", "after", False)
     finally:

@@ -57,6 +57,7 @@ class ServerState:
         self.stopping = threading.Event()
         self.lock = threading.Lock()  # guards failures, raw_answers, delays, forbidden, requests
         self.failures: list[_Failure] = []
+        self.discovery_failures: list[_Failure] = []  # verb unused; resource: a path, or None
         self.raw_answers: list[_RawAnswer] = []
         self.delays: dict[str | None, float] = {}
         self.forbidden: set[tuple[str, str | None]] = set()
@@ -71,6 +72,17 @@ class ServerState:
                 failure.count -= 1
                 if failure.count <= 0:
                     self.failures.remove(failure)
+                return failure
+        return None
+
+    def take_discovery_failure(self, path: str) -> _Failure | None:
+        with self.lock:
+            for failure in self.discovery_failures:
+                if failure.resource not in (None, path):
+                    continue
+                failure.count -= 1
+                if failure.count <= 0:
+                    self.discovery_failures.remove(failure)
                 return failure
         return None
 

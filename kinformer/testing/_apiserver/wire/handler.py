@@ -175,6 +175,10 @@ class Handler(http.server.BaseHTTPRequestHandler):
             return
         if not parts or parts[0] not in ("api", "apis"):
             raise status.path_not_found()
+        if len(parts) <= (2 if parts[0] == "api" else 3):  # a discovery document
+            failure = self.state.take_discovery_failure("/" + "/".join(parts))
+            if failure is not None:
+                raise status.injected(failure.code, failure.retry_after)
         if parts[0] == "api":
             if len(parts) == 1:
                 self._send_obj(200, discovery.api_versions(self.state.address))
