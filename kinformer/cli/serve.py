@@ -4,7 +4,8 @@ Writes a kubeconfig for it (kubectl, client-go and the Python client work unchan
 cluster, user and context are named ``--context`` (default ``kinformer``) so that several
 servers' kubeconfigs merge, logs the URL, and exits 0 after a clean stop. A start that fails
 prints one ``error:`` line and exits 1 (cannot listen, cannot write the kubeconfig) or 2 (bad
-arguments), leaving nothing behind. With ``--logical-clusters`` it serves kcp's
+arguments), leaving nothing behind; a ``--kubeconfig`` file that exists and is not one a serve
+wrote (:func:`written_by_serve`) is not overwritten (exit 1). With ``--logical-clusters`` it serves kcp's
 ``/clusters/<name>`` paths, and the kubeconfig gains a context for ``/clusters/*``
 (:func:`all_clusters_context`; :data:`ALL_CLUSTERS_CONTEXT` by default).
 
@@ -38,6 +39,7 @@ TOKEN_ENV = "KINFORMER_SERVE_TOKEN"
 CONTEXT = "kinformer"  # the default name of the kubeconfig's cluster, user and context
 ALL_CLUSTERS_SUFFIX = "-all-clusters"  # with --logical-clusters: the context to list and watch all
 ALL_CLUSTERS_CONTEXT = CONTEXT + ALL_CLUSTERS_SUFFIX
+WRITTEN_BY = "kinformer-serve"  # the kubeconfig extension that marks a file serve wrote itself
 DIR_PREFIX = "kinformer-serve-"  # the temporary directory of a kubeconfig written without a path
 EXIT_OK = 0
 EXIT_ERROR = 1  # cannot listen, or cannot write the kubeconfig
@@ -129,6 +131,9 @@ def run(args: argparse.Namespace) -> int:
         if not os.path.isdir(folder):
             return _error(f"cannot write the kubeconfig {args.kubeconfig}: "
                           f"the directory {folder} does not exist")
+        if os.path.lexists(args.kubeconfig) and not written_by_serve(args.kubeconfig):
+            return _error(f"will not overwrite {args.kubeconfig}: it exists and is no kubeconfig "
+                          "kinformer serve wrote; remove it or name another file")
     for prefix in (DIR_PREFIX, TLS_DIR_PREFIX):  # left by a serve killed outright: removed now
         _tempdirs.sweep(prefix)
     stop = threading.Event()
@@ -167,11 +172,28 @@ def run(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def written_by_serve(path: str) -> bool:
+    """Whether ``path`` is a kubeconfig serve wrote (its extension :data:`WRITTEN_BY`): one
+    that serve may write again. Anything else, unreadable included, is not."""
+    import yaml
+
+    try:
+        with open(path, encoding="utf-8") as text:
+            document = yaml.safe_load(text)
+    except (OSError, ValueError, yaml.YAMLError):
+        return False
+    extensions = document.get("extensions") if isinstance(document, dict) else None
+    return isinstance(extensions, list) and any(
+        isinstance(entry, dict) and entry.get("name") == WRITTEN_BY for entry in extensions)
+
+
 def kubeconfig(server: FakeAPIServer, name: str = CONTEXT) -> dict[str, Any]:
     """The server's kubeconfig, its cluster, user and context named ``name``; with logical
     clusters, plus the context :func:`all_clusters_context` for ``/clusters/*`` (the current
-    context stays the root's)."""
+    context stays the root's). Its extension :data:`WRITTEN_BY` marks it as serve's, which
+    the next serve given its path may overwrite."""
     document = _named(server.kubeconfig(), name)
+    document["extensions"] = [{"name": WRITTEN_BY, "extension": {"url": server.url}}]
     if server.logical_clusters:
         across = _named(server.kubeconfig("*"), all_clusters_context(name))
         document["clusters"] += across["clusters"]

@@ -355,6 +355,38 @@ def test_an_empty_serve_token_is_a_usage_error_and_an_empty_environment_token_me
         lines.join()
 
 
+def test_serve_overwrites_only_a_kubeconfig_a_serve_wrote(tmp_path: Path) -> None:
+    work = tmp_path / "work"
+    work.mkdir()
+    precious = work / "config"
+    precious.write_text("apiVersion: v1\nkind: Config\ncurrent-context: prod\n")
+    result = serve(tmp_path / "work", "--kubeconfig", os.fspath(precious))
+    assert result.returncode == 1
+    assert result.stderr == (f"error: will not overwrite {precious}: it exists and is no kubeconfig "
+                             "kinformer serve wrote; remove it or name another file\n")
+    assert precious.read_text() == "apiVersion: v1\nkind: Config\ncurrent-context: prod\n"
+    assert sorted(path.name for path in work.iterdir()) == ["config"]
+    path = work / "kubeconfig"
+    for _ in range(2):  # the second serve writes over the first one's
+        process = subprocess.Popen(
+            [sys.executable, "-m", "kinformer", "serve", "--kubeconfig", os.fspath(path)],
+            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, stdin=subprocess.DEVNULL)
+        assert process.stdout is not None
+        lines = Lines(process.stdout, timeout=TIMEOUT)
+        try:
+            url = lines.next_matching("kubeconfig=").split()[2]
+            assert json.loads(path.read_text())["clusters"][0]["cluster"]["server"] == url
+            process.terminate()
+            assert process.wait(TIMEOUT) == 0
+        finally:
+            if process.poll() is None:
+                process.kill()
+                process.wait(10)
+            lines.join()
+            assert process.stderr is not None
+            process.stderr.close()
+
+
 def test_serve_on_a_port_in_use_exits_1_and_leaves_nothing_behind(
     apiserver: FakeAPIServer, tmp_path: Path,
 ) -> None:
