@@ -76,6 +76,15 @@ def test_demo_runs_for_its_duration_and_ends_with_a_consistent_summary() -> None
     assert re.search(r"work queues +configmap-audit \d+ retr", summary)
 
 
+def test_demo_whose_duration_ends_before_its_first_lists_exits_1_saying_nothing_was_checked() -> None:
+    """It exited 0, with no consistency line, although no ConfigMap was ever cached."""
+    result = kinformer("demo", "--duration", "0.1", "--objects", "20000", "--no-faults")
+    summary = result.stdout[result.stdout.index("kinformer demo summary"):]
+    assert "initial sync   not reached" in summary
+    assert "not checked: the first lists did not complete" in summary
+    assert result.returncode == 1, result.stderr
+
+
 def test_demo_stops_cleanly_on_ctrl_c_with_its_summary() -> None:
     process = subprocess.Popen([sys.executable, "-m", "kinformer", "demo", "--duration", "0",
                                 "--objects", "100"],

@@ -361,7 +361,8 @@ def _run(options: workload.Options, stop: threading.Event, screen: display.Displ
         alive = demo.close()
     assert demo.final is not None  # close() records it first
     display.summary(out, demo.final, demo.synced_after, interrupted, mismatched, alive)
-    return 1 if alive or mismatched else 0
+    unsynced = demo.synced_after is None and not interrupted  # --duration ended first
+    return 1 if alive or mismatched or unsynced else 0
 
 
 def _converge(demo: Demo) -> list[str]:

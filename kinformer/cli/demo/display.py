@@ -258,7 +258,9 @@ def summary(out: TextIO, final: Status, synced_after: float | None, interrupted:
     if final.queues:
         fields.append(("work queues", ", ".join(f"{name} {retries} {'retry' if retries == 1 else 'retries'}"
                                                 for name, (_, retries) in final.queues.items())))
-    if synced_after is not None and mismatched is None:
+    if synced_after is None and not interrupted:
+        fields.append(("consistency", "not checked: the first lists did not complete within --duration"))
+    elif synced_after is not None and mismatched is None:
         fields.append(("consistency", "not checked: interrupted (a run that ends by --duration is)"))
     elif synced_after is not None:
         fields.append(("consistency", f"caches differ from the server: {', '.join(mismatched)}"
