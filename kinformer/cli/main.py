@@ -9,9 +9,13 @@ machinery at work against one, ``watch`` is an informer-backed ``kubectl get -w`
 from __future__ import annotations
 
 import argparse
+import contextlib
 import logging
 import sys
-from collections.abc import Sequence
+import warnings
+from collections.abc import Iterator, Sequence
+
+import urllib3
 
 from kinformer import __version__
 from kinformer.cli import serve
@@ -53,8 +57,20 @@ def main(argv: Sequence[str] | None = None) -> int:
     if func is None:
         parser.print_help(sys.stderr)
         return 2
-    code: int = func(args)
+    with _quiet_tls_warnings(args.verbose):
+        code: int = func(args)
     return code
+
+
+@contextlib.contextmanager
+def _quiet_tls_warnings(verbose: bool) -> Iterator[None]:
+    """urllib3's InsecureRequestWarning, one block per request to a server whose certificate is
+    not checked (``insecure-skip-tls-verify``), left out unless ``-v``: kubectl prints none, and
+    a single watch printed fourteen."""
+    with warnings.catch_warnings():
+        if not verbose:
+            warnings.simplefilter("ignore", urllib3.exceptions.InsecureRequestWarning)
+        yield
 
 
 def attach_dash_values(arguments: list[str], parsers: Sequence[argparse.ArgumentParser]) -> list[str]:

@@ -259,6 +259,24 @@ def test_a_tls_failure_exits_4_with_the_whole_reason(tmp_path: Path) -> None:
     assert len(result.stderr.splitlines()) == 1
 
 
+def test_a_cluster_whose_certificate_is_not_checked_prints_no_warning_per_request(tmp_path: Path) -> None:
+    """insecure-skip-tls-verify printed urllib3's InsecureRequestWarning, four lines a request,
+    fourteen times for one --once; kubectl prints none. -v still shows them."""
+    with FakeAPIServer(token="right") as server:
+        kubeconfig = server.kubeconfig()
+        cluster = kubeconfig["clusters"][0]["cluster"]
+        del cluster["certificate-authority-data"]
+        cluster["insecure-skip-tls-verify"] = True
+        path = tmp_path / "kubeconfig"
+        path.write_text(json.dumps(kubeconfig))
+        quiet = kinformer("watch", "cm", "--kubeconfig", os.fspath(path), "--once")
+        verbose = kinformer("-v", "watch", "cm", "--kubeconfig", os.fspath(path), "--once")
+    assert quiet.returncode == 0, quiet.stderr
+    assert "InsecureRequestWarning" not in quiet.stderr
+    assert verbose.returncode == 0
+    assert "InsecureRequestWarning" in verbose.stderr
+
+
 def test_a_wrong_token_exits_5(tmp_path: Path) -> None:
     with FakeAPIServer(token="right") as server:
         path = tmp_path / "kubeconfig"
