@@ -21,9 +21,10 @@ import threading
 from collections.abc import Iterable
 from typing import Any
 
-from kinformer import context, errors, meta
+from kinformer import _checks, _threads, context, errors, meta
 from kinformer.cache import store
 from kinformer.client import listwatch, pool
+from kinformer.clusters import credentials
 from kinformer.clusters.provider import Disengage, Engage, HubWatch
 from kinformer.gvr import GroupVersionResource
 from kinformer.informer import SharedIndexInformer
@@ -33,6 +34,7 @@ log = logging.getLogger(__name__)
 SECRETS = GroupVersionResource("", "v1", "secrets")
 DEFAULT_SECRET_LABEL = "sigs.k8s.io/multicluster-runtime-kubeconfig"  # multicluster-runtime's
 DEFAULT_SECRET_KEY = "kubeconfig"  # multicluster-runtime's DefaultKubeconfigSecretKey
+CREDENTIAL_TIMEOUT = 60.0  # seconds a context's credential plugin may take before it is skipped
 
 
 def member_configuration() -> Any:
@@ -97,14 +99,17 @@ class KubeconfigContextsProvider:
     ``path`` defaults to ``$KUBECONFIG`` (its files merged, as kubectl does) or
     ``~/.kube/config``; ``contexts`` limits it to those contexts. The file is read here: a
     missing or unreadable file, or a context it lacks, raises
-    :class:`~kinformer.ConfigurationError`. ``run`` makes a client per context, engages each
-    once and closes them when it returns; a context whose client cannot be made is logged and
-    skipped. Synced once every context was engaged. Its clients have urllib3's retries off
-    (:func:`member_configuration`).
+    :class:`~kinformer.ConfigurationError`. ``run`` makes a client per context, each on a
+    thread of its own, engages each once it is made and closes them when it returns; a context
+    whose client cannot be made (its credential plugin fails, gives nothing, or takes more than
+    ``credential_timeout`` seconds and is killed; its user is missing) is logged as an error
+    and skipped, and holds no other context back. Synced once every context was engaged or
+    skipped. Its clients have urllib3's retries off (:func:`member_configuration`).
     """
 
     def __init__(self, path: str | os.PathLike[str] | None = None,
-                 contexts: Iterable[str] | None = None) -> None:
+                 contexts: Iterable[str] | None = None,
+                 credential_timeout: float = CREDENTIAL_TIMEOUT) -> None:
         from kubernetes.config import kube_config as loader
         from kubernetes.config.config_exception import ConfigException
 
@@ -131,6 +136,9 @@ class KubeconfigContextsProvider:
                     f"it has: {', '.join(names) or 'none'}")
             names = wanted
         self._contexts = names
+        self._merger = merger
+        self._credential_timeout = _checks.seconds("credential_timeout", credential_timeout,
+                                                   positive=True)
         self._synced = threading.Event()
 
     @property
@@ -139,33 +147,74 @@ class KubeconfigContextsProvider:
         return list(self._contexts)
 
     def run(self, stop: context.Context, engage: Engage, disengage: Disengage) -> None:
-        """Engage every context's cluster, wait for ``stop``, then close the clients."""
-        from kubernetes.client import ApiClient
-        from kubernetes.config import kube_config as loader
+        """Engage every context's cluster, wait for ``stop``, then close the clients.
 
-        kube_config: Any = loader  # untyped
+        Each context is loaded on a thread of its own, so one whose credential plugin hangs
+        engages late or not at all while the others engage at once; ``stop`` kills a plugin
+        still running.
+        """
         clients: list[Any] = []
-        try:
-            for name in self._contexts:
-                if stop.cancelled():
+        lock = threading.Lock()  # guards clients
+        loads = stop.child("kubeconfig-contexts")
+
+        def load(name: str) -> None:
+            attempt = loads.child(f"context-{name}")
+            timer = threading.Timer(self._credential_timeout, attempt.cancel)
+            timer.daemon = True
+            timer.start()
+            try:
+                api_client = self._client(name, attempt)
+            except credentials.PluginStopped as err:
+                if not loads.cancelled():  # not a stop: the plugin's time ran out
+                    log.error("kubeconfig %s: context %s skipped: its credential plugin %s did "
+                              "not finish within %gs", self._path, name, err.command,
+                              self._credential_timeout)
+                return
+            finally:
+                timer.cancel()
+                attempt.cancel()
+            if api_client is None:
+                return
+            with lock:
+                if loads.cancelled():  # stopped meanwhile: engage nothing more
+                    _close(api_client)
                     return
-                try:
-                    configuration = member_configuration()
-                    kube_config.load_kube_config(
-                        config_file=self._path, context=name, client_configuration=configuration,
-                        persist_config=False)
-                    api_client = ApiClient(configuration=configuration)
-                except Exception as err:
-                    log.error("kubeconfig %s: context %s skipped: %s", self._path, name,
-                              type(err).__name__)
-                    continue
                 clients.append(api_client)
-                engage(name, api_client)
-            self._synced.set()
+            engage(name, api_client)
+
+        threads = [_threads.spawn(load, _threads.thread_name("kubeconfig", name), name)
+                   for name in self._contexts]
+        try:
+            for thread in threads:
+                while thread.is_alive() and not stop.cancelled():
+                    thread.join(0.1)
+            if not stop.cancelled():
+                self._synced.set()
             stop.wait()
         finally:
-            for api_client in clients:
-                _close(api_client)
+            loads.cancel()  # a plugin still running is killed within a moment
+            _threads.join_all(threads)
+            with lock:
+                for api_client in clients:
+                    _close(api_client)
+
+    def _client(self, name: str, ctx: context.Context) -> Any:
+        """A client of context ``name``, or None (logged) when it cannot be made; raises
+        :class:`~kinformer.clusters.credentials.PluginStopped` when ``ctx`` killed its plugin."""
+        from kubernetes.client import ApiClient
+
+        try:
+            configuration = member_configuration()
+            credentials.load_context(self._merger, name, configuration, ctx, persist=False,
+                                     interactive=False)
+            return ApiClient(configuration=configuration)
+        except credentials.PluginStopped:
+            raise
+        except credentials.CredentialsError as err:  # names the user and plugin, no credential
+            log.error("kubeconfig %s: context %s skipped: %s", self._path, name, err)
+        except Exception as err:
+            log.error("kubeconfig %s: context %s skipped: %s", self._path, name, type(err).__name__)
+        return None
 
     def has_synced(self) -> bool:
         """True once every context was engaged."""

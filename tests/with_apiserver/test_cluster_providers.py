@@ -224,3 +224,73 @@ def test_a_missing_file_or_context_is_refused(kube_fleet: Fleet, tmp_path: Path)
     with pytest.raises(ConfigurationError, match="cannot read kubeconfig") as raised:
         KubeconfigContextsProvider(tmp_path / "bad")
     assert TOKEN not in str(raised.value)
+
+
+def plugin_script(tmp_path: Path, name: str, body: str) -> str:
+    """An executable shell script ``name`` in ``tmp_path`` running ``body``: a credential plugin."""
+    script = tmp_path / name
+    script.write_text(f"#!/bin/sh\n{body}\n")
+    script.chmod(0o755)
+    return str(script)
+
+
+def test_a_context_whose_credential_plugin_hangs_or_fails_holds_no_other_back(
+    kube_fleet: Fleet, tmp_path: Path, caplog: pytest.LogCaptureFixture,
+) -> None:
+    """Contexts were loaded one after another by the official loader, which waits on a
+    credential plugin without a timeout: one that hung kept every later context from engaging
+    and the provider from stopping, and one that failed engaged its member without credentials."""
+    for name, server in kube_fleet.items():
+        server.create(CONFIGMAPS, cm("app", None, "default", data={"cluster": name}))
+    document = json.loads(Path(fleet_kubeconfig(kube_fleet, tmp_path / "kubeconfig")).read_text())
+    pid_file = tmp_path / "plugin.pid"
+    hangs = plugin_script(tmp_path, "hang", f"echo $$ > {pid_file}.part && mv {pid_file}.part {pid_file}\n"
+                                            "exec sleep 600")
+    fails = plugin_script(tmp_path, "fail", "echo 'no login session' >&2; exit 1")
+    exec_of = {"member-1": hangs, "member-2": fails}
+    for user in document["users"]:
+        if user["name"] in exec_of:
+            user["user"] = {"exec": {"apiVersion": "client.authentication.k8s.io/v1beta1",
+                                     "command": exec_of[user["name"]]}}
+    path = tmp_path / "with-plugins"
+    path.write_text(json.dumps(document))
+    provider = KubeconfigContextsProvider(path)
+    factory = MultiClusterInformerFactory(provider)
+    configmaps = factory.for_resource(CONFIGMAPS)
+    factory.start(threading.Event())
+    try:
+        assert wait_for(lambda: factory.clusters() == ["member-3"], TIMEOUT)  # not behind member-1
+        assert wait_for(lambda: configmaps.lister().cluster("member-3").list() != [], TIMEOUT)
+        assert wait_for(pid_file.exists, TIMEOUT)  # member-1's plugin still runs
+        assert not provider.has_synced()
+        assert wait_for(lambda: "credential plugin" in caplog.text and "member-2" in caplog.text, TIMEOUT)
+        assert factory.clusters() == ["member-3"]  # member-2 not engaged without credentials
+    finally:
+        factory.shutdown()
+    pid = int(pid_file.read_text())
+    assert wait_for(lambda: not Path(f"/proc/{pid}").exists(), TIMEOUT), "the plugin outlived the stop"
+    failed = [r for r in caplog.records if "member-2" in r.getMessage() and r.levelname == "ERROR"]
+    assert len(failed) == 1 and "exit status 1: no login session" in failed[0].getMessage()
+
+
+def test_a_credential_plugin_past_its_time_is_killed_and_its_context_skipped(
+    kube_fleet: Fleet, tmp_path: Path, caplog: pytest.LogCaptureFixture,
+) -> None:
+    document = json.loads(Path(fleet_kubeconfig(kube_fleet, tmp_path / "kubeconfig")).read_text())
+    hangs = plugin_script(tmp_path, "hang", "exec sleep 600")
+    document["users"][0]["user"] = {"exec": {"apiVersion": "client.authentication.k8s.io/v1beta1",
+                                             "command": hangs}}
+    path = tmp_path / "with-plugin"
+    path.write_text(json.dumps(document))
+    provider = KubeconfigContextsProvider(path, credential_timeout=0.5)
+    factory = MultiClusterInformerFactory(provider)
+    factory.for_resource(CONFIGMAPS)
+    factory.start(threading.Event())
+    try:
+        assert wait_for(provider.has_synced, TIMEOUT)
+        assert factory.clusters() == ["member-2", "member-3"]
+    finally:
+        factory.shutdown()
+    said = [r.getMessage() for r in caplog.records if r.levelname == "ERROR"]
+    assert len(said) == 1 and "context member-1 skipped" in said[0]
+    assert "did not finish within 0.5s" in said[0]

@@ -363,7 +363,7 @@ def _client(path: str | None, context_name: str, ctx: context.Context, timeout: 
     is cancelled (a :class:`CommandError` saying it did not finish within ``timeout``)."""
     from kubernetes.client import ApiClient, Configuration
 
-    from kinformer.cli.watch import credentials
+    from kinformer.clusters import credentials
 
     configuration = type.__call__(Configuration)  # not a copy of the default one, as the loader's
     configuration.host = ""  # the loader sets it only from a server: none stays empty

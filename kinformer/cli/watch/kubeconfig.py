@@ -68,7 +68,7 @@ def load_kubeconfig(path: str | None, context_name: str | None, configuration: A
     (:func:`plugin_timeout`)."""
     from kubernetes.config.config_exception import ConfigException
 
-    from kinformer.cli.watch import credentials
+    from kinformer.clusters import credentials
 
     # --kubeconfig, else $KUBECONFIG (its files merged) or ~/.kube/config, as kubectl
     config_file = path or os.environ.get("KUBECONFIG") or "~/.kube/config"

@@ -1,13 +1,14 @@
-"""Loading one context of a kubeconfig for ``kinformer watch``, its credential plugin bounded.
+"""Loading one context of a kubeconfig, its credential plugin bounded: for ``kinformer watch``
+and for :class:`~kinformer.KubeconfigContextsProvider`'s member clusters.
 
 The official client's loader runs a user's ``exec`` credential plugin and waits for it without
 a timeout, on whichever thread loads the kubeconfig: a plugin that hangs (a login prompt nobody
-answers, a cloud CLI without network) would hold the command past ``--timeout`` and Ctrl-C.
-:func:`load_context` loads a context with the official loader, except that the plugin is run
-here: its process is killed as soon as ``ctx`` is cancelled (``--timeout`` passed, Ctrl-C,
-the command ending), and :class:`PluginStopped` says so. No thread is started for it; the
-thread that loads waits on the process in short steps. A credential refreshed later (an
-``expirationTimestamp`` passed) runs the plugin as the official loader does.
+answers, a cloud CLI without network) would hold a command past ``--timeout`` and Ctrl-C, and a
+provider's other members behind it. :func:`load_context` loads a context with the official
+loader, except that the plugin is run here: its process is killed as soon as ``ctx`` is
+cancelled (a timeout passed, Ctrl-C, a stop), and :class:`PluginStopped` says so. No thread is
+started for it; the thread that loads waits on the process in short steps. A credential
+refreshed later (an ``expirationTimestamp`` passed) runs the plugin as the official loader does.
 
 A plugin that fails or gives no credential, and a context naming a user the kubeconfig lacks,
 raise :class:`CredentialsError`, where the official loader logs and goes on without
@@ -52,12 +53,14 @@ def merged(config_file: str) -> Any:
 
 
 def load_context(merger: Any, context_name: str, configuration: Any,
-                 ctx: context.Context | None = None, persist: bool = True) -> None:
+                 ctx: context.Context | None = None, persist: bool = True,
+                 interactive: bool | None = None) -> None:
     """Load context ``context_name`` of ``merger``'s configuration into ``configuration``;
     a credential plugin still running when ``ctx`` is cancelled is killed
     (:class:`PluginStopped`). The loader's own errors pass through. ``persist``: a refreshed
-    credential (an auth provider's) is written back to its file, as the official loader does."""
-    loader = _Loader(ctx, config_dict=merger.config, active_context=context_name,
+    credential (an auth provider's) is written back to its file, as the official loader does.
+    ``interactive``: whether a plugin may use the terminal (None: when stdout is one)."""
+    loader = _Loader(ctx, interactive, config_dict=merger.config, active_context=context_name,
                      config_base_path=None, config_persister=merger.save_changes if persist else None)
     if loader.user_name and loader._user is None:  # the official loader goes on anonymously
         raise CredentialsError(f'context "{context_name}" names user "{loader.user_name}", which '
@@ -71,8 +74,9 @@ def load_context(merger: Any, context_name: str, configuration: Any,
 class _Loader(kube_config.KubeConfigLoader):  # type: ignore[misc]  # untyped base
     """The official loader, with the credential plugin run by :func:`run_plugin`."""
 
-    def __init__(self, ctx: context.Context | None, **kwargs: Any) -> None:
+    def __init__(self, ctx: context.Context | None, interactive: bool | None, **kwargs: Any) -> None:
         self.ctx = ctx
+        self.interactive = interactive
         super().__init__(**kwargs)
 
     def _load_from_exec_plugin(self) -> bool | None:
@@ -84,7 +88,7 @@ class _Loader(kube_config.KubeConfigLoader):  # type: ignore[misc]  # untyped ba
         exec_config = self._user["exec"]
         command = str(exec_config.safe_get("command"))
         status = run_plugin(kube_config.ExecProvider(exec_config, base_path, self._cluster),
-                            self.ctx, command, self.user_name)
+                            self.ctx, command, self.user_name, self.interactive)
         if not self._use(status, base_path):
             raise CredentialsError(f"credential plugin {command} of user {self.user_name} gave "
                                    "neither a token nor a client certificate and key")
@@ -112,13 +116,16 @@ class _Loader(kube_config.KubeConfigLoader):  # type: ignore[misc]  # untyped ba
         return True
 
 
-def run_plugin(provider: Any, ctx: context.Context, command: str, user: str) -> dict[str, Any]:
+def run_plugin(provider: Any, ctx: context.Context, command: str, user: str,
+               interactive: bool | None = None) -> dict[str, Any]:
     """Run the plugin ``provider`` (an official ``ExecProvider``) as it runs itself, but killed
     once ``ctx`` is cancelled (:class:`PluginStopped`); its ``status``. A plugin that cannot
     start, fails or answers no ExecCredential raises :class:`CredentialsError` (the official
-    loader logs it and goes on without credentials, as kubectl does not)."""
+    loader logs it and goes on without credentials, as kubectl does not). ``interactive``:
+    whether it may use the terminal (None: when stdout is one)."""
     plugin = f"credential plugin {command} of user {user}"
-    interactive = hasattr(sys.stdout, "isatty") and sys.stdout.isatty()
+    if interactive is None:
+        interactive = hasattr(sys.stdout, "isatty") and sys.stdout.isatty()
     info: dict[str, Any] = {"apiVersion": provider.api_version, "kind": "ExecCredential",
                             "spec": {"interactive": interactive}}
     if provider.cluster:
