@@ -64,11 +64,11 @@ class ClusterRecorder(ClusterEventHandler):
     def on_disengaged(self, cluster: str) -> None:
         self._record("disengaged", cluster)
 
-    def next(self) -> tuple[str, ...]:
-        return self.events.get(timeout=TIMEOUT)
+    def next(self, timeout: float = TIMEOUT) -> tuple[str, ...]:
+        return self.events.get(timeout=timeout)
 
-    def take(self, count: int) -> list[tuple[str, ...]]:
-        return [self.next() for _ in range(count)]
+    def take(self, count: int, timeout: float = TIMEOUT) -> list[tuple[str, ...]]:
+        return [self.next(timeout) for _ in range(count)]
 
     def until(self, event: tuple[str, ...]) -> list[tuple[str, ...]]:
         """Every event up to and including ``event``."""
