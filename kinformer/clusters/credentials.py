@@ -52,10 +52,11 @@ def merged(config_file: str) -> Any:
     return kube_config.KubeConfigMerger(config_file)
 
 
-def load_context(merger: Any, context_name: str, configuration: Any,
+def load_context(merger: Any, context_name: str | None, configuration: Any,
                  ctx: context.Context | None = None, persist: bool = True,
                  interactive: bool | None = None) -> None:
-    """Load context ``context_name`` of ``merger``'s configuration into ``configuration``;
+    """Load context ``context_name`` (None: the current one) of ``merger``'s configuration into
+    ``configuration``;
     a credential plugin still running when ``ctx`` is cancelled is killed
     (:class:`PluginStopped`). The loader's own errors pass through. ``persist``: a refreshed
     credential (an auth provider's) is written back to its file, as the official loader does.

@@ -54,19 +54,22 @@ def member_configuration() -> Any:
     return configuration
 
 
-def client_from_kubeconfig(document: bytes | str, context_name: str | None = None) -> Any:
+def client_from_kubeconfig(document: bytes | str, context_name: str | None = None,
+                           credential_timeout: float = CREDENTIAL_TIMEOUT) -> Any:
     """A new ``kubernetes.client.ApiClient`` for a kubeconfig document (YAML or JSON) and its
     ``context_name`` (default: its current context), made for a member cluster
     (:func:`member_configuration`: urllib3's retries off).
 
-    Nothing is sent over the network. A document that is not a usable kubeconfig raises
+    Nothing is sent over the network. A user's ``exec`` credential plugin runs for at most
+    ``credential_timeout`` seconds. A document that is not a usable kubeconfig (its plugin
+    fails, hangs or gives nothing; its context names a missing user) raises
     :class:`~kinformer.ConfigurationError` saying why without quoting it (it holds credentials).
     """
-    import yaml
-    from kubernetes.config import kube_config as loader
-    from kubernetes.config.config_exception import ConfigException
+    import types
 
-    kube_config: Any = loader  # untyped
+    import yaml
+    from kubernetes.client import ApiClient
+    from kubernetes.config.config_exception import ConfigException
 
     try:
         parsed = yaml.safe_load(document)
@@ -74,14 +77,30 @@ def client_from_kubeconfig(document: bytes | str, context_name: str | None = Non
         raise errors.ConfigurationError(f"not a kubeconfig: {_yaml_problem(err)}") from None
     if not isinstance(parsed, dict):
         raise errors.ConfigurationError(f"not a kubeconfig: a {type(parsed).__name__}, not a mapping")
+    attempt = context.Context("kubeconfig-credentials")
+    timer = threading.Timer(credential_timeout, attempt.cancel)
+    timer.daemon = True
+    timer.start()
     try:
-        return kube_config.new_client_from_config_dict(
-            parsed, context_name, persist_config=False, client_configuration=member_configuration())
+        configuration = member_configuration()
+        credentials.load_context(types.SimpleNamespace(config=parsed, save_changes=None),
+                                 context_name, configuration, attempt, persist=False,
+                                 interactive=False)
+        return ApiClient(configuration=configuration)
+    except credentials.PluginStopped as err:
+        raise errors.ConfigurationError(
+            f"not a usable kubeconfig: its credential plugin {err.command} did not finish within "
+            f"{credential_timeout:g}s") from None
+    except credentials.CredentialsError as err:  # names the user and plugin, no credential
+        raise errors.ConfigurationError(f"not a usable kubeconfig: {err}") from None
     except ConfigException as err:  # its messages name keys and entries, never their values
         raise errors.ConfigurationError(f"not a usable kubeconfig: {err}") from None
     except Exception as err:  # the loader raises anything on a document of the wrong shape
         raise errors.ConfigurationError(
             f"not a usable kubeconfig: the loader failed with {type(err).__name__}") from None
+    finally:
+        timer.cancel()
+        attempt.cancel()
 
 
 def _yaml_problem(err: Exception) -> str:

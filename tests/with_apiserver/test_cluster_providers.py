@@ -294,3 +294,18 @@ def test_a_credential_plugin_past_its_time_is_killed_and_its_context_skipped(
     said = [r.getMessage() for r in caplog.records if r.levelname == "ERROR"]
     assert len(said) == 1 and "context member-1 skipped" in said[0]
     assert "did not finish within 0.5s" in said[0]
+
+
+def test_a_secrets_kubeconfig_whose_credential_plugin_fails_or_hangs_is_refused(
+    kube_fleet: Fleet, tmp_path: Path,
+) -> None:
+    """The official loader logged a failing plugin and made a client without credentials, and
+    waited on a hanging one for good, on the Secret informer's handler thread."""
+    document = kube_fleet["member-1"].kubeconfig()
+    document["users"][0]["user"] = {"exec": {"apiVersion": "client.authentication.k8s.io/v1beta1",
+                                             "command": plugin_script(tmp_path, "fail", "exit 3")}}
+    with pytest.raises(ConfigurationError, match=r"credential plugin .* failed with exit status 3"):
+        client_from_kubeconfig(json.dumps(document))
+    document["users"][0]["user"]["exec"]["command"] = plugin_script(tmp_path, "hang", "exec sleep 600")
+    with pytest.raises(ConfigurationError, match=r"did not finish within 0\.3s"):
+        client_from_kubeconfig(json.dumps(document), credential_timeout=0.3)
