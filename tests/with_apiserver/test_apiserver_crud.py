@@ -453,3 +453,33 @@ def test_labels_and_annotations_are_validated_as_the_real_server_validates_them(
     status, body = api_error(api.patch_namespaced_config_map, "c", NS,
                              {"metadata": {"labels": {"app": "no/slash"}}})
     assert (status, body["details"]["causes"][0]["field"]) == (422, "metadata.labels")
+
+
+def test_an_immutable_configmap_or_secret_keeps_its_data_and_a_secret_its_type(api_client: Any) -> None:
+    """kube-apiserver refuses, 422, to change the data of a ConfigMap or Secret marked
+    immutable, or to unmark it, and a Secret's type ever; its metadata may change."""
+    core = k8s.CoreV1Api(api_client)
+    core.create_namespaced_config_map(NS, {"metadata": {"name": "frozen"}, "data": DATA, "immutable": True})
+    cm = core.read_namespaced_config_map("frozen", NS)
+    cm.data = {"k": "changed"}
+    with pytest.raises(k8s.ApiException) as raised:
+        core.replace_namespaced_config_map("frozen", NS, cm)
+    assert raised.value.status == 422
+    assert json.loads(raised.value.body)["message"] == (
+        'ConfigMap "frozen" is invalid: data: Forbidden: field is immutable when `immutable` is set')
+    with pytest.raises(k8s.ApiException) as raised:
+        core.patch_namespaced_config_map("frozen", NS, {"immutable": False})
+    assert raised.value.status == 422
+    core.patch_namespaced_config_map("frozen", NS, {"metadata": {"labels": {"seen": "yes"}}})
+    assert core.read_namespaced_config_map("frozen", NS).data == DATA
+
+    core.create_namespaced_secret(NS, {"metadata": {"name": "s"}, "stringData": DATA, "immutable": True})
+    with pytest.raises(k8s.ApiException) as raised:
+        core.patch_namespaced_secret("s", NS, {"stringData": {"k": "changed"}})
+    assert raised.value.status == 422
+    core.create_namespaced_secret(NS, {"metadata": {"name": "t"}, "stringData": DATA})
+    with pytest.raises(k8s.ApiException) as raised:
+        core.patch_namespaced_secret("t", NS, {"type": "example.com/other"})
+    assert raised.value.status == 422
+    assert "type: Invalid value" in json.loads(raised.value.body)["message"]
+    core.patch_namespaced_secret("t", NS, {"stringData": {"k": "changed"}})  # not immutable

@@ -157,6 +157,7 @@ def prepare_update(
         if old_meta.get("deletionTimestamp"):
             validation.check_no_new_finalizers(rt, name, old_meta, new_meta)
         validation.check_labels_and_annotations(rt, name, new_meta)
+        validation.check_immutable_data(rt, name, old, new)
     new["apiVersion"] = old.get("apiVersion", rt.api_version)
     new["kind"] = rt.kind
     if is_crd(rt):

@@ -280,6 +280,30 @@ def check_no_new_finalizers(rt: ResourceType, name: str, old_meta: dict[str, Any
             f"new finalizers []string{{{found}}}")])
 
 
+_IMMUTABLE_MSG = "Forbidden: field is immutable when `immutable` is set"
+
+
+def check_immutable_data(rt: ResourceType, name: str, old: dict[str, Any], new: dict[str, Any]) -> None:
+    """422 when an update of a ConfigMap or Secret marked ``immutable: true`` changes its data,
+    its binaryData (a ConfigMap's) or unsets ``immutable``, as kube-apiserver's validation
+    refuses it; a Secret's ``type`` never changes."""
+    if rt.group != "" or rt.resource not in ("configmaps", "secrets"):
+        return
+    causes: list[tuple[str, str, str]] = []
+    if rt.resource == "secrets" and (old.get("type") or "Opaque") != (new.get("type") or "Opaque"):
+        causes.append(("FieldValueInvalid", "type",
+                       f"Invalid value: {json.dumps(new.get('type') or 'Opaque')}: field is immutable"))
+    if old.get("immutable") is True:
+        if new.get("immutable") is not True:
+            causes.append(("FieldValueForbidden", "immutable", _IMMUTABLE_MSG))
+        fields = ("data", "binaryData") if rt.resource == "configmaps" else ("data",)
+        for field in fields:
+            if (old.get(field) or {}) != (new.get(field) or {}):
+                causes.append(("FieldValueForbidden", field, _IMMUTABLE_MSG))
+    if causes:
+        raise status.invalid(rt, name, causes)
+
+
 _QUALIFIED_NAME = re.compile(r"([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]\Z")
 _QUALIFIED_NAME_MSG = (
     "must consist of alphanumeric characters, '-', '_' or '.', and must start and end with an "
