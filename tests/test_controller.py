@@ -99,6 +99,26 @@ def test_a_failed_reconcile_is_retried_with_backoff(running: Running, recorder: 
     assert wait_for(lambda: running.queue.num_requeues("default/a") == 0)  # the third call succeeded
 
 
+def test_a_write_answered_429_is_retried_no_sooner_than_its_retry_after(
+    running: Running, recorder: Reconciles,
+) -> None:
+    """A reconcile whose write the server refused with 429 and Retry-After: 5 was retried after
+    the backoff's 1 s, asking a server that asked for quiet again and again."""
+    def throttled(key: str) -> None:
+        error = errors.TooManyRequestsError(429, "TooManyRequests", "slow down")
+        error.retry_after = 5.0
+        raise error
+
+    recorder.outcomes = [throttled, fail]
+    running.controller.enqueue("default/a")
+    assert recorder.next_call() == "default/a"
+    assert clock_waits(running.clock, 5.0)
+    assert running.queue.num_requeues("default/a") == 1  # a failure all the same
+    running.clock.step(5.0)
+    assert recorder.next_call() == "default/a"
+    assert clock_waits(running.clock, 2.0)  # the next plain failure: the backoff went on
+
+
 def test_a_skipped_reconcile_keeps_the_keys_backoff(running: Running, recorder: Reconciles) -> None:
     # a reconcile that fails after its write is skipped next, while the cache catches up
     recorder.outcomes = [fail, lambda key: Skipped(requeue_after=0.5), fail]

@@ -171,7 +171,11 @@ class Controller:
                         "with backoff (retries=%d): %s", self.name, key, retries, _one_line(err))
             else:
                 log.exception("controller %s: reconcile failed key=%s retries=%d", self.name, key, retries)
-            self.queue.add_rate_limited(key)
+            wait = errors.retry_after(err)
+            if wait > 0:  # the server asked to wait (a 429's Retry-After): not sooner, backoff counting on
+                self.queue.add_after(key, max(wait, self.queue.rate_limiter.when(key)))
+            else:
+                self.queue.add_rate_limited(key)
         else:
             if type(result) is not Skipped:
                 self.queue.forget(key)
