@@ -85,6 +85,21 @@ def test_a_request_waits_until_its_informer_saw_its_write() -> None:
     assert tracker.ensure_ready(key)
 
 
+def test_a_cache_that_went_back_past_where_it_stood_at_the_write_no_longer_holds_the_request() -> None:
+    """The server was restored from a backup, or rebuilt, between a write and its event: the
+    informer relisted at versions below the one written, which that server may never reach.
+    The request was skipped as stale for good (one warning after 30 s, then on and on)."""
+    tracker = StalenessTracker("c")
+    store = Store("60")
+    key = Request("app", "default")
+    tracker.wrote_at(key, "v1/configmaps", store, "62")
+    store.rv = "61"
+    assert not tracker.ensure_ready(key)  # behind the write, but not behind where it stood
+    store.rv = "11"  # relisted from the new server
+    assert tracker.ensure_ready(key)
+    assert tracker.written(key) is None
+
+
 def test_a_request_waits_for_every_cache_it_wrote_through_and_a_delete_clears_only_its_own() -> None:
     tracker = StalenessTracker("c")
     children, owners = Store("9"), Store("20")

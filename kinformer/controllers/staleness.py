@@ -76,8 +76,9 @@ class StalenessTracker:
     def __init__(self, name: str = "") -> None:
         self.name = name
         self._lock = threading.Lock()  # guards _written, _disabled
-        # key -> informer -> (cache, rv), the informer written last at the end
-        self._written: dict[Hashable, dict[str, tuple[StoreVersioned, str]]] = {}
+        # key -> informer -> (cache, rv written, the cache's own rv then), the informer written
+        # last at the end
+        self._written: dict[Hashable, dict[str, tuple[StoreVersioned, str, str]]] = {}
         self._disabled: set[str] = set()  # informers whose versions are not numbers
         self._gauges: dict[str, metrics_provider.CallbackGaugeMetric] = {}  # informer -> its gauge
 
@@ -104,6 +105,7 @@ class StalenessTracker:
         if not resource_version:
             return
         self.observe(informer, cache)
+        cached_then = cache.last_store_sync_resource_version()
         with self._lock:
             if informer in self._disabled:
                 return
@@ -115,7 +117,7 @@ class StalenessTracker:
                         resource_version = current[1]
                 except errors.InvalidResourceVersionError:
                     pass
-            records[informer] = (cache, resource_version)
+            records[informer] = (cache, resource_version, cached_then)
 
     def forget(self, key: Hashable, informer: str | None = None) -> None:
         """Drop the record of ``key``'s writes through ``informer`` (None: through every one)."""
@@ -146,10 +148,18 @@ class StalenessTracker:
             pending = list(records.items()) if records else []
         ready_all = True
         for informer, record in pending:
-            cache, written = record
+            cache, written, cached_then = record
             synced = cache.last_store_sync_resource_version()
             try:
                 ready = compare_resource_version(synced, written) >= 0 if synced else not _check(written)
+                if not ready and synced and cached_then and compare_resource_version(synced, cached_then) < 0:
+                    # the cache went back past where it stood at the write: it relisted from a
+                    # server restored from a backup or rebuilt, which may never reach the
+                    # version written; what it holds now is that server's state
+                    log.info("staleness %s: informer %s went back to resourceVersion %s from %s "
+                             "(a restored or rebuilt server); no longer waiting for %s for %s",
+                             self.name, informer, synced, cached_then, written, key)
+                    ready = True
             except errors.InvalidResourceVersionError as err:
                 self._disable(informer, err)
                 continue
