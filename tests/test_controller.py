@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import queue as stdlib_queue
 import threading
 from collections.abc import Callable, Iterator
@@ -117,6 +118,24 @@ def test_a_write_answered_429_is_retried_no_sooner_than_its_retry_after(
     running.clock.step(5.0)
     assert recorder.next_call() == "default/a"
     assert clock_waits(running.clock, 2.0)  # the next plain failure: the backoff went on
+
+
+def test_one_outage_is_one_warning_even_when_a_reconcile_succeeds_in_between(
+    running: Running, recorder: Reconciles, caplog: pytest.LogCaptureFixture,
+) -> None:
+    """A reconcile in flight as the server went failed, one that needed no write succeeded
+    (resetting the key's retries), and the next failed again: two WARNING lines for one outage."""
+    def refused(key: str) -> None:
+        raise ConnectionRefusedError("connection refused")
+
+    caplog.set_level(logging.DEBUG, logger="kinformer.controllers.controller")
+    recorder.outcomes = [refused, succeed, refused]
+    for _ in range(3):
+        running.controller.enqueue("default/a")
+        assert recorder.next_call() == "default/a"
+    assert clock_waits(running.clock, 1.0)  # the third failed: retried with backoff
+    said = [r for r in caplog.records if "could not reach the server" in r.getMessage()]
+    assert [r.levelname for r in said] == ["WARNING", "DEBUG"]
 
 
 def test_a_skipped_reconcile_keeps_the_keys_backoff(running: Running, recorder: Reconciles) -> None:

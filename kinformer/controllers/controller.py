@@ -17,6 +17,8 @@ from __future__ import annotations
 
 import functools
 import logging
+import threading
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Protocol
@@ -32,6 +34,7 @@ from kinformer.workqueue import RateLimitingQueue
 log = logging.getLogger(__name__)
 
 JOIN_TIMEOUT = 30.0  # seconds run() waits for workers to finish their current reconcile
+UNREACHABLE_QUIET = 60.0  # seconds a key said unreachable is not said again at WARNING
 
 
 @dataclass(frozen=True, slots=True)
@@ -105,6 +108,11 @@ class Controller:
         self.queue: RateLimitingQueue[str] = queue if queue is not None else RateLimitingQueue(name=name)
         self.workers = _checks.integer(f"controller {name}: workers", workers, minimum=1)
         self._once = lifecycle.RunOnce(name)
+        # key -> time.monotonic() it was last said unreachable at WARNING: one outage is one
+        # line, even when a reconcile in flight as the server went and one that needed no
+        # write in between (resetting its retries) make two failing runs of it
+        self._said_unreachable: dict[str, float] = {}
+        self._said_lock = threading.Lock()
 
     def enqueue(self, key: str) -> None:
         """Ask for ``key`` to be reconciled (merged with a pending request for it)."""
@@ -166,7 +174,13 @@ class Controller:
         except BaseException as err:  # a SystemExit or CancelledError too: the worker must live on
             retries = self.queue.num_requeues(key)
             if _unreachable(err):  # expected while a server is down: no traceback, said once
-                log.log(logging.WARNING if retries == 0 else logging.DEBUG,
+                now = time.monotonic()
+                with self._said_lock:
+                    loud = retries == 0 and now - self._said_unreachable.get(key, -UNREACHABLE_QUIET) \
+                        >= UNREACHABLE_QUIET
+                    if loud:
+                        self._said_unreachable[key] = now
+                log.log(logging.WARNING if loud else logging.DEBUG,
                         "controller %s: reconcile of key=%s could not reach the server, retrying "
                         "with backoff (retries=%d): %s", self.name, key, retries, _one_line(err))
             else:
