@@ -17,9 +17,12 @@ credentials: kubectl refuses both.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import subprocess
 import sys
+import threading
+from collections.abc import Iterator
 from typing import Any
 
 from kubernetes.config import kube_config as _kube_config
@@ -44,6 +47,22 @@ class PluginStopped(Exception):
         super().__init__(f"credential plugin {command} of user {user} was stopped")
         self.command = command
         self.user = user
+
+
+@contextlib.contextmanager
+def attempt(seconds: float, parent: context.Context | None = None,
+            name: str = "credentials") -> Iterator[context.Context]:
+    """A context for one load (a child of ``parent``, if given), cancelled after ``seconds``
+    (which kills a plugin still running: :class:`PluginStopped`) and when the block ends."""
+    ctx = parent.child(name) if parent is not None else context.Context(name)
+    timer = threading.Timer(seconds, ctx.cancel)
+    timer.daemon = True
+    timer.start()
+    try:
+        yield ctx
+    finally:
+        timer.cancel()
+        ctx.cancel()
 
 
 def merged(config_file: str) -> Any:

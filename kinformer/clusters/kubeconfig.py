@@ -77,15 +77,12 @@ def client_from_kubeconfig(document: bytes | str, context_name: str | None = Non
         raise errors.ConfigurationError(f"not a kubeconfig: {_yaml_problem(err)}") from None
     if not isinstance(parsed, dict):
         raise errors.ConfigurationError(f"not a kubeconfig: a {type(parsed).__name__}, not a mapping")
-    attempt = context.Context("kubeconfig-credentials")
-    timer = threading.Timer(credential_timeout, attempt.cancel)
-    timer.daemon = True
-    timer.start()
     try:
-        configuration = member_configuration()
-        credentials.load_context(types.SimpleNamespace(config=parsed, save_changes=None),
-                                 context_name, configuration, attempt, persist=False,
-                                 interactive=False)
+        with credentials.attempt(credential_timeout, name="kubeconfig-credentials") as ctx:
+            configuration = member_configuration()
+            credentials.load_context(types.SimpleNamespace(config=parsed, save_changes=None),
+                                     context_name, configuration, ctx, persist=False,
+                                     interactive=False)
         return ApiClient(configuration=configuration)
     except credentials.PluginStopped as err:
         raise errors.ConfigurationError(
@@ -98,9 +95,6 @@ def client_from_kubeconfig(document: bytes | str, context_name: str | None = Non
     except Exception as err:  # the loader raises anything on a document of the wrong shape
         raise errors.ConfigurationError(
             f"not a usable kubeconfig: the loader failed with {type(err).__name__}") from None
-    finally:
-        timer.cancel()
-        attempt.cancel()
 
 
 def _yaml_problem(err: Exception) -> str:
@@ -177,21 +171,15 @@ class KubeconfigContextsProvider:
         loads = stop.child("kubeconfig-contexts")
 
         def load(name: str) -> None:
-            attempt = loads.child(f"context-{name}")
-            timer = threading.Timer(self._credential_timeout, attempt.cancel)
-            timer.daemon = True
-            timer.start()
             try:
-                api_client = self._client(name, attempt)
+                with credentials.attempt(self._credential_timeout, loads, f"context-{name}") as ctx:
+                    api_client = self._client(name, ctx)
             except credentials.PluginStopped as err:
                 if not loads.cancelled():  # not a stop: the plugin's time ran out
                     log.error("kubeconfig %s: context %s skipped: its credential plugin %s did "
                               "not finish within %gs", self._path, name, err.command,
                               self._credential_timeout)
                 return
-            finally:
-                timer.cancel()
-                attempt.cancel()
             if api_client is None:
                 return
             with lock:
