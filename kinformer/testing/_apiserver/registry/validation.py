@@ -327,23 +327,20 @@ def _qualified_name_problems(key: str) -> list[str]:
         return ["a qualified name " + _QUALIFIED_NAME_MSG + " with an optional DNS subdomain "
                 "prefix and '/' (e.g. 'example.com/MyName')"]
     problems = []
-    name = parts[-1]
     if len(parts) == 2:
-        prefix = parts[0]
-        if not prefix:
-            problems.append("prefix part must be non-empty")
-        else:
-            if len(prefix) > 253:
-                problems.append("prefix part must be no more than 253 characters")
-            if not _SUBDOMAIN.match(prefix):
-                problems.append("prefix part " + _SUBDOMAIN_MSG)
-    if not name:
-        problems.append("name part must be non-empty")
-    else:
-        if len(name) > 63:
-            problems.append("name part must be no more than 63 characters")
-        if not _QUALIFIED_NAME.match(name):
-            problems.append("name part " + _QUALIFIED_NAME_MSG)
+        problems += _part_problems("prefix", parts[0], 253, _SUBDOMAIN, _SUBDOMAIN_MSG)
+    return problems + _part_problems("name", parts[-1], 63, _QUALIFIED_NAME, _QUALIFIED_NAME_MSG)
+
+
+def _part_problems(part: str, text: str, limit: int, pattern: re.Pattern[str], message: str) -> list[str]:
+    """What is wrong with ``text``, the ``part`` (prefix or name) of a qualified name."""
+    if not text:
+        return [f"{part} part must be non-empty"]
+    problems = []
+    if len(text) > limit:
+        problems.append(f"{part} part must be no more than {limit} characters")
+    if not pattern.match(text):
+        problems.append(f"{part} part {message}")
     return problems
 
 
