@@ -317,31 +317,33 @@ class BuiltController:
 
     def _run(self, ctx: context.Context, stop: context.StopSignal) -> None:
         try:
-            removers = [self._register(binding) for binding in self._bindings]
+            registered = [self._register(binding) for binding in self._bindings]
             try:
                 self._start_source(stop)  # the caller's stop: shutdown leaves the source running
-                if self._caches_synced(ctx):
+                if self._caches_synced(ctx, [synced for _, synced in registered]):
                     self._controller.run(ctx)
             finally:
-                for remove in removers:
+                for remove, _ in registered:
                     remove()
                 self.tracker.close()
         finally:
             self._once.exited()
 
-    def _caches_synced(self, ctx: context.Context) -> bool:
-        """Wait until every informer the controller reads has synced (False: ``ctx`` ended
-        first), as controller-runtime's controllers wait before their workers start: a cache
-        that has not listed yet would answer NotFound for objects that exist. Over member
-        clusters nothing waits here: each request waits for its own member (``_member_synced``),
-        so a member that never answers holds no other back."""
+    def _caches_synced(self, ctx: context.Context, handlers_synced: list[Callable[[], bool]]) -> bool:
+        """Wait until every informer the controller reads has synced and has handed its
+        initial list to the controller's handlers (False: ``ctx`` ended first), as
+        controller-runtime's controllers wait before their workers start: a cache that has not
+        listed yet would answer NotFound for objects that exist, and a request an initial list
+        queues after the workers began would reconcile its object a second time. Over member
+        clusters nothing waits here: each request waits for its own member
+        (``_member_synced``), so a member that never answers holds no other back."""
         if isinstance(self.source, MultiClusterInformerFactory):
             return True
         for binding in self._bindings:
             informer = self.source.for_resource(binding.gvr).informer()
             if not informer.wait_for_sync(stop=ctx):
                 return False
-        return True
+        return handlers.wait_for_cache_sync(ctx, *handlers_synced)
 
     def _member_synced(self, cluster: str) -> bool | None:
         """Whether member ``cluster``'s informers of every resource the controller reads have
@@ -361,13 +363,14 @@ class BuiltController:
 
     # -- events to requests -------------------------------------------------------------------
 
-    def _register(self, binding: _Binding) -> Callable[[], None]:
+    def _register(self, binding: _Binding) -> tuple[Callable[[], None], Callable[[], bool]]:
+        """Add the binding's handler: how to remove it, and whether it has had its initial list."""
         mapper = self._mapper(binding)
         source = self.source
         if isinstance(source, MultiClusterInformerFactory):
             multi = source.for_resource(binding.gvr)
             registration = multi.add_event_handler(_Handler(self, binding, mapper))
-            return lambda: multi.remove_event_handler(registration)
+            return lambda: multi.remove_event_handler(registration), lambda: True
         shared = source.for_resource(binding.gvr).informer()
         self.tracker.observe(shared.name, shared.get_indexer())  # type: ignore[arg-type]
         reg = shared.add_event_handler(_Handler(self, binding, mapper))
@@ -375,7 +378,7 @@ class BuiltController:
         def remove() -> None:
             with contextlib.suppress(errors.StoppedError):
                 shared.remove_event_handler(reg)
-        return remove
+        return remove, reg.has_synced
 
     def _mapper(self, binding: _Binding) -> Mapper:
         if binding.role == "for":

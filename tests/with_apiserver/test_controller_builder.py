@@ -348,6 +348,52 @@ def test_a_resync_leaves_the_initial_lists_keys_behind_a_live_change(
         factory.shutdown()
 
 
+def test_workers_start_once_every_initial_list_has_reached_the_handlers(
+        apiserver: FakeAPIServer, api_client: Any, widgets: Any, stop: threading.Event) -> None:
+    """Each owner and its child are listed by two informers. The workers start only once both
+    lists reached the controller's handlers (here the children's pass a predicate that reads
+    each child's owner from the server, slower than a list), so each owner waits in the queue
+    once and is reconciled once. Workers that began when the stores synced would reconcile an
+    owner whose child's add was still on its way, and again when it arrived."""
+    count = 150
+    for i in range(count):
+        made = apiserver.create(WIDGETS, widget(f"w{i:03d}"))
+        owner = {"apiVersion": f"{GROUP}/v1", "kind": "Widget", "name": f"w{i:03d}",
+                 "uid": made["metadata"]["uid"], "controller": True}
+        apiserver.create(CONFIGMAPS, {"metadata": {"name": f"c{i:03d}", "namespace": "default",
+                                                   "ownerReferences": [owner]}})
+    factory = DynamicSharedInformerFactory(api_client)
+    children_seen = 0
+    children_seen_at_first_reconcile: list[int] = []
+
+    def owner_exists(child: Any) -> bool:
+        nonlocal children_seen
+        owner = child["metadata"]["ownerReferences"][0]["name"]
+        found = widgets.get_namespaced_custom_object(GROUP, "v1", "default", "widgets", owner)
+        children_seen += 1  # one handler thread per registration: no lock needed
+        return bool(found)
+
+    class FirstLook(Recorder):
+        def reconcile(self, request: Request) -> None:
+            if not children_seen_at_first_reconcile:
+                children_seen_at_first_reconcile.append(children_seen)
+            super().reconcile(request)
+
+    recorder = FirstLook()
+    controller = (ControllerBuilder("widgets", factory).for_resource(WIDGETS)
+                  .owns(CONFIGMAPS, predicates=[PredicateFuncs(create=owner_exists)])
+                  .complete(recorder))
+    controller.start(stop)
+    try:
+        seen = [recorder.next() for _ in range(count)]
+        assert sorted(r.name for r in seen) == [f"w{i:03d}" for i in range(count)]
+        assert children_seen_at_first_reconcile == [count]
+    finally:
+        stop.set()
+        assert controller.join(TIMEOUT)
+        factory.shutdown()
+
+
 def test_an_update_that_moves_a_child_tells_its_old_owner_and_its_new_one(
         api_client: Any, widgets: Any, stop: threading.Event) -> None:
     owners = {}
