@@ -109,6 +109,28 @@ def test_retries_keep_the_rate_limiting_queue_rules() -> None:
         queue.shut_down()
 
 
+def test_an_add_of_an_item_waiting_out_a_delay_is_one_entry_ready_now() -> None:
+    """controller-runtime's rule: an item is one entry, ready at the earlier time, so the
+    delayed add does not hand it out a second time when it comes due. A sentinel scheduled
+    after it shows the waiting loop went past that time."""
+    clock = FakeClock()
+    queue: PriorityQueue[str] = PriorityQueue(clock=clock)
+    try:
+        queue.add_after("live", 5.0)
+        queue.add_after("listed", 5.0)
+        queue.add_after("sentinel", 6.0)
+        queue.add("live")
+        queue.add_initial("listed")
+        assert drain(queue) == ["live", "listed"]
+        clock.step(6.0)
+        item, _ = queue.get(timeout=5)
+        assert item == "sentinel"  # neither delayed add came due behind it
+        queue.done(item)
+        assert len(queue) == 0
+    finally:
+        queue.shut_down()
+
+
 def test_shut_down_hands_out_what_is_left_then_reports_shutdown() -> None:
     queue: PriorityQueue[str] = PriorityQueue()
     queue.add_initial("l1")

@@ -71,6 +71,7 @@ class HandlerDelivery:
         self._buffer: deque[_Item] = deque()
         self._closed = False
         self._pending_initial = 0  # initial-list adds buffered or being delivered
+        self._pending_initial_of: dict[Engagement, int] = {}  # the same, by engagement
         self._idle = False  # the delivery thread waits on _cond: only then does a push notify it
         self.thread: threading.Thread | None = None
 
@@ -98,6 +99,7 @@ class HandlerDelivery:
             self._buffer.append((engagement, fn, args, initial))
             if initial:
                 self._pending_initial += 1
+                self._pending_initial_of[engagement] = self._pending_initial_of.get(engagement, 0) + 1
             if self._idle:
                 self._cond.notify()
 
@@ -111,6 +113,7 @@ class HandlerDelivery:
                 return
             kept = [item for item in self._buffer if item[0] is not engagement]
             dropped = len(self._buffer) - len(kept)
+            self._pending_initial_of.pop(engagement, None)
             if dropped:
                 self._pending_initial -= sum(1 for item in self._buffer
                                              if item[0] is engagement and item[3])
@@ -122,10 +125,12 @@ class HandlerDelivery:
                 self._buffer.append((None, self.handler.on_disengaged, (engagement.cluster,), False))
                 self._cond.notify()
 
-    def pending_initial(self) -> int:
-        """Initial-list adds buffered or being delivered."""
+    def pending_initial(self, engagement: Engagement | None = None) -> int:
+        """Initial-list adds buffered or being delivered: of every engagement, or of one."""
         with self._lock:
-            return self._pending_initial
+            if engagement is None:
+                return self._pending_initial
+            return self._pending_initial_of.get(engagement, 0)
 
     def close(self) -> None:
         """Stop delivering: drop the buffer; the thread exits after its current callback. The
@@ -137,6 +142,7 @@ class HandlerDelivery:
             self._closed = True
             self._buffer.clear()
             self._pending_initial = 0
+            self._pending_initial_of.clear()
             self._cond.notify_all()
         processor.delivery_closed(self.handler)
 
@@ -158,6 +164,7 @@ class HandlerDelivery:
                 taken = list(buffer)
                 buffer.clear()
             initial_done = 0
+            done_of: dict[Engagement, int] = {}
             for engagement, fn, args, initial in taken:
                 if self._closed:
                     return
@@ -168,10 +175,19 @@ class HandlerDelivery:
                         log.exception("event handler %r failed; notification skipped", self.handler)
                 if initial:
                     initial_done += 1
+                    if engagement is not None:
+                        done_of[engagement] = done_of.get(engagement, 0) + 1
             if initial_done:
                 with lock:
                     if not self._closed:
                         self._pending_initial -= initial_done
+                        pending_of = self._pending_initial_of
+                        for engagement, done in done_of.items():
+                            left = pending_of.get(engagement, 0) - done
+                            if left > 0:
+                                pending_of[engagement] = left
+                            else:
+                                pending_of.pop(engagement, None)
 
     def __repr__(self) -> str:
         return f"<HandlerDelivery {self._name} {self.handler!r}>"

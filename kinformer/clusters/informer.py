@@ -83,6 +83,16 @@ class _HandlerBinding:
             registrations = [reg for _member, reg in self._registrations.values()]
         return all(reg.has_synced() for reg in registrations) and self.delivery.pending_initial() == 0
 
+    def synced_for(self, cluster: str) -> bool | None:
+        """Whether the handler has had member ``cluster``'s initial list; None when the
+        handler is not registered on that member (not engaged, or left out)."""
+        with self._lock:
+            found = self._registrations.get(cluster)
+        if found is None:
+            return None
+        member, reg = found
+        return reg.has_synced() and self.delivery.pending_initial(member.engagement) == 0
+
     def attach(self, member: Member) -> None:
         """Register the handler's forwarder on ``member``'s informer of the resource.
 
@@ -145,6 +155,11 @@ class ClusterHandlerRegistration:
 
     def has_synced(self) -> bool:
         return self._binding.synced()
+
+    def has_synced_for(self, cluster: str) -> bool | None:
+        """True once the handler returned from every ``on_add`` of member ``cluster``'s
+        current initial list; None when it hears nothing from ``cluster`` (not engaged)."""
+        return self._binding.synced_for(cluster)
 
     def __repr__(self) -> str:
         return f"<ClusterHandlerRegistration {self.handler!r}>"

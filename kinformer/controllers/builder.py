@@ -25,6 +25,7 @@ from typing import Any, Protocol, runtime_checkable
 from kinformer import _checks, _threads, context, errors, factory, handlers, meta
 from kinformer.cache import cluster as _cluster
 from kinformer.clusters.factory import MultiClusterInformerFactory
+from kinformer.clusters.informer import ClusterHandlerRegistration
 from kinformer.controllers import controller as _controller
 from kinformer.controllers import lifecycle, staleness
 from kinformer.controllers.predicates import Predicate
@@ -283,6 +284,7 @@ class BuiltController:
         self._primary = primary
         self._kind = kind
         self._bindings = [primary, *others]
+        self._member_registrations: list[ClusterHandlerRegistration] = []  # over member clusters
         # a discovering source tells the primary's kind (for owns) from discovery
         self._discovery = source if isinstance(source, DiscoveringSource) else None
         per_member = self._member_synced if isinstance(source, MultiClusterInformerFactory) else None
@@ -347,7 +349,8 @@ class BuiltController:
 
     def _member_synced(self, cluster: str) -> bool | None:
         """Whether member ``cluster``'s informers of every resource the controller reads have
-        synced; None when it is not engaged."""
+        synced and handed their initial lists to the controller's handlers (as
+        :meth:`_caches_synced` waits on one cluster); None when it is not engaged."""
         assert isinstance(self.source, MultiClusterInformerFactory)
         synced = True
         for binding in self._bindings:
@@ -355,7 +358,9 @@ class BuiltController:
             if informer is None:
                 return None
             synced = synced and informer.has_synced()
-        return synced
+        # a registration not yet told of a member engaged this moment is not synced either
+        return synced and all(registration.has_synced_for(cluster)
+                              for registration in self._member_registrations)
 
     def _start_source(self, ctx: context.StopSignal) -> None:
         with contextlib.suppress(errors.AlreadyStartedError):  # a discovering factory runs once
@@ -370,6 +375,7 @@ class BuiltController:
         if isinstance(source, MultiClusterInformerFactory):
             multi = source.for_resource(binding.gvr)
             registration = multi.add_event_handler(_Handler(self, binding, mapper))
+            self._member_registrations.append(registration)
             return lambda: multi.remove_event_handler(registration), lambda: True
         shared = source.for_resource(binding.gvr).informer()
         self.tracker.observe(shared.name, shared.get_indexer())  # type: ignore[arg-type]

@@ -90,6 +90,12 @@ class DelayingQueue(WorkQueue[T]):
                 self._thread = _threads.spawn(self._waiting_loop, _threads.thread_name("workqueue", label))
         self._wake.set()
 
+    def _cancel_delay(self, item: T) -> None:
+        """Forget ``item``'s scheduled add, if it has one (its heap entry goes stale)."""
+        if self._waiting:
+            with self._delay_lock:
+                self._waiting.pop(item, None)
+
     def shut_down(self) -> None:
         """Shut down (see :meth:`WorkQueue.shut_down`) and join the waiting loop."""
         super().shut_down()

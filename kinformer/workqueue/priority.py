@@ -70,6 +70,12 @@ class PriorityQueue(RateLimitingQueue[T]):
     served in the order they were queued. An item already waiting is still one item (the
     higher of its levels), and an item being processed is queued again when done, at the level
     of the adds made meanwhile. Retries (``add_rate_limited``, ``add_after``) count as live.
+
+    As in controller-runtime's priority queue, an item is one entry whether it waits now or
+    after a delay, ready at the earlier of the two: an add of an item whose ``add_after`` (a
+    retry's backoff, a ``requeue_after``) is still to come queues it now and drops the delayed
+    add, which would otherwise reconcile it a second time when it came due. (client-go's
+    delaying queue, :class:`~kinformer.DelayingQueue`, keeps both.)
     """
 
     def __init__(
@@ -84,7 +90,9 @@ class PriorityQueue(RateLimitingQueue[T]):
 
     def add(self, item: T) -> None:
         """A live add (see :meth:`WorkQueue.add <kinformer.WorkQueue.add>`): ahead of every
-        initial-list item, moving ``item`` up if it waits as one."""
+        initial-list item, moving ``item`` up if it waits as one. An ``add_after`` of ``item``
+        still to come is dropped: the item is ready now."""
+        self._cancel_delay(item)
         with self._lock:  # one hold: an add_initial in between would leave the item low
             self._levels.promote(item)
             self._add_locked(item)
@@ -92,8 +100,10 @@ class PriorityQueue(RateLimitingQueue[T]):
     def add_initial(self, item: T) -> None:
         """Queue ``item`` because an initial list named it: served after every live item.
 
-        A no-op for an item already waiting (at whatever level), as :meth:`add` is.
+        A no-op for an item already waiting (at whatever level), as :meth:`add` is. An
+        ``add_after`` of ``item`` still to come is dropped, as :meth:`add` drops it.
         """
+        self._cancel_delay(item)
         with self._lock:
             if self._shutting_down or item in self._dirty:
                 return

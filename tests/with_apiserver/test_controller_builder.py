@@ -482,6 +482,55 @@ def test_a_members_initial_list_queues_low_and_a_live_change_there_goes_first(
             api_client.close()
 
 
+def test_a_members_requests_wait_until_its_initial_lists_reached_the_handlers(
+        kube_fleet: dict[str, FakeAPIServer], stop: threading.Event) -> None:
+    """Over member clusters, as on one: a member's first request is reconciled only once every
+    initial list of that member reached the controller's handlers (past a predicate that reads
+    each child's owner from its member), so each owner of each member is reconciled once."""
+    count = 60
+    for member, server in kube_fleet.items():
+        for i in range(count):
+            made = server.create(CONFIGMAPS, cm(f"o{i:02d}", None, "default"))
+            owner = {"apiVersion": "v1", "kind": "ConfigMap", "name": f"o{i:02d}",
+                     "uid": made["metadata"]["uid"], "controller": True}
+            server.create(SECRETS, {"metadata": {"name": f"{member}-c{i:02d}", "namespace": "default",
+                                                 "ownerReferences": [owner]}})
+    clients = {name: server.api_client() for name, server in kube_fleet.items()}
+    readers = {name: k8s.CoreV1Api(api_client) for name, api_client in clients.items()}
+    factory = MultiClusterInformerFactory(StaticClusterProvider(clients))
+    children_seen = dict.fromkeys(kube_fleet, 0)
+    children_seen_at_first_reconcile: dict[str, int] = {}
+
+    def owner_exists(child: Any) -> bool:
+        member = child["metadata"]["name"].rsplit("-c", 1)[0]
+        owner = child["metadata"]["ownerReferences"][0]["name"]
+        found = readers[member].read_namespaced_config_map(owner, "default")
+        children_seen[member] += 1  # the controller's handler is called on one thread
+        return found is not None
+
+    class FirstLook(Recorder):
+        def reconcile(self, request: Request) -> None:
+            children_seen_at_first_reconcile.setdefault(request.cluster, children_seen[request.cluster])
+            super().reconcile(request)
+
+    recorder = FirstLook()
+    controller = (ControllerBuilder("owners", factory).for_resource(CONFIGMAPS, kind="ConfigMap")
+                  .owns(SECRETS, predicates=[PredicateFuncs(create=owner_exists)])
+                  .complete(recorder))
+    controller.start(stop)
+    try:
+        seen = [recorder.next() for _ in range(count * len(kube_fleet))]
+        assert sorted((r.cluster, r.name) for r in seen) == sorted(
+            (member, f"o{i:02d}") for member in kube_fleet for i in range(count))
+        assert children_seen_at_first_reconcile == dict.fromkeys(kube_fleet, count)
+    finally:
+        stop.set()
+        assert controller.join(TIMEOUT)
+        factory.shutdown()
+        for api_client in clients.values():
+            api_client.close()
+
+
 def test_requests_name_the_logical_cluster_of_default_app(
         logical_clusters_server: FakeAPIServer, client_of: Any, stop: threading.Event) -> None:
     for cluster in ("root:a", "root:b"):
