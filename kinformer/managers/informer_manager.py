@@ -140,27 +140,37 @@ class InformerManager:
         :class:`~kinformer.APIResourceMeta` (a bare ``GroupVersionResource`` names no kind).
         """
         resource = _resource_meta(resource)
-        with self._update_lock, self._lock:
-            record = self._records.get(resource.group_version_kind)
-            if record is not None:
-                log.error(
-                    "resource %s is already tracked; adding it as static anyway", resource.group_version_kind
-                )
+        gvr = resource.group_version_resource
+        to_stop: list[GroupVersionResource] = []
+        with self._update_lock:
+            with self._lock:
+                record = self._records.get(resource.group_version_kind)
+                if record is None:
+                    pending = self._pending.pop(gvr, [])
+                    record = _Record(resource, [handler, *pending], is_static=True)
+                    self._records[resource.group_version_kind] = record
+                    self._register(record, [handler])  # the pending ones are on the informer already
+                    return
+                log.error("resource %s is already tracked; adding it as static anyway",
+                          resource.group_version_kind)
+                old_gvr = record.meta.group_version_resource
                 record.meta = resource
                 record.is_static = True
                 record.is_present = False
                 record.handlers.append(handler)
-                if record.stopped:  # its informer was dropped: a fresh one gets every handler
+                if gvr != old_gvr:  # the kind given under another resource: its handlers move there
+                    if not record.stopped and not self._shared_with_another(record, old_gvr):
+                        to_stop.append(old_gvr)
+                    moved = list(record.handlers)
+                    record.handlers.extend(self._pending.pop(gvr, []))  # on the informer already
+                    record.stopped = False
+                    self._register(record, moved)
+                elif record.stopped:  # its informer was dropped: a fresh one gets every handler
                     record.stopped = False
                     self._register(record)
                 else:
-                    shared = self._factory.for_resource(resource.group_version_resource).informer()
-                    shared.add_event_handler(handler)
-                return
-            pending = self._pending.pop(resource.group_version_resource, [])
-            record = _Record(resource, [handler, *pending], is_static=True)
-            self._records[resource.group_version_kind] = record
-            self._register(record, [handler])  # the pending ones are on the informer already
+                    self._factory.for_resource(gvr).informer().add_event_handler(handler)
+            self._stop_informers(to_stop)
 
     def create_informer_for_resource(self, resource: APIResourceMeta) -> None:
         """Track a dynamic type and create its informer without a handler (fleet's newer API).

@@ -134,6 +134,37 @@ def test_a_kind_served_under_a_new_plural_is_watched_there_with_its_handler(
         assert later.quiet()  # a kind seen before keeps the handler it was first given
 
 
+def test_a_kind_added_as_static_under_another_resource_moves_its_handlers_there(
+    apiserver: FakeAPIServer, api_client: Any
+) -> None:
+    """A kind tracked on one resource, then given to ``add_static_resource`` with another (its
+    CRD renamed): the old informer stops, and the new one has the kind's handlers and the new."""
+    discovery = Discovery(api_client)
+    k8s.ApiextensionsV1Api(api_client).create_custom_resource_definition(crd(WIDGETS))
+    dynamic, static = Recorder(name_of), Recorder(name_of)
+    with InformerManager(api_client, 0, Context()) as manager:
+        manager.add_dynamic_resources(discovery.wait_until({WIDGETS: False}), dynamic, True)
+        manager.start()
+        assert manager.wait_for_cache_sync(TIMEOUT)
+
+        gizmos = crd(GIZMOS)
+        gizmos["spec"]["names"].update(kind="Widget", singular="widget")
+        recreate_widget_crd(api_client, gizmos)
+        manager.add_static_resource(discovery.wait_until({GIZMOS: False})[0], static)
+        assert informer_threads(WIDGETS) == []  # not relisting the old resource's 404s
+        manager.start()
+        assert manager.wait_for_cache_sync(TIMEOUT)
+        assert manager.is_informer_synced(GIZMOS)
+        assert len(handler_threads(GIZMOS)) == 2
+
+        k8s.CustomObjectsApi(api_client).create_namespaced_custom_object(
+            "example.com", "v1", "default", "gizmos",
+            {"apiVersion": "example.com/v1", "kind": "Widget", "metadata": {"name": "g1"}},
+        )
+        assert dynamic.next() == ("add", "g1", False)
+        assert static.next() == ("add", "g1", False)
+
+
 @pytest.mark.parametrize("track", ["create_informer_for_resource", "add_dynamic_resources"])
 def test_a_handler_given_before_its_type_is_tracked_stays_when_the_type_leaves_and_returns(
     apiserver: FakeAPIServer, api_client: Any, track: str
