@@ -10,8 +10,9 @@ runner for anything with ``run(stop)`` (:class:`Background`, and :func:`running`
 requests through the official client's ``ApiClient`` (:func:`request`, :func:`create_cm`,
 :func:`api_error`), plain HTTP exchanges (:func:`http_exchange`), clients (:func:`client_for`,
 :func:`client_with_token`), the live client threads (:func:`client_threads`), a child
-process's output lines (:class:`Lines`) and a server that accepts connections and never
-answers (:class:`SilentServer`).
+child process run for a ``with`` block with its output read as lines (:class:`ChildProcess`,
+:data:`KINFORMER` and :class:`Lines`) and a server that accepts connections and never answers
+(:class:`SilentServer`).
 
 Test files in ``tests/`` and ``tests/with_apiserver/`` import it as ``helpers``: pytest's default
 ("prepend") import mode puts ``tests/`` on ``sys.path`` when it loads ``tests/conftest.py``, which
@@ -25,14 +26,15 @@ import contextlib
 import importlib.util
 import json
 import queue
+import signal
 import socket
 import subprocess
 import sys
 import threading
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from pathlib import Path
-from types import ModuleType
+from types import ModuleType, TracebackType
 from typing import IO, Any
 
 import pytest
@@ -51,6 +53,7 @@ from kinformer.testing.recorder import describe as describe
 TIMEOUT = 5.0  # seconds any one wait for a thread may take before the test fails
 CONFIGMAPS = GroupVersionResource("", "v1", "configmaps")  # the resource most tests watch
 EXAMPLES = Path(__file__).resolve().parents[1] / "docs" / "examples"
+KINFORMER = (sys.executable, "-m", "kinformer")  # the command line of the kinformer under test
 
 
 # -- objects -----------------------------------------------------------------------------------
@@ -263,9 +266,109 @@ class Lines:
         """The next line with ``text``, skipping the lines before it."""
         return self.until(text, timeout)[-1]
 
-    def join(self) -> None:
-        """Wait (at most TIMEOUT) until the stream ended and every line was queued."""
+    def rest(self, timeout: float | None = None) -> str:
+        """The lines still to come, up to the end of the output, joined by newlines."""
+        seen: list[str] = []
+        while (line := self._queue.get(timeout=self.timeout if timeout is None else timeout)) is not None:
+            seen.append(line)
+        self._queue.put(None)  # the end, for any later wait
+        return "\n".join(seen)
+
+    def join(self) -> bool:
+        """Wait (at most TIMEOUT) until the stream ended and every line was queued: whether it did."""
         self._thread.join(TIMEOUT)
+        return not self._thread.is_alive()
+
+
+class ChildProcess:
+    """A child process for the body of a ``with`` block, which owns its whole life.
+
+    ``args`` starts at once, stdin from /dev/null, with ``env`` (default: this process's). Its
+    stdout (``stdout=True``, the default) and stderr (``stderr=True``) are read as :class:`Lines`,
+    :attr:`out` and :attr:`err`, whose waits take at most ``line_timeout`` seconds; ``log`` sends
+    both to that file instead, and a stream neither read nor logged goes to /dev/null.
+
+    :meth:`stop` sends a signal (default SIGTERM) and returns the exit code, waiting at most
+    ``timeout`` seconds for it; :meth:`wait` only waits. On the way out of the block one still
+    running gets SIGTERM and ``timeout`` seconds, then is killed; the readers are joined and the
+    pipes closed. A kill there fails the test, unless the block raised already: the program did
+    not stop when asked.
+    """
+
+    def __init__(
+        self,
+        args: Sequence[str],
+        *,
+        stdout: bool = True,
+        stderr: bool = False,
+        log: Path | None = None,
+        env: Mapping[str, str] | None = None,
+        timeout: float = TIMEOUT * 2,
+        line_timeout: float = TIMEOUT,
+    ) -> None:
+        self.args = list(args)
+        self.timeout = timeout
+        if log is not None:
+            with open(log, "wb") as file:
+                self.process = subprocess.Popen(self.args, stdin=subprocess.DEVNULL, stdout=file,
+                                                stderr=subprocess.STDOUT, env=env, text=True)
+        else:
+            self.process = subprocess.Popen(
+                self.args, stdin=subprocess.DEVNULL, env=env, text=True,
+                stdout=subprocess.PIPE if stdout else subprocess.DEVNULL,
+                stderr=subprocess.PIPE if stderr else subprocess.DEVNULL)
+        self._out = self._read(self.process.stdout, line_timeout)
+        self._err = self._read(self.process.stderr, line_timeout)
+
+    @staticmethod
+    def _read(pipe: IO[str] | None, timeout: float) -> Lines | None:
+        return Lines(pipe, timeout) if pipe is not None else None
+
+    @property
+    def out(self) -> Lines:
+        """Its stdout's lines."""
+        assert self._out is not None, "stdout is not read"
+        return self._out
+
+    @property
+    def err(self) -> Lines:
+        """Its stderr's lines."""
+        assert self._err is not None, "stderr is not read"
+        return self._err
+
+    @property
+    def running(self) -> bool:
+        """Whether it has not exited yet."""
+        return self.process.poll() is None
+
+    def wait(self, timeout: float | None = None) -> int:
+        """Its exit code, waiting at most ``timeout`` seconds (default: the one given) for it."""
+        return self.process.wait(self.timeout if timeout is None else timeout)
+
+    def stop(self, sig: signal.Signals = signal.SIGTERM, timeout: float | None = None) -> int:
+        """Send ``sig`` unless it exited already, then :meth:`wait`: its exit code."""
+        self.process.send_signal(sig)
+        return self.wait(timeout)
+
+    def __enter__(self) -> ChildProcess:
+        return self
+
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None,
+    ) -> None:
+        if self.running:
+            self.process.terminate()
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                self.process.wait(self.timeout)
+        killed = self.running
+        if killed:
+            self.process.kill()
+            self.process.wait()
+        for lines, pipe in ((self._out, self.process.stdout), (self._err, self.process.stderr)):
+            if lines is not None and pipe is not None and lines.join():  # one still reading keeps it
+                pipe.close()
+        assert not killed or exc_type is not None, (
+            f"{self.args} did not stop within {self.timeout} s of SIGTERM and was killed")
 
 
 class Running(Background):
@@ -438,32 +541,25 @@ def client_with_token(server: FakeAPIServer, token: str | None) -> Any:
 @contextmanager
 def example_replicas(
     example: str, kubeconfig: str, names: Iterable[str], logs: Path
-) -> Iterator[dict[str, subprocess.Popen[bytes]]]:
+) -> Iterator[dict[str, ChildProcess]]:
     """Run ``docs/examples/<example>.py --replica NAME --kubeconfig PATH --fast`` once per name,
-    each its own process logging to ``logs/<name>.log``; yields name -> process.
+    each a :class:`ChildProcess` logging to ``logs/<name>.log``; yields name -> process.
 
-    On the way out every process still running gets SIGTERM and must exit 0 within TIMEOUT * 2
-    seconds (it is killed and the test fails otherwise).
+    On the way out every process still running gets SIGTERM, all at once, and must exit 0 within
+    TIMEOUT * 2 seconds (it is killed and the test fails otherwise).
     """
-    started: dict[str, subprocess.Popen[bytes]] = {}
-    try:
-        for name in names:
-            with open(logs / f"{name}.log", "wb") as log:
-                started[name] = subprocess.Popen(
-                    [sys.executable, str(EXAMPLES / f"{example}.py"), "--replica", name,
-                     "--kubeconfig", kubeconfig, "--fast"],
-                    stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT)
+    with contextlib.ExitStack() as stack:
+        started = {
+            name: stack.enter_context(ChildProcess(
+                [sys.executable, str(EXAMPLES / f"{example}.py"), "--replica", name,
+                 "--kubeconfig", kubeconfig, "--fast"], log=logs / f"{name}.log"))
+            for name in names}
         yield started
-        running_ones = [p for p in started.values() if p.poll() is None]
-        for process in running_ones:
-            process.terminate()
-        codes = {name: p.wait(TIMEOUT * 2) for name, p in started.items() if p in running_ones}
+        running_ones = {name: replica for name, replica in started.items() if replica.running}
+        for replica in running_ones.values():
+            replica.process.terminate()
+        codes = {name: replica.wait() for name, replica in running_ones.items()}
         assert set(codes.values()) <= {0}, f"replicas did not stop cleanly: {codes}"
-    finally:
-        for process in started.values():
-            if process.poll() is None:
-                process.kill()
-                process.wait()
 
 
 def load_example(name: str) -> ModuleType:
