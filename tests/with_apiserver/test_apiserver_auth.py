@@ -7,12 +7,11 @@ import os
 import shutil
 import signal
 import subprocess
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from helpers import CONFIGMAPS, client_with_token
+from helpers import CONFIGMAPS, KINFORMER, ChildProcess, client_with_token
 from kubernetes import client as k8s
 from kubernetes import config as k8s_config
 
@@ -79,12 +78,9 @@ def test_a_written_kubeconfig_loads_with_the_official_loader(
 
 def test_kinformer_serve_writes_a_kubeconfig_and_exits_zero_on_sigterm(tmp_path: Path) -> None:
     kubeconfig = tmp_path / "kubeconfig"
-    process = subprocess.Popen(
-        [sys.executable, "-m", "kinformer", "serve", "--kubeconfig", str(kubeconfig)],
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    try:
-        banner = process.stdout.readline() if process.stdout else ""
-        assert "kubeconfig=" in banner
+    with ChildProcess([*KINFORMER, "serve", "--kubeconfig", str(kubeconfig)], stderr=True,
+                      timeout=10, line_timeout=30) as serving:
+        assert "kubeconfig=" in serving.out.next()
         assert wait_for(kubeconfig.exists, timeout=10)
         configuration = k8s.Configuration()
         k8s_config.load_kube_config(config_file=str(kubeconfig),
@@ -92,15 +88,7 @@ def test_kinformer_serve_writes_a_kubeconfig_and_exits_zero_on_sigterm(tmp_path:
         with k8s.ApiClient(configuration) as api_client:
             version = k8s.VersionApi(api_client).get_code()
         assert version.major == "1"
-        process.send_signal(signal.SIGTERM)
-        assert process.wait(timeout=10) == 0
-    finally:
-        if process.poll() is None:
-            process.kill()
-            process.wait()
-        for pipe in (process.stdout, process.stderr):
-            if pipe:
-                pipe.close()
+        assert serving.stop(signal.SIGTERM) == 0
 
 
 def test_kinformer_without_a_subcommand_prints_help_and_exits_2(

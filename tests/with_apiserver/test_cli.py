@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from helpers import CONFIGMAPS, Lines, SilentServer, cm
+from helpers import CONFIGMAPS, KINFORMER, ChildProcess, SilentServer, cm
 
 import kinformer as kinformer_package
 from kinformer import cli
@@ -48,21 +48,15 @@ def silent(tmp_path: Path) -> Iterator[tuple[SilentServer, str]]:
 
 
 @pytest.fixture
-def watching(kubeconfig: str) -> Iterator[tuple[subprocess.Popen[str], Lines]]:
-    process = subprocess.Popen(
-        [sys.executable, "-m", "kinformer", "watch", "configmaps", "--kubeconfig", kubeconfig],
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, stdin=subprocess.DEVNULL)
-    assert process.stdout is not None
-    lines = Lines(process.stdout, timeout=10.0)
-    try:
-        yield process, lines
-    finally:
-        if process.poll() is None:
-            process.terminate()
-        process.wait(10)
-        lines.join()
-        if process.stderr is not None:
-            process.stderr.close()
+def watching(kubeconfig: str) -> Iterator[ChildProcess]:
+    with ChildProcess([*KINFORMER, "watch", "configmaps", "--kubeconfig", kubeconfig], stderr=True,
+                      timeout=10.0, line_timeout=10.0) as watch:
+        yield watch
+
+
+def demo(*args: str) -> ChildProcess:
+    """``kinformer demo --duration 0 ARGS`` (it runs until stopped), its stdout read."""
+    return ChildProcess([*KINFORMER, "demo", "--duration", "0", *args], line_timeout=10.0)
 
 
 def test_demo_runs_for_its_duration_and_ends_with_a_consistent_summary() -> None:
@@ -86,68 +80,32 @@ def test_demo_whose_duration_ends_before_its_first_lists_exits_1_saying_nothing_
 
 
 def test_demo_stops_cleanly_on_ctrl_c_with_its_summary() -> None:
-    process = subprocess.Popen([sys.executable, "-m", "kinformer", "demo", "--duration", "0",
-                                "--objects", "100"],
-                               stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
-                               stdin=subprocess.DEVNULL)
-    assert process.stdout is not None
-    lines = Lines(process.stdout, timeout=10.0)
-    try:
-        lines.next_matching("phase=running", timeout=TIMEOUT)
-        process.send_signal(signal.SIGINT)
-        assert process.wait(TIMEOUT) == 0
-        assert "interrupted after" in lines.next_matching("kinformer demo summary")
+    with demo("--objects", "100") as running:
+        running.out.next_matching("phase=running", timeout=TIMEOUT)
+        assert running.stop(signal.SIGINT, TIMEOUT) == 0
+        assert "interrupted after" in running.out.next_matching("kinformer demo summary")
         # Ctrl-C means now: the caches are not waited for nor compared
-        assert "not checked: interrupted" in lines.next_matching("consistency")
-        assert lines.next_matching("threads").split() == ["threads", "all", "stopped"]
-    finally:
-        if process.poll() is None:
-            process.kill()
-            process.wait(10)
-        lines.join()
+        assert "not checked: interrupted" in running.out.next_matching("consistency")
+        assert running.out.next_matching("threads").split() == ["threads", "all", "stopped"]
 
 
 def test_demo_stops_on_ctrl_c_while_its_first_lists_load() -> None:
     # 100,000 ConfigMaps take a few seconds to list, decode and cache; Ctrl-C must not wait for
     # them (how soon it ends is measured by benchmarks/bench_demo_stop.py, not asserted here)
-    process = subprocess.Popen([sys.executable, "-m", "kinformer", "demo", "--duration", "0",
-                                "--objects", "100000", "--no-faults"],
-                               stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
-                               stdin=subprocess.DEVNULL)
-    assert process.stdout is not None
-    lines = Lines(process.stdout, timeout=10.0)
-    try:
-        lines.next_matching("phase=listing", timeout=TIMEOUT)
-        process.send_signal(signal.SIGINT)
-        assert process.wait(INTERRUPT_BOUND) == 0
-        assert "interrupted after" in lines.next_matching("kinformer demo summary")
-        assert lines.next_matching("threads").split() == ["threads", "all", "stopped"]
-    finally:
-        if process.poll() is None:
-            process.kill()
-            process.wait(10)
-        lines.join()
+    with demo("--objects", "100000", "--no-faults") as running:
+        running.out.next_matching("phase=listing", timeout=TIMEOUT)
+        assert running.stop(signal.SIGINT, INTERRUPT_BOUND) == 0
+        assert "interrupted after" in running.out.next_matching("kinformer demo summary")
+        assert running.out.next_matching("threads").split() == ["threads", "all", "stopped"]
 
 
 def test_demo_stops_on_ctrl_c_while_it_loads_its_workload() -> None:
     # two million ConfigMaps take minutes to load; Ctrl-C must not wait for them
-    process = subprocess.Popen([sys.executable, "-m", "kinformer", "demo", "--duration", "0",
-                                "--objects", "2000000"],
-                               stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
-                               stdin=subprocess.DEVNULL)
-    assert process.stdout is not None
-    lines = Lines(process.stdout, timeout=10.0)
-    try:
-        lines.next_matching("phase=loading the workload", timeout=TIMEOUT)
-        process.send_signal(signal.SIGINT)
-        assert process.wait(INTERRUPT_BOUND) == 0
-        assert "interrupted after" in lines.next_matching("kinformer demo summary")
-        assert lines.next_matching("threads").split() == ["threads", "all", "stopped"]
-    finally:
-        if process.poll() is None:
-            process.kill()
-            process.wait(10)
-        lines.join()
+    with demo("--objects", "2000000") as running:
+        running.out.next_matching("phase=loading the workload", timeout=TIMEOUT)
+        assert running.stop(signal.SIGINT, INTERRUPT_BOUND) == 0
+        assert "interrupted after" in running.out.next_matching("kinformer demo summary")
+        assert running.out.next_matching("threads").split() == ["threads", "all", "stopped"]
 
 
 def test_watch_once_on_the_embedded_server_prints_the_seeded_table() -> None:
@@ -172,10 +130,10 @@ def test_watch_once_across_namespaces_adds_a_namespace_column(
 
 
 def test_watch_prints_a_line_for_each_change_made_while_it_runs(
-    apiserver: FakeAPIServer, watching: tuple[subprocess.Popen[str], Lines],
+    apiserver: FakeAPIServer, watching: ChildProcess,
 ) -> None:
     apiserver.create(CONFIGMAPS, cm("before", None, "default"))
-    process, lines = watching
+    lines = watching.out
     assert apiserver.wait_for_watchers(CONFIGMAPS, 1, timeout=15.0)
     made = apiserver.create(CONFIGMAPS, cm("during", None, "default", data={"k": "v"}))
     changed = apiserver.update(CONFIGMAPS, cm("during", None, "default", data={"k": "w"}))
@@ -185,20 +143,17 @@ def test_watch_prints_a_line_for_each_change_made_while_it_runs(
     assert lines.next_matching("default/during").split()[::2] == [
         "MODIFIED", changed["metadata"]["resourceVersion"]]
     assert lines.next_matching("default/during").split()[0] == "DELETED"
-    process.send_signal(signal.SIGINT)  # a clean stop, exit 0
-    assert process.wait(10) == 0
+    assert watching.stop(signal.SIGINT) == 0  # a clean stop
 
 
 def test_a_watch_that_becomes_forbidden_ends_with_exit_6(
-    apiserver: FakeAPIServer, watching: tuple[subprocess.Popen[str], Lines],
+    apiserver: FakeAPIServer, watching: ChildProcess,
 ) -> None:
-    process, _lines = watching
     assert apiserver.wait_for_watchers(CONFIGMAPS, 1, timeout=15.0)
     apiserver.forbid("configmaps")
     apiserver.drop_watches()  # the reflector asks again, and is refused
-    assert process.wait(15) == 6
-    assert process.stderr is not None
-    assert "Forbidden (403)" in process.stderr.read()
+    assert watching.wait(15) == 6
+    assert "Forbidden (403)" in watching.err.rest()
 
 
 def test_bad_arguments_exit_2(capsys: pytest.CaptureFixture[str]) -> None:
@@ -364,22 +319,12 @@ def test_an_empty_serve_token_is_a_usage_error_and_an_empty_environment_token_me
     assert result.stderr.splitlines()[-1].endswith("error: argument --token: invalid token '': must not "
                                                    "be empty (leave --token out to serve without one)")
     path = tmp_path / "kubeconfig"
-    process = subprocess.Popen([sys.executable, "-m", "kinformer", "serve", "--kubeconfig", os.fspath(path)],
-                               stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
-                               stdin=subprocess.DEVNULL, env={**os.environ, "KINFORMER_SERVE_TOKEN": ""})
-    assert process.stdout is not None
-    lines = Lines(process.stdout, timeout=TIMEOUT)
-    try:
-        assert lines.next_matching("kubeconfig=").startswith("kinformer serve: http://")
+    with ChildProcess([*KINFORMER, "serve", "--kubeconfig", os.fspath(path)], timeout=TIMEOUT,
+                      line_timeout=TIMEOUT, env={**os.environ, "KINFORMER_SERVE_TOKEN": ""}) as serving:
+        assert serving.out.next_matching("kubeconfig=").startswith("kinformer serve: http://")
         assert json.loads(path.read_text())["users"][0]["user"] == {}
         assert kinformer("watch", "cm", "--once", "--kubeconfig", os.fspath(path)).returncode == 0
-        process.terminate()
-        assert process.wait(TIMEOUT) == 0
-    finally:
-        if process.poll() is None:
-            process.kill()
-            process.wait(10)
-        lines.join()
+        assert serving.stop() == 0
 
 
 def test_serve_overwrites_only_a_kubeconfig_a_serve_wrote(tmp_path: Path) -> None:
@@ -395,23 +340,11 @@ def test_serve_overwrites_only_a_kubeconfig_a_serve_wrote(tmp_path: Path) -> Non
     assert sorted(path.name for path in work.iterdir()) == ["config"]
     path = work / "kubeconfig"
     for _ in range(2):  # the second serve writes over the first one's
-        process = subprocess.Popen(
-            [sys.executable, "-m", "kinformer", "serve", "--kubeconfig", os.fspath(path)],
-            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, stdin=subprocess.DEVNULL)
-        assert process.stdout is not None
-        lines = Lines(process.stdout, timeout=TIMEOUT)
-        try:
-            url = lines.next_matching("kubeconfig=").split()[2]
+        with ChildProcess([*KINFORMER, "serve", "--kubeconfig", os.fspath(path)], stderr=True,
+                          timeout=TIMEOUT, line_timeout=TIMEOUT) as serving:
+            url = serving.out.next_matching("kubeconfig=").split()[2]
             assert json.loads(path.read_text())["clusters"][0]["cluster"]["server"] == url
-            process.terminate()
-            assert process.wait(TIMEOUT) == 0
-        finally:
-            if process.poll() is None:
-                process.kill()
-                process.wait(10)
-            lines.join()
-            assert process.stderr is not None
-            process.stderr.close()
+            assert serving.stop() == 0
 
 
 def test_serve_on_a_port_in_use_exits_1_and_leaves_nothing_behind(
@@ -424,22 +357,12 @@ def test_serve_on_a_port_in_use_exits_1_and_leaves_nothing_behind(
 
 
 def test_serve_removes_its_temporary_kubeconfig_when_stopped(tmp_path: Path) -> None:
-    process = subprocess.Popen([sys.executable, "-m", "kinformer", "serve"], stdout=subprocess.PIPE,
-                               stderr=subprocess.DEVNULL, text=True, stdin=subprocess.DEVNULL,
-                               env={**os.environ, "TMPDIR": os.fspath(tmp_path)})
-    assert process.stdout is not None
-    lines = Lines(process.stdout, timeout=10.0)
-    try:
-        kubeconfig = Path(lines.next_matching("kubeconfig=", timeout=TIMEOUT).split("kubeconfig=")[1])
+    with ChildProcess([*KINFORMER, "serve"], timeout=TIMEOUT, line_timeout=10.0,
+                      env={**os.environ, "TMPDIR": os.fspath(tmp_path)}) as serving:
+        kubeconfig = Path(serving.out.next_matching("kubeconfig=", timeout=TIMEOUT).split("kubeconfig=")[1])
         assert kubeconfig.parent.parent == tmp_path and kubeconfig.exists()
-        process.send_signal(signal.SIGTERM)
-        assert process.wait(TIMEOUT) == 0
+        assert serving.stop(signal.SIGTERM) == 0
         assert list(tmp_path.iterdir()) == []
-    finally:
-        if process.poll() is None:
-            process.kill()
-            process.wait(10)
-        lines.join()
 
 
 def test_serve_with_logical_clusters_serves_each_cluster_and_a_context_across_them(
@@ -451,34 +374,25 @@ def test_serve_with_logical_clusters_serves_each_cluster_and_a_context_across_th
     from kinformer.cli.serve import ALL_CLUSTERS_CONTEXT
 
     path = tmp_path / "kubeconfig"
-    process = subprocess.Popen(
-        [sys.executable, "-m", "kinformer", "serve", "--logical-clusters", "--kubeconfig",
-         os.fspath(path)], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
-        stdin=subprocess.DEVNULL)
-    assert process.stdout is not None
-    lines = Lines(process.stdout, timeout=10.0)
     clients = []
-    try:
-        url = lines.next_matching("kubeconfig=", timeout=TIMEOUT).split()[2]
-        for context in ("kinformer", ALL_CLUSTERS_CONTEXT):
-            clients.append(k8s_config.new_client_from_config(os.fspath(path), context=context))
-        root, across = (k8s.CoreV1Api(c) for c in clients)
-        clients.append(in_b := k8s.ApiClient(k8s.Configuration(host=f"{url}/clusters/b")))
-        k8s.CoreV1Api(in_b).create_namespaced_config_map(
-            "default", {"metadata": {"name": "made-in-b"}})
-        seen = across.list_config_map_for_all_namespaces().items
-        assert [(c.metadata.name, c.metadata.annotations) for c in seen] == [
-            ("made-in-b", {"kcp.io/cluster": "b"})]
-        assert root.list_config_map_for_all_namespaces().items == []
-        process.send_signal(signal.SIGTERM)
-        assert process.wait(TIMEOUT) == 0
-    finally:
-        for api_client in clients:
-            api_client.close()
-        if process.poll() is None:
-            process.kill()
-            process.wait(10)
-        lines.join()
+    with ChildProcess([*KINFORMER, "serve", "--logical-clusters", "--kubeconfig", os.fspath(path)],
+                      timeout=TIMEOUT, line_timeout=10.0) as serving:
+        try:
+            url = serving.out.next_matching("kubeconfig=", timeout=TIMEOUT).split()[2]
+            for context in ("kinformer", ALL_CLUSTERS_CONTEXT):
+                clients.append(k8s_config.new_client_from_config(os.fspath(path), context=context))
+            root, across = (k8s.CoreV1Api(c) for c in clients)
+            clients.append(in_b := k8s.ApiClient(k8s.Configuration(host=f"{url}/clusters/b")))
+            k8s.CoreV1Api(in_b).create_namespaced_config_map(
+                "default", {"metadata": {"name": "made-in-b"}})
+            seen = across.list_config_map_for_all_namespaces().items
+            assert [(c.metadata.name, c.metadata.annotations) for c in seen] == [
+                ("made-in-b", {"kcp.io/cluster": "b"})]
+            assert root.list_config_map_for_all_namespaces().items == []
+            assert serving.stop(signal.SIGTERM) == 0
+        finally:
+            for api_client in clients:
+                api_client.close()
 
 
 @pytest.fixture
@@ -558,21 +472,13 @@ def test_an_unknown_option_of_a_subcommand_prints_that_subcommands_usage(
 
 
 def test_serve_says_its_url_once(tmp_path: Path) -> None:
-    process = subprocess.Popen([sys.executable, "-m", "kinformer", "serve"], stdout=subprocess.PIPE,
-                               stderr=subprocess.PIPE, text=True, stdin=subprocess.DEVNULL,
-                               env={**os.environ, "TMPDIR": os.fspath(tmp_path)})
-    assert process.stdout is not None
-    try:
-        first = process.stdout.readline()  # "kinformer serve: <url> kubeconfig=<path>"
+    with ChildProcess([*KINFORMER, "serve"], stderr=True, timeout=TIMEOUT, line_timeout=TIMEOUT,
+                      env={**os.environ, "TMPDIR": os.fspath(tmp_path)}) as serving:
+        first = serving.out.next()  # "kinformer serve: <url> kubeconfig=<path>"
         url = first.split()[2]
-        process.send_signal(signal.SIGTERM)
-        out, err = process.communicate(timeout=TIMEOUT)
-        assert process.returncode == 0
-        assert (first + out + err).count(url) == 1, first + out + err
-    finally:
-        if process.poll() is None:
-            process.kill()
-            process.communicate()
+        assert serving.stop(signal.SIGTERM) == 0
+        said = "\n".join([first, serving.out.rest(), serving.err.rest()])
+        assert said.count(url) == 1, said
 
 
 def test_serve_refuses_an_unknown_feature_gate_with_exit_2() -> None:
@@ -598,39 +504,27 @@ def test_ctrl_c_or_sigterm_ends_a_watch_waiting_on_a_server_that_never_answers(
     silent: tuple[SilentServer, str], sig: signal.Signals,
 ) -> None:
     server, path = silent
-    process = subprocess.Popen(
-        [sys.executable, "-m", "kinformer", "watch", "cm", "--timeout", "600", "--kubeconfig", path],
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, stdin=subprocess.DEVNULL)
-    try:
+    with ChildProcess([*KINFORMER, "watch", "cm", "--timeout", "600", "--kubeconfig", path],
+                      stderr=True, timeout=10) as watch:
         assert server.accepted.wait(TIMEOUT)  # discovery is waiting for its answer
-        process.send_signal(sig)
-        _out, err = process.communicate(timeout=10)
-        assert process.returncode == 0, err
+        code = watch.stop(sig)
+        err = watch.err.rest()
+        assert code == 0, err
         assert err == ""
-    finally:
-        if process.poll() is None:
-            process.kill()
-            process.communicate()
 
 
 def test_ctrl_c_ends_a_watch_waiting_for_its_first_list(
     apiserver: FakeAPIServer, kubeconfig: str,
 ) -> None:
     apiserver.set_delay(600, verb="list")
-    process = subprocess.Popen(
-        [sys.executable, "-m", "kinformer", "watch", "cm", "--timeout", "600", "--kubeconfig", kubeconfig],
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, stdin=subprocess.DEVNULL)
     try:
-        # discovery read the core group's document: the (delayed) first list comes next
-        assert wait_for(lambda: any(path == "/api/v1" for _, path, _, _ in apiserver.requests), TIMEOUT)
-        process.send_signal(signal.SIGINT)
-        _out, err = process.communicate(timeout=10)
-        assert process.returncode == 0, err
+        with ChildProcess([*KINFORMER, "watch", "cm", "--timeout", "600", "--kubeconfig", kubeconfig],
+                          stderr=True, timeout=10) as watch:
+            # discovery read the core group's document: the (delayed) first list comes next
+            assert wait_for(lambda: any(path == "/api/v1" for _, path, _, _ in apiserver.requests), TIMEOUT)
+            assert watch.stop(signal.SIGINT) == 0, watch.err.rest()
     finally:
         apiserver.set_delay(0)
-        if process.poll() is None:
-            process.kill()
-            process.communicate()
 
 
 def test_a_slow_first_list_prints_no_warning_while_the_watch_waits_for_it(

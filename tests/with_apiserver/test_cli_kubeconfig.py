@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from helpers import CONFIGMAPS, cm
+from helpers import CONFIGMAPS, KINFORMER, ChildProcess, cm
 
 from kinformer.gvr import GroupVersionResource
 from kinformer.testing import FakeAPIServer, wait_for
@@ -140,20 +140,14 @@ def test_sigterm_ends_a_watch_whose_credential_plugin_hangs(
 ) -> None:
     command, pid_file = hanging
     path = write(tmp_path / "kubeconfig", with_plugin(named(pair[0], "hung"), command))
-    process = subprocess.Popen(
-        [sys.executable, "-m", "kinformer", "watch", "cm", "--timeout", "600", "--kubeconfig", path],
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, stdin=subprocess.DEVNULL)
-    try:
+    with ChildProcess([*KINFORMER, "watch", "cm", "--timeout", "600", "--kubeconfig", path],
+                      stderr=True, timeout=10) as watch:
         assert wait_for(pid_file.exists, TIMEOUT)  # the plugin runs
-        process.terminate()
-        _out, err = process.communicate(timeout=10)
-        assert process.returncode == 0, err
+        code = watch.stop()
+        err = watch.err.rest()
+        assert code == 0, err
         assert err == ""
         assert not alive(int(pid_file.read_text()))
-    finally:
-        if process.poll() is None:
-            process.kill()
-            process.communicate()
 
 
 def test_all_contexts_lists_the_healthy_contexts_while_one_credential_plugin_hangs(

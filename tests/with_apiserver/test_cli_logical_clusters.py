@@ -14,7 +14,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from helpers import CONFIGMAPS, Lines, cm
+from helpers import CONFIGMAPS, KINFORMER, ChildProcess, cm
 
 from kinformer import DeletedFinalStateUnknown
 from kinformer.cli import serve
@@ -114,27 +114,17 @@ def test_a_member_printer_names_the_logical_cluster_of_each_line() -> None:
 
 
 @pytest.fixture
-def watching(kubeconfig: str) -> Iterator[tuple[subprocess.Popen[str], Lines]]:
-    process = subprocess.Popen(
-        [sys.executable, "-m", "kinformer", "watch", "configmaps", "-A", "--context",
-         serve.ALL_CLUSTERS_CONTEXT, "--kubeconfig", kubeconfig],
-        stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, stdin=subprocess.DEVNULL)
-    assert process.stdout is not None
-    lines = Lines(process.stdout, TIMEOUT)
-    try:
-        yield process, lines
-    finally:
-        if process.poll() is None:
-            process.terminate()
-        process.wait(10)
-        lines.join()
+def watching(kubeconfig: str) -> Iterator[ChildProcess]:
+    with ChildProcess([*KINFORMER, "watch", "configmaps", "-A", "--context", serve.ALL_CLUSTERS_CONTEXT,
+                       "--kubeconfig", kubeconfig], timeout=10, line_timeout=TIMEOUT) as watch:
+        yield watch
 
 
 def test_streamed_lines_name_each_objects_cluster(
-    server: FakeAPIServer, watching: tuple[subprocess.Popen[str], Lines],
+    server: FakeAPIServer, watching: ChildProcess,
 ) -> None:
     first = {team: hello(server, team) for team in TEAMS[:2]}
-    process, lines = watching
+    lines = watching.out
     initial = [lines.next().split(), lines.next().split()]  # the first list, in the cache's order
     assert sorted(initial) == [[team, "ADDED", "default/hello", first[team]] for team in TEAMS[:2]]
     assert server.wait_for_watchers(CONFIGMAPS, 1, timeout=TIMEOUT, cluster="*")
@@ -145,8 +135,7 @@ def test_streamed_lines_name_each_objects_cluster(
     changed = server.update(CONFIGMAPS, cm("hello", None, "default", data={"k": "v"}), cluster="root:team-b")
     version = changed["metadata"]["resourceVersion"]
     assert lines.next().split() == ["root:team-b", "MODIFIED", "default/hello", version]
-    process.send_signal(signal.SIGINT)
-    assert process.wait(TIMEOUT) == 0
+    assert watching.stop(signal.SIGINT, TIMEOUT) == 0
 
 
 def test_a_member_on_clusters_star_keeps_its_logical_clusters_apart_and_finds_them_by_key(

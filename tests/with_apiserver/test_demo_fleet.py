@@ -10,6 +10,8 @@ import signal
 import subprocess
 import sys
 
+from helpers import ChildProcess
+
 COMMAND = [sys.executable, "-m", "kinformer", "demo", "--clusters", "3"]
 TIMEOUT = 60.0  # seconds the whole run may take on a loaded machine
 
@@ -47,25 +49,14 @@ def test_the_fleet_demo_shows_members_leave_fail_and_rejoin_and_ends_with_equal_
 
 
 def test_the_fleet_demo_stops_on_ctrl_c_with_its_summary() -> None:
-    process = subprocess.Popen([*COMMAND, "--duration", "0", "--objects", "90"],
-                               stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
-                               stdin=subprocess.DEVNULL, env={**os.environ, "COLUMNS": "80"})
-    assert process.stdout is not None
-    try:
-        for line in process.stdout:
-            if "churn starts" in line:
-                break
-        process.send_signal(signal.SIGINT)
-        assert process.wait(TIMEOUT) == 0
-        rest = " ".join(process.stdout.read().split())
+    with ChildProcess([*COMMAND, "--duration", "0", "--objects", "90"], timeout=TIMEOUT,
+                      line_timeout=TIMEOUT, env={**os.environ, "COLUMNS": "80"}) as demo:
+        demo.out.next_matching("churn starts")
+        assert demo.stop(signal.SIGINT) == 0
+        rest = " ".join(demo.out.rest().split())
         assert "kinformer demo summary (clusters, interrupted after" in rest
         assert "consistency every cache equals its server" in rest
         assert "threads all stopped" in rest
-    finally:
-        if process.poll() is None:
-            process.kill()
-            process.wait(10)
-        process.stdout.close()
 
 
 def test_the_fleet_demo_refuses_a_cluster_count_out_of_range_and_replicas_with_it() -> None:

@@ -8,7 +8,6 @@ from __future__ import annotations
 import functools
 import json
 import logging
-import subprocess
 import sys
 from collections.abc import Iterator
 from pathlib import Path
@@ -16,7 +15,7 @@ from typing import Any
 
 import pytest
 from _fleet import HUB_NAMESPACE, NAMESPACES, SECRETS
-from helpers import CONFIGMAPS, EXAMPLES, TIMEOUT, load_example, running
+from helpers import CONFIGMAPS, EXAMPLES, TIMEOUT, ChildProcess, load_example, running
 
 from kinformer.testing import FakeAPIServer, wait_for
 
@@ -129,19 +128,12 @@ def test_as_a_process_against_a_hub_context(
     document["current-context"] = "somewhere-else"
     kubeconfig = tmp_path / "kubeconfig"
     kubeconfig.write_text(json.dumps(document))
-    with open(tmp_path / "log", "wb") as log:
-        process = subprocess.Popen(
-            [sys.executable, str(EXAMPLES / "fleet_controller.py"), "--kubeconfig", str(kubeconfig),
-             "--hub-context", "hub"], stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT)
-    try:
+    log = tmp_path / "log"
+    with ChildProcess([sys.executable, str(EXAMPLES / "fleet_controller.py"), "--kubeconfig", str(kubeconfig),
+                       "--hub-context", "hub"], log=log, timeout=TIMEOUT * 2) as controller:
         assert wait_for(lambda: set(map(str, copies(kube_fleet).values())) == {"{'logLevel': 'info'}"},
-                        TIMEOUT * 4), (tmp_path / "log").read_text()
-        process.terminate()
-        assert process.wait(TIMEOUT * 2) == 0, (tmp_path / "log").read_text()
-    finally:
-        if process.poll() is None:
-            process.kill()
-            process.wait(10)
+                        TIMEOUT * 4), log.read_text()
+        assert controller.stop() == 0, log.read_text()
 
 
 def test_a_member_that_goes_down_and_returns_is_said_once_each_way_without_tracebacks(

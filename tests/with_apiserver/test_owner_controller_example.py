@@ -4,6 +4,7 @@ holding the same default/w; it stops cleanly on SIGTERM."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import subprocess
@@ -13,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from helpers import CONFIGMAPS, EXAMPLES, TIMEOUT, crd
+from helpers import CONFIGMAPS, EXAMPLES, TIMEOUT, ChildProcess, crd
 
 from kinformer.gvr import GroupVersionResource
 from kinformer.testing import FakeAPIServer, wait_for
@@ -39,20 +40,19 @@ def message(server: FakeAPIServer, cluster: str | None = None) -> str | None:
 
 # A child process, not a thread: helpers.Background and helpers.Running run components in-process.
 class Running:
-    def __init__(self, tmp_path: Path) -> None:
+    def __init__(self, tmp_path: Path, processes: contextlib.ExitStack) -> None:
         self.log = tmp_path / "controller.log"
-        self.process: subprocess.Popen[bytes] | None = None
+        self.processes = processes  # ends the process with the test
+        self.process: ChildProcess | None = None
 
     def start(self, *args: str) -> None:
-        with open(self.log, "wb") as out:
-            self.process = subprocess.Popen([sys.executable, str(EXAMPLES / "owner_controller.py"), *args],
-                                            stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT,
-                                            env={**os.environ, "PYTHONPATH": str(CHECKOUT)})
+        self.process = self.processes.enter_context(ChildProcess(
+            [sys.executable, str(EXAMPLES / "owner_controller.py"), *args], log=self.log,
+            env={**os.environ, "PYTHONPATH": str(CHECKOUT)}, timeout=TIMEOUT * 2))
 
     def stop(self) -> str:
         assert self.process is not None
-        self.process.terminate()
-        code = self.process.wait(TIMEOUT * 2)
+        code = self.process.stop()
         text = self.log.read_text()
         assert code == 0, text
         assert "Traceback" not in text
@@ -61,11 +61,8 @@ class Running:
 
 @pytest.fixture
 def running(tmp_path: Path) -> Iterator[Running]:
-    made = Running(tmp_path)
-    yield made
-    if made.process is not None and made.process.poll() is None:
-        made.process.kill()
-        made.process.wait()
+    with contextlib.ExitStack() as processes:
+        yield Running(tmp_path, processes)
 
 
 def test_one_cluster_keeps_the_owned_configmap_and_repairs_drift(

@@ -5,17 +5,15 @@ next start). Each serve is a process of its own, its ``TMPDIR`` under the test's
 from __future__ import annotations
 
 import os
-import queue
+import signal
 import subprocess
 import sys
-import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import IO
 
 import pytest
-from helpers import TIMEOUT, cm
+from helpers import KINFORMER, TIMEOUT, ChildProcess, cm
 
 from kinformer.cli import serve
 from kinformer.testing import FakeAPIServer
@@ -24,18 +22,10 @@ from kinformer.testing import FakeAPIServer
 class Serving:
     """A running ``kinformer serve``: its process, URL and kubeconfig path, from its one line."""
 
-    def __init__(self, process: subprocess.Popen[str], line: str) -> None:
+    def __init__(self, process: ChildProcess, line: str) -> None:
         self.process = process
         _, _, self.url, kubeconfig = line.split()  # kinformer serve: URL kubeconfig=PATH
         self.kubeconfig = Path(kubeconfig.removeprefix("kubeconfig="))
-
-
-def _first_line(stream: IO[str], timeout: float) -> str:
-    """The first line of ``stream``, read on a plain thread so that a silent process cannot hang
-    the test."""
-    lines: queue.Queue[str] = queue.Queue()
-    threading.Thread(target=lambda: lines.put(stream.readline()), daemon=True).start()
-    return lines.get(timeout=timeout).rstrip("\n")
 
 
 @contextmanager
@@ -46,17 +36,8 @@ def serving(tmpdir: Path, *args: str, token: str | None = None) -> Iterator[Serv
     env.pop(serve.TOKEN_ENV, None)
     if token is not None:
         env[serve.TOKEN_ENV] = token
-    process = subprocess.Popen([sys.executable, "-m", "kinformer", "serve", *args],
-                               stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
-                               stdin=subprocess.DEVNULL, env=env)
-    assert process.stdout is not None
-    try:
-        yield Serving(process, _first_line(process.stdout, TIMEOUT))
-    finally:
-        if process.poll() is None:
-            process.terminate()
-        process.wait(TIMEOUT)
-        process.stdout.close()
+    with ChildProcess([*KINFORMER, "serve", *args], env=env, timeout=TIMEOUT) as process:
+        yield Serving(process, process.out.next())
 
 
 @pytest.fixture
@@ -73,8 +54,7 @@ def test_serve_with_a_kubeconfig_path_makes_no_temporary_directory(
     with serving(tmpdir_of_serve, "--kubeconfig", os.fspath(tmp_path / "kubeconfig")) as server:
         assert server.kubeconfig == tmp_path / "kubeconfig" and server.kubeconfig.exists()
         assert list(tmpdir_of_serve.iterdir()) == []
-        server.process.terminate()
-        assert server.process.wait(TIMEOUT) == 0
+        assert server.process.stop() == 0
     assert list(tmpdir_of_serve.iterdir()) == []
     assert server.kubeconfig.exists()  # one given with --kubeconfig stays
 
@@ -87,8 +67,7 @@ def test_directories_left_by_a_killed_serve_are_removed_at_the_next_start(
         left = sorted(tmpdir_of_serve.iterdir())
         assert killed.kubeconfig.parent in left
         assert len(left) == (2 if token else 1)  # with a token, the server's TLS material too
-        killed.process.kill()  # SIGKILL: no cleanup runs
-        killed.process.wait(TIMEOUT)
+        killed.process.stop(signal.SIGKILL)  # no cleanup runs
     assert sorted(tmpdir_of_serve.iterdir()) == left
     with serving(tmpdir_of_serve, "--kubeconfig", os.fspath(tmp_path / "kubeconfig")):
         assert list(tmpdir_of_serve.iterdir()) == []

@@ -6,13 +6,12 @@ from __future__ import annotations
 import os
 import re
 import signal
-import subprocess
 import sys
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from helpers import CONFIGMAPS, TIMEOUT
+from helpers import CONFIGMAPS, TIMEOUT, ChildProcess
 
 from kinformer.testing import FakeAPIServer, wait_for
 
@@ -28,22 +27,20 @@ def whole_script() -> str:
     return match.group(1)
 
 
+def exporting(script: Path, exported: Path, kubeconfig: str) -> ChildProcess:
+    """``script`` (the whole script) exporting into ``exported`` over ``kubeconfig``, its stderr read."""
+    return ChildProcess([sys.executable, os.fspath(script), os.fspath(exported)], stdout=False,
+                        stderr=True, env={**os.environ, "KUBECONFIG": kubeconfig}, timeout=STOP_BOUND)
+
+
 @pytest.fixture
-def exporter(apiserver: FakeAPIServer, tmp_path: Path) -> Iterator[tuple[subprocess.Popen[str], Path]]:
+def exporter(apiserver: FakeAPIServer, tmp_path: Path) -> Iterator[tuple[ChildProcess, Path]]:
     """The script running against ``apiserver``, exporting into ``tmp_path / "exported"``."""
     script = tmp_path / "export_configmaps.py"
     script.write_text(whole_script(), encoding="utf-8")
-    kubeconfig = apiserver.write_kubeconfig(tmp_path / "kubeconfig")
     exported = tmp_path / "exported"
-    process = subprocess.Popen([sys.executable, os.fspath(script), os.fspath(exported)],
-                               stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
-                               stdin=subprocess.DEVNULL, env={**os.environ, "KUBECONFIG": kubeconfig})
-    try:
+    with exporting(script, exported, apiserver.write_kubeconfig(tmp_path / "kubeconfig")) as process:
         yield process, exported
-    finally:
-        if process.poll() is None:
-            process.kill()
-        process.communicate(timeout=TIMEOUT)
 
 
 def configmap(name: str, export: str = "true") -> dict[str, object]:
@@ -52,7 +49,7 @@ def configmap(name: str, export: str = "true") -> dict[str, object]:
 
 
 def test_the_whole_script_exports_labelled_configmaps_and_removes_deleted_ones(
-    apiserver: FakeAPIServer, exporter: tuple[subprocess.Popen[str], Path],
+    apiserver: FakeAPIServer, exporter: tuple[ChildProcess, Path],
 ) -> None:
     process, exported = exporter
     apiserver.create(CONFIGMAPS, configmap("a"))
@@ -61,19 +58,19 @@ def test_the_whole_script_exports_labelled_configmaps_and_removes_deleted_ones(
     apiserver.delete(CONFIGMAPS, "default", "a")
     assert wait_for(lambda: not (exported / "default" / "a.json").exists(), TIMEOUT)
     assert not (exported / "default" / "b.json").exists()
-    assert process.poll() is None
+    assert process.running
 
 
 @pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM], ids=["ctrl-c", "sigterm"])
 def test_the_whole_script_stops_cleanly_on_ctrl_c_and_on_sigterm(
-    apiserver: FakeAPIServer, exporter: tuple[subprocess.Popen[str], Path], sig: signal.Signals,
+    apiserver: FakeAPIServer, exporter: tuple[ChildProcess, Path], sig: signal.Signals,
 ) -> None:
     process, exported = exporter
     apiserver.create(CONFIGMAPS, configmap("a"))
     assert wait_for(lambda: (exported / "default" / "a.json").exists(), TIMEOUT)  # it runs
-    process.send_signal(sig)
-    _out, err = process.communicate(timeout=STOP_BOUND)
-    assert process.returncode == 0, err
+    code = process.stop(sig)
+    err = process.err.rest()
+    assert code == 0, err
     assert "Traceback" not in err
 
 
@@ -89,10 +86,7 @@ def test_the_whole_script_keeps_two_logical_clusters_apart_over_a_clusters_star_
     exported = tmp_path / "exported"
     for cluster in ("root:a", "root:b"):
         server.create(CONFIGMAPS, configmap("a"), cluster=cluster)
-    process = subprocess.Popen([sys.executable, os.fspath(script), os.fspath(exported)],
-                               stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
-                               stdin=subprocess.DEVNULL, env={**os.environ, "KUBECONFIG": kubeconfig})
-    try:
+    with exporting(script, exported, kubeconfig) as process:
         in_a, in_b = (exported / cluster / "default" / "a.json" for cluster in ("root:a", "root:b"))
         assert wait_for(lambda: in_a.exists() and in_b.exists(), TIMEOUT)
         server.delete(CONFIGMAPS, "default", "a", cluster="root:a")
@@ -100,8 +94,5 @@ def test_the_whole_script_keeps_two_logical_clusters_apart_over_a_clusters_star_
         server.create(CONFIGMAPS, configmap("late"), cluster="root:b")
         assert wait_for(lambda: (exported / "root:b" / "default" / "late.json").exists(), TIMEOUT)
         assert in_b.exists()  # root:a's delete was root:a's alone
-        assert process.poll() is None
-    finally:
-        process.send_signal(signal.SIGINT)
-        _out, err = process.communicate(timeout=STOP_BOUND)
-    assert process.returncode == 0, err
+        assert process.running
+        assert process.stop(signal.SIGINT) == 0, process.err.rest()

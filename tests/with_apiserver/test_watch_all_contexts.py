@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from helpers import CONFIGMAPS, Lines, SilentServer, cm, crd
+from helpers import CONFIGMAPS, KINFORMER, ChildProcess, Lines, SilentServer, cm, crd
 
 from kinformer.gvr import GroupVersionResource
 from kinformer.testing import FakeAPIServer
@@ -127,21 +127,10 @@ def test_a_missing_kubeconfig_is_a_config_error(tmp_path: Path) -> None:
 def streaming(kubeconfig: str, *extra: str) -> Iterator[tuple[Lines, Lines]]:
     """``watch configmaps --all-contexts`` running: its stdout and stderr lines; ended with
     SIGTERM (exit 0) once the block is done."""
-    process = subprocess.Popen(
-        [sys.executable, "-m", "kinformer", "watch", "configmaps", "--all-contexts", "--kubeconfig",
-         kubeconfig, *extra],
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, stdin=subprocess.DEVNULL)
-    assert process.stdout is not None and process.stderr is not None
-    try:
-        yield Lines(process.stdout, TIMEOUT), Lines(process.stderr, TIMEOUT)
-        process.terminate()
-        assert process.wait(TIMEOUT) == 0
-    finally:
-        if process.poll() is None:
-            process.kill()
-            process.wait(10)
-        process.stdout.close()
-        process.stderr.close()
+    with ChildProcess([*KINFORMER, "watch", "configmaps", "--all-contexts", "--kubeconfig", kubeconfig,
+                       *extra], stderr=True, timeout=TIMEOUT, line_timeout=TIMEOUT) as watch:
+        yield watch.out, watch.err
+        assert watch.stop() == 0
 
 
 def test_streaming_prints_each_cluster_first_and_an_unreachable_one_joins_when_it_answers(
@@ -149,13 +138,7 @@ def test_streaming_prints_each_cluster_first_and_an_unreachable_one_joins_when_i
 ) -> None:
     fleet["east"].create(CONFIGMAPS, cm("before", None, "default"))
     kubeconfig = merged_kubeconfig(tmp_path / "kubeconfig", fleet, "east")
-    process = subprocess.Popen(
-        [sys.executable, "-m", "kinformer", "watch", "configmaps", "--all-contexts",
-         "--kubeconfig", kubeconfig],
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, stdin=subprocess.DEVNULL)
-    assert process.stdout is not None and process.stderr is not None
-    out, err = Lines(process.stdout, TIMEOUT), Lines(process.stderr, TIMEOUT)
-    try:
+    with streaming(kubeconfig) as (out, err):
         assert out.next_matching("default/before").split()[:3] == ["east", "ADDED", "default/before"]
         assert "unable to connect" in err.next_matching("error: cluster down:")
         made = fleet["west"].create(CONFIGMAPS, cm("west-one", None, "default"))
@@ -166,14 +149,6 @@ def test_streaming_prints_each_cluster_first_and_an_unreachable_one_joins_when_i
         assert out.next_matching("default/late").split()[:3] == ["down", "ADDED", "default/late"]
         fleet["east"].update(CONFIGMAPS, cm("before", None, "default", data={"a": "1"}))
         assert out.next_matching("MODIFIED").split()[:3] == ["east", "MODIFIED", "default/before"]
-        process.terminate()
-        assert process.wait(TIMEOUT) == 0
-    finally:
-        if process.poll() is None:
-            process.kill()
-            process.wait(10)
-        process.stdout.close()
-        process.stderr.close()
 
 
 def errors_of(stderr: str) -> list[str]:
