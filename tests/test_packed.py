@@ -113,6 +113,30 @@ def test_an_object_whose_kind_and_api_version_stand_apart_or_are_not_strings_is_
         assert loaded == obj and list(loaded) == list(obj)
 
 
+@pytest.mark.parametrize("where", ["first", "last"])
+def test_a_consuming_pack_keeps_the_type_once_in_either_form_and_takes_nothing_else(
+    where: str, kept_as: bool,
+) -> None:
+    """A packing transform's object is its own: the type comes out of the object itself, so
+    marshal's form too is kept without it (no copy of the object made), and the bytes load back
+    to the whole object, its fields in their order."""
+    typed = {"kind": "ConfigMap", "apiVersion": "v1"}
+    obj = {**typed, **configmap()} if where == "first" else {**configmap(), **typed}
+    whole = {**obj}
+    stub = packed.pack(obj, (), consume=True)
+    assert b"ConfigMap" not in stub.data  # marshal's form of the whole object names it
+    loaded = packed.load(stub.data)
+    assert loaded == whole and list(loaded) == list(whole)
+    assert stub["kind"] == "ConfigMap" and stub["apiVersion"] == "v1"
+
+
+def test_a_consuming_pack_that_fails_leaves_the_type_in_the_object(kept_as: bool) -> None:
+    obj = {"kind": "ConfigMap", "apiVersion": "v1", **configmap(), "odd": object()}
+    with pytest.raises(TypeError):
+        packed.pack(obj, (), consume=True)
+    assert obj["kind"] == "ConfigMap" and obj["apiVersion"] == "v1"
+
+
 def test_once_every_byte_names_a_type_the_objects_of_other_types_are_kept_whole(
     monkeypatch: pytest.MonkeyPatch, kept_as: bool,
 ) -> None:

@@ -463,8 +463,8 @@ class _Packer:
         self._indexer = indexer
 
     def __call__(self, obj: Any) -> Any:
-        try:
-            return packed.pack(obj, self._indexer._fns)
+        try:  # a transform's object is its own: nothing reads it once packed
+            return packed.pack(obj, self._indexer._fns, consume=True)
         except Exception:  # the cache's own write fails it alone, as a dict cache's does
             return obj
 
