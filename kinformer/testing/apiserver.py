@@ -35,6 +35,7 @@ from kinformer.testing._apiserver.resources import ResourceType
 from kinformer.testing._apiserver.status import StatusError
 from kinformer.testing._apiserver.storage import storage as store
 from kinformer.testing._apiserver.storage import watchers
+from kinformer.testing._apiserver.wire import request as parsing
 from kinformer.testing._apiserver.wire import serving, shards
 
 TLS_DIR_PREFIX = "kinformer-apiserver-"  # with a token: the TLS material, in an OwnedDirectory
@@ -442,12 +443,19 @@ class FakeAPIServer:
                                                        cluster=where))
 
     def delete(self, gvr: GroupVersionResource, namespace: str | None, name: str, *,
-               cluster: str | None = None) -> KubeObject:
-        """Delete an object; returns its final state."""
+               cluster: str | None = None, propagation_policy: str | None = None) -> KubeObject:
+        """Delete an object; returns its final state. ``propagation_policy`` ``"Orphan"`` or
+        ``"Foreground"`` adds the garbage collector's finalizer (``orphan``,
+        ``foregroundDeletion``) as a DELETE with that policy does: the object is then only
+        marked, and goes when an update removes the finalizer."""
         where = self._cluster(cluster)
         rt = self._type(gvr, where, "delete")
-        return self._call(lambda: self._storage.delete(rt, namespace or "", name,
-                                                       cluster=where)[0])
+        if propagation_policy is not None and propagation_policy not in parsing.GC_FINALIZERS:
+            raise errors.ConfigurationError(f"propagation_policy must be one of "
+                                            f"{sorted(parsing.GC_FINALIZERS)}, not {propagation_policy!r}")
+        finalizer = None if propagation_policy is None else parsing.GC_FINALIZERS[propagation_policy]
+        return self._call(lambda: self._storage.delete(rt, namespace or "", name, cluster=where,
+                                                       gc_finalizer=finalizer)[0])
 
     def get(self, gvr: GroupVersionResource, namespace: str | None, name: str, *,
             cluster: str | None = None) -> KubeObject:

@@ -9,7 +9,7 @@ import pytest
 from helpers import CONFIGMAPS, api_error, cm_manifest
 from kubernetes import client as k8s
 
-from kinformer.errors import ServerError
+from kinformer.errors import ConfigurationError, ServerError
 from kinformer.testing import FakeAPIServer
 
 NS = "default"
@@ -352,6 +352,58 @@ def test_no_finalizer_can_be_added_to_an_object_being_deleted(api_client: Any) -
     current.metadata.finalizers = []
     api.replace_namespaced_config_map("f", NS, current)
     assert api.list_namespaced_config_map(NS).items == []
+
+
+@pytest.mark.parametrize(("how", "finalizer"), [
+    ({"propagation_policy": "Foreground"}, "foregroundDeletion"),
+    ({"propagation_policy": "Orphan"}, "orphan"),
+    ({"body": k8s.V1DeleteOptions(propagation_policy="Orphan")}, "orphan"),
+    ({"body": k8s.V1DeleteOptions(orphan_dependents=True)}, "orphan"),
+    ({"propagation_policy": "Background"}, None),
+], ids=["foreground", "orphan", "orphan-in-body", "orphan-dependents", "background"])
+def test_a_delete_that_propagates_through_the_garbage_collector_leaves_its_finalizer(
+    api_client: Any, how: dict[str, Any], finalizer: str | None,
+) -> None:
+    """As kube-apiserver with no controller-manager beside it (envtest): Foreground and Orphan
+    add the garbage collector's finalizer and only mark the object; nothing here collects it,
+    so it stays until an update takes the finalizer away."""
+    api = k8s.CoreV1Api(api_client)
+    api.create_namespaced_config_map(NS, {"metadata": {"name": "owner",
+                                                       "finalizers": ["example.com/x"]}})
+    api.delete_namespaced_config_map("owner", NS, **how)
+    current = api.read_namespaced_config_map("owner", NS)
+    assert current.metadata.deletion_timestamp is not None
+    expected = ["example.com/x"] if finalizer is None else ["example.com/x", finalizer]
+    assert current.metadata.finalizers == expected
+    current.metadata.finalizers = []
+    api.replace_namespaced_config_map("owner", NS, current)
+    assert api.list_namespaced_config_map(NS).items == []
+
+
+def test_propagation_options_are_checked_as_the_real_server_checks_them(api_client: Any) -> None:
+    api = k8s.CoreV1Api(api_client)
+    api.create_namespaced_config_map(NS, {"metadata": {"name": "a"}})
+    status, body = api_error(api.delete_namespaced_config_map, "a", NS, propagation_policy="Sideways")
+    assert (status, body["reason"]) == (422, "Invalid")
+    assert body["message"] == (
+        'DeleteOptions.meta.k8s.io "" is invalid: propagationPolicy: Unsupported value: '
+        '"Sideways": supported values: "Foreground", "Background", "Orphan", "nil"')
+    both = k8s.V1DeleteOptions(orphan_dependents=False, propagation_policy="Background")
+    status, body = api_error(api.delete_namespaced_config_map, "a", NS, body=both)
+    assert status == 422 and "orphanDependents and deletionPropagation cannot be both set" in body["message"]
+    assert [cm.metadata.name for cm in api.list_namespaced_config_map(NS).items] == ["a"]
+    api.delete_namespaced_config_map("a", NS, propagation_policy="Foreground")  # no finalizers yet
+    marked = api.read_namespaced_config_map("a", NS)
+    assert marked.metadata.finalizers == ["foregroundDeletion"]
+
+
+def test_the_delete_helper_takes_a_propagation_policy(apiserver: FakeAPIServer) -> None:
+    apiserver.create(CONFIGMAPS, cm_manifest("a") | {"metadata": {"name": "a", "namespace": NS}})
+    final = apiserver.delete(CONFIGMAPS, NS, "a", propagation_policy="Orphan")
+    assert final["metadata"]["finalizers"] == ["orphan"]
+    assert apiserver.get(CONFIGMAPS, NS, "a")["metadata"]["deletionTimestamp"]
+    with pytest.raises(ConfigurationError):
+        apiserver.delete(CONFIGMAPS, NS, "a", propagation_policy="orphan")
 
 
 def test_a_create_carrying_a_resource_version_is_refused_as_etcd_refuses_it(

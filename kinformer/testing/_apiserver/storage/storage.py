@@ -478,12 +478,15 @@ class Storage:
     def delete(
         self, rt: ResourceType, namespace: str, name: str,
         preconditions: dict[str, Any] | None = None, dry_run: bool = False,
-        cluster: str = ROOT,
+        cluster: str = ROOT, gc_finalizer: str | None = None,
     ) -> tuple[Entry, bool]:
         """Delete an object: ``(its final state, whether it is gone)``.
 
         An object with finalizers is only marked (``deletionTimestamp``, a MODIFIED event) and
-        stays until an update removes its last finalizer. A Pod goes at once (the server has no
+        stays until an update removes its last finalizer. ``gc_finalizer`` (``orphan`` or
+        ``foregroundDeletion``, from the DELETE's propagationPolicy) is added first, as
+        kube-apiserver adds it for the garbage collector; with no garbage collector here, the
+        object stays until an update removes it. A Pod goes at once (the server has no
         kubelet to wait for), its final state marked as deleted with a grace period of 0.
         Deleting a Namespace deletes everything in it (DELETED events) and then itself,
         answering its Terminating state; deleting a CRD deletes its objects, ends its watches
@@ -497,13 +500,19 @@ class Storage:
                 raise status.not_found(rt, name)
             strategy.check_preconditions(rt, name, current, preconditions)
             meta = current.obj["metadata"]
-            held = bool(meta.get("finalizers")) and gr != "namespaces"
-            if dry_run or (held and meta.get("deletionTimestamp")):
+            finalizers = meta.get("finalizers") or []
+            deleting = bool(meta.get("deletionTimestamp"))
+            add = gc_finalizer is not None and gr != "namespaces" and not deleting \
+                and gc_finalizer not in finalizers
+            held = (bool(finalizers) or add) and gr != "namespaces"
+            if dry_run or (held and deleting):
                 return current, not held
             if gr == "namespaces":
                 return self._delete_namespace(space, current, name), True
             if held:
                 marked = strategy.mark_deleting(loads(current.data))
+                if add:
+                    marked["metadata"]["finalizers"] = [*finalizers, gc_finalizer]
                 return self._commit(space, rt, MODIFIED, marked, current, namespace, name), False
             if gr == "pods":
                 # graceful deletion with no kubelet to wait for: a grace period of 0, gone at once

@@ -407,7 +407,8 @@ class Handler(http.server.BaseHTTPRequestHandler):
         options = parsing.delete_options(self._body(body, req.rt) if body else None, query)
         entry, gone = self.state.storage.delete(req.rt, req.namespace, req.name,
                                                 options.preconditions, options.dry_run,
-                                                cluster=req.cluster)
+                                                cluster=req.cluster,
+                                                gc_finalizer=options.gc_finalizer)
         if req.rt.returns_deleted or not gone:
             # the object itself: for these types always, for the others while finalizers
             # hold it (then it carries its deletionTimestamp)
@@ -425,7 +426,8 @@ class Handler(http.server.BaseHTTPRequestHandler):
                 meta = entry.obj["metadata"]
                 try:
                     final, _ = storage.delete(req.rt, meta.get("namespace", ""), meta["name"],
-                                              dry_run=options.dry_run, cluster=req.cluster)
+                                              dry_run=options.dry_run, cluster=req.cluster,
+                                              gc_finalizer=options.gc_finalizer)
                 except StatusError:
                     continue
                 deleted.append(final)

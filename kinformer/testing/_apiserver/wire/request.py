@@ -214,18 +214,43 @@ def list_options(query: dict[str, str], watch: bool) -> tuple[str, str]:
     return rv, rv_match
 
 
-class DeleteOptions:
-    """What a DELETE asks beyond its path: preconditions and a dry run."""
+# the finalizer kube-apiserver adds for the garbage collector, by propagationPolicy
+GC_FINALIZERS: dict[str, str | None] = {
+    "Foreground": "foregroundDeletion", "Background": None, "Orphan": "orphan"}
 
-    def __init__(self, preconditions: dict[str, Any] | None, dry_run: bool) -> None:
+
+class DeleteOptions:
+    """What a DELETE asks beyond its path: preconditions, a dry run, and the finalizer its
+    propagation policy has the server add for the garbage collector (None: none)."""
+
+    def __init__(self, preconditions: dict[str, Any] | None, dry_run: bool,
+                 gc_finalizer: str | None = None) -> None:
         self.preconditions = preconditions
         self.dry_run = dry_run
+        self.gc_finalizer = gc_finalizer
 
 
 def delete_options(body: Any, query: dict[str, str]) -> DeleteOptions:
-    """The options of a DELETE from its body (``DeleteOptions``, JSON or protobuf) and query."""
+    """The options of a DELETE from its body (``DeleteOptions``, JSON or protobuf), else its
+    query; ``propagationPolicy`` and ``orphanDependents`` checked as the real server checks
+    them (422)."""
     options = body if isinstance(body, dict) else {}
     pre = options.get("preconditions")
     body_dry_run = options.get("dryRun")
     wanted = dry_run(query) or (isinstance(body_dry_run, list) and "All" in body_dry_run)
-    return DeleteOptions(pre if isinstance(pre, dict) else None, wanted)
+    if options:
+        policy, orphan = options.get("propagationPolicy"), options.get("orphanDependents")
+    else:
+        policy, orphan = query.get("propagationPolicy"), bool_option(query, "orphanDependents")
+    problems = []
+    if orphan is not None and policy is not None:
+        problems.append(("FieldValueInvalid", "propagationPolicy",
+                         f'Invalid value: "{policy}": orphanDependents and deletionPropagation '
+                         "cannot be both set"))
+    if policy is not None and policy not in GC_FINALIZERS:
+        problems.append(_not_supported("propagationPolicy", str(policy),
+                                       ("Foreground", "Background", "Orphan", "nil")))
+    if problems:
+        raise status.invalid_options("DeleteOptions", problems)
+    finalizer = GC_FINALIZERS[policy] if policy is not None else ("orphan" if orphan else None)
+    return DeleteOptions(pre if isinstance(pre, dict) else None, wanted, finalizer)
