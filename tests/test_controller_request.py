@@ -100,6 +100,26 @@ def test_a_cache_that_went_back_past_where_it_stood_at_the_write_no_longer_holds
     assert tracker.written(key) is None
 
 
+def test_a_write_to_an_informer_made_anew_is_not_merged_with_the_old_ones_and_a_stopped_one_holds_nothing(
+) -> None:
+    """A member cluster left and came back: its new informer has the old one's name. The old
+    informer's record must neither outlive it (its cache never moves again) nor lend its
+    higher version to the new cache (another server may count from lower versions)."""
+    tracker = StalenessTracker("c")
+    old, new = Store("60"), Store("5")
+    stopped = False
+    key = Request("app", "default", "member-1")
+    tracker.wrote_at(key, "v1/configmaps@member-1", old, "62", lambda: stopped)
+    assert not tracker.ensure_ready(key)  # running, behind its write
+    stopped = True
+    assert tracker.ensure_ready(key) and tracker.written(key) is None
+    tracker.wrote_at(key, "v1/configmaps@member-1", old, "63")
+    tracker.wrote_at(key, "v1/configmaps@member-1", new, "7")  # the new informer's own write
+    assert tracker.written(key) == ("v1/configmaps@member-1", "7")
+    new.rv = "7"
+    assert tracker.ensure_ready(key)
+
+
 def test_a_request_waits_for_every_cache_it_wrote_through_and_a_delete_clears_only_its_own() -> None:
     tracker = StalenessTracker("c")
     children, owners = Store("9"), Store("20")

@@ -172,7 +172,8 @@ class CachedClient:
         shared = self._informer(gvr, cluster)
         if shared is None or not shared.has_synced():  # nobody watches it: nothing to wait for
             return
-        staleness.record_write(shared.name, shared.get_indexer(), rv)  # type: ignore[arg-type]
+        staleness.record_write(shared.name, shared.get_indexer(), rv,  # type: ignore[arg-type]
+                               shared.is_stopped)
 
     def _informer(self, gvr: GroupVersionResource, cluster: str) -> SharedIndexInformer | None:
         source = self._source

@@ -15,7 +15,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import threading
-from collections.abc import Hashable, Iterator
+from collections.abc import Callable, Hashable, Iterator
 from typing import Protocol
 
 from kinformer import errors
@@ -60,6 +60,10 @@ class StoreVersioned(Protocol):
     def last_store_sync_resource_version(self) -> str: ...
 
 
+_Record = tuple[StoreVersioned, str, str, Callable[[], bool] | None]
+"""(the cache, the version written, the cache's own version then, whether its informer stopped)."""
+
+
 class StalenessTracker:
     """The resourceVersion of each request's last write per informer, and whether the caches
     have caught up.
@@ -70,15 +74,19 @@ class StalenessTracker:
     delete through it) or all of them. :meth:`ensure_ready` is True when every cache a key
     wrote through has reached its write (each record is dropped as its cache catches up), or
     when a cache's versions are not numbers (then the check is off for that informer, logged
-    once). A reconcile that writes a child and then its own object waits for both caches.
+    once). A reconcile that writes a child and then its own object waits for both caches. A
+    record whose informer stopped before its cache showed the write (a member cluster that left
+    and came back: a new informer of the same name, which listed after the write) holds nothing
+    back: the stopped cache will never move, and a new one is not compared with the old one's
+    versions.
     """
 
     def __init__(self, name: str = "") -> None:
         self.name = name
         self._lock = threading.Lock()  # guards _written, _disabled
-        # key -> informer -> (cache, rv written, the cache's own rv then), the informer written
-        # last at the end
-        self._written: dict[Hashable, dict[str, tuple[StoreVersioned, str, str]]] = {}
+        # key -> informer -> (cache, rv written, the cache's own rv then, whether the informer
+        # of that cache stopped), the informer written last at the end
+        self._written: dict[Hashable, dict[str, _Record]] = {}
         self._disabled: set[str] = set()  # informers whose versions are not numbers
         self._gauges: dict[str, metrics_provider.CallbackGaugeMetric] = {}  # informer -> its gauge
 
@@ -98,10 +106,14 @@ class StalenessTracker:
         for gauge in gauges:
             gauge.remove()
 
-    def wrote_at(self, key: Hashable, informer: str, cache: StoreVersioned, resource_version: str) -> None:
+    def wrote_at(self, key: Hashable, informer: str, cache: StoreVersioned, resource_version: str,
+                 stopped: Callable[[], bool] | None = None) -> None:
         """Record that a write for ``key`` returned ``resource_version``, which ``cache`` (the
         store of the informer named ``informer``) must reach before ``key`` is reconciled again.
-        A version older than the one recorded for the same key and informer is ignored."""
+        A version older than the one recorded for the same key and the same cache is ignored;
+        one recorded for another cache of that name (an informer made anew) is replaced.
+        ``stopped()``, when given, says whether that informer has stopped: its cache will then
+        never reach the write, and the record holds nothing back."""
         if not resource_version:
             return
         self.observe(informer, cache)
@@ -111,13 +123,13 @@ class StalenessTracker:
                 return
             records = self._written.setdefault(key, {})
             current = records.pop(informer, None)
-            if current is not None:
+            if current is not None and current[0] is cache:
                 try:
                     if compare_resource_version(resource_version, current[1]) < 0:
                         resource_version = current[1]
                 except errors.InvalidResourceVersionError:
                     pass
-            records[informer] = (cache, resource_version, cached_then)
+            records[informer] = (cache, resource_version, cached_then, stopped)
 
     def forget(self, key: Hashable, informer: str | None = None) -> None:
         """Drop the record of ``key``'s writes through ``informer`` (None: through every one)."""
@@ -148,11 +160,20 @@ class StalenessTracker:
             pending = list(records.items()) if records else []
         ready_all = True
         for informer, record in pending:
-            cache, written, cached_then = record
+            cache, written, cached_then, stopped = record
             synced = cache.last_store_sync_resource_version()
             try:
                 ready = compare_resource_version(synced, written) >= 0 if synced else not _check(written)
-                if not ready and synced and cached_then and compare_resource_version(synced, cached_then) < 0:
+                if not ready and stopped is not None and stopped():
+                    # its informer stopped before its cache showed the write (a member cluster
+                    # disengaged): that cache never moves again, and an informer made anew for
+                    # the same name listed after the write
+                    log.info("staleness %s: informer %s stopped at resourceVersion %s before it "
+                             "showed %s; no longer waiting for it for %s",
+                             self.name, informer, synced or "none", written, key)
+                    ready = True
+                elif (not ready and synced and cached_then
+                      and compare_resource_version(synced, cached_then) < 0):
                     # the cache went back past where it stood at the write: it relisted from a
                     # server restored from a backup or rebuilt, which may never reach the
                     # version written; what it holds now is that server's state
@@ -213,12 +234,14 @@ def stale_sync_skips_metric(controller: str) -> metrics_provider.CounterMetric:
     return metrics_provider.stale_sync_skips_metric(controller)
 
 
-def record_write(informer: str, cache: StoreVersioned, resource_version: str) -> None:
+def record_write(informer: str, cache: StoreVersioned, resource_version: str,
+                 stopped: Callable[[], bool] | None = None) -> None:
     """Note a write that returned ``resource_version`` for the request being reconciled on this
-    thread, if any (see :class:`reconciling`)."""
+    thread, if any (see :class:`reconciling`; ``stopped`` as :meth:`StalenessTracker.wrote_at`
+    takes it)."""
     tracker = _current.tracker
     if tracker is not None:
-        tracker.wrote_at(_current.key, informer, cache, resource_version)
+        tracker.wrote_at(_current.key, informer, cache, resource_version, stopped)
 
 
 def record_delete(informer: str) -> None:

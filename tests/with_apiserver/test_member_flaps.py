@@ -1,0 +1,76 @@
+"""Members that leave and come back while a controller or a replica works on them, through the
+official client over HTTP: a member's engagement that ended takes nothing of it along into the
+next (a write's staleness record, a replica's shard)."""
+
+from __future__ import annotations
+
+import queue
+import threading
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+from helpers import CONFIGMAPS, TIMEOUT, cm
+
+from kinformer import (
+    CachedClient,
+    ControllerBuilder,
+    MultiClusterInformerFactory,
+    Request,
+    ShardSelector,
+    StaticClusterProvider,
+)
+from kinformer.testing import FakeAPIServer
+
+Fleet = dict[str, FakeAPIServer]
+
+
+@pytest.fixture
+def clients(kube_fleet: Fleet) -> Iterator[dict[str, Any]]:
+    made = {name: server.api_client() for name, server in kube_fleet.items()}
+    yield made
+    for api_client in made.values():
+        api_client.close()
+
+
+def test_a_write_the_member_had_no_time_to_show_does_not_hold_its_next_engagement(
+    kube_fleet: Fleet, clients: dict[str, Any],
+) -> None:
+    """A reconcile writes to member-1, and member-1 leaves the shard and comes back before its
+    informer saw the write: the request is reconciled again on the new engagement's cache, which
+    listed after the write, instead of waiting forever for the stopped informer to show it."""
+    server = kube_fleet["member-1"]
+    server.create(CONFIGMAPS, cm("app", None, "default"))
+    factory = MultiClusterInformerFactory(StaticClusterProvider({"member-1": clients["member-1"]}))
+    writer = CachedClient(factory)
+    seen: queue.Queue[Request] = queue.Queue()
+
+    class WriteThenFlap:
+        flapped = False
+
+        def reconcile(self, request: Request) -> None:
+            seen.put(request)
+            if self.flapped:
+                return
+            self.flapped = True
+            assert server.wait_for_watchers(CONFIGMAPS, timeout=TIMEOUT)
+            server.set_delay(10 * TIMEOUT, "watch")  # the informer's next watch waits...
+            server.drop_watches()  # ...and its open one ends: it sees no event from now on
+            writer.patch(CONFIGMAPS, "app", {"data": {"written": "yes"}}, "default", cluster="member-1")
+            factory.set_cluster_shard(ShardSelector.empty())  # the shard moves away and back
+            server.set_delay(0, "watch")
+            factory.set_cluster_shard(None)
+
+    stop = threading.Event()
+    controller = ControllerBuilder("flaps", factory).for_resource(CONFIGMAPS).complete(WriteThenFlap())
+    controller.start(stop)
+    try:
+        assert seen.get(timeout=TIMEOUT) == Request("app", "default", "member-1")
+        again = seen.get(timeout=TIMEOUT)  # the new engagement's initial list queued it
+        assert again == Request("app", "default", "member-1")
+        assert factory.for_resource(CONFIGMAPS).lister().get("member-1|default/app")["data"] == {
+            "written": "yes"}
+    finally:
+        stop.set()
+        assert controller.join(TIMEOUT)
+        factory.shutdown()
