@@ -35,6 +35,7 @@ SECRETS = GroupVersionResource("", "v1", "secrets")
 DEFAULT_SECRET_LABEL = "sigs.k8s.io/multicluster-runtime-kubeconfig"  # multicluster-runtime's
 DEFAULT_SECRET_KEY = "kubeconfig"  # multicluster-runtime's DefaultKubeconfigSecretKey
 CREDENTIAL_TIMEOUT = 60.0  # seconds a context's credential plugin may take before it is skipped
+LOAD_JOIN_TIMEOUT = 5.0  # a stop kills a loading plugin within a moment; this only bounds a bug
 
 
 def member_configuration() -> Any:
@@ -55,15 +56,17 @@ def member_configuration() -> Any:
 
 
 def client_from_kubeconfig(document: bytes | str, context_name: str | None = None,
-                           credential_timeout: float = CREDENTIAL_TIMEOUT) -> Any:
+                           credential_timeout: float = CREDENTIAL_TIMEOUT, *,
+                           stop: context.Context | None = None) -> Any:
     """A new ``kubernetes.client.ApiClient`` for a kubeconfig document (YAML or JSON) and its
     ``context_name`` (default: its current context), made for a member cluster
     (:func:`member_configuration`: urllib3's retries off).
 
     Nothing is sent over the network. A user's ``exec`` credential plugin runs for at most
-    ``credential_timeout`` seconds. A document that is not a usable kubeconfig (its plugin
-    fails, hangs or gives nothing; its context names a missing user) raises
-    :class:`~kinformer.ConfigurationError` saying why without quoting it (it holds credentials).
+    ``credential_timeout`` seconds, and is killed when ``stop`` is cancelled. A document that
+    is not a usable kubeconfig (its plugin fails, hangs or gives nothing; its context names a
+    missing user) raises :class:`~kinformer.ConfigurationError` saying why without quoting it
+    (it holds credentials); so does a plugin killed by ``stop``.
     """
     import types
 
@@ -78,13 +81,16 @@ def client_from_kubeconfig(document: bytes | str, context_name: str | None = Non
     if not isinstance(parsed, dict):
         raise errors.ConfigurationError(f"not a kubeconfig: a {type(parsed).__name__}, not a mapping")
     try:
-        with credentials.attempt(credential_timeout, name="kubeconfig-credentials") as ctx:
+        with credentials.attempt(credential_timeout, stop, name="kubeconfig-credentials") as ctx:
             configuration = member_configuration()
             credentials.load_context(types.SimpleNamespace(config=parsed, save_changes=None),
                                      context_name, configuration, ctx, persist=False,
                                      interactive=False)
         return ApiClient(configuration=configuration)
     except credentials.PluginStopped as err:
+        if stop is not None and stop.cancelled():
+            raise errors.ConfigurationError(
+                f"not a usable kubeconfig: its credential plugin {err.command} was stopped") from None
         raise errors.ConfigurationError(
             f"not a usable kubeconfig: its credential plugin {err.command} did not finish within "
             f"{credential_timeout:g}s") from None
@@ -241,8 +247,12 @@ class KubeconfigSecretProvider:
     (the factory disengages it first); a deleted Secret, one that lost the label, or one
     without ``key`` disengages it. A kubeconfig that does not parse is logged and skipped
     (a cluster it would have replaced keeps its working client); the other Secrets go on.
-    Synced once the Secrets listed first were all handled. Clients it made are closed once
-    their cluster was disengaged or ``run`` returned.
+    Each kubeconfig is loaded on a thread of its own (``kinformer-kubeconfig-secret-<name>``):
+    one whose credential plugin hangs engages late, or is skipped with an error after
+    :data:`CREDENTIAL_TIMEOUT` seconds, and holds no other Secret back; a Secret changed or
+    deleted while its kubeconfig loads engages only its last kubeconfig, or nothing; a stop
+    kills a plugin still running. Synced once the Secrets listed first were all engaged or
+    skipped. Clients it made are closed once their cluster was disengaged or ``run`` returned.
     """
 
     def __init__(self, hub_client: Any, namespace: str, label: str = DEFAULT_SECRET_LABEL,
@@ -255,6 +265,7 @@ class KubeconfigSecretProvider:
         self.label = label
         self.key = key
         self._hub = HubWatch()
+        self._secrets: _SecretHandler | None = None  # set once by run
 
     def run(self, stop: context.Context, engage: Engage, disengage: Disengage) -> None:
         """Watch the Secrets until ``stop``; runs once (:class:`~kinformer.AlreadyStartedError`)."""
@@ -263,33 +274,55 @@ class KubeconfigSecretProvider:
             listwatch.ListWatch.for_resource(self._hub_client, SECRETS, self.namespace,
                                              label_selector=f"{self.label}=true"),
             name=f"kubeconfig-secrets-{self.namespace}")
-        secrets = _SecretHandler(self.namespace, self.key, engage, disengage)
+        secrets = _SecretHandler(self.namespace, self.key, engage, disengage, stop)
+        self._secrets = secrets
         self._hub.run(stop, watched, secrets)
 
     def has_synced(self) -> bool:
-        """True once the Secrets of the first list were all handled."""
-        return self._hub.has_synced()
+        """True once the Secrets of the first list were all engaged or skipped."""
+        secrets = self._secrets
+        return self._hub.has_synced() and secrets is not None and secrets.first_list_loaded()
 
     def __repr__(self) -> str:
         return f"<KubeconfigSecretProvider {self.namespace} {self.label}=true key={self.key}>"
 
 
 class _SecretHandler:
-    """Turns kubeconfig Secrets into engagements; runs on the Secret informer's delivery thread."""
+    """Turns kubeconfig Secrets into engagements.
 
-    def __init__(self, namespace: str, key: str, engage: Engage, disengage: Disengage) -> None:
+    Its callbacks run on the Secret informer's delivery thread and never wait on a credential
+    plugin: each kubeconfig is loaded on a thread of its own, and the load engages its cluster
+    only if it is still the Secret's newest kubeconfig. ``_lock`` is held while engaging or
+    disengaging, so one cluster's engagements follow its Secret's changes in order (the
+    factory's engage and disengage never wait on the network; a re-engage joins the old
+    informers, which stop at once).
+    """
+
+    def __init__(self, namespace: str, key: str, engage: Engage, disengage: Disengage,
+                 stop: context.Context) -> None:
         self._namespace = namespace
         self._key = key
         self._engage = engage
         self._disengage = disengage
-        # cluster -> (digest of its kubeconfig, the client made from it); delivery thread only
+        self._loads = stop.child(f"kubeconfig-secrets-{namespace}")  # cancelled: plugins killed
+        self._lock = threading.Lock()  # guards the fields below
+        # cluster -> (digest of its kubeconfig, the client made from it): engaged
         self._clusters: dict[str, tuple[str, Any]] = {}
+        # cluster -> (its load, the digest it loads): the Secret's newest kubeconfig, loading
+        self._loading: dict[str, tuple[object, str]] = {}
+        self._first_list: set[str] = set()  # clusters of the first list not engaged or skipped
+        self._threads: list[threading.Thread] = []
+
+    def first_list_loaded(self) -> bool:
+        """Whether every Secret of the first list was engaged, skipped or has gone."""
+        with self._lock:
+            return not self._first_list
 
     def on_add(self, obj: Any, is_in_initial_list: bool) -> None:
-        self._apply(obj)
+        self._apply(obj, is_in_initial_list)
 
     def on_update(self, old: Any, new: Any) -> None:
-        self._apply(new)
+        self._apply(new, False)
 
     def on_delete(self, obj: Any) -> None:
         if isinstance(obj, store.DeletedFinalStateUnknown):
@@ -298,50 +331,108 @@ class _SecretHandler:
             name = meta.name(obj)
         self._remove(name, "was deleted")
 
-    def _apply(self, secret: Any) -> None:
+    def _apply(self, secret: Any, initial: bool) -> None:
         name = meta.name(secret)
         data = secret.get("data") if isinstance(secret, dict) else None
         encoded = data.get(self._key) if isinstance(data, dict) else None
         if not encoded or not isinstance(encoded, str):
-            if name in self._clusters:
+            with self._lock:
+                engaged = name in self._clusters
+            if engaged:
                 self._remove(name, f"has no {self._key!r} key any more")
             else:
+                self._forget_load(name)
                 log.warning("kubeconfig Secret %s/%s has no %r key; skipped", self._namespace, name,
                             self._key)
             return
         digest = hashlib.sha256(encoded.encode()).hexdigest()
-        current = self._clusters.get(name)
-        if current is not None and current[0] == digest:
-            return  # something else of the Secret changed
+        with self._lock:
+            if self._loads.cancelled():
+                return
+            current = self._clusters.get(name)
+            loading = self._loading.get(name)
+            if loading is not None and loading[1] == digest:
+                return  # something else of the Secret changed while its kubeconfig loads
+            if current is not None and current[0] == digest:
+                self._loading.pop(name, None)  # back to the kubeconfig engaged: a load overtaken
+                self._first_list.discard(name)
+                return
+            load = object()
+            self._loading[name] = (load, digest)
+            if initial:
+                self._first_list.add(name)
+            self._threads = [t for t in self._threads if t.is_alive()]
+            self._threads.append(_threads.spawn(
+                self._load, _threads.thread_name("kubeconfig-secret", name), name, load, digest,
+                encoded))
+
+    def _load(self, name: str, load: object, digest: str, encoded: str) -> None:
+        """Make the client of one kubeconfig, on a thread of its own; engage it if it is still
+        the Secret's newest (else close it)."""
         try:
-            api_client = client_from_kubeconfig(base64.b64decode(encoded, validate=True))
+            api_client = client_from_kubeconfig(base64.b64decode(encoded, validate=True),
+                                                stop=self._loads)
         except (errors.ConfigurationError, binascii.Error) as err:
-            reason = str(err) if isinstance(err, errors.ConfigurationError) else "not base64"
-            log.error("kubeconfig Secret %s/%s: %s; skipped%s", self._namespace, name, reason,
-                      "; the cluster keeps its previous kubeconfig" if current is not None else "")
+            with self._lock:
+                newest = self._loading.get(name, (None, ""))[0] is load
+                if newest:
+                    del self._loading[name]
+                    self._first_list.discard(name)
+                keeps = name in self._clusters
+            if newest and not self._loads.cancelled():
+                reason = str(err) if isinstance(err, errors.ConfigurationError) else "not base64"
+                log.error("kubeconfig Secret %s/%s: %s; skipped%s", self._namespace, name, reason,
+                          "; the cluster keeps its previous kubeconfig" if keeps else "")
             return
-        try:
-            self._engage(name, api_client)
-        except Exception:
+        previous = None
+        with self._lock:
+            if self._loads.cancelled() or self._loading.get(name, (None, ""))[0] is not load:
+                engaged = False  # stopped, or the Secret changed or went meanwhile
+            else:
+                del self._loading[name]
+                self._first_list.discard(name)
+                try:
+                    self._engage(name, api_client)
+                except Exception:
+                    _close(api_client)
+                    raise
+                previous = self._clusters.get(name)
+                self._clusters[name] = (digest, api_client)
+                engaged = True
+        if not engaged:
             _close(api_client)
-            raise
-        self._clusters[name] = (digest, api_client)
-        if current is not None:
-            _close(current[1])  # the factory stopped the informers that used it
+        elif previous is not None:
+            _close(previous[1])  # the factory stopped the informers that used it
+
+    def _forget_load(self, name: str) -> None:
+        """A kubeconfig of ``name`` still loading is no longer wanted: it engages nothing."""
+        with self._lock:
+            self._loading.pop(name, None)
+            self._first_list.discard(name)
 
     def _remove(self, name: str, why: str) -> None:
-        entry = self._clusters.pop(name, None)
-        if entry is None:
-            return
-        log.info("kubeconfig Secret %s/%s %s: disengaging cluster %s", self._namespace, name, why, name)
-        try:
-            self._disengage(name)
-        finally:
-            _close(entry[1])
+        with self._lock:
+            self._loading.pop(name, None)
+            self._first_list.discard(name)
+            entry = self._clusters.pop(name, None)
+            if entry is None:
+                return
+            log.info("kubeconfig Secret %s/%s %s: disengaging cluster %s", self._namespace, name,
+                     why, name)
+            try:
+                self._disengage(name)
+            finally:
+                _close(entry[1])
 
     def close(self) -> None:
-        """Close every client made; the run is over."""
-        clusters, self._clusters = self._clusters, {}
+        """The run is over: kill the plugins still running, wait for their loads and close
+        every client made."""
+        self._loads.cancel()
+        with self._lock:
+            threads, self._threads = self._threads, []
+        _threads.join_all(threads, LOAD_JOIN_TIMEOUT)
+        with self._lock:
+            clusters, self._clusters = self._clusters, {}
         for _digest, api_client in clusters.values():
             _close(api_client)
 

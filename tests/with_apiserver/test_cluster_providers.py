@@ -309,3 +309,78 @@ def test_a_secrets_kubeconfig_whose_credential_plugin_fails_or_hangs_is_refused(
     document["users"][0]["user"]["exec"]["command"] = plugin_script(tmp_path, "hang", "exec sleep 600")
     with pytest.raises(ConfigurationError, match=r"did not finish within 0\.3s"):
         client_from_kubeconfig(json.dumps(document), credential_timeout=0.3)
+
+
+def test_a_secret_whose_credential_plugin_hangs_holds_no_other_secret_back(
+    hub: FakeAPIServer, kube_fleet: Fleet, api_client: Any, tmp_path: Path,
+) -> None:
+    """The Secrets' kubeconfigs were loaded one at a time on the Secret informer's thread: one
+    whose credential plugin hung (a minute at most) held back every other member's engage,
+    re-engage and disengage, and the factory's stop, which left the plugin running."""
+    pid_file = tmp_path / "plugin.pid"
+    hangs = plugin_script(tmp_path, "hang", f"echo $$ > {pid_file}.part && mv {pid_file}.part {pid_file}\n"
+                                            "exec sleep 600")
+    sick = kube_fleet["member-1"].kubeconfig()
+    sick["users"][0]["user"] = {"exec": {"apiVersion": "client.authentication.k8s.io/v1beta1",
+                                         "command": hangs}}
+    hub.create(SECRETS, kubeconfig_secret("member-1", sick))  # listed first, before the others
+    hub.create(SECRETS, kubeconfig_secret("member-2", kube_fleet["member-2"].kubeconfig()))
+    provider = KubeconfigSecretProvider(api_client, HUB_NAMESPACE)
+    factory = MultiClusterInformerFactory(provider)
+    configmaps = factory.for_resource(CONFIGMAPS)
+    factory.start(threading.Event())
+    try:
+        assert wait_for(lambda: factory.clusters() == ["member-2"], TIMEOUT)  # listed with member-1
+        assert wait_for(pid_file.exists, TIMEOUT)  # member-1's plugin still runs
+        assert not provider.has_synced()  # member-1 is neither engaged nor skipped yet
+        assert not factory.has_synced()
+        hub.create(SECRETS, kubeconfig_secret("member-3", kube_fleet["member-3"].kubeconfig()))
+        assert wait_for(lambda: factory.clusters() == ["member-2", "member-3"], TIMEOUT)
+        assert wait_for(lambda: configmaps.lister().cluster("member-3").list() != [], TIMEOUT)
+        hub.delete(SECRETS, HUB_NAMESPACE, "member-2")
+        assert wait_for(lambda: factory.clusters() == ["member-3"], TIMEOUT)
+    finally:
+        factory.shutdown(timeout=TIMEOUT)
+    pid = int(pid_file.read_text())
+    assert wait_for(lambda: not Path(f"/proc/{pid}").exists(), TIMEOUT), "the plugin outlived the stop"
+    assert not [t.name for t in threading.enumerate()
+                if t.name.startswith(("kinformer-kubeconfig", "kinformer-clusters"))]
+
+
+def test_a_secret_changed_or_deleted_while_its_kubeconfig_loads_engages_only_its_last_kubeconfig(
+    hub: FakeAPIServer, kube_fleet: Fleet, api_client: Any, tmp_path: Path,
+) -> None:
+    """A Secret whose slow credential plugin is still running when the Secret changes again, or
+    goes: the load that was overtaken engages nothing."""
+    release = tmp_path / "release"
+    slow = plugin_script(tmp_path, "slow", f"while [ ! -e {release} ]; do sleep 0.05; done\n"
+                                           "echo '{\"apiVersion\": \"client.authentication.k8s.io/v1beta1\","
+                                           " \"kind\": \"ExecCredential\", \"status\": {\"token\": \"t\"}}'")
+    slow_member_1 = kube_fleet["member-1"].kubeconfig()
+    slow_member_1["users"][0]["user"] = {"exec": {"apiVersion": "client.authentication.k8s.io/v1beta1",
+                                                  "command": slow}}
+    factory = MultiClusterInformerFactory(KubeconfigSecretProvider(api_client, HUB_NAMESPACE))
+    configmaps = factory.for_resource(CONFIGMAPS)
+    recorder = ClusterRecorder()
+    configmaps.add_event_handler(recorder)
+    factory.start(threading.Event())
+    try:
+        hub.create(SECRETS, kubeconfig_secret("moving", slow_member_1))
+        hub.create(SECRETS, kubeconfig_secret("going", slow_member_1))
+        secret = hub.get(SECRETS, HUB_NAMESPACE, "moving")  # changed while its first load runs
+        secret["data"] = kubeconfig_secret("moving", kube_fleet["member-2"].kubeconfig())["data"]
+        hub.update(SECRETS, secret)
+        hub.delete(SECRETS, HUB_NAMESPACE, "going")  # deleted while its load runs
+        assert recorder.next() == ("add", "moving", "app")
+        assert configmaps.lister().cluster("moving").by_namespace("default").get("app")["data"] == {
+            "cluster": "member-2"}
+        release.write_text("")  # the overtaken loads finish now
+        assert wait_for(lambda: not [t for t in threading.enumerate()
+                                     if t.name.startswith("kinformer-kubeconfig-secret-")], TIMEOUT)
+        hub.create(SECRETS, kubeconfig_secret("member-3", kube_fleet["member-3"].kubeconfig()))
+        assert recorder.next() == ("add", "member-3", "app")  # a later engage, and nothing before it
+        assert factory.clusters() == ["member-3", "moving"]
+        assert configmaps.lister().cluster("moving").by_namespace("default").get("app")["data"] == {
+            "cluster": "member-2"}
+    finally:
+        factory.shutdown()
