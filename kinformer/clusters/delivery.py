@@ -172,7 +172,9 @@ class HandlerDelivery:
                     try:
                         fn(*args)
                     except Exception:
-                        log.exception("event handler %r failed; notification skipped", self.handler)
+                        log.exception("event handler %r failed on %s of cluster %s; notification "
+                                      "skipped", self.handler, _kind(fn),
+                                      engagement.cluster if engagement is not None else args[0])
                 if initial:
                     initial_done += 1
                     if engagement is not None:
@@ -191,6 +193,11 @@ class HandlerDelivery:
 
     def __repr__(self) -> str:
         return f"<HandlerDelivery {self._name} {self.handler!r}>"
+
+
+def _kind(fn: Callable[..., object]) -> str:
+    """``add``, ``update``, ``delete`` or ``disengaged``: what a buffered callback is."""
+    return str(getattr(fn, "__name__", fn)).removeprefix("on_")
 
 
 class Forwarder:
