@@ -193,7 +193,10 @@ class KubeconfigContextsProvider:
                     _close(api_client)
                     return
                 clients.append(api_client)
-            engage(name, api_client)
+            try:
+                engage(name, api_client)
+            except errors.ConfigurationError as err:  # a name no cluster can have
+                log.error("kubeconfig %s: context %s skipped: %s", self._path, name, err)
 
         threads = [_threads.spawn(load, _threads.thread_name("kubeconfig", name), name)
                    for name in self._contexts]

@@ -66,9 +66,16 @@ def provider_synced(provider: ClusterProvider, run_began: bool) -> bool:
 
 
 def check_name(name: Any) -> str:
-    """``name`` when it is a non-empty string, else :class:`~kinformer.ConfigurationError`."""
+    """``name`` when it is a non-empty string without ``|``, else
+    :class:`~kinformer.ConfigurationError`: ``|`` ends the cluster in a cluster-aware key
+    (``member-1|default/app``), so the keys of a cluster named ``prod|eu`` could not be split
+    back into cluster, namespace and name."""
     if not isinstance(name, str) or not name:
         raise errors.ConfigurationError(f"a cluster name must be a non-empty string, got {name!r}")
+    if "|" in name:
+        raise errors.ConfigurationError(
+            f"cluster name {name!r} holds '|', which ends the cluster in its objects' keys "
+            "(<cluster>|<namespace>/<name>); name the cluster without it")
     return name
 
 

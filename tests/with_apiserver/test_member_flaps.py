@@ -4,6 +4,7 @@ next (a write's staleness record, a replica's shard)."""
 
 from __future__ import annotations
 
+import json
 import queue
 import threading
 from collections.abc import Iterator
@@ -14,7 +15,9 @@ from helpers import CONFIGMAPS, TIMEOUT, cm
 
 from kinformer import (
     CachedClient,
+    ConfigurationError,
     ControllerBuilder,
+    KubeconfigContextsProvider,
     MultiClusterInformerFactory,
     Request,
     ShardSelector,
@@ -74,3 +77,34 @@ def test_a_write_the_member_had_no_time_to_show_does_not_hold_its_next_engagemen
         stop.set()
         assert controller.join(TIMEOUT)
         factory.shutdown()
+
+
+def test_a_member_whose_name_would_break_its_keys_is_refused_and_the_others_engage(
+    kube_fleet: Fleet, clients: dict[str, Any], tmp_path: Any, caplog: pytest.LogCaptureFixture,
+) -> None:
+    """A kubeconfig context may be named anything, ``prod|eu`` too; engaged, its objects' keys
+    (``prod|eu|default/app``) could not be split into cluster, namespace and name, so every
+    request a controller queued for it failed, and ``lister.get`` of them raised."""
+    with pytest.raises(ConfigurationError, match=r"'prod\|eu'.*\|"):
+        StaticClusterProvider({"prod|eu": clients["member-1"]})
+    document: dict[str, Any] = {"apiVersion": "v1", "kind": "Config", "clusters": [], "users": [],
+                                "contexts": []}
+    for context, member in (("prod|eu", "member-1"), ("member-2", "member-2")):
+        one = kube_fleet[member].kubeconfig()
+        document["clusters"].append({"name": member, "cluster": one["clusters"][0]["cluster"]})
+        document["users"].append({"name": member, "user": one["users"][0]["user"]})
+        document["contexts"].append({"name": context, "context": {"cluster": member, "user": member}})
+    path = tmp_path / "kubeconfig"
+    path.write_text(json.dumps(document))
+    provider = KubeconfigContextsProvider(path)
+    factory = MultiClusterInformerFactory(provider)
+    factory.for_resource(CONFIGMAPS)
+    factory.start(threading.Event())
+    try:
+        assert factory.wait_for_cache_sync(timeout=TIMEOUT)
+        assert factory.clusters() == ["member-2"]
+    finally:
+        factory.shutdown()
+    refused = [r for r in caplog.records if r.levelname == "ERROR" and "prod|eu" in r.getMessage()]
+    assert len(refused) == 1 and "skipped" in refused[0].getMessage()
+    assert refused[0].exc_info is None  # said, not a crash with a traceback
