@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import threading
 import time
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
@@ -222,17 +223,49 @@ class _Reconcile:
         # over member clusters: whether the request's member has its caches synced (None: the
         # member is not engaged); other sources' workers start once every cache synced
         self._member_caches = member_caches
+        # the requests of members whose caches have not synced: one of each member's (its
+        # probe) is looked at again every STALE_REQUEUE_DELAY, the others wait here, out of the
+        # queue, until a look finds the member synced (or gone): a member that never syncs
+        # costs one look per delay, not one per request
+        self._members_lock = threading.Lock()  # guards _probes, _parked
+        self._probes: dict[str, str] = {}  # cluster -> the key looked at again for it
+        self._parked: dict[str, set[str]] = {}  # cluster -> keys waiting for its caches
+        self._in_flight: set[str] = set()  # keys a worker has taken: a release leaves them to it
+        self._requeue: Callable[[str], None] | None = None  # queues a released key
+
+    def release_to(self, requeue: Callable[[str], None]) -> None:
+        """Where the requests a member held back go once it synced (the controller's queue)."""
+        self._requeue = requeue
 
     def reconcile(self, key: str) -> _controller.Result | None:
         request = Request.from_key(key)
         if self._member_caches is not None:
-            synced = self._member_caches(request.cluster)
-            if synced is None:
-                log.debug("cluster %s is not engaged: dropping request=%s", request.cluster, request)
-                self._stale_since.pop(request, None)
-                return None
-            if not synced:  # its cache cannot yet tell a missing object from a late one
-                return _controller.Skipped(requeue_after=STALE_REQUEUE_DELAY)
+            self._in_flight.add(key)
+            try:
+                return self._reconcile_member(request, key)
+            finally:
+                self._in_flight.discard(key)
+        return self._reconcile(request)
+
+    def _reconcile_member(self, request: Request, key: str) -> _controller.Result | None:
+        """:meth:`reconcile` over member clusters: only once the request's member synced."""
+        assert self._member_caches is not None
+        synced = self._member_caches(request.cluster)
+        probe = False
+        if not synced:
+            synced, probe = self._hold(request.cluster, key)
+        elif request.cluster in self._probes:
+            self._release(request.cluster)
+        if synced is None:
+            log.debug("cluster %s is not engaged: dropping request=%s", request.cluster, request)
+            self._stale_since.pop(request, None)
+            return None
+        if not synced:  # its cache cannot yet tell a missing object from a late one
+            return _controller.Skipped(requeue_after=STALE_REQUEUE_DELAY if probe else None)
+        return self._reconcile(request)
+
+    def _reconcile(self, request: Request) -> _controller.Result | None:
+        """The staleness check, then the reconciler."""
         if not self._tracker.ensure_ready(request):
             self._skips.inc()
             log.debug("cache has not seen the last write yet: skipping request=%s", request)
@@ -242,6 +275,36 @@ class _Reconcile:
         with staleness.reconciling(self._tracker, request):
             return self._reconciler.reconcile(request)
 
+    def _hold(self, cluster: str, key: str) -> tuple[bool | None, bool]:
+        """``key``'s member has not synced (or is gone): look again under the lock, which
+        orders it with :meth:`_release`; ``(synced, whether key is the member's probe)``. Not
+        synced: ``key`` becomes the member's probe when it has none, else waits parked (a
+        member with parked requests always has a probe coming round). Synced or gone
+        meanwhile: release what waits."""
+        assert self._member_caches is not None
+        with self._members_lock:
+            synced = self._member_caches(cluster)
+            if synced is False:
+                self._in_flight.discard(key)  # no longer this worker's: a release must queue it
+                probe = self._probes.setdefault(cluster, key)
+                if probe != key:
+                    self._parked.setdefault(cluster, set()).add(key)
+                return synced, probe == key
+        self._release(cluster)
+        return synced, False
+
+    def _release(self, cluster: str) -> None:
+        """``cluster`` synced or is gone: queue the requests it held back (a request of a
+        member gone is dropped when it comes round)."""
+        with self._members_lock:
+            self._probes.pop(cluster, None)
+            # a key a worker has taken is that worker's to reconcile (or to park again): queued
+            # too, it would be reconciled a second time
+            parked = [key for key in self._parked.pop(cluster, ()) if key not in self._in_flight]
+        if parked and self._requeue is not None:
+            log.debug("cluster %s: %d requests that waited for its caches queued", cluster, len(parked))
+            for key in sorted(parked):
+                self._requeue(key)
 
     def _note_stale(self, request: Request) -> None:
         """Warn once when ``request`` has waited :data:`STALE_WARN_AFTER` seconds in a row for
@@ -288,8 +351,9 @@ class BuiltController:
         # a discovering source tells the primary's kind (for owns) from discovery
         self._discovery = source if isinstance(source, DiscoveringSource) else None
         per_member = self._member_synced if isinstance(source, MultiClusterInformerFactory) else None
-        self._controller = _controller.Controller(
-            name, _Reconcile(name, reconciler, self.tracker, per_member), queue=self.queue, workers=workers)
+        reconcile = _Reconcile(name, reconciler, self.tracker, per_member)
+        reconcile.release_to(self.queue.add)
+        self._controller = _controller.Controller(name, reconcile, queue=self.queue, workers=workers)
         self._once = lifecycle.RunOnce(name)
 
     @property

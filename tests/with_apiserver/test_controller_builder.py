@@ -286,6 +286,50 @@ def test_over_members_each_request_waits_for_its_own_members_caches(
             api_client.close()
 
 
+def test_requests_of_a_member_that_cannot_sync_wait_without_being_retried_each(
+        kube_fleet: dict[str, FakeAPIServer], prometheus: Any, stop: threading.Event) -> None:
+    """member-2 holds 200 Secrets but its ConfigMaps cannot be listed: its requests wait for
+    it without each going round the queue every 0.1 s (thousands of skips a second, a core's
+    worth of work for as long as the member stays out of sync), and every one is reconciled
+    once it syncs."""
+    count = 200
+    for i in range(count):
+        kube_fleet["member-2"].create(SECRETS, {"metadata": {"name": f"s{i:03d}", "namespace": "default"}})
+    kube_fleet["member-1"].create(SECRETS, {"metadata": {"name": "s", "namespace": "default"}})
+    kube_fleet["member-2"].forbid("configmaps", "list")
+    clients = {name: kube_fleet[name].api_client() for name in ("member-1", "member-2")}
+    factory = MultiClusterInformerFactory(StaticClusterProvider(clients))
+    recorder = Recorder()
+    controller = (ControllerBuilder("waiting", factory).for_resource(SECRETS)
+                  .watches(CONFIGMAPS, lambda cluster, obj: ()).with_workers(2).complete(recorder))
+
+    def list_failures() -> float:
+        return metric_value(prometheus, "kinformer_reflector_errors_total",
+                            resource="v1/configmaps@member-2") or 0
+
+    def retries() -> float:
+        return metric_value(prometheus, "workqueue_retries_total", name="waiting") or 0
+
+    controller.start(stop)
+    try:
+        assert recorder.next() == Request("s", "default", "member-1")
+        assert wait_for(lambda: list_failures() >= 1, TIMEOUT)
+        before = retries()
+        assert wait_for(lambda: list_failures() >= 2, TIMEOUT)  # a relist backoff later
+        assert retries() - before < count  # not every request went round once more
+        assert recorder.calls.empty()
+        kube_fleet["member-2"].allow("configmaps", "list")
+        assert wait_for(lambda: recorder.calls.qsize() >= count, 3 * TIMEOUT)  # the next relist
+        seen = [recorder.next() for _ in range(count)]
+        assert sorted(seen, key=str) == [Request(f"s{i:03d}", "default", "member-2") for i in range(count)]
+    finally:
+        stop.set()
+        assert controller.join(TIMEOUT)
+        factory.shutdown()
+        for api_client in clients.values():
+            api_client.close()
+
+
 def a_live_change_goes_first(widgets: Any, controller: Any, recorder: Recorder, names: list[str]) -> None:
     """With the recorder held at its gate and the rest of ``names`` queued low: a change to the
     last widget moves it up, and it is reconciled first once the gate opens."""
