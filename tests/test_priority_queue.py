@@ -131,6 +131,34 @@ def test_an_add_of_an_item_waiting_out_a_delay_is_one_entry_ready_now() -> None:
         queue.shut_down()
 
 
+def test_a_delayed_add_of_an_item_that_waits_now_is_the_same_entry() -> None:
+    """The other half of the rule: an item waiting now (or added again while a worker holds it)
+    is ready now; an ``add_after`` of it (a failed reconcile's retry, a ``requeue_after``) does
+    not hand it out a second time once the delay ran out."""
+    clock = FakeClock()
+    queue: PriorityQueue[str] = PriorityQueue(ItemExponentialFailureRateLimiter(1.0, 10.0), clock=clock)
+    try:
+        queue.add("waiting")
+        queue.add_after("waiting", 5.0)
+        assert queue.get() == ("waiting", False)
+        queue.add("held")  # added again while a worker reconciles it
+        queue.done("waiting")
+        assert queue.get() == ("held", False)
+        queue.add("held")
+        queue.add_rate_limited("held")  # the reconcile failed
+        queue.done("held")
+        assert drain(queue) == ["held"]
+        queue.add_after("sentinel", 6.0)
+        clock.step(6.0)
+        item, _ = queue.get(timeout=5)
+        assert item == "sentinel"  # no delayed add came due before it
+        queue.done(item)
+        assert len(queue) == 0
+        assert queue.num_requeues("held") == 1  # the failure still counts for its backoff
+    finally:
+        queue.shut_down()
+
+
 def test_shut_down_hands_out_what_is_left_then_reports_shutdown() -> None:
     queue: PriorityQueue[str] = PriorityQueue()
     queue.add_initial("l1")

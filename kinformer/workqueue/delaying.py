@@ -74,6 +74,8 @@ class DelayingQueue(WorkQueue[T]):
         if seconds <= 0:
             self.add(item)
             return
+        if self._ready_now(item):
+            return
         with self._delay_lock:
             if self._stopped:
                 return
@@ -89,6 +91,11 @@ class DelayingQueue(WorkQueue[T]):
                 label = self.name or f"{id(self):x}"
                 self._thread = _threads.spawn(self._waiting_loop, _threads.thread_name("workqueue", label))
         self._wake.set()
+
+    def _ready_now(self, item: T) -> bool:
+        """Whether a delayed add of ``item`` is merged with its add already made (never here:
+        client-go's delaying queue keeps both; :class:`~kinformer.PriorityQueue` merges)."""
+        return False
 
     def _cancel_delay(self, item: T) -> None:
         """Forget ``item``'s scheduled add, if it has one (its heap entry goes stale)."""

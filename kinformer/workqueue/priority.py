@@ -74,8 +74,9 @@ class PriorityQueue(RateLimitingQueue[T]):
     As in controller-runtime's priority queue, an item is one entry whether it waits now or
     after a delay, ready at the earlier of the two: an add of an item whose ``add_after`` (a
     retry's backoff, a ``requeue_after``) is still to come queues it now and drops the delayed
-    add, which would otherwise reconcile it a second time when it came due. (client-go's
-    delaying queue, :class:`~kinformer.DelayingQueue`, keeps both.)
+    add, which would otherwise reconcile it a second time when it came due; an ``add_after``
+    of an item that waits now, or was added again while a worker holds it, is dropped the
+    same way. (client-go's delaying queue, :class:`~kinformer.DelayingQueue`, keeps both.)
     """
 
     def __init__(
@@ -96,6 +97,12 @@ class PriorityQueue(RateLimitingQueue[T]):
         with self._lock:  # one hold: an add_initial in between would leave the item low
             self._levels.promote(item)
             self._add_locked(item)
+
+    def _ready_now(self, item: T) -> bool:
+        """An item waiting now, or added again while a worker holds it, is ready now: an
+        ``add_after`` of it is that same entry (it is still counted as a retry)."""
+        with self._lock:
+            return item in self._dirty
 
     def add_initial(self, item: T) -> None:
         """Queue ``item`` because an initial list named it: served after every live item.
