@@ -24,6 +24,28 @@ def test_from_key_inverts_key(request_: Request) -> None:
     assert Request.from_key(request_.key) == request_
 
 
+@pytest.mark.parametrize("request_", [
+    Request("ops|admin"),  # an RBAC name may hold a '|' (a path segment name)
+    Request("a/b"), Request("b", "a"), Request("x", "team|a"), Request("n", "ns", "ctx|1"),
+    Request("50%7C"), Request("app", "default", "50%"),
+])
+def test_from_key_inverts_the_key_of_a_request_whose_parts_hold_the_separators(request_: Request) -> None:
+    """A part holding a separator never reads back as another request (a reconcile of
+    ClusterRole "ops|admin" is not a request for "admin" in cluster "ops")."""
+    assert Request.from_key(request_.key) == request_
+
+
+def test_requests_that_differ_have_keys_that_differ() -> None:
+    assert Request("b", "a").key != Request("a/b").key
+    assert Request("admin", cluster="ops").key != Request("ops|admin").key
+
+
+def test_a_cluster_named_with_a_slash_keeps_its_plain_key() -> None:
+    request = Request("app", "default", "arn:aws:eks:eu-west-1:123:cluster/prod")
+    assert request.key == "arn:aws:eks:eu-west-1:123:cluster/prod|default/app"
+    assert Request.from_key(request.key) == request
+
+
 def test_a_request_is_frozen_and_checked() -> None:
     request = Request("app", "default", "root:a")
     with pytest.raises(AttributeError):

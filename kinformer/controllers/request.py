@@ -14,10 +14,26 @@ Request(name='app', namespace='default', cluster='root:org')
 
 from __future__ import annotations
 
+import urllib.parse
 from dataclasses import dataclass
 
 from kinformer import errors
 from kinformer.cache import cluster as _cluster
+
+_SPECIALS = "%|/"  # what a name or namespace has percent-encoded in a key ("%" first)
+_CLUSTER_SPECIALS = "%|"  # and a cluster: a '/' before the '|' splits nothing
+
+
+def _escape(part: str, specials: str) -> str:
+    if not any(c in part for c in specials):
+        return part
+    for c in specials:
+        part = part.replace(c, f"%{ord(c):02X}")
+    return part
+
+
+def _unescape(part: str) -> str:
+    return urllib.parse.unquote(part) if "%" in part else part
 
 
 @dataclass(frozen=True, slots=True)
@@ -42,8 +58,16 @@ class Request:
 
     @property
     def key(self) -> str:
-        """The cluster-aware key (``<cluster>|<namespace>/<name>``, parts left out when empty)."""
-        return _cluster.to_cluster_aware_key(self.cluster, self.namespace, self.name)
+        """The cluster-aware key (``<cluster>|<namespace>/<name>``, parts left out when empty).
+
+        A part holding a separator of the key (a ``|``, as an RBAC object's name may:
+        ``ClusterRole "ops|admin"``; a ``/`` in a name or namespace) has it, and any ``%``,
+        percent-encoded, so :meth:`from_key` reads back this request and no other; every other
+        key is the plain cluster-aware key.
+        """
+        return _cluster.to_cluster_aware_key(
+            _escape(self.cluster, _CLUSTER_SPECIALS), _escape(self.namespace, _SPECIALS),
+            _escape(self.name, _SPECIALS))
 
     @classmethod
     def from_key(cls, key: str) -> Request:
@@ -52,7 +76,7 @@ class Request:
         cluster, namespace, name = _cluster.split_cluster_aware_key(key)
         if not name:
             raise errors.InvalidKeyError(f'unexpected key format: "{key}"')
-        return cls(name, namespace, cluster)
+        return cls(_unescape(name), _unescape(namespace), _unescape(cluster))
 
     def __str__(self) -> str:
         return self.key
