@@ -172,6 +172,20 @@ def test_a_reconcile_that_exits_is_retried_and_the_worker_lives_on(
     assert recorder.next_call() == "default/a"
 
 
+def test_a_reconcile_returning_what_is_not_a_result_fails_and_the_worker_lives_on(
+        running: Running, recorder: Reconciles) -> None:
+    """A reconciler returning True (or a dict, or the object) ended its worker: with one
+    worker nothing was reconciled again, while the controller went on running."""
+    recorder.outcomes = [lambda key: True]  # type: ignore[list-item,return-value]
+    running.controller.enqueue("default/a")
+    assert recorder.next_call() == "default/a"
+    assert clock_waits(running.clock, 1.0)  # retried with backoff, as a reconcile that raised
+    running.controller.enqueue("default/b")  # the one worker still takes keys
+    assert recorder.next_call() == "default/b"
+    running.clock.step(1.0)
+    assert recorder.next_call() == "default/a"
+
+
 def test_a_terminal_error_is_not_retried(running: Running, recorder: Reconciles) -> None:
     recorder.outcomes = [give_up]
     running.controller.enqueue("default/bad")

@@ -82,7 +82,8 @@ class Controller:
     and may be called before ``run``. A controller runs once: a second ``run`` or ``start``
     raises :class:`~kinformer.AlreadyStartedError`.
 
-    A reconcile that raises is logged at ERROR with its traceback and retried with backoff;
+    A reconcile that raises, or returns what is not a :class:`Result` or None, is logged at
+    ERROR with its traceback and retried with backoff;
     one that raises because a server did not answer (refused, reset, timed out: kinformer's
     :class:`~kinformer.TransportError`, a ``ConnectionError``, urllib3's errors) is expected
     while that server is down, so it is one WARNING line without a traceback for the key's
@@ -166,6 +167,8 @@ class Controller:
     def _reconcile(self, key: str) -> None:
         try:
             result = self.reconciler.reconcile(key)
+            if result is not None and not isinstance(result, Result):  # read below, outside the try
+                raise TypeError(f"reconcile returned {result!r}, not a Result or None")
         except errors.TerminalError as err:
             log.error("controller %s: giving up on key=%s: %s", self.name, key, err)
             self.queue.forget(key)
