@@ -382,9 +382,11 @@ class BuiltController:
         return self._once.shutdown(timeout)
 
     def _run(self, ctx: context.Context, stop: context.StopSignal) -> None:
+        registered: list[tuple[Callable[[], None], Callable[[], bool]]] = []
         try:
-            registered = [self._register(binding) for binding in self._bindings]
             try:
+                for binding in self._bindings:  # one that raises leaves none of them behind
+                    registered.append(self._register(binding))
                 self._start_source(stop)  # the caller's stop: shutdown leaves the source running
                 if self._caches_synced(ctx, [synced for _, synced in registered]):
                     self._controller.run(ctx)

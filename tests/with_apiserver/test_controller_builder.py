@@ -24,6 +24,7 @@ from kinformer import (
     PredicateFuncs,
     Request,
     StaticClusterProvider,
+    StoppedError,
 )
 from kinformer.gvr import GroupVersionResource
 from kinformer.testing import FakeAPIServer, wait_for
@@ -634,6 +635,38 @@ def test_requests_name_the_member_and_owners_are_found_in_their_member(
         factory.shutdown()
         for api_client in clients.values():
             api_client.close()
+
+
+def test_a_controller_that_cannot_register_every_handler_leaves_none_behind(
+        api_client: Any, widgets: Any) -> None:
+    """The children's informer stopped on its own: registering there fails the run, and the
+    handler already put on the owners' informer is taken off again, not left queueing into a
+    controller that never runs."""
+    factory = DynamicSharedInformerFactory(api_client)
+    children = factory.for_resource(CONFIGMAPS).informer()
+    children_stop = threading.Event()
+    runner = threading.Thread(target=children.run, args=(children_stop,))
+    runner.start()
+    children_stop.set()
+    runner.join(TIMEOUT)
+    owners = factory.for_resource(WIDGETS).informer()
+    owners_stop = threading.Event()
+    factory.start(owners_stop)
+    try:
+        assert owners.wait_for_sync(TIMEOUT)
+        before = handler_threads()
+        controller = (ControllerBuilder("widgets", factory).for_resource(WIDGETS).owns(CONFIGMAPS)
+                      .complete(Recorder()))
+        with pytest.raises(StoppedError):
+            controller.run(owners_stop)
+        assert wait_for(lambda: handler_threads() == before, timeout=TIMEOUT), handler_threads()
+    finally:
+        owners_stop.set()
+        factory.shutdown()
+
+
+def handler_threads() -> list[str]:
+    return sorted(t.name for t in threading.enumerate() if t.name.startswith("kinformer-handler-"))
 
 
 def test_the_builder_refuses_what_it_cannot_build(api_client: Any) -> None:
