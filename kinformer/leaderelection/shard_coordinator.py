@@ -85,9 +85,15 @@ class ShardCoordinator:
     <kinformer.ShardSelector.empty>` while it does not see itself among the live members
     (before joining, after its Lease vanished or expired, after stop). ``members()`` are the
     live identities in order; listeners added with :meth:`add_listener` are called as
-    ``fn(selector)``, on the coordinator's thread, whenever this member's selector changes
-    (not when added). A Lease deleted by someone else is created again at the next renewal,
-    and the member re-joins once it sees it. While membership changes two members may briefly
+    ``fn(selector)`` whenever this member's selector changes (not when added), in order, on a
+    thread of their own (``kinformer-shards-listeners-<lease>``): a listener that takes long
+    (disengaging clusters joins their informers) holds no renewal back, so the member's Lease
+    does not run out under it and hand its range to the others while it still works on it.
+    A listener that is still busy when the selector changes again is then told only the
+    newest. On stop, the Lease is deleted once the listeners heard the empty selector (or
+    after ``lease_duration``, when the others would take the range anyway). A Lease deleted
+    by someone else is created again at the next renewal, and the member re-joins once it
+    sees it. While membership changes two members may briefly
     both own a range (for at most one renew interval); once it is stable every hash belongs
     to exactly one live member. Bad settings raise :class:`~kinformer.ConfigurationError`.
     Thread-safe; runs once.
@@ -151,6 +157,7 @@ class ShardCoordinator:
         self._selector = sharding.ShardSelector.empty()
         self._members: list[str] = []
         self._listeners: list[SelectorListener] = []
+        self._announcer = _Announcer(self)
         self._started = False
         # only touched by the run thread: Lease key -> (resourceVersion, when it was seen change)
         self._observed: dict[str, tuple[str, float]] = {}
@@ -194,6 +201,7 @@ class ShardCoordinator:
         ctx = _context.as_context(stop)
         handle = ctx.on_cancel(self._wake.set)
         inner = _context.Context(f"shards-{self._name}")
+        self._announcer.start(_threads.thread_name("shards-listeners", self._name))
         watcher = _threads.spawn(self._reflector.run, _threads.thread_name("shards", self._name),
                                  inner)
         log.info("shard coordinator %s joining group %s", self.identity, self.group)
@@ -219,9 +227,14 @@ class ShardCoordinator:
             # owning nothing first, then the Lease deleted: the others take the range over only
             # once this member's listeners heard it is no longer its
             self._publish(sharding.ShardSelector.empty(), [])
+            if not self._announcer.flush(self._lease_duration):
+                log.warning("shard coordinator %s: its listeners did not take the empty shard "
+                            "within %.0fs; deleting its lease anyway", self.identity,
+                            self._lease_duration)
             self._delete()
             inner.cancel()
-            _threads.join_all([watcher], JOIN_TIMEOUT)
+            self._announcer.close()
+            _threads.join_all([watcher, *self._announcer.threads()], JOIN_TIMEOUT)
             log.info("shard coordinator %s left group %s", self.identity, self.group)
 
     def _request_timeout(self, now: float) -> float:
@@ -297,10 +310,15 @@ class ShardCoordinator:
             if members != self._members:
                 log.info("shard group %s: members %s", self.group, ", ".join(members) or "none")
             self._members = members
-            listeners = list(self._listeners) if changed else []
         if changed:
             log.info("shard coordinator %s: shard is now %s", self.identity,
                      selector if selector.ranges else "empty (owns nothing)")
+            self._announcer.announce(selector)
+
+    def _tell(self, selector: sharding.ShardSelector) -> None:
+        """Call every listener with ``selector``; on the announcer's thread."""
+        with self._lock:
+            listeners = list(self._listeners)
         for listener in listeners:
             try:
                 listener(selector)
@@ -373,6 +391,57 @@ class ShardCoordinator:
             log.warning("shard coordinator %s: deleting lease %s failed: %s; it expires "
                         "after %.0fs", self.identity, lease.describe(), exc,
                         self._lease_duration)
+
+
+class _Announcer:
+    """Tells a coordinator's listeners each new selector on a thread of its own, in order; a
+    selector published while they are busy replaces one not yet told (the newest is what
+    counts)."""
+
+    def __init__(self, coordinator: ShardCoordinator) -> None:
+        self._coordinator = coordinator
+        self._cond = threading.Condition()  # guards the fields below
+        self._pending: sharding.ShardSelector | None = None
+        self._busy = False  # a selector is pending or being told
+        self._closed = False
+        self._thread: threading.Thread | None = None
+
+    def start(self, name: str) -> None:
+        self._thread = _threads.spawn(self._run, name)
+
+    def threads(self) -> list[threading.Thread]:
+        return [] if self._thread is None else [self._thread]
+
+    def announce(self, selector: sharding.ShardSelector) -> None:
+        with self._cond:
+            self._pending = selector
+            self._busy = True
+            self._cond.notify_all()
+
+    def flush(self, timeout: float) -> bool:
+        """Wait until every selector announced was told (True), or ``timeout`` seconds."""
+        with self._cond:
+            if self._thread is None:  # never started: nobody to tell
+                return True
+            return self._cond.wait_for(lambda: not self._busy, timeout)
+
+    def close(self) -> None:
+        with self._cond:
+            self._closed = True
+            self._cond.notify_all()
+
+    def _run(self) -> None:
+        while True:
+            with self._cond:
+                self._cond.wait_for(lambda: self._pending is not None or self._closed)
+                selector, self._pending = self._pending, None
+                if selector is None:  # closed, and everything told
+                    return
+            self._coordinator._tell(selector)
+            with self._cond:
+                if self._pending is None:
+                    self._busy = False
+                    self._cond.notify_all()
 
 
 class _Leases(store.Indexer):

@@ -270,6 +270,36 @@ def test_a_member_that_stops_says_it_owns_nothing_before_its_lease_goes(
     assert lease_at_empty == [True]
 
 
+def test_a_listener_that_takes_long_holds_no_renewal_back(
+    api_client: Any, apiserver: FakeAPIServer,
+) -> None:
+    """A listener busy for longer than the lease (disengaging clusters whose informers are slow
+    to stop): the member keeps renewing meanwhile, so the others never take a range it still
+    works on; the selectors published meanwhile reach the listener, the newest last."""
+    entered, release = threading.Event(), threading.Event()
+    told: list[ShardSelector] = []
+
+    def slow(selector: ShardSelector) -> None:
+        told.append(selector)
+        if len(told) == 1:
+            entered.set()
+            release.wait(TIMEOUT)
+
+    member_a = coordinator(api_client, "a")
+    member_a.add_listener(slow)
+    with running(member_a.run):
+        assert entered.wait(TIMEOUT)  # told its first shard, and busy with it
+        try:
+            assert wait_for(renewed(apiserver, "workers-a", 3 * int(LEASE / RENEW)), TIMEOUT)
+            with members(api_client, "b") as started:
+                member_b = started["b"][0]
+                assert wait_for(lambda: converged([member_a, member_b], ["a", "b"]), TIMEOUT)
+                release.set()
+                assert wait_for(lambda: told[-1] == member_a.selector(), TIMEOUT)
+        finally:
+            release.set()
+
+
 def test_members_whose_view_of_the_group_stalls_never_take_more_than_their_share(
     api_client: Any, apiserver: FakeAPIServer
 ) -> None:
