@@ -92,9 +92,9 @@ def test_every_delayed_add_counts_as_a_retry(prometheus: Any) -> None:
     queue.add_after("b", 0)
     queue.add("c")  # a plain add is no retry
     assert metric_value(prometheus, "workqueue_retries_total", name="ctrl") == 3
-    queue.shut_down()
-    queue.add_rate_limited("a")  # ignored after shutdown
-    assert metric_value(prometheus, "workqueue_retries_total", name="ctrl") == 3
+    queue.shut_down()  # takes the queue's series away
+    queue.add_rate_limited("a")  # ignored after shutdown: the series does not come back
+    assert metric_value(prometheus, "workqueue_retries_total", name="ctrl") is None
 
 
 def test_unnamed_queues_and_queues_made_before_the_provider_keep_no_metrics() -> None:
@@ -197,3 +197,62 @@ def test_importing_kinformer_and_its_metrics_never_imports_prometheus_client() -
     code = "import sys, kinformer, kinformer.metrics; print('prometheus_client' in sys.modules)"
     out = subprocess.run([sys.executable, "-c", code], check=True, capture_output=True, text=True).stdout
     assert out.strip() == "False"
+
+
+def series(registry: Any, prefix: str) -> int:
+    """How many samples of the families named ``prefix...`` the registry holds now."""
+    return sum(len(family.samples) for family in registry.collect() if family.name.startswith(prefix))
+
+
+def test_queues_made_and_shut_down_in_a_loop_leave_no_series_behind(prometheus: Any) -> None:
+    """A controller that comes and goes under a new name each time (one per CRD, per tenant)
+    must not grow the registry for good: its queue's series go when the queue shuts down."""
+    for i in range(50):
+        queue: RateLimitingQueue[str] = RateLimitingQueue(name=f"tenant-{i}", clock=FakeClock())
+        queue.add("a")
+        queue.add_rate_limited("b")
+        assert queue.get() == ("a", False)
+        queue.done("a")
+        assert metric_value(prometheus, "workqueue_adds_total", name=f"tenant-{i}") == 1
+        if i % 2:
+            queue.shut_down()
+        else:
+            assert queue.shut_down_with_drain(TIMEOUT)
+    assert series(prometheus, "workqueue_") == 0
+
+
+def test_a_queue_shut_down_with_items_leaves_its_namesake_only_its_own_depth(prometheus: Any) -> None:
+    """Two queues of one name (a controller stopped while a new one of its name starts): the
+    stopped one's items, never to be handed out, no longer count in the shared depth, and its
+    shutdown does not take the live one's series away."""
+    old: WorkQueue[str] = WorkQueue(name="ctrl", clock=FakeClock())
+    new: WorkQueue[str] = WorkQueue(name="ctrl", clock=FakeClock())
+    old.add("a")
+    old.add("b")
+    new.add("c")
+    assert metric_value(prometheus, "workqueue_depth", name="ctrl") == 3
+    old.shut_down()
+    assert metric_value(prometheus, "workqueue_depth", name="ctrl") == 1
+    assert metric_value(prometheus, "workqueue_adds_total", name="ctrl") == 3  # a counter never goes back
+    assert new.get() == ("c", False)
+    assert metric_value(prometheus, "workqueue_depth", name="ctrl") == 0
+    assert old.get() == ("a", False)  # still handed out after shutdown: its depth is not counted twice
+    assert metric_value(prometheus, "workqueue_depth", name="ctrl") == 0
+    new.done("c")
+    new.shut_down()
+    assert metric_value(prometheus, "workqueue_depth", name="ctrl") is None
+
+
+def test_a_series_held_by_two_components_stays_until_both_let_go(prometheus: Any) -> None:
+    one = provider_module.ReflectorMetrics("v1/pods")
+    two = provider_module.ReflectorMetrics("v1/pods")
+    one.lists.inc()
+    two.lists.inc()
+    assert metric_value(prometheus, "kinformer_reflector_lists_total", resource="v1/pods") == 2
+    one.remove()
+    one.remove()  # idempotent
+    one.lists.inc()  # a late count of a component that let go is dropped
+    assert metric_value(prometheus, "kinformer_reflector_lists_total", resource="v1/pods") == 2
+    two.remove()
+    assert metric_value(prometheus, "kinformer_reflector_lists_total", resource="v1/pods") is None
+    assert series(prometheus, "kinformer_reflector_") == 0

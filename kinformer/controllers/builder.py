@@ -32,6 +32,7 @@ from kinformer.controllers import lifecycle, staleness
 from kinformer.controllers.predicates import Predicate
 from kinformer.controllers.request import Request
 from kinformer.gvr import APIResourceMeta, GroupVersionResource
+from kinformer.metrics import provider as metrics_provider
 from kinformer.workqueue.priority import PriorityQueue
 
 log = logging.getLogger(__name__)
@@ -233,6 +234,10 @@ class _Reconcile:
         self._in_flight: set[str] = set()  # keys a worker has taken: a release leaves them to it
         self._requeue: Callable[[str], None] | None = None  # queues a released key
 
+    def close(self) -> None:
+        """Let go of the skips counter (the controller stopped): its series goes with it."""
+        metrics_provider.release(self._skips)
+
     def release_to(self, requeue: Callable[[str], None]) -> None:
         """Where the requests a member held back go once it synced (the controller's queue)."""
         self._requeue = requeue
@@ -353,6 +358,7 @@ class BuiltController:
         per_member = self._member_synced if isinstance(source, MultiClusterInformerFactory) else None
         reconcile = _Reconcile(name, reconciler, self.tracker, per_member)
         reconcile.release_to(self.queue.add)
+        self._reconcile = reconcile
         self._controller = _controller.Controller(name, reconcile, queue=self.queue, workers=workers)
         self._once = lifecycle.RunOnce(name)
 
@@ -394,6 +400,8 @@ class BuiltController:
                 for remove, _ in registered:
                     remove()
                 self.tracker.close()
+                self.queue.shut_down()  # also when stopped before the caches synced: its series go
+                self._reconcile.close()
         finally:
             self._once.exited()
 

@@ -13,6 +13,7 @@ import itertools
 import logging
 import threading
 from collections.abc import Callable, Iterable, Iterator
+from typing import Any
 
 from prometheus_client import REGISTRY, CollectorRegistry, Counter, Gauge, Histogram
 from prometheus_client.core import GaugeMetricFamily, Metric
@@ -80,6 +81,82 @@ class _Registration:
         self._gauges.remove(self._token)
 
 
+class _Series:
+    """The labelled series of one metric family, each kept while a component holds it.
+
+    Components of one label value (two informers of one resource, a controller stopping while
+    another of its name starts) share its series: counters and histograms add up, and the
+    series goes, at the last :meth:`_Held.remove`, so that informers, queues and clusters that
+    come and go leave nothing behind. Thread-safe.
+    """
+
+    def __init__(self, family: Counter | Gauge | Histogram, label: str, give_back: bool = False) -> None:
+        self._family = family
+        self._label = label
+        self._give_back = give_back  # an up-down gauge: a holder's net count leaves with it
+        self._lock = threading.Lock()  # guards _holders and the family's children
+        self._holders: dict[str, int] = {}  # label value -> live holds
+
+    def hold(self, value: str) -> _Held:
+        with self._lock:
+            self._holders[value] = self._holders.get(value, 0) + 1
+            child = self._family.labels(**{self._label: value})
+        return _Held(self, value, child)
+
+    def release(self, held: _Held) -> None:
+        with self._lock:
+            if held.child is None:
+                return
+            child, held.child = held.child, None
+            left = self._holders[held.value] - 1
+            if left:
+                self._holders[held.value] = left
+                if self._give_back and held.net:
+                    child.dec(held.net)
+                return
+            del self._holders[held.value]
+            self._family.remove(held.value)
+
+
+class _Held:
+    """One component's hold on a labelled series: every metric kind's methods, passed on to the
+    series until :meth:`remove`, and ignored after it (a late count of a stopped component)."""
+
+    __slots__ = ("child", "net", "series", "value")
+
+    def __init__(self, series: _Series, value: str, child: Any) -> None:
+        self.series = series
+        self.value = value
+        self.child: Any = child  # None once removed
+        self.net = 0  # inc() less dec() made through this hold (an up-down gauge's share)
+
+    def inc(self) -> None:
+        child = self.child
+        if child is not None:
+            self.net += 1
+            child.inc()
+
+    def dec(self) -> None:
+        child = self.child
+        if child is not None:
+            self.net -= 1
+            child.dec()
+
+    def set(self, value: float) -> None:
+        child = self.child
+        if child is not None:
+            child.set(value)
+
+    def observe(self, value: float) -> None:
+        child = self.child
+        if child is not None:
+            child.observe(value)
+
+    def remove(self) -> None:
+        """Let go of the series; it goes once no component holds it. Idempotent."""
+        self.series.release(self)
+
+
 class _LeaderSwitch:
     """``kinformer_leader_election_is_leader{name}``: 1 while leading, 0 after."""
 
@@ -112,6 +189,10 @@ class PrometheusMetricsProvider:
     ``kinformer_leader_election_is_leader``. Built controllers: ``kinformer_stale_sync_skips_total``
     (label ``controller``) and ``kinformer_store_resource_version`` (label ``informer``).
 
+    A series goes once no live component holds its label value (see :class:`_Series`): an
+    informer's when it stops, a work queue's when it shuts down, so informers, queues and member
+    clusters that come and go under new names leave nothing behind.
+
     Example::
 
         from kinformer import metrics
@@ -121,56 +202,60 @@ class PrometheusMetricsProvider:
     def __init__(self, registry: CollectorRegistry | None = None) -> None:
         self.registry = REGISTRY if registry is None else registry
         reg = self.registry
-        self._depth = Gauge("workqueue_depth", "Current depth of workqueue", ["name"], registry=reg)
-        self._adds = Counter(
-            "workqueue_adds_total", "Total number of adds handled by workqueue", ["name"], registry=reg
+        self._depth = _Series(
+            Gauge("workqueue_depth", "Current depth of workqueue", ["name"], registry=reg),
+            "name",
+            give_back=True,
         )
-        self._latency = Histogram(
+        self._adds = _Series(Counter(
+            "workqueue_adds_total", "Total number of adds handled by workqueue", ["name"], registry=reg
+        ), "name")
+        self._latency = _Series(Histogram(
             "workqueue_queue_duration_seconds",
             "How long in seconds an item stays in workqueue before being requested",
             ["name"],
             buckets=WORKQUEUE_BUCKETS,
             registry=reg,
-        )
-        self._work_duration = Histogram(
+        ), "name")
+        self._work_duration = _Series(Histogram(
             "workqueue_work_duration_seconds",
             "How long in seconds processing an item from workqueue takes.",
             ["name"],
             buckets=WORKQUEUE_BUCKETS,
             registry=reg,
-        )
-        self._unfinished = Gauge(
+        ), "name")
+        self._unfinished = _Series(Gauge(
             "workqueue_unfinished_work_seconds",
             "How many seconds of work has been done that is in progress and hasn't been observed"
             " by work_duration. Large values indicate stuck threads. One can deduce the number of"
             " stuck threads by observing the rate at which this increases.",
             ["name"],
             registry=reg,
-        )
-        self._longest = Gauge(
+        ), "name")
+        self._longest = _Series(Gauge(
             "workqueue_longest_running_processor_seconds",
             "How many seconds has the longest running processor for workqueue been running.",
             ["name"],
             registry=reg,
-        )
-        self._retries = Counter(
+        ), "name")
+        self._retries = _Series(Counter(
             "workqueue_retries_total", "Total number of retries handled by workqueue", ["name"], registry=reg
-        )
-        self._lists = Counter(
+        ), "name")
+        self._lists = _Series(Counter(
             "kinformer_reflector_lists_total",
             "Total number of lists (or watch-list initial syncs) that reached the cache",
             ["resource"],
             registry=reg,
-        )
-        self._watches = Counter(
+        ), "resource")
+        self._watches = _Series(Counter(
             "kinformer_reflector_watches_total", "Total number of watches started", ["resource"], registry=reg
-        )
-        self._errors = Counter(
+        ), "resource")
+        self._errors = _Series(Counter(
             "kinformer_reflector_errors_total",
             "Total number of list and watch errors",
             ["resource"],
             registry=reg,
-        )
+        ), "resource")
         self._synced = _CallbackGauges(
             "kinformer_informer_synced",
             "1 once the informer's first list reached its cache, else 0",
@@ -181,12 +266,12 @@ class PrometheusMetricsProvider:
         )
         reg.register(self._synced)
         reg.register(self._objects)
-        self._stale_skips = Counter(
+        self._stale_skips = _Series(Counter(
             "kinformer_stale_sync_skips_total",
             "Reconciles skipped and requeued because the cache had not seen the controller's last write",
             ["controller"],
             registry=reg,
-        )
+        ), "controller")
         self._store_rv = _CallbackGauges(
             "kinformer_store_resource_version",
             "The resourceVersion the informer's cache last synced to (NaN when not a number)",
@@ -201,34 +286,34 @@ class PrometheusMetricsProvider:
         )
 
     def new_depth_metric(self, name: str) -> provider.GaugeMetric:
-        return self._depth.labels(name=name)
+        return self._depth.hold(name)
 
     def new_adds_metric(self, name: str) -> provider.CounterMetric:
-        return self._adds.labels(name=name)
+        return self._adds.hold(name)
 
     def new_latency_metric(self, name: str) -> provider.HistogramMetric:
-        return self._latency.labels(name=name)
+        return self._latency.hold(name)
 
     def new_work_duration_metric(self, name: str) -> provider.HistogramMetric:
-        return self._work_duration.labels(name=name)
+        return self._work_duration.hold(name)
 
     def new_unfinished_work_seconds_metric(self, name: str) -> provider.SettableGaugeMetric:
-        return self._unfinished.labels(name=name)
+        return self._unfinished.hold(name)
 
     def new_longest_running_processor_seconds_metric(self, name: str) -> provider.SettableGaugeMetric:
-        return self._longest.labels(name=name)
+        return self._longest.hold(name)
 
     def new_retries_metric(self, name: str) -> provider.CounterMetric:
-        return self._retries.labels(name=name)
+        return self._retries.hold(name)
 
     def new_lists_metric(self, resource: str) -> provider.CounterMetric:
-        return self._lists.labels(resource=resource)
+        return self._lists.hold(resource)
 
     def new_watches_metric(self, resource: str) -> provider.CounterMetric:
-        return self._watches.labels(resource=resource)
+        return self._watches.hold(resource)
 
     def new_errors_metric(self, resource: str) -> provider.CounterMetric:
-        return self._errors.labels(resource=resource)
+        return self._errors.hold(resource)
 
     def new_synced_metric(self, resource: str, read: Callable[[], float]) -> provider.CallbackGaugeMetric:
         return self._synced.add(resource, read)
@@ -240,7 +325,7 @@ class PrometheusMetricsProvider:
         return _LeaderSwitch(self._leader)
 
     def new_stale_sync_skips_metric(self, controller: str) -> provider.CounterMetric:
-        return self._stale_skips.labels(controller=controller)
+        return self._stale_skips.hold(controller)
 
     def new_store_resource_version_metric(
         self, informer: str, read: Callable[[], float]

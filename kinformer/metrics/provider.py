@@ -68,7 +68,10 @@ class MetricsProvider(Protocol):
     reflector and informer methods take the resource they serve (the informer's name, as
     ``v1/configmaps``). Called when a component is created, from any thread; the metric objects
     returned are used from the component's threads, some under its lock, so they must be
-    thread-safe and quick.
+    thread-safe and quick. A metric object may also have ``remove()``: the component calls it
+    once when it stops (an informer's reflector, a work queue at shutdown, a built controller)
+    and uses the object no more, so a provider can drop the series no live component holds
+    (:class:`~kinformer.metrics.prometheus.PrometheusMetricsProvider` does).
     """
 
     def new_depth_metric(self, name: str) -> GaugeMetric: ...
@@ -246,6 +249,18 @@ def store_resource_version_gauge(informer: str, read: Callable[[], float]) -> Ca
     return NOOP_METRIC if make is None else make(informer, read)
 
 
+def release(*metrics: object) -> None:
+    """Call ``remove()`` on each of ``metrics`` that has one: their component stopped.
+
+    A provider's metric objects need not have it (the protocols above ask only for what a
+    component reports); those without are left alone.
+    """
+    for metric in metrics:
+        remove = getattr(metric, "remove", None)
+        if remove is not None:
+            remove()
+
+
 class ReflectorMetrics:
     """The counters one reflector reports to: lists, watches started, and errors."""
 
@@ -256,6 +271,10 @@ class ReflectorMetrics:
         self.lists = current.new_lists_metric(resource)
         self.watches = current.new_watches_metric(resource)
         self.errors = current.new_errors_metric(resource)
+
+    def remove(self) -> None:
+        """Let go of the three counters (the reflector stopped); idempotent."""
+        release(self.lists, self.watches, self.errors)
 
 
 class _Both:

@@ -27,6 +27,7 @@ import os
 import random as _random
 import sys
 import threading
+import weakref
 from collections.abc import Callable
 from typing import Any
 
@@ -141,6 +142,8 @@ class Reflector:
         max_internal_retry = _checks.seconds(
             "max_internal_error_retry_duration", max_internal_error_retry_duration)
         self._metrics = _metrics.ReflectorMetrics(self.name)  # lists, watches, errors counters
+        # their series go when run() ends, or with a reflector dropped without running
+        weakref.finalize(self, self._metrics.remove)
 
         self._store = sink.Sink.of(store)  # its optional methods looked up once, here
         self._version = watch_events.LastVersion()  # written by the run thread only; read without a lock
@@ -230,6 +233,13 @@ class Reflector:
             self._started = True
         ctx = _context.as_context(stop)
         log.debug("reflector %s: starting", self.name)
+        try:
+            self._run(ctx)
+        finally:
+            self._metrics.remove()  # the counters' series go unless another reflector holds them
+        log.debug("reflector %s: stopped", self.name)
+
+    def _run(self, ctx: _context.Context) -> None:
         while not ctx.cancelled():
             failed: Exception | None = None
             try:
@@ -247,7 +257,6 @@ class Reflector:
                 continue  # a new shard: list it at once
             if self._backoff.wait(ctx, errors.retry_after(failed)):  # a 429's Retry-After at least
                 break
-        log.debug("reflector %s: stopped", self.name)
 
     def list_and_watch(self, ctx: _context.Context) -> None:
         """One round: the initial sync (WatchList or LIST), then watches until one ends badly.

@@ -11,6 +11,7 @@ from __future__ import annotations
 import heapq
 import logging
 import threading
+import weakref
 from typing import Generic
 
 from kinformer import _checks, _threads
@@ -52,6 +53,8 @@ class DelayingQueue(WorkQueue[T]):
         super().__init__(name, clock=clock)
         provider = metrics_provider.active_provider()
         self._retries = provider.new_retries_metric(name) if name and provider is not None else None
+        if self._retries is not None:  # a queue dropped without a shutdown lets go of it too
+            weakref.finalize(self, metrics_provider.release, self._retries)
         self._delay_lock = threading.Lock()  # guards _heap, _waiting, _seq, _thread, _stopped
         self._heap: list[_Entry[T]] = []  # may hold stale entries; _waiting says which is live
         self._waiting: dict[T, _Entry[T]] = {}  # item -> its live heap entry
@@ -107,11 +110,14 @@ class DelayingQueue(WorkQueue[T]):
         """Shut down (see :meth:`WorkQueue.shut_down`) and join the waiting loop."""
         super().shut_down()
         self._stop_waiting_loop()
+        metrics_provider.release(self._retries)
 
     def shut_down_with_drain(self, timeout: float | None = None) -> bool:
         """Shut down and drain (see :meth:`WorkQueue.shut_down_with_drain`), then join the loop."""
         self._stop_waiting_loop()
-        return super().shut_down_with_drain(timeout)
+        drained = super().shut_down_with_drain(timeout)
+        metrics_provider.release(self._retries)
+        return drained
 
     def _stop_waiting_loop(self) -> None:
         with self._delay_lock:

@@ -86,3 +86,10 @@ class QueueMetrics(Generic[T]):
             oldest = max(oldest, age)
         self.unfinished_work_seconds.set(total)
         self.longest_running_processor.set(oldest)
+
+    def remove(self) -> None:
+        """Let go of every metric (the queue shut down): the provider may drop their series, and
+        items still queued no longer count in a depth another queue of the name shares."""
+        provider_module.release(
+            self.depth, self.adds, self.latency, self.work_duration, self.unfinished_work_seconds,
+            self.longest_running_processor)

@@ -13,6 +13,7 @@ from __future__ import annotations
 import collections
 import logging
 import threading
+import weakref
 from collections.abc import Hashable
 from typing import Generic, TypeVar
 
@@ -77,6 +78,8 @@ class WorkQueue(Generic[T]):
         self._metrics: queue_metrics.QueueMetrics[T] | None = (
             queue_metrics.QueueMetrics(name, provider, clock) if name and provider is not None else None
         )
+        if self._metrics is not None:  # a queue dropped without a shutdown lets go of them too
+            weakref.finalize(self, self._metrics.remove)
         self._updater: threading.Thread | None = None  # the metrics updater, from the first get
         self._updater_stop = threading.Event()
 
@@ -173,6 +176,7 @@ class WorkQueue(Generic[T]):
             self._shutting_down = True
             self._drain = False
             self._cond.notify_all()
+            self._release_metrics()
         self._stop_updater()
 
     def shut_down_with_drain(self, timeout: float | None = None) -> bool:
@@ -189,6 +193,7 @@ class WorkQueue(Generic[T]):
             self._drain = True
             self._cond.notify_all()
             drained = self._cond.wait_for(lambda: not self._drain or not self._processing, timeout)
+            self._release_metrics()
         self._stop_updater()
         return drained
 
@@ -196,6 +201,12 @@ class WorkQueue(Generic[T]):
         """True once :meth:`shut_down` or :meth:`shut_down_with_drain` was called."""
         with self._lock:
             return self._shutting_down
+
+    def _release_metrics(self) -> None:
+        """Let go of the queue's metrics, under the lock, once shut down: its series go unless
+        another queue of its name holds them, and what it still holds leaves their depth."""
+        if self._metrics is not None:
+            self._metrics.remove()
 
     def _stop_updater(self) -> None:
         """Stop and join the metrics updater, if it runs; call after setting ``_shutting_down``."""

@@ -87,6 +87,7 @@ def test_a_reconcile_waits_for_the_cache_to_see_its_own_write(
     try:
         assert maker.settled.wait(TIMEOUT + WATCH_LAG)
         assert metric_value(prometheus, "kinformer_store_resource_version", informer="v1/configmaps")
+        skips = metric_value(prometheus, "kinformer_stale_sync_skips_total", controller="widgets")
     finally:
         stop.set()
         assert controller.join(TIMEOUT)
@@ -95,8 +96,10 @@ def test_a_reconcile_waits_for_the_cache_to_see_its_own_write(
     children = [o for o in apiserver.list_objects(CONFIGMAPS, "default")
                 if (o["metadata"].get("labels") or {}).get("owner") == "w"]
     assert len(children) == 1, [o["metadata"]["name"] for o in children]
-    skips = metric_value(prometheus, "kinformer_stale_sync_skips_total", controller="widgets")
     assert skips is not None and skips >= 1
+    # a stopped controller's series go with it
+    assert metric_value(prometheus, "kinformer_stale_sync_skips_total", controller="widgets") is None
+    assert metric_value(prometheus, "workqueue_adds_total", name="widgets") is None
     waited = [r.getMessage() for r in caplog.records if "to show its write" in r.getMessage()]
     assert len(waited) == 1 and "informer v1/configmaps" in waited[0], waited  # once per wait
     assert metric_value(prometheus, "kinformer_store_resource_version", informer="v1/configmaps") is None
@@ -195,3 +198,4 @@ def test_writes_over_members_go_through_that_members_client(kube_fleet: dict[str
         factory.shutdown()
         for api_client in clients.values():
             api_client.close()
+

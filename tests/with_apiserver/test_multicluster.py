@@ -100,6 +100,36 @@ def test_each_members_informer_names_its_cluster_in_threads_and_metrics(
             assert metric_value(prometheus, "kinformer_informer_objects", resource=subject) == objects
 
 
+def test_members_that_come_and_go_leave_no_series_behind(
+    kube_fleet: Fleet, clients: dict[str, Any], prometheus: Any
+) -> None:
+    """Members named anew each time (ephemeral clusters, logical clusters made and deleted) and
+    one member flapping: once they left, none of their informers' series is left in the
+    registry, whose size stays bounded."""
+    seed(kube_fleet)
+    provider = DrivenProvider()
+    factory = MultiClusterInformerFactory(provider)
+    factory.for_resource(CONFIGMAPS)
+
+    def series() -> int:
+        return sum(len(family.samples) for family in prometheus.collect()
+                   if family.name.startswith("kinformer_"))
+
+    with started(factory):
+        for i in range(10):
+            for name in (f"ephemeral-{i}", "flapping"):
+                provider.engage(name, clients["member-1"])
+                assert wait_for(lambda name=name: metric_value(  # type: ignore[misc]
+                    prometheus, "kinformer_informer_synced", resource=f"v1/configmaps@{name}") == 1)
+                provider.disengage(name)
+            assert series() == 0
+        provider.engage("member-2", clients["member-2"])
+        assert wait_for(lambda: metric_value(
+            prometheus, "kinformer_informer_objects", resource="v1/configmaps@member-2") == 1)
+        assert metric_value(prometheus, "kinformer_reflector_lists_total",
+                            resource="v1/configmaps@member-2") == 1
+
+
 def test_handlers_are_told_the_cluster_on_one_thread(kube_fleet: Fleet, clients: dict[str, Any]) -> None:
     seed(kube_fleet)
     factory = MultiClusterInformerFactory(StaticClusterProvider(clients))
