@@ -452,7 +452,7 @@ class BuiltController:
             self._member_registrations.append(registration)
             return lambda: multi.remove_event_handler(registration), lambda: True
         shared = source.for_resource(binding.gvr).informer()
-        self.tracker.observe(shared.name, shared.get_indexer())  # type: ignore[arg-type]
+        self.tracker.observe(shared.name, shared.get_indexer(), shared.is_stopped)  # type: ignore[arg-type]
         reg = shared.add_event_handler(_Handler(self, binding, mapper))
 
         def remove() -> None:

@@ -88,22 +88,37 @@ class StalenessTracker:
         # of that cache stopped), the informer written last at the end
         self._written: dict[Hashable, dict[str, _Record]] = {}
         self._disabled: set[str] = set()  # informers whose versions are not numbers
-        self._gauges: dict[str, metrics_provider.CallbackGaugeMetric] = {}  # informer -> its gauge
+        # informer -> the cache its gauge reads, and the gauge
+        self._gauges: dict[str, tuple[StoreVersioned, _StoreVersionGauge]] = {}
 
-    def observe(self, informer: str, cache: StoreVersioned) -> None:
+    def observe(self, informer: str, cache: StoreVersioned,
+                stopped: Callable[[], bool] | None = None) -> None:
         """Export ``cache``'s last synced version as ``store_resource_version{informer}`` until
-        :meth:`close` (once per informer name)."""
+        :meth:`close`, or until ``stopped()`` (whether that cache's informer stopped) turns True.
+
+        One gauge per informer name, reading the cache observed last: an informer made anew
+        for a name (a member cluster that left and came back) replaces the stopped one, whose
+        cache never moves again. Once ``stopped()``, the gauge is left out of scrapes, and it
+        is taken away at the next call here (or :meth:`close`), so members that left leave no
+        series behind.
+        """
         with self._lock:
-            if informer in self._gauges:
-                return
-            self._gauges[informer] = metrics_provider.store_resource_version_gauge(
-                informer, lambda: _as_number(cache.last_store_sync_resource_version()))
+            gone = [name for name, (_cache, gauge) in self._gauges.items()
+                    if name != informer and gauge.stopped()]
+            dropped = [self._gauges.pop(name)[1] for name in gone]
+            current = self._gauges.get(informer)
+            if current is None or current[0] is not cache:
+                if current is not None:
+                    dropped.append(current[1])
+                self._gauges[informer] = (cache, _StoreVersionGauge(informer, cache, stopped))
+        for gauge in dropped:
+            gauge.remove()
 
     def close(self) -> None:
         """Take the gauges of :meth:`observe` away (the controller stopped)."""
         with self._lock:
             gauges, self._gauges = list(self._gauges.values()), {}
-        for gauge in gauges:
+        for _cache, gauge in gauges:
             gauge.remove()
 
     def wrote_at(self, key: Hashable, informer: str, cache: StoreVersioned, resource_version: str,
@@ -116,7 +131,7 @@ class StalenessTracker:
         never reach the write, and the record holds nothing back."""
         if not resource_version:
             return
-        self.observe(informer, cache)
+        self.observe(informer, cache, stopped)
         cached_then = cache.last_store_sync_resource_version()
         with self._lock:
             if informer in self._disabled:
@@ -209,6 +224,31 @@ class StalenessTracker:
     def __repr__(self) -> str:
         with self._lock:
             return f"<StalenessTracker {self.name!r} pending={len(self._written)}>"
+
+
+class _StoreVersionGauge:
+    """The ``store_resource_version{informer}`` gauge of one cache, registered with the current
+    metrics provider; left out of scrapes once its informer stopped."""
+
+    __slots__ = ("_cache", "_gauge", "_informer", "_stopped")
+
+    def __init__(self, informer: str, cache: StoreVersioned, stopped: Callable[[], bool] | None) -> None:
+        self._informer = informer
+        self._cache = cache
+        self._stopped = stopped
+        self._gauge = metrics_provider.store_resource_version_gauge(informer, self._read)
+
+    def stopped(self) -> bool:
+        """Whether the informer of the cache stopped (never, when that is not known)."""
+        return self._stopped is not None and self._stopped()
+
+    def _read(self) -> float:
+        if self.stopped():  # its cache never moves again: a failed read leaves the sample out
+            raise errors.StoppedError(f"informer {self._informer} stopped")
+        return _as_number(self._cache.last_store_sync_resource_version())
+
+    def remove(self) -> None:
+        self._gauge.remove()
 
 
 class _Current(threading.local):

@@ -9,6 +9,7 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
+from _fleet import DrivenProvider
 from helpers import CONFIGMAPS, TIMEOUT, cm, crd, metric_value
 from kubernetes import client as k8s
 
@@ -23,7 +24,7 @@ from kinformer import (
     Result,
     StaticClusterProvider,
 )
-from kinformer.controllers import builder
+from kinformer.controllers import builder, staleness
 from kinformer.gvr import GroupVersionResource
 from kinformer.testing import FakeAPIServer, wait_for
 
@@ -199,3 +200,53 @@ def test_writes_over_members_go_through_that_members_client(kube_fleet: dict[str
         for api_client in clients.values():
             api_client.close()
 
+
+def test_the_store_version_gauge_follows_a_member_that_leaves_and_comes_back(
+        kube_fleet: dict[str, FakeAPIServer], prometheus: Any) -> None:
+    """``kinformer_store_resource_version{informer}`` of a member reads the cache of the member's
+    current informer: gone while the member is away (its old cache never moves again), and the
+    new informer's cache once it is back, not the stopped one's frozen version."""
+    server = kube_fleet["member-1"]
+    server.create(CONFIGMAPS, cm("app", None, "default"))
+    api_client = server.api_client()
+    provider = DrivenProvider()
+    factory = MultiClusterInformerFactory(provider)
+    configmaps = factory.for_resource(CONFIGMAPS)
+    client = CachedClient(factory)
+    tracker = staleness.StalenessTracker("flapping")
+    subject = "v1/configmaps@member-1"
+
+    def gauge() -> float | None:
+        return metric_value(prometheus, "kinformer_store_resource_version", informer=subject)
+
+    def write(value: str) -> int:
+        with staleness.reconciling(tracker, Request("app", "default", "member-1")):
+            answer = client.patch(CONFIGMAPS, "app", {"data": {"v": value}}, "default", cluster="member-1")
+        return int(answer["metadata"]["resourceVersion"])
+
+    def cache_version() -> int:
+        informer = configmaps.informer_for("member-1")
+        assert informer is not None
+        return int(informer.get_indexer().last_store_sync_resource_version())
+
+    factory.start(threading.Event())
+    try:
+        provider.engage("member-1", api_client)
+        assert factory.wait_for_cache_sync(timeout=TIMEOUT)
+        first = write("1")
+        assert wait_for(lambda: gauge() == first)
+        provider.disengage("member-1")
+        assert gauge() is None  # no informer of that name runs
+        for i in range(3):
+            server.create(CONFIGMAPS, cm(f"more-{i}", None, "default"))
+        provider.engage("member-1", api_client)
+        assert factory.wait_for_cache_sync(timeout=TIMEOUT)
+        assert wait_for(lambda: cache_version() > first)
+        second = write("2")
+        assert wait_for(lambda: cache_version() == second)
+        assert gauge() == second
+    finally:
+        factory.shutdown()
+        tracker.close()
+        api_client.close()
+    assert gauge() is None
