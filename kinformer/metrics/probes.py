@@ -44,15 +44,27 @@ class _Elector(Protocol):
 
 
 def informers_synced_check(*informers: _Synced) -> Check:
-    """A check failing while any of ``informers`` (anything with ``has_synced()``) is not synced.
+    """A check failing while any of ``informers`` (anything with ``has_synced()``) is not synced,
+    or has stopped (those with ``is_stopped()``, as a :class:`~kinformer.SharedIndexInformer`):
+    a stopped informer's cache follows the server no more, though it stays synced.
 
-    The reason names the informers not synced yet (by their ``name`` when they have one).
+    The reason names the informers not synced yet and those stopped (by their ``name`` when
+    they have one).
     """
 
     def check() -> None:
-        pending = [str(getattr(i, "name", i)) for i in informers if not i.has_synced()]
-        if pending:
-            raise errors.KinformerError(f"not synced: {', '.join(pending)}")
+        pending: list[str] = []
+        stopped: list[str] = []
+        for i in informers:
+            is_stopped = getattr(i, "is_stopped", None)
+            if is_stopped is not None and is_stopped():
+                stopped.append(str(getattr(i, "name", i)))
+            elif not i.has_synced():
+                pending.append(str(getattr(i, "name", i)))
+        reasons = [f"{what}: {', '.join(names)}" for what, names in
+                   (("not synced", pending), ("stopped", stopped)) if names]
+        if reasons:
+            raise errors.KinformerError("; ".join(reasons))
 
     return check
 

@@ -180,6 +180,13 @@ def test_informers_synced_check_follows_the_informers(
     with running(informer.run):
         assert informer.wait_for_sync(TIMEOUT)
         assert fetch(probes.url + "/readyz")[:2] == (200, "ok")
+    # stopped (the process shutting down, a member's informer gone): its cache follows the
+    # server no more, as a factory's has_synced() says once it stopped
+    assert informer.is_stopped() and informer.has_synced()
+    assert fetch(probes.url + "/readyz")[:2] == (
+        500,
+        "[-]informers failed: stopped: probe-configmaps\nreadyz check failed\n",
+    )
 
 
 class Elector:
