@@ -258,6 +258,7 @@ def test_a_replica_whose_lease_is_deleted_never_holds_more_than_its_share_and_re
                         TIMEOUT)
         assert wait_for(converged, TIMEOUT)
         assert wait_for(lambda: names(informer) == share, TIMEOUT)
+        assert wait_for(lambda: heard[-1:] == [thirds["b"]], TIMEOUT)  # its listeners' thread
         selectors, added, peak = list(heard), set(held.added), held.peak
 
     assert selectors == [EMPTY, thirds["b"]]  # nothing while its Lease was gone, then its share

@@ -330,6 +330,9 @@ def test_members_whose_view_of_the_group_stalls_never_take_more_than_their_share
             apiserver.allow("leases", "list")
             apiserver.allow("leases", "watch")
         assert wait_for(lambda: converged(coordinators, ["a", "b", "c"]), TIMEOUT * 3)
+        # the listeners hear it on their own threads, a moment later
+        assert wait_for(lambda: all(heard[m.identity][-1:] == [m.selector()] for m in coordinators),
+                        TIMEOUT)
         had = {name: list(selectors) for name, selectors in heard.items()}
     for index, member in enumerate(coordinators):
         share = ShardSelector.for_shard(index, 3)
