@@ -24,6 +24,7 @@ keep it on a shard.
 
 from __future__ import annotations
 
+import collections
 import datetime
 import hashlib
 import logging
@@ -89,9 +90,9 @@ class ShardCoordinator:
     thread of their own (``kinformer-shards-listeners-<lease>``): a listener that takes long
     (disengaging clusters joins their informers) holds no renewal back, so the member's Lease
     does not run out under it and hand its range to the others while it still works on it.
-    A listener that is still busy when the selector changes again is then told only the
-    newest. On stop, the Lease is deleted once the listeners heard the empty selector (or
-    after ``lease_duration``, when the others would take the range anyway). A Lease deleted
+    Every change reaches the listeners, in the order it happened. On stop, the Lease is
+    deleted once the listeners heard the empty selector (or after ``lease_duration``, when the
+    others would take the range anyway). A Lease deleted
     by someone else is created again at the next renewal, and the member re-joins once it
     sees it. While membership changes two members may briefly
     both own a range (for at most one renew interval); once it is stable every hash belongs
@@ -394,14 +395,13 @@ class ShardCoordinator:
 
 
 class _Announcer:
-    """Tells a coordinator's listeners each new selector on a thread of its own, in order; a
-    selector published while they are busy replaces one not yet told (the newest is what
-    counts)."""
+    """Tells a coordinator's listeners each new selector on a thread of its own, every one, in
+    the order they were published (API.md: ``fn(selector)`` on every change)."""
 
     def __init__(self, coordinator: ShardCoordinator) -> None:
         self._coordinator = coordinator
         self._cond = threading.Condition()  # guards the fields below
-        self._pending: sharding.ShardSelector | None = None
+        self._pending: collections.deque[sharding.ShardSelector] = collections.deque()
         self._busy = False  # a selector is pending or being told
         self._closed = False
         self._thread: threading.Thread | None = None
@@ -414,7 +414,7 @@ class _Announcer:
 
     def announce(self, selector: sharding.ShardSelector) -> None:
         with self._cond:
-            self._pending = selector
+            self._pending.append(selector)
             self._busy = True
             self._cond.notify_all()
 
@@ -433,13 +433,13 @@ class _Announcer:
     def _run(self) -> None:
         while True:
             with self._cond:
-                self._cond.wait_for(lambda: self._pending is not None or self._closed)
-                selector, self._pending = self._pending, None
-                if selector is None:  # closed, and everything told
+                self._cond.wait_for(lambda: bool(self._pending) or self._closed)
+                if not self._pending:  # closed, and everything told
                     return
+                selector = self._pending.popleft()
             self._coordinator._tell(selector)
             with self._cond:
-                if self._pending is None:
+                if not self._pending:
                     self._busy = False
                     self._cond.notify_all()
 

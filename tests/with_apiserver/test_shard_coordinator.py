@@ -275,7 +275,7 @@ def test_a_listener_that_takes_long_holds_no_renewal_back(
 ) -> None:
     """A listener busy for longer than the lease (disengaging clusters whose informers are slow
     to stop): the member keeps renewing meanwhile, so the others never take a range it still
-    works on; the selectors published meanwhile reach the listener, the newest last."""
+    works on; every selector published meanwhile reaches the listener, in order."""
     entered, release = threading.Event(), threading.Event()
     told: list[ShardSelector] = []
 
@@ -296,6 +296,7 @@ def test_a_listener_that_takes_long_holds_no_renewal_back(
                 assert wait_for(lambda: converged([member_a, member_b], ["a", "b"]), TIMEOUT)
                 release.set()
                 assert wait_for(lambda: told[-1] == member_a.selector(), TIMEOUT)
+                assert told == [ShardSelector.for_shard(0, 1), ShardSelector.for_shard(0, 2)]
         finally:
             release.set()
 
