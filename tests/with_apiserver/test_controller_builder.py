@@ -4,9 +4,10 @@ over logical clusters and over member clusters holding the same default/app."""
 
 from __future__ import annotations
 
+import contextlib
 import queue as stdlib_queue
 import threading
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from typing import Any
 
 import pytest
@@ -108,6 +109,28 @@ def stop() -> Iterator[threading.Event]:
     event.set()
 
 
+@contextlib.contextmanager
+def started(controller: Any, stop: threading.Event, factory: Any,
+            clients: Iterable[Any] = ()) -> Iterator[None]:
+    """Start ``controller``; on the way out stop it, check it stopped, shut ``factory`` down and
+    close ``clients``, whatever the block raised."""
+    controller.start(stop)
+    try:
+        yield
+    finally:
+        stop.set()
+        assert controller.join(TIMEOUT)
+        factory.shutdown()
+        for api_client in clients:
+            api_client.close()
+
+
+def member_2_list_failures(prometheus: Any) -> float:
+    """How many of member-2's ConfigMap lists and watches failed."""
+    return metric_value(prometheus, "kinformer_reflector_errors_total",
+                        resource="v1/configmaps@member-2") or 0
+
+
 def child_data(api_client: Any, name: str) -> dict[str, str] | None:
     try:
         return dict(k8s.CoreV1Api(api_client).read_namespaced_config_map(name, "default").data or {})
@@ -122,8 +145,7 @@ def test_an_owner_is_reconciled_for_its_own_changes_and_its_childrens(
     reconciler = WidgetReconciler(api_client, factory)
     controller = (ControllerBuilder("widgets", factory).for_resource(WIDGETS).owns(CONFIGMAPS)
                   .complete(reconciler))
-    controller.start(stop)
-    try:
+    with started(controller, stop, factory):
         assert wait_for(lambda: child_data(api_client, "w-child") == {"size": "1"}, timeout=TIMEOUT)
         widgets.patch_namespaced_custom_object(GROUP, "v1", "default", "widgets", "w", {"spec": {"size": 2}})
         assert wait_for(lambda: child_data(api_client, "w-child") == {"size": "2"}, timeout=TIMEOUT)
@@ -134,10 +156,6 @@ def test_an_owner_is_reconciled_for_its_own_changes_and_its_childrens(
         k8s.CoreV1Api(api_client).create_namespaced_config_map("default", {"metadata": {
             "name": "stray", "ownerReferences": [{"apiVersion": f"{GROUP}/v1", "kind": "Gadget",
                                                   "name": "g", "uid": "u", "controller": True}]}})
-    finally:
-        stop.set()
-        assert controller.join(TIMEOUT)
-        factory.shutdown()
     seen = set()
     while not reconciler.requests.empty():
         seen.add(reconciler.requests.get())
@@ -203,17 +221,12 @@ def test_a_predicate_drops_events_before_they_are_queued(
     recorder = Recorder()
     controller = (ControllerBuilder("widgets", factory)
                   .for_resource(WIDGETS, predicates=[GenerationChangedPredicate()]).complete(recorder))
-    controller.start(stop)
-    try:
+    with started(controller, stop, factory):
         assert {recorder.next(), recorder.next()} == {Request("a", "default"), Request("b", "default")}
         widgets.patch_namespaced_custom_object(GROUP, "v1", "default", "widgets", "a",
                                                {"metadata": {"labels": {"x": "y"}}})  # generation stays
         widgets.patch_namespaced_custom_object(GROUP, "v1", "default", "widgets", "b", {"spec": {"size": 5}})
         assert recorder.until(Request("b", "default")) == [Request("b", "default")]
-    finally:
-        stop.set()
-        assert controller.join(TIMEOUT)
-        factory.shutdown()
 
 
 def test_workers_wait_until_every_cache_the_controller_reads_has_synced(
@@ -237,17 +250,12 @@ def test_workers_wait_until_every_cache_the_controller_reads_has_synced(
 
     controller = (ControllerBuilder("widgets", factory).for_resource(WIDGETS, kind="Widget")
                   .owns(CONFIGMAPS).complete(Reconciler()))
-    controller.start(stop)
-    try:
+    with started(controller, stop, factory):
         # until a reconcile comes (it must not, yet) or the ConfigMaps' list failed twice
         assert wait_for(lambda: not seen.empty() or (metric_value(
             prometheus, "kinformer_reflector_errors_total", resource="v1/configmaps") or 0) >= 2, TIMEOUT)
         apiserver.allow("configmaps", "list")
         assert seen.get(timeout=TIMEOUT) is True  # the first reconcile read a synced cache
-    finally:
-        stop.set()
-        assert controller.join(TIMEOUT)
-        factory.shutdown()
 
 
 def test_over_members_each_request_waits_for_its_own_members_caches(
@@ -267,24 +275,13 @@ def test_over_members_each_request_waits_for_its_own_members_caches(
             informer = configmaps.informer_for(request.cluster)
             seen.put((request.cluster, informer is not None and informer.has_synced()))
 
-    def member_2_list_failures() -> float:
-        return metric_value(prometheus, "kinformer_reflector_errors_total",
-                            resource="v1/configmaps@member-2") or 0
-
     controller = (ControllerBuilder("secrets", factory).for_resource(SECRETS)
                   .watches(CONFIGMAPS, lambda cluster, obj: ()).complete(Reconciler()))
-    controller.start(stop)
-    try:
+    with started(controller, stop, factory, clients.values()):
         assert seen.get(timeout=TIMEOUT) == ("member-1", True)  # not held back by member-2
-        assert wait_for(lambda: not seen.empty() or member_2_list_failures() >= 2, TIMEOUT)
+        assert wait_for(lambda: not seen.empty() or member_2_list_failures(prometheus) >= 2, TIMEOUT)
         kube_fleet["member-2"].allow("configmaps", "list")
         assert seen.get(timeout=TIMEOUT) == ("member-2", True)
-    finally:
-        stop.set()
-        assert controller.join(TIMEOUT)
-        factory.shutdown()
-        for api_client in clients.values():
-            api_client.close()
 
 
 def test_requests_of_a_member_that_cannot_sync_wait_without_being_retried_each(
@@ -304,31 +301,20 @@ def test_requests_of_a_member_that_cannot_sync_wait_without_being_retried_each(
     controller = (ControllerBuilder("waiting", factory).for_resource(SECRETS)
                   .watches(CONFIGMAPS, lambda cluster, obj: ()).with_workers(2).complete(recorder))
 
-    def list_failures() -> float:
-        return metric_value(prometheus, "kinformer_reflector_errors_total",
-                            resource="v1/configmaps@member-2") or 0
-
     def retries() -> float:
         return metric_value(prometheus, "workqueue_retries_total", name="waiting") or 0
 
-    controller.start(stop)
-    try:
+    with started(controller, stop, factory, clients.values()):
         assert recorder.next() == Request("s", "default", "member-1")
-        assert wait_for(lambda: list_failures() >= 1, TIMEOUT)
+        assert wait_for(lambda: member_2_list_failures(prometheus) >= 1, TIMEOUT)
         before = retries()
-        assert wait_for(lambda: list_failures() >= 2, TIMEOUT)  # a relist backoff later
+        assert wait_for(lambda: member_2_list_failures(prometheus) >= 2, TIMEOUT)  # a relist backoff later
         assert retries() - before < count  # not every request went round once more
         assert recorder.calls.empty()
         kube_fleet["member-2"].allow("configmaps", "list")
         assert wait_for(lambda: recorder.calls.qsize() >= count, 3 * TIMEOUT)  # the next relist
         seen = [recorder.next() for _ in range(count)]
         assert sorted(seen, key=str) == [Request(f"s{i:03d}", "default", "member-2") for i in range(count)]
-    finally:
-        stop.set()
-        assert controller.join(TIMEOUT)
-        factory.shutdown()
-        for api_client in clients.values():
-            api_client.close()
 
 
 def a_live_change_goes_first(widgets: Any, controller: Any, recorder: Recorder, names: list[str]) -> None:
@@ -351,16 +337,11 @@ def test_a_live_change_is_reconciled_before_the_initial_lists_keys(
     recorder = Recorder()
     recorder.gate = threading.Event()
     controller = ControllerBuilder("widgets", factory).for_resource(WIDGETS).complete(recorder)
-    controller.start(stop)
-    try:
+    with started(controller, stop, factory):
         first = recorder.next()  # held at the gate while the rest of the list queues
         assert first.name != names[-1]
         assert wait_for(lambda: controller.queue.len_initial() == len(names) - 1, timeout=TIMEOUT)
         a_live_change_goes_first(widgets, controller, recorder, names)
-    finally:
-        stop.set()
-        assert controller.join(TIMEOUT)
-        factory.shutdown()
 
 
 def test_a_resync_leaves_the_initial_lists_keys_behind_a_live_change(
@@ -380,17 +361,12 @@ def test_a_resync_leaves_the_initial_lists_keys_behind_a_live_change(
     recorder.gate = threading.Event()
     controller = (ControllerBuilder("widgets", factory)
                   .for_resource(WIDGETS, predicates=[PredicateFuncs(update=seen)]).complete(recorder))
-    controller.start(stop)
-    try:
+    with started(controller, stop, factory):
         recorder.next()  # held at the gate while the rest of the list queues
         assert wait_for(lambda: controller.queue.len_initial() == len(names) - 1, timeout=TIMEOUT)
         assert wait_for(lambda: len(resyncs) >= len(names), timeout=TIMEOUT)  # every key resynced
         assert controller.queue.len_initial() == len(names) - 1  # and still behind live ones
         a_live_change_goes_first(widgets, controller, recorder, names)
-    finally:
-        stop.set()
-        assert controller.join(TIMEOUT)
-        factory.shutdown()
 
 
 def test_workers_start_once_every_initial_list_has_reached_the_handlers(
@@ -428,15 +404,10 @@ def test_workers_start_once_every_initial_list_has_reached_the_handlers(
     controller = (ControllerBuilder("widgets", factory).for_resource(WIDGETS)
                   .owns(CONFIGMAPS, predicates=[PredicateFuncs(create=owner_exists)])
                   .complete(recorder))
-    controller.start(stop)
-    try:
+    with started(controller, stop, factory):
         seen = [recorder.next() for _ in range(count)]
         assert sorted(r.name for r in seen) == [f"w{i:03d}" for i in range(count)]
         assert children_seen_at_first_reconcile == [count]
-    finally:
-        stop.set()
-        assert controller.join(TIMEOUT)
-        factory.shutdown()
 
 
 def test_an_update_that_moves_a_child_tells_its_old_owner_and_its_new_one(
@@ -453,8 +424,7 @@ def test_an_update_that_moves_a_child_tells_its_old_owner_and_its_new_one(
     recorder = Recorder()
     controller = (ControllerBuilder("widgets", factory).for_resource(WIDGETS).owns(CONFIGMAPS)
                   .complete(recorder))
-    controller.start(stop)
-    try:
+    with started(controller, stop, factory):
         assert {recorder.next(), recorder.next()} == {Request("w1", "default"), Request("w2", "default")}
         assert wait_for(lambda: controller.queue.len() == 0, timeout=TIMEOUT)
         child = core.read_namespaced_config_map("child", "default")
@@ -464,10 +434,6 @@ def test_an_update_that_moves_a_child_tells_its_old_owner_and_its_new_one(
         child.metadata.owner_references = None
         core.replace_namespaced_config_map("child", "default", child)
         assert recorder.next() == Request("w2", "default")  # orphaned: its last owner is told
-    finally:
-        stop.set()
-        assert controller.join(TIMEOUT)
-        factory.shutdown()
 
 
 @pytest.mark.parametrize("kind", [None, "Gizmo"], ids=["kind-from-cache", "kind-given"])
@@ -481,18 +447,13 @@ def test_a_cluster_scoped_owner_of_a_namespaced_child_is_requested_without_a_nam
     recorder = Recorder()
     controller = (ControllerBuilder("gizmos", factory).for_resource(gizmos, kind=kind).owns(CONFIGMAPS)
                   .complete(recorder))
-    controller.start(stop)
-    try:
+    with started(controller, stop, factory):
         assert recorder.next() == Request("g")
         ref = {"apiVersion": f"{GROUP}/v1", "kind": "Gizmo", "name": "g", "uid": made["metadata"]["uid"],
                "controller": True}
         k8s.CoreV1Api(api_client).create_namespaced_config_map(
             "default", {"metadata": {"name": "child", "ownerReferences": [ref]}})
         assert recorder.next() == Request("g")  # not Request("g", "default"), which names nothing
-    finally:
-        stop.set()
-        assert controller.join(TIMEOUT)
-        factory.shutdown()
 
 
 def test_a_members_initial_list_queues_low_and_a_live_change_there_goes_first(
@@ -562,18 +523,11 @@ def test_a_members_requests_wait_until_its_initial_lists_reached_the_handlers(
     controller = (ControllerBuilder("owners", factory).for_resource(CONFIGMAPS, kind="ConfigMap")
                   .owns(SECRETS, predicates=[PredicateFuncs(create=owner_exists)])
                   .complete(recorder))
-    controller.start(stop)
-    try:
+    with started(controller, stop, factory, clients.values()):
         seen = [recorder.next() for _ in range(count * len(kube_fleet))]
         assert sorted((r.cluster, r.name) for r in seen) == sorted(
             (member, f"o{i:02d}") for member in kube_fleet for i in range(count))
         assert children_seen_at_first_reconcile == dict.fromkeys(kube_fleet, count)
-    finally:
-        stop.set()
-        assert controller.join(TIMEOUT)
-        factory.shutdown()
-        for api_client in clients.values():
-            api_client.close()
 
 
 def test_requests_name_the_logical_cluster_of_default_app(
@@ -585,17 +539,12 @@ def test_requests_name_the_logical_cluster_of_default_app(
     controller = (ControllerBuilder("apps", factory).for_resource(CONFIGMAPS)
                   .watches(SECRETS, lambda obj: [Request(obj["metadata"]["name"], "default")])
                   .with_workers(2).complete(recorder))
-    controller.start(stop)
-    try:
+    with started(controller, stop, factory):
         assert {recorder.next(), recorder.next()} == {
             Request("app", "default", "root:a"), Request("app", "default", "root:b")}
         logical_clusters_server.create(SECRETS, {"metadata": {"name": "app", "namespace": "default"}},
                                        cluster="root:b")
         assert recorder.next() == Request("app", "default", "root:b")  # the event's cluster filled in
-    finally:
-        stop.set()
-        assert controller.join(TIMEOUT)
-        factory.shutdown()
 
 
 def test_requests_name_the_member_and_owners_are_found_in_their_member(
@@ -613,8 +562,7 @@ def test_requests_name_the_member_and_owners_are_found_in_their_member(
 
     controller = (ControllerBuilder("apps", factory).for_resource(CONFIGMAPS).owns(SECRETS)
                   .watches(GroupVersionResource("", "v1", "serviceaccounts"), map_func).complete(recorder))
-    controller.start(stop)
-    try:
+    with started(controller, stop, factory, clients.values()):
         assert {recorder.next() for _ in kube_fleet} == {
             Request("app", "default", name) for name in kube_fleet}
         assert wait_for(lambda: all(i.has_synced() for i in (
@@ -629,12 +577,6 @@ def test_requests_name_the_member_and_owners_are_found_in_their_member(
         kube_fleet["member-3"].create(GroupVersionResource("", "v1", "serviceaccounts"),
                                       {"metadata": {"name": "sa", "namespace": "default"}})
         assert wait_for(lambda: ("member-3", "sa") in mapped, timeout=TIMEOUT)
-    finally:
-        stop.set()
-        assert controller.join(TIMEOUT)
-        factory.shutdown()
-        for api_client in clients.values():
-            api_client.close()
 
 
 def test_a_controller_that_cannot_register_every_handler_leaves_none_behind(
@@ -722,13 +664,8 @@ def test_a_factory_of_one_logical_cluster_names_it_in_requests(
     factory = DynamicSharedInformerFactory(client_of("root:b"))  # the host names the cluster
     recorder = Recorder()
     controller = ControllerBuilder("apps", factory).for_resource(CONFIGMAPS).complete(recorder)
-    controller.start(stop)
-    try:
+    with started(controller, stop, factory):
         assert recorder.next() == Request("app", "default", "root:b")
-    finally:
-        stop.set()
-        assert controller.join(TIMEOUT)
-        factory.shutdown()
     assert recorder.calls.empty()
 
 
