@@ -71,3 +71,12 @@ def client_of(logical_clusters_server: FakeAPIServer) -> Iterator[Callable[[str 
     yield make
     for api_client in made:
         api_client.close()
+
+
+@pytest.fixture
+def clients(kube_fleet: dict[str, FakeAPIServer]) -> Iterator[dict[str, Any]]:
+    """An official ``ApiClient`` for each member of ``kube_fleet``, by name, closed after the test."""
+    made = {name: server.api_client() for name, server in kube_fleet.items()}
+    yield made
+    for api_client in made.values():
+        api_client.close()

@@ -7,7 +7,6 @@ from __future__ import annotations
 import json
 import queue
 import threading
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -26,14 +25,6 @@ from kinformer import (
 from kinformer.testing import FakeAPIServer
 
 Fleet = dict[str, FakeAPIServer]
-
-
-@pytest.fixture
-def clients(kube_fleet: Fleet) -> Iterator[dict[str, Any]]:
-    made = {name: server.api_client() for name, server in kube_fleet.items()}
-    yield made
-    for api_client in made.values():
-        api_client.close()
 
 
 def test_a_write_the_member_had_no_time_to_show_does_not_hold_its_next_engagement(

@@ -22,14 +22,6 @@ Fleet = dict[str, FakeAPIServer]
 SHORT = (1.0, 1.0)
 
 
-@pytest.fixture
-def clients(kube_fleet: Fleet) -> Iterator[dict[str, Any]]:
-    made = {name: server.api_client() for name, server in kube_fleet.items()}
-    yield made
-    for api_client in made.values():
-        api_client.close()
-
-
 @contextmanager
 def started(factory: MultiClusterInformerFactory) -> Iterator[MultiClusterInformerFactory]:
     factory.start(threading.Event())

@@ -26,14 +26,6 @@ SHORT = (1.0, 1.0)  # (connect, read) seconds: a member that never answers fails
 
 
 @pytest.fixture
-def clients(kube_fleet: Fleet) -> Iterator[dict[str, Any]]:
-    made = {name: server.api_client() for name, server in kube_fleet.items()}
-    yield made
-    for api_client in made.values():
-        api_client.close()
-
-
-@pytest.fixture
 def silent() -> Iterator[SilentServer]:
     server = SilentServer()
     yield server

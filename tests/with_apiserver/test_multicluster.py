@@ -34,14 +34,6 @@ from kinformer.testing import FakeAPIServer, wait_for
 Fleet = dict[str, FakeAPIServer]
 
 
-@pytest.fixture
-def clients(kube_fleet: Fleet) -> Iterator[dict[str, Any]]:
-    made = {name: server.api_client() for name, server in kube_fleet.items()}
-    yield made
-    for api_client in made.values():
-        api_client.close()
-
-
 def seed(kube_fleet: Fleet) -> None:
     """``default/app`` in every member, its data naming the member."""
     for name, server in kube_fleet.items():
