@@ -159,12 +159,7 @@ class InformerManager:
                 record.is_present = False
                 record.handlers.append(handler)
                 if gvr != old_gvr:  # the kind given under another resource: its handlers move there
-                    if not record.stopped and not self._shared_with_another(record, old_gvr):
-                        to_stop.append(old_gvr)
-                    moved = list(record.handlers)
-                    record.handlers.extend(self._pending.pop(gvr, []))  # on the informer already
-                    record.stopped = False
-                    self._register(record, moved)
+                    to_stop = self._move(record, old_gvr)
                 elif record.stopped:  # its informer was dropped: a fresh one gets every handler
                     record.stopped = False
                     self._register(record)
@@ -227,29 +222,32 @@ class InformerManager:
             self._records[meta.group_version_kind] = record
             self._register(record, first_handlers)  # the pending ones are on the informer already
             return []
-        to_stop: list[GroupVersionResource] = []
         old_gvr = record.meta.group_version_resource
         if not record.is_static and meta != record.meta:
             log.info("kind %s is now served as %s, %s", meta.group_version_kind, gvr.group_resource,
                      "cluster-scoped" if meta.is_cluster_scoped else "namespaced")
             record.meta = meta
             if gvr != old_gvr:
-                # handlers given for the new resource before the kind moved there are on its
-                # informer already; the kind's own go on with it
-                pending = self._pending.pop(gvr, [])
-                moved = list(record.handlers)
-                record.handlers.extend(pending)
-                if not record.stopped and not self._shared_with_another(record, old_gvr):
-                    to_stop.append(old_gvr)
                 record.is_present = True
-                record.stopped = False
-                self._register(record, moved)
-                return to_stop
+                return self._move(record, old_gvr)
         if not record.is_present:
             record.is_present = True
             if record.stopped:
                 record.stopped = False
                 self._register(record)
+        return []
+
+    def _move(self, record: _Record, old_gvr: GroupVersionResource) -> list[GroupVersionResource]:
+        """``record``'s kind now lives on the resource its meta names, not ``old_gvr``: its
+        handlers go on that resource's (possibly fresh) informer; handlers given for the new
+        resource before the kind moved there are on it already and join the kind's. Returns
+        the resources whose informers the caller stops once it let go of the lock (the old one,
+        unless it was stopped or another kind watches it). Called with both locks held."""
+        moved = list(record.handlers)
+        record.handlers.extend(self._pending.pop(record.meta.group_version_resource, []))
+        to_stop = [old_gvr] if not record.stopped and not self._shared_with_another(record, old_gvr) else []
+        record.stopped = False
+        self._register(record, moved)
         return to_stop
 
     def _shared_with_another(self, record: _Record, gvr: GroupVersionResource) -> bool:
