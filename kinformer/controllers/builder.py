@@ -213,6 +213,7 @@ class _Reconcile:
     """The worker loop's reconciler: a key back to its Request, behind the staleness check."""
 
     def __init__(self, name: str, reconciler: RequestReconciler, tracker: staleness.StalenessTracker,
+                 requeue: Callable[[str], None],
                  member_caches: Callable[[str], bool | None] | None = None) -> None:
         self._name = name
         self._reconciler = reconciler
@@ -232,15 +233,11 @@ class _Reconcile:
         self._probes: dict[str, str] = {}  # cluster -> the key looked at again for it
         self._parked: dict[str, set[str]] = {}  # cluster -> keys waiting for its caches
         self._in_flight: set[str] = set()  # keys a worker has taken: a release leaves them to it
-        self._requeue: Callable[[str], None] | None = None  # queues a released key
+        self._requeue = requeue  # queues a key a member held back, once it synced (or went)
 
     def close(self) -> None:
         """Let go of the skips counter (the controller stopped): its series goes with it."""
         metrics_provider.release(self._skips)
-
-    def release_to(self, requeue: Callable[[str], None]) -> None:
-        """Where the requests a member held back go once it synced (the controller's queue)."""
-        self._requeue = requeue
 
     def reconcile(self, key: str) -> _controller.Result | None:
         request = Request.from_key(key)
@@ -306,7 +303,7 @@ class _Reconcile:
             # a key a worker has taken is that worker's to reconcile (or to park again): queued
             # too, it would be reconciled a second time
             parked = [key for key in self._parked.pop(cluster, ()) if key not in self._in_flight]
-        if parked and self._requeue is not None:
+        if parked:
             log.debug("cluster %s: %d requests that waited for its caches queued", cluster, len(parked))
             for key in sorted(parked):
                 self._requeue(key)
@@ -356,8 +353,7 @@ class BuiltController:
         # a discovering source tells the primary's kind (for owns) from discovery
         self._discovery = source if isinstance(source, DiscoveringSource) else None
         per_member = self._member_synced if isinstance(source, MultiClusterInformerFactory) else None
-        reconcile = _Reconcile(name, reconciler, self.tracker, per_member)
-        reconcile.release_to(self.queue.add)
+        reconcile = _Reconcile(name, reconciler, self.tracker, self.queue.add, per_member)
         self._reconcile = reconcile
         self._controller = _controller.Controller(name, reconcile, queue=self.queue, workers=workers)
         self._once = lifecycle.RunOnce(name)

@@ -88,8 +88,7 @@ class StalenessTracker:
         # of that cache stopped), the informer written last at the end
         self._written: dict[Hashable, dict[str, _Record]] = {}
         self._disabled: set[str] = set()  # informers whose versions are not numbers
-        # informer -> the cache its gauge reads, and the gauge
-        self._gauges: dict[str, tuple[StoreVersioned, _StoreVersionGauge]] = {}
+        self._gauges: dict[str, _StoreVersionGauge] = {}  # informer -> the gauge of its cache
 
     def observe(self, informer: str, cache: StoreVersioned,
                 stopped: Callable[[], bool] | None = None) -> None:
@@ -103,14 +102,14 @@ class StalenessTracker:
         series behind.
         """
         with self._lock:
-            gone = [name for name, (_cache, gauge) in self._gauges.items()
+            gone = [name for name, gauge in self._gauges.items()
                     if name != informer and gauge.stopped()]
-            dropped = [self._gauges.pop(name)[1] for name in gone]
+            dropped = [self._gauges.pop(name) for name in gone]
             current = self._gauges.get(informer)
-            if current is None or current[0] is not cache:
+            if current is None or current.cache is not cache:
                 if current is not None:
-                    dropped.append(current[1])
-                self._gauges[informer] = (cache, _StoreVersionGauge(informer, cache, stopped))
+                    dropped.append(current)
+                self._gauges[informer] = _StoreVersionGauge(informer, cache, stopped)
         for gauge in dropped:
             gauge.remove()
 
@@ -118,7 +117,7 @@ class StalenessTracker:
         """Take the gauges of :meth:`observe` away (the controller stopped)."""
         with self._lock:
             gauges, self._gauges = list(self._gauges.values()), {}
-        for _cache, gauge in gauges:
+        for gauge in gauges:
             gauge.remove()
 
     def wrote_at(self, key: Hashable, informer: str, cache: StoreVersioned, resource_version: str,
@@ -230,11 +229,11 @@ class _StoreVersionGauge:
     """The ``store_resource_version{informer}`` gauge of one cache, registered with the current
     metrics provider; left out of scrapes once its informer stopped."""
 
-    __slots__ = ("_cache", "_gauge", "_informer", "_stopped")
+    __slots__ = ("_gauge", "_informer", "_stopped", "cache")
 
     def __init__(self, informer: str, cache: StoreVersioned, stopped: Callable[[], bool] | None) -> None:
         self._informer = informer
-        self._cache = cache
+        self.cache = cache
         self._stopped = stopped
         self._gauge = metrics_provider.store_resource_version_gauge(informer, self._read)
 
@@ -245,7 +244,7 @@ class _StoreVersionGauge:
     def _read(self) -> float:
         if self.stopped():  # its cache never moves again: a failed read leaves the sample out
             raise errors.StoppedError(f"informer {self._informer} stopped")
-        return _as_number(self._cache.last_store_sync_resource_version())
+        return _as_number(self.cache.last_store_sync_resource_version())
 
     def remove(self) -> None:
         self._gauge.remove()
