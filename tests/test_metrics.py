@@ -243,6 +243,32 @@ def test_a_queue_shut_down_with_items_leaves_its_namesake_only_its_own_depth(pro
     assert metric_value(prometheus, "workqueue_depth", name="ctrl") is None
 
 
+def test_queues_of_one_name_show_their_unfinished_work_together(prometheus: Any) -> None:
+    """Two queues of one name (a controller stopping while another of its name starts): the
+    unfinished work gauge sums both queues' work in progress and the longest running processor
+    is the longer of the two, where each queue's updater would overwrite the other's."""
+    old_clock, new_clock = FakeClock(), FakeClock()
+    old: WorkQueue[str] = WorkQueue(name="ctrl", clock=old_clock)
+    new: WorkQueue[str] = WorkQueue(name="ctrl", clock=new_clock)
+
+    def gauges() -> tuple[float | None, float | None]:
+        return (metric_value(prometheus, "workqueue_unfinished_work_seconds", name="ctrl"),
+                metric_value(prometheus, "workqueue_longest_running_processor_seconds", name="ctrl"))
+
+    old.add("a")
+    assert old.get() == ("a", False)
+    new.add("b")
+    assert new.get() == ("b", False)
+    step_when_waiting(old_clock, 3.0)
+    assert wait_for(lambda: gauges() == (3.0, 3.0), TIMEOUT), gauges()
+    step_when_waiting(new_clock, 0.5)  # the new queue's updater sets its own 0.5 s
+    assert wait_for(lambda: gauges() == (3.5, 3.0), TIMEOUT), gauges()
+    old.shut_down()  # what the old queue had in progress leaves the series with it
+    assert gauges() == (0.5, 0.5)
+    new.shut_down()
+    assert gauges() == (None, None)
+
+
 def test_a_series_held_by_two_components_stays_until_both_let_go(prometheus: Any) -> None:
     one = provider_module.ReflectorMetrics("v1/pods")
     two = provider_module.ReflectorMetrics("v1/pods")

@@ -87,32 +87,52 @@ class _Series:
     Components of one label value (two informers of one resource, a controller stopping while
     another of its name starts) share its series: counters and histograms add up, and the
     series goes, at the last :meth:`_Held.remove`, so that informers, queues and clusters that
-    come and go leave nothing behind. Thread-safe.
+    come and go leave nothing behind. A gauge each component sets (``combine``) shows what its
+    live holders set, combined: the sum of their unfinished work, the longest of their running
+    processors; set straight through, the holders would overwrite each other at every update.
+    Thread-safe.
     """
 
-    def __init__(self, family: Counter | Gauge | Histogram, label: str, give_back: bool = False) -> None:
+    def __init__(self, family: Counter | Gauge | Histogram, label: str, give_back: bool = False,
+                 combine: Callable[[Iterable[float]], float] | None = None) -> None:
         self._family = family
         self._label = label
         self._give_back = give_back  # an up-down gauge: a holder's net count leaves with it
-        self._lock = threading.Lock()  # guards _holders and the family's children
-        self._holders: dict[str, int] = {}  # label value -> live holds
+        self.combine = combine  # a set gauge: what its holders' values show together
+        self._lock = threading.Lock()  # guards _holders, each hold's set value and the children
+        self._holders: dict[str, dict[_Held, None]] = {}  # label value -> its live holds
 
     def hold(self, value: str) -> _Held:
         with self._lock:
-            self._holders[value] = self._holders.get(value, 0) + 1
             child = self._family.labels(**{self._label: value})
-        return _Held(self, value, child)
+            held = _Held(self, value, child)
+            self._holders.setdefault(value, {})[held] = None
+        return held
+
+    def set(self, held: _Held, value: float) -> None:
+        """``held``'s value of a combined gauge; the series shows its holders' together."""
+        with self._lock:
+            if held.child is None:
+                return
+            held.set_value = value
+            held.child.set(self._combined(held.value))
+
+    def _combined(self, label_value: str) -> float:
+        assert self.combine is not None
+        return self.combine(held.set_value for held in self._holders[label_value])
 
     def release(self, held: _Held) -> None:
         with self._lock:
             if held.child is None:
                 return
             child, held.child = held.child, None
-            left = self._holders[held.value] - 1
-            if left:
-                self._holders[held.value] = left
+            holds = self._holders[held.value]
+            del holds[held]
+            if holds:
                 if self._give_back and held.net:
                     child.dec(held.net)
+                if self.combine is not None:
+                    child.set(self._combined(held.value))
                 return
             del self._holders[held.value]
             self._family.remove(held.value)
@@ -122,13 +142,14 @@ class _Held:
     """One component's hold on a labelled series: every metric kind's methods, passed on to the
     series until :meth:`remove`, and ignored after it (a late count of a stopped component)."""
 
-    __slots__ = ("child", "net", "series", "value")
+    __slots__ = ("child", "net", "series", "set_value", "value")
 
     def __init__(self, series: _Series, value: str, child: Any) -> None:
         self.series = series
         self.value = value
         self.child: Any = child  # None once removed
         self.net = 0  # inc() less dec() made through this hold (an up-down gauge's share)
+        self.set_value = 0.0  # what this hold last set a combined gauge to
 
     def inc(self) -> None:
         child = self.child
@@ -143,6 +164,9 @@ class _Held:
             child.dec()
 
     def set(self, value: float) -> None:
+        if self.series.combine is not None:
+            self.series.set(self, value)
+            return
         child = self.child
         if child is not None:
             child.set(value)
@@ -231,13 +255,13 @@ class PrometheusMetricsProvider:
             " stuck threads by observing the rate at which this increases.",
             ["name"],
             registry=reg,
-        ), "name")
+        ), "name", combine=sum)
         self._longest = _Series(Gauge(
             "workqueue_longest_running_processor_seconds",
             "How many seconds has the longest running processor for workqueue been running.",
             ["name"],
             registry=reg,
-        ), "name")
+        ), "name", combine=lambda values: max(values, default=0.0))
         self._retries = _Series(Counter(
             "workqueue_retries_total", "Total number of retries handled by workqueue", ["name"], registry=reg
         ), "name")
