@@ -354,6 +354,36 @@ def test_a_stuck_controller_is_named_in_a_warning(served: Served, caplog: pytest
         running.stop()
 
 
+def test_a_controller_still_running_past_its_stop_is_named_once_and_joined_when_the_manager_stops(
+    served: Served, caplog: pytest.LogCaptureFixture
+) -> None:
+    release = threading.Event()
+    threads: list[threading.Thread] = []
+
+    def stubborn(ctx: Context) -> None:
+        threads.append(threading.current_thread())
+        release.wait(TIMEOUT)  # ignores its context until the test lets it go
+
+    served.serve(WIDGETS, synced=True)
+    controllers = {"stubborn": ManagedController({WIDGETS}, lambda ctx: stubborn)}
+    running = Running(served, controllers, stop_timeout=0.05)
+    try:
+        assert wait_for(lambda: threads)
+        with caplog.at_level(logging.WARNING, logger="kinformer.managers.controller_manager"):
+            served.withdraw(WIDGETS)
+            served.notify()
+            assert wait_for(lambda: "controller stubborn still running" in caplog.text)
+            running.stop()  # joins it within stop_timeout once more, without a second warning
+        said = [r.getMessage() for r in caplog.records if "stubborn" in r.getMessage()
+                and r.levelno >= logging.WARNING]
+        assert len(said) == 1, said
+    finally:
+        release.set()
+        running.stop()
+    threads[0].join(TIMEOUT)
+    assert not threads[0].is_alive()
+
+
 def test_stopping_the_manager_joins_every_controller_and_unsubscribes(served: Served) -> None:
     factories = {name: Factory() for name in ("a", "b")}
     served.serve(WIDGETS, synced=True)

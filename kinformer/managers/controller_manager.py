@@ -21,7 +21,7 @@ import logging
 import queue
 import threading
 import time
-from collections.abc import Callable, Collection, Mapping
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -64,6 +64,7 @@ class _Running:
     ctx: context.Context
     thread: threading.Thread
     informers: Mapping[GroupVersionResource, Any]  # the synced informers it was started over
+    done: threading.Event  # set once start_fn returned
 
 
 class ControllerManager:
@@ -77,7 +78,9 @@ class ControllerManager:
     created and started on thread ``kinformer-controller-<controller>``; while one of them is
     served but not synced the manager looks again every ``resync_interval`` seconds (1 s, as
     kcp); when one disappears or falls out of sync the controller's context is cancelled and
-    its thread joined, and a fresh instance is created when they return. A failed reconcile or
+    its thread joined, and a fresh instance is created when they return. An instance still
+    running ``stop_timeout`` seconds after it was stopped is named in a warning, and no fresh
+    instance of it starts until that one has returned. A failed reconcile or
     ``create`` is logged and retried with backoff. On cancel every controller is stopped and
     joined before ``run`` returns. ``running_controllers`` is thread-safe. A manager runs once,
     by either name (:class:`~kinformer.AlreadyStartedError`). ``stop_timeout`` and
@@ -108,9 +111,13 @@ class ControllerManager:
         self._stop_timeout = _checks.seconds("stop_timeout", stop_timeout)
         self._resync_interval = _checks.seconds("resync_interval", resync_interval, positive=True)
         self._queue: RateLimitingQueue[str] = RateLimitingQueue(clock=clock, name=self.name)
-        self._lock = threading.Lock()  # guards _started, _running; _running changes only on start's thread
+        # guards _started, _running, _lingering; the last two change only on start's thread
+        self._lock = threading.Lock()
         self._started = False
         self._running: dict[str, _Running] = {}
+        # stopped instances still running past stop_timeout: none of the name starts until it returns
+        self._lingering: dict[str, _Running] = {}
+        self._held_back: set[str] = set()  # names of _lingering already said to wait for it
 
     def running_controllers(self) -> set[str]:
         """Names of the controllers started and not stopped since.
@@ -148,7 +155,10 @@ class ControllerManager:
             _threads.join_all([forwarder], self._stop_timeout)
             with self._lock:
                 running = list(self._running.items())
-            self._stop(running)
+                lingering = list(self._lingering.values())  # each was named in a warning already
+                self._lingering = {}
+                self._held_back.clear()
+            self._stop(running, [r.thread for r in lingering])
             if self._source.unsubscribe is not None:
                 try:
                     self._source.unsubscribe(self.name)
@@ -197,6 +207,8 @@ class ControllerManager:
         self._stop(to_stop)
         failed = False
         for name in to_start:
+            if self._still_lingering(name):
+                continue  # started once its previous instance returns: that instance wakes us
             controller = self._controllers[name]
             failed |= not self._start_controller(
                 ctx, name, controller, {gvr: synced[gvr] for gvr in controller.required_gvrs})
@@ -216,25 +228,55 @@ class ControllerManager:
             log.exception("controller manager %s: creating controller %s failed; will retry", self.name, name)
             child.cancel()
             return False
+        done = threading.Event()
         with self._lock:  # registered before start_fn can run, so running_controllers() never lags it
             thread = _threads.spawn(
-                self._run_controller, _threads.thread_name("controller", name), name, start_fn, child
+                self._run_controller, _threads.thread_name("controller", name), name, start_fn, child, done
             )
-            self._running[name] = _Running(child, thread, informers)
+            self._running[name] = _Running(child, thread, informers, done)
         log.info("controller started name=%s manager=%s", name, self.name)
         return True
 
-    def _run_controller(self, name: str, start_fn: StartFunc, ctx: context.Context) -> None:
+    def _run_controller(
+        self, name: str, start_fn: StartFunc, ctx: context.Context, done: threading.Event
+    ) -> None:
         try:
             start_fn(ctx)
         except Exception:
             log.exception("controller %s crashed", name)
-            return
-        if not ctx.cancelled():
-            log.warning("controller %s returned before it was stopped", name)
+        else:
+            if not ctx.cancelled():
+                log.warning("controller %s returned before it was stopped", name)
+        finally:
+            done.set()
+            with self._lock:
+                lingering = self._lingering.get(name)
+            if lingering is not None and lingering.done is done:
+                log.info("controller %s returned at last, after it was stopped", name)
+                self._queue.add(RESYNC_KEY)  # a fresh instance may have waited for this one
 
-    def _stop(self, controllers: list[tuple[str, _Running]]) -> None:
-        """Cancel every one of ``controllers``, then join each, warning about any still running."""
+    def _still_lingering(self, name: str) -> bool:
+        """Whether a stopped instance of ``name`` still runs, which holds back a fresh one."""
+        with self._lock:
+            lingering = self._lingering.get(name)
+            if lingering is None:
+                return False
+            if lingering.done.is_set():
+                del self._lingering[name]
+                self._held_back.discard(name)
+                return False
+            said = name in self._held_back
+            self._held_back.add(name)
+        if not said:
+            log.warning("controller %s waits for its previous instance to return before it starts "
+                        "again (thread %s)", name, lingering.thread.name)
+        return True
+
+    def _stop(
+        self, controllers: list[tuple[str, _Running]], also_join: Sequence[threading.Thread] = ()
+    ) -> None:
+        """Cancel every one of ``controllers``, then join each, warning about any still running;
+        join ``also_join`` (stopped before) within the same bound, quietly."""
         for _name, running in controllers:
             running.ctx.cancel()
         deadline = time.monotonic() + self._stop_timeout  # one bound for all: they stop in parallel
@@ -250,7 +292,11 @@ class ControllerManager:
             with self._lock:
                 if self._running.get(name) is running:
                     del self._running[name]
+                if not running.done.is_set():
+                    self._lingering[name] = running
             log.info("controller stopped name=%s manager=%s", name, self.name)
+        for thread in also_join:
+            thread.join(max(0.0, deadline - time.monotonic()))
 
     def __repr__(self) -> str:
         return f"<ControllerManager {self.name} running={sorted(self.running_controllers())}>"

@@ -7,6 +7,7 @@ informer and a fresh controller. Also docs/examples/crd_controller.py end to end
 
 from __future__ import annotations
 
+import itertools
 import queue
 import threading
 from collections.abc import Callable
@@ -177,3 +178,61 @@ def test_the_widget_example_runs_while_its_crd_is_installed(
         ctx.cancel()
         runner.join(TIMEOUT)
     assert not runner.is_alive()
+
+
+def test_a_controller_still_running_after_its_stop_is_not_started_again_beside_itself(
+    apiserver: FakeAPIServer, api_client: Any, ctx: Context, caplog: Any
+) -> None:
+    """Its CRD left and came back while the first instance ignored its context past the stop
+    timeout: a second instance must wait until the first has returned, not run beside it."""
+    extensions = k8s.ApiextensionsV1Api(api_client)
+    release = threading.Event()
+    entered: queue.Queue[int] = queue.Queue()
+    lock = threading.Lock()
+    running_now: list[int] = []
+    overlapped: list[list[int]] = []
+    numbers = itertools.count(1)
+
+    def create(create_ctx: Context) -> Callable[[Context], None]:
+        number = next(numbers)
+
+        def start(run_ctx: Context) -> None:
+            with lock:
+                running_now.append(number)
+                if len(running_now) > 1:
+                    overlapped.append(list(running_now))
+            entered.put(number)
+            if number == 1:
+                release.wait(TIMEOUT)  # the first ignores its context until the test lets it go
+            else:
+                run_ctx.wait()
+            with lock:
+                running_now.remove(number)
+
+        return start
+
+    ddsif = DiscoveringDynamicSharedInformerFactory(api_client, lambda g: g.group == "example.com")
+    manager = ControllerManager(
+        "e2e", ddsif.informer_source(), {"stubborn": ManagedController({WIDGETS}, create)}, stop_timeout=0.05
+    )
+    ddsif.start(ctx)
+    runner = threading.Thread(target=manager.start, args=(ctx,), name="test-controller-manager")
+    runner.start()
+    try:
+        assert ddsif.wait_ready(TIMEOUT)
+        extensions.create_custom_resource_definition(crd(WIDGETS))
+        assert entered.get(timeout=TIMEOUT) == 1
+        extensions.delete_custom_resource_definition(WIDGETS.group_resource)
+        assert wait_for(lambda: "controller stubborn still running" in caplog.text, TIMEOUT)
+        assert manager.running_controllers() == set()
+
+        extensions.create_custom_resource_definition(crd(WIDGETS))
+        assert wait_for(lambda: "waits for its previous instance" in caplog.text, TIMEOUT)
+        assert entered.empty() and manager.running_controllers() == set()
+        release.set()
+        assert entered.get(timeout=TIMEOUT) == 2
+        assert manager.running_controllers() == {"stubborn"}
+    finally:
+        release.set()
+        stop_all(ctx, ddsif, runner)
+    assert overlapped == []
