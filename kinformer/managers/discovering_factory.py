@@ -116,7 +116,9 @@ class DiscoveringDynamicSharedInformerFactory:
     joined, every subscriber gets a notification in its capacity-1 queue; a notification already
     pending absorbs the new one. Passes run after a CRD change (where the server serves
     ``apiextensions.k8s.io/v1``, a CRD informer watches) and every ``poll_interval`` seconds, at
-    least :data:`MIN_UPDATE_INTERVAL` apart so a burst of CRD events makes one pass.
+    least :data:`MIN_UPDATE_INTERVAL` apart so a burst of CRD events makes one pass. A pass whose
+    discovery failed changes nothing and is tried again after :data:`MIN_UPDATE_INTERVAL`,
+    twice as long after each further failure, up to ``poll_interval``.
 
     ``filter_func(gvr)`` chooses the types (default: all). Unlike kcp, whose filter looks at
     objects, it filters resource types. Every informer uses ``resync`` and ``indexers`` plus the
@@ -262,6 +264,7 @@ class DiscoveringDynamicSharedInformerFactory:
     def _loop(self, ctx: context.Context) -> None:
         settle = 0
         unsynced = 0  # passes in a row with a CRD informer that has not synced
+        failures = 0  # passes in a row whose discovery failed
         while not ctx.cancelled():
             self._wake.clear()
             crds_watched = self._crd_watch_synced()  # before the pass: see _crd_watch_synced
@@ -270,6 +273,7 @@ class DiscoveringDynamicSharedInformerFactory:
             except Exception:
                 log.exception("ddsif pass failed; trying again at the next one")
                 result = None
+            failures = failures + 1 if result is None else 0
             if result is not None:
                 self._ready.set()
                 self._ensure_crd_watch(ctx, result)
@@ -281,10 +285,12 @@ class DiscoveringDynamicSharedInformerFactory:
             catching_up = 0 < unsynced <= SETTLE_PASSES
             if unsynced == SETTLE_PASSES + 1:
                 self._crd_watch_lags()
+            if failures:  # a server starting up or briefly away: again soon, then less often
+                interval = min(MIN_UPDATE_INTERVAL * 2 ** min(failures - 1, 16), self._poll_interval)
+            else:
+                interval = MIN_UPDATE_INTERVAL if settle or catching_up else self._poll_interval
             last = self._clock.now()
-            woken = self._clock.wait(
-                self._wake, MIN_UPDATE_INTERVAL if settle or catching_up else self._poll_interval
-            )
+            woken = self._clock.wait(self._wake, interval)
             if ctx.cancelled():
                 return
             if woken:  # a CRD changed: wait out the minimum interval, absorbing a burst

@@ -236,3 +236,22 @@ def test_a_controller_still_running_after_its_stop_is_not_started_again_beside_i
         release.set()
         stop_all(ctx, ddsif, runner)
     assert overlapped == []
+
+
+def test_a_controller_starts_soon_after_discovery_answered_503_at_startup(
+    apiserver: FakeAPIServer, api_client: Any, ctx: Context
+) -> None:
+    """The server was starting up: its first answer to discovery was a 503. The controller
+    waited a whole poll interval (30 s) for the factory's next look."""
+    k8s.ApiextensionsV1Api(api_client).create_custom_resource_definition(crd(WIDGETS))
+    apiserver.fail_discovery(count=1, path="/apis")
+    instances = Instances()
+    ddsif, manager, runner = run_manager(
+        api_client, ctx, {"widgets": ManagedController({WIDGETS}, instances.create)}
+    )
+    try:
+        first_ctx, _thread = instances.next()
+        assert not first_ctx.cancelled()
+        assert manager.running_controllers() == {"widgets"}
+    finally:
+        stop_all(ctx, ddsif, runner)

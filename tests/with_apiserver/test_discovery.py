@@ -459,3 +459,22 @@ def test_shutdown_is_stop_by_the_name_every_factory_has(
     assert inf.is_stopped()  # joined before shutdown returned
     assert not [t for t in _threads.kinformer_threads() if t.name == "kinformer-ddsif"]
     assert not ctx.cancelled()
+
+
+def test_a_failed_pass_is_tried_again_soon_then_less_often(
+    apiserver: FakeAPIServer, api_client: Any, ctx: Context
+) -> None:
+    """A server starting up answered discovery 503 at the first pass: the factory was not
+    ready, and started no informer, until the next poll interval."""
+    install(api_client, WIDGETS)
+    apiserver.fail_discovery(count=3, path="/apis")
+    clock = FakeClock()
+    ddsif = DiscoveringDynamicSharedInformerFactory(api_client, example_only, poll_interval=POLL, clock=clock)
+    ddsif.start(ctx)
+    for wait in (1.0, 2.0, 4.0):  # each failure waits twice as long, up to the poll interval
+        assert wait_for(lambda: clock.waiters() == [wait], TIMEOUT), clock.waiters()  # noqa: B023
+        assert not ddsif.ready()
+        clock.step(wait)
+    assert ddsif.wait_ready(TIMEOUT)
+    assert wait_for(lambda: running(ddsif) == {WIDGETS}, TIMEOUT)
+    ddsif.stop()
