@@ -384,6 +384,29 @@ def test_a_controller_still_running_past_its_stop_is_named_once_and_joined_when_
     assert not threads[0].is_alive()
 
 
+def test_a_controller_that_exits_its_thread_is_named_as_crashed(
+    served: Served, caplog: pytest.LogCaptureFixture
+) -> None:
+    """``sys.exit()`` in a controller ends only its thread, which Python does without a word:
+    the controller was gone and nothing said so."""
+    def create(ctx: Context) -> StartFunc:
+        def start_fn(run_ctx: Context) -> None:
+            raise SystemExit(3)
+
+        return start_fn
+
+    served.serve(WIDGETS, synced=True)
+    running = Running(served, {"exiting": ManagedController({WIDGETS}, create)})
+    try:
+        assert wait_for(lambda: "controller exiting crashed" in caplog.text)
+        crashed = next(r for r in caplog.records if "controller exiting crashed" in r.getMessage())
+        assert crashed.levelno == logging.ERROR
+        assert crashed.exc_info is not None and crashed.exc_info[0] is SystemExit
+        assert running.manager.running_controllers() == {"exiting"}  # not restarted, as kcp
+    finally:
+        running.stop()
+
+
 def test_stopping_the_manager_joins_every_controller_and_unsubscribes(served: Served) -> None:
     factories = {name: Factory() for name in ("a", "b")}
     served.serve(WIDGETS, synced=True)

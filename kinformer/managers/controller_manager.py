@@ -122,7 +122,8 @@ class ControllerManager:
     def running_controllers(self) -> set[str]:
         """Names of the controllers started and not stopped since.
 
-        A controller whose ``start_fn`` returned on its own (logged) stays listed until the
+        A controller whose ``start_fn`` returned or raised on its own (logged; a ``SystemExit``
+        too, which would otherwise end its thread without a word) stays listed until the
         manager stops it, as in kcp; it is not restarted while its resources stay synced.
         """
         with self._lock:
@@ -242,7 +243,9 @@ class ControllerManager:
     ) -> None:
         try:
             start_fn(ctx)
-        except Exception:
+        except KeyboardInterrupt:
+            raise
+        except BaseException:  # a SystemExit too: on this thread it would end it without a word
             log.exception("controller %s crashed", name)
         else:
             if not ctx.cancelled():
