@@ -9,8 +9,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from helpers import create_cm, name_of
+from helpers import crd, create_cm, name_of
+from kubernetes import client as k8s
 
+from kinformer.gvr import GroupVersionResource
 from kinformer.handlers import FilteringResourceEventHandler
 from kinformer.testing import FakeAPIServer, Recorder, wait_for
 
@@ -66,3 +68,33 @@ def test_the_loop_example_survives_a_discovery_pass_that_fails(
     assert not example.is_alive()
     assert raised == []
     assert "discovery failed, trying again next period" in caplog.text
+
+
+def test_the_loop_example_stops_a_type_that_left_while_metrics_discovery_fails(
+    apiserver: FakeAPIServer, api_client: Any
+) -> None:
+    """metrics-server down, its group version answering 503 at every pass: the loop passed
+    ``found.complete`` (False), so a CRD deleted meanwhile kept its informer relisting 404s."""
+    widgets = GroupVersionResource("example.com", "v1", "widgets")
+    extensions = k8s.ApiextensionsV1Api(api_client)
+    pod_metrics = GroupVersionResource("metrics.k8s.io", "v1beta1", "pods")
+    extensions.create_custom_resource_definition(crd(pod_metrics))
+    apiserver.fail_discovery(10**6, 503, path="/apis/metrics.k8s.io/v1beta1")
+    extensions.create_custom_resource_definition(crd(widgets))
+    stop = threading.Event()
+    scope: dict[str, Any] = {"__name__": "example", "api_client": api_client, "stop": stop,
+                             "handler": FilteringResourceEventHandler(lambda o: False, Recorder(name_of))}
+    code = compile(loop_example(), str(MANAGERS), "exec")
+    example = threading.Thread(target=exec, args=(code, scope), name="test-managers-example")
+    example.start()
+    try:
+        assert wait_for(lambda: "manager" in scope, TIMEOUT)
+        assert wait_for(lambda: widgets in scope["manager"].get_all_resources(), TIMEOUT)
+        assert wait_for(lambda: scope["manager"].is_informer_synced(widgets), TIMEOUT)
+        extensions.delete_custom_resource_definition(widgets.group_resource)
+        assert wait_for(lambda: widgets not in scope["manager"].get_all_resources(), TIMEOUT)
+        assert not scope["manager"].is_informer_synced(widgets)  # its informer was stopped
+    finally:
+        stop.set()
+        example.join(30)
+    assert not example.is_alive()
