@@ -20,7 +20,13 @@ from kinformer import errors, sharding
 from kinformer import gvr as _gvr
 from kinformer.client import listerwatcher, resource, rest
 
-DEFAULT_READ_TIMEOUT = 60.0  # seconds of silence that mark a watch dead; above the bookmark interval
+# kube-apiserver sends a watch that asked for bookmarks one about every minute (its cacher's
+# bookmark frequency); a quiet watch hears nothing else, so a read timeout must outlast that
+# minute with room for the server's scheduling (up to a few seconds late) and the network. At a
+# minute, each quiet watch was cut just before its bookmark: its resourceVersion never moved,
+# and one whose events a selector filters out fell behind the server's history and relisted.
+SERVER_BOOKMARK_INTERVAL = 60.0
+DEFAULT_READ_TIMEOUT = 90.0  # seconds of silence that mark a watch dead
 DEFAULT_CONNECT_TIMEOUT = rest.DEFAULT_CONNECT_TIMEOUT
 
 
@@ -109,7 +115,9 @@ class ListWatch:
         still exists.
         ``read_timeout``: seconds without a byte after which a watch counts as dead (raises
         :class:`~kinformer.TransportError`, and the reflector re-establishes it); keep it
-        above the server's bookmark interval. ``read_timeout`` and ``connect_timeout`` must be
+        well above the server's bookmark interval (kube-apiserver's is a minute; the default
+        is 90 s), else every quiet watch is cut just before the bookmark that would move its
+        resourceVersion on. ``read_timeout`` and ``connect_timeout`` must be
         positive, finite seconds, else :class:`~kinformer.ConfigurationError`.
         ``tweak_list_options`` may change the options of
         every request in place (or return new ones), like client-go's factory option.

@@ -8,6 +8,7 @@ rest runs against FakeAPIServer.
 from __future__ import annotations
 
 import http.server
+import inspect
 import json
 import logging
 import socket
@@ -394,6 +395,39 @@ def test_watch_on_fake_apiserver_delivers_writes_and_closes_from_another_thread(
     reader.join(5)
     assert not reader.is_alive()
     assert [e.object["metadata"]["name"] for e in events if e.type == "ADDED"] == ["a"]
+
+
+# kube-apiserver bookmarks a quiet watch about every minute (FakeAPIServer's default), up to a
+# couple of seconds late; a read timeout of that minute cut each watch just before its bookmark
+SERVER_BOOKMARK_INTERVAL = inspect.signature(FakeAPIServer).parameters["bookmark_interval"].default
+DEFAULT_READ_TIMEOUT = inspect.signature(ListWatch.for_resource).parameters["read_timeout"].default
+
+
+def test_the_default_read_timeout_outlasts_the_servers_bookmark_interval() -> None:
+    assert SERVER_BOOKMARK_INTERVAL == 60.0
+    assert DEFAULT_READ_TIMEOUT >= SERVER_BOOKMARK_INTERVAL + 15
+
+
+def test_a_quiet_watch_hears_its_bookmarks_and_is_never_cut_at_the_default_proportions() -> None:
+    # the defaults scaled down: a bookmark every 0.3 s, the read timeout in the same proportion
+    interval = 0.3
+    read_timeout = interval * DEFAULT_READ_TIMEOUT / SERVER_BOOKMARK_INTERVAL
+    with FakeAPIServer(bookmark_interval=interval) as server:
+        lw = ListWatch.for_resource(server.api_client(), CONFIGMAPS, namespace="default",
+                                    read_timeout=read_timeout)
+        reflector = Reflector(lw, Indexer(), name="quiet")
+
+        def watches() -> int:
+            return sum(1 for _m, _p, query, _s in server.requests if query.get("watch") == "true")
+
+        with helpers.running(reflector.run):
+            assert server.wait_for_watchers(CONFIGMAPS, 1, 5)
+            # a write the watch does not see: only a bookmark brings its version
+            server.create(CONFIGMAPS, {"metadata": {"name": "elsewhere", "namespace": "kube-system"}})
+            latest = str(server.current_resource_version())
+            assert wait_for(lambda: reflector.last_sync_resource_version() == latest, 5)
+            assert not wait_for(lambda: watches() > 1, timeout=6 * interval)
+        assert watches() == 1, server.requests
 
 
 def test_a_reflector_reestablishes_a_watch_that_went_silent(server: ScriptedServer) -> None:
