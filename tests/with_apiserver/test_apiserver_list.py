@@ -56,6 +56,43 @@ def test_a_garbage_continue_token_is_400_and_a_compacted_one_410(
     assert (status, body["reason"]) == (410, "Expired")
 
 
+def test_an_expired_continue_token_hands_back_one_that_lists_the_rest_as_it_is_now(
+    apiserver: FakeAPIServer, api_client: Any,
+) -> None:
+    # etcd's storage answers a compacted continue token with 410 Expired whose Status carries,
+    # in metadata.continue, an inconsistent token: the rest of the list after the page's last
+    # key, from the current state and at the current resourceVersion
+    fill(apiserver, 5)
+    api = k8s.CoreV1Api(api_client)
+    first = api.list_namespaced_config_map(NS, limit=2)
+    assert [o.metadata.name for o in first.items] == ["cm-0000", "cm-0001"]
+    apiserver.delete(CONFIGMAPS, NS, "cm-0002")
+    apiserver.create(CONFIGMAPS, {"metadata": {"name": "cm-0001-late", "namespace": NS}})
+    apiserver.create(CONFIGMAPS, {"metadata": {"name": "cm-0000-before", "namespace": NS}})
+    apiserver.compact()
+    status, body = api_error(api.list_namespaced_config_map, NS, limit=2,
+                             _continue=first.metadata._continue)
+    assert (status, body["reason"], body["code"]) == (410, "Expired", 410)
+    assert body["message"].startswith(
+        "The provided continue parameter is too old to display a consistent list result. You "
+        "can start a new list without the continue parameter, or use the continue token in "
+        "this response to retrieve the remainder of the results.")
+    assert list(body)[:3] == ["kind", "apiVersion", "metadata"]
+    rest = body["metadata"]["continue"]
+    names, versions, token = [], set(), rest
+    while token:
+        page = api.list_namespaced_config_map(NS, limit=2, _continue=token)
+        names += [o.metadata.name for o in page.items]
+        versions.add(page.metadata.resource_version)
+        token = page.metadata._continue
+    # what came after cm-0001, as it is now: the late one in, the deleted one out
+    assert names == ["cm-0001-late", "cm-0003", "cm-0004"]
+    assert versions == {str(apiserver.current_resource_version())}
+    # it is still a token of this list only
+    assert api_error(api.list_namespaced_config_map, "kube-system", limit=2,
+                     _continue=rest)[0] == 400
+
+
 def test_a_continue_token_with_a_resource_version_is_400(
     apiserver: FakeAPIServer, api_client: Any,
 ) -> None:

@@ -35,17 +35,22 @@ class StatusError(Exception):
     """An API error on its way to the client as a ``Status`` body with HTTP status ``code``."""
 
     def __init__(
-        self, code: int, reason: str, message: str, details: dict[str, Any] | None = None
+        self, code: int, reason: str, message: str, details: dict[str, Any] | None = None,
+        metadata: dict[str, Any] | None = None,
     ) -> None:
         super().__init__(message)
         self.code = code
         self.reason = reason
         self.message = message
         self.details = details
+        self.metadata = metadata  # the Status's ListMeta: an expired list's continue token
 
     def body(self) -> dict[str, Any]:
         """The ``Status`` object."""
-        return status_body(self.code, self.reason, self.message, self.details)
+        body = status_body(self.code, self.reason, self.message, self.details)
+        if self.metadata:
+            body["metadata"] = dict(self.metadata)
+        return body
 
     def headers(self) -> dict[str, str]:
         """Response headers that go with the body: ``Retry-After`` on every 429 and wherever the

@@ -167,15 +167,17 @@ class Storage:
         page, each page filtered by its own request's ``match``; ``Exact`` lists reconstruct an
         older state from history (410 once compacted); other lists serve current data; a
         version from the future waits, then answers 504. A token from a list of another
-        resource, namespace or logical cluster is 400. The remaining count is given only for a
-        list without ``match``.
+        resource, namespace or logical cluster is 400; one whose snapshot is gone is 410 with
+        an inconsistent token, which lists the rest from the current state. The remaining
+        count is given only for a list without ``match``.
         """
         gr = rt.group_resource
         with self._lock:
             snap_id = None
             if token:
-                snap, start, snap_id = self._snapshots.resume(token, gr, namespace, cluster,
-                                                              self._cache.compacted)
+                snap, start, snap_id = self._snapshots.resume(
+                    token, gr, namespace, cluster, self._cache.compacted,
+                    lambda: (keyspace.entries(self._spaces_for(cluster), gr, namespace), self._rv))
                 items, list_rv = snap.items, snap.rv
             else:
                 start = 0
