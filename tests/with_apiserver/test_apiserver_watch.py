@@ -408,7 +408,9 @@ def test_the_legacy_watch_path_streams_events_too(apiserver: FakeAPIServer, raw:
     assert [(e["type"], e["object"]["metadata"]["name"]) for e in events] == [("ADDED", "a")]
 
 
-def test_a_watcher_too_far_behind_is_ended_with_410_while_writers_go_on() -> None:
+def test_a_watcher_too_far_behind_is_ended_cleanly_while_writers_go_on() -> None:
+    # kube-apiserver's watch cache ends a watcher it cannot hand events to by closing it: the
+    # stream ends with no ERROR event, and the client watches again from its last version
     big = "x" * 10_000
     with FakeAPIServer(max_backlog=50) as server:
         client = server.api_client()
@@ -426,8 +428,5 @@ def test_a_watcher_too_far_behind_is_ended_with_410_while_writers_go_on() -> Non
             stream.close()
         finally:
             client.close()
-    assert len(lines) < 2001
-    last = json.loads(lines[-1])
-    assert last["type"] == "ERROR"
-    assert last["object"]["code"] == 410
-    assert all(line.startswith('{"type":"ADDED"') for line in lines[:-1])
+    assert len(lines) < 2000  # ended before the writes did
+    assert all(line.startswith('{"type":"ADDED"') for line in lines)

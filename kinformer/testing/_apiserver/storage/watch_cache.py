@@ -4,8 +4,9 @@ Like kube-apiserver's watch cache, it keeps the last ``history_size`` events, wh
 watches and ``Exact`` lists from older versions; anything older answers 410 Expired. Every new
 event goes into the queue of each open watcher of its type, namespace and logical cluster (or
 across clusters): a put, never a wait, so a slow watcher never blocks a writer; one that falls
-``max_backlog`` events behind is marked overflowed, and its stream ends it with 410, as the
-real server does. Not thread-safe on
+``max_backlog`` events behind is marked overflowed, and its stream ends cleanly, with no ERROR
+event, as the real server ends a watcher it cannot hand events to: the client watches again
+from the last version it read (410 once the history has moved past it). Not thread-safe on
 its own: :class:`~kinformer.testing._apiserver.storage.storage.Storage` calls it under its lock.
 """
 

@@ -2,8 +2,9 @@
 
 :class:`WatchStream` owns the writing side of one open watch: events filtered by the
 watcher's selectors (leaving a selector is DELETED with the previous object, entering it is
-ADDED), periodic bookmarks, the clean end after ``timeoutSeconds`` and the fault switches'
-abrupt ends. It runs on the connection's thread; only a slow client makes it wait.
+ADDED), periodic bookmarks, the clean end after ``timeoutSeconds`` or once the watcher falls too
+far behind, and the fault switches' abrupt ends. It runs on the connection's thread; only a
+slow client makes it wait.
 """
 
 from __future__ import annotations
@@ -91,9 +92,7 @@ class WatchStream:
         get = watcher.queue.get
         get_nowait = watcher.queue.get_nowait
         while True:
-            if watcher.overflowed:
-                self.write_chunk(error_line(
-                    status.too_old(watcher.last_rv, storage.resource_version)))
+            if watcher.overflowed:  # kube-apiserver ends an unresponsive watcher: no ERROR event
                 self.end()
                 return True
             now = time.monotonic()
