@@ -126,6 +126,33 @@ def test_an_exact_list_shows_the_past_until_it_is_compacted(
     assert len(not_older.items) == 2
 
 
+def test_a_version_with_a_limit_and_no_match_is_an_exact_list(
+    apiserver: FakeAPIServer, api_client: Any,
+) -> None:
+    # the semantics lists had before resourceVersionMatch, which kube-apiserver keeps: with a
+    # limit, a version means Exact (the past, 410 once compacted); without one, NotOlderThan
+    api = k8s.CoreV1Api(api_client)
+    api.create_namespaced_config_map(NS, {"metadata": {"name": "a"}, "data": {"v": "1"}})
+    then = api.list_namespaced_config_map(NS).metadata.resource_version
+    api.patch_namespaced_config_map("a", NS, {"data": {"v": "2"}})
+    api.create_namespaced_config_map(NS, {"metadata": {"name": "b"}})
+    past = api.list_namespaced_config_map(NS, resource_version=then, limit=10)
+    assert past.metadata.resource_version == then
+    assert [(i.metadata.name, i.data) for i in past.items] == [("a", {"v": "1"})]
+    apiserver.compact()
+    status, body = api_error(api.list_namespaced_config_map, NS, resource_version=then, limit=10)
+    assert (status, body["reason"]) == (410, "Expired")
+    now = str(apiserver.current_resource_version())
+    for kwargs in ({}, {"resource_version_match": "NotOlderThan", "limit": 10}):
+        current = api.list_namespaced_config_map(NS, resource_version=then, **kwargs)
+        assert current.metadata.resource_version == now
+        assert [(i.metadata.name, i.data) for i in current.items] == [
+            ("a", {"v": "2"}), ("b", None)]
+    # at "0" the limit is ignored, and the list is of now
+    assert api.list_namespaced_config_map(NS, resource_version="0",
+                                          limit=1).metadata.resource_version == now
+
+
 def test_resource_version_match_without_a_version_is_422(api_client: Any) -> None:
     status, body = api_error(k8s.CoreV1Api(api_client).list_namespaced_config_map, NS,
                              resource_version_match="NotOlderThan")

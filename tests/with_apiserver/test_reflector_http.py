@@ -112,6 +112,51 @@ def test_dropped_watches_and_compaction_end_with_the_cache_equal_to_the_server(
     assert running.converges_to(apiserver)
 
 
+def test_a_paged_relist_after_a_compaction_lists_at_the_current_version_and_survives_expiry(
+    apiserver: FakeAPIServer, api_client: Any
+) -> None:
+    # pages of 2: the relist at the last version is an Exact list on a real server (a version
+    # with a limit), so after a compaction it is 410 and the reflector lists at "" instead; a
+    # page of that list expiring under it falls back to one whole list
+    apiserver.bulk_create(CONFIGMAPS, [cm(f"cm-{i}", None, "default", data={"v": "1"})
+                                       for i in range(5)])
+    expired: list[str] = []
+
+    def tweak(options: ListOptions) -> None:
+        if options.continue_token and not expired:  # the first continuation: its page expires
+            expired.append(options.continue_token)
+            apiserver.create(CONFIGMAPS, cm("late", None, "default", data={"v": "1"}))
+            apiserver.compact()
+
+    store = Indexer()
+    reflector = Reflector(
+        ListWatch.for_resource(api_client, CONFIGMAPS, namespace="default",
+                               tweak_list_options=tweak),
+        store, name="paged", page_size=2, backoff=fast_backoff())
+    with helpers.running(reflector.run):
+        assert wait_for(lambda: len(store.list()) == 5, TIMEOUT)
+        assert apiserver.wait_for_watchers(CONFIGMAPS, 1, TIMEOUT)
+        synced = reflector.last_sync_resource_version()
+        # a write the watch does not see, then a compaction: the watch's version is gone
+        apiserver.create(CONFIGMAPS, cm("elsewhere", None, "kube-system", data={"v": "1"}))
+        apiserver.compact()
+        apiserver.drop_watches()
+        assert wait_for(lambda: len(store.list()) == 6, TIMEOUT)
+        assert reflector.last_sync_resource_version() == str(apiserver.current_resource_version())
+    lists = [(q.get("resourceVersion"), q.get("limit"), bool(q.get("continue")), code)
+             for method, path, q, code in apiserver.requests
+             if method == "GET" and "configmaps" in path and q.get("watch") != "true"]
+    assert lists == [
+        ("0", "2", False, 200),  # at "0" the limit is ignored: one page
+        (synced, "2", False, 410),  # Exact at a compacted version
+        (None, "2", False, 200),  # the current version, in pages
+        (None, "2", True, 410),  # its second page expired
+        (None, None, False, 200),  # one whole list at the current version instead
+    ]
+    assert sorted(o["metadata"]["name"] for o in store.list()) == sorted(
+        o["metadata"]["name"] for o in apiserver.list_objects(CONFIGMAPS, "default"))
+
+
 def test_a_garbage_watch_line_is_never_cached_and_the_reflector_recovers(
     apiserver: FakeAPIServer, running: Running, core: kubernetes.client.CoreV1Api
 ) -> None:

@@ -164,8 +164,9 @@ class Storage:
         """One page of a list: (entries, list resourceVersion, continue token, remaining count).
 
         Follows kube-apiserver: a continue token pages through the snapshot taken by the first
-        page, each page filtered by its own request's ``match``; ``Exact`` lists reconstruct an
-        older state from history (410 once compacted); other lists serve current data; a
+        page, each page filtered by its own request's ``match``; ``Exact`` lists, and those
+        with a version and a ``limit`` but no ``resourceVersionMatch``, reconstruct an older
+        state from history (410 once compacted); other lists serve current data; a
         version from the future waits, then answers 504. A token from a list of another
         resource, namespace or logical cluster is 400; one whose snapshot is gone is 410 with
         an inconsistent token, which lists the rest from the current state. The remaining
@@ -183,7 +184,10 @@ class Storage:
                 start = 0
                 wanted = int(rv_text) if rv_text else 0
                 self._wait_for_version(wanted)
-                if rv_match == "Exact":
+                # a version with a limit and no match is Exact: the semantics lists had before
+                # resourceVersionMatch, which kube-apiserver keeps
+                legacy_exact = not rv_match and limit > 0 and rv_text not in ("", "0")
+                if rv_match == "Exact" or legacy_exact:
                     items = self._entries_at(gr, namespace, wanted, cluster)
                     list_rv = wanted
                 else:
