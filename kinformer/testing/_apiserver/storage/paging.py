@@ -70,6 +70,11 @@ def entry_key(entry: Entry) -> Key:
     return (str(cluster), str(metadata.get("namespace") or ""), str(metadata["name"]))
 
 
+def invalid_token(reason: str) -> status.StatusError:
+    """The 400 for a continue token that cannot continue this list, in the real server's words."""
+    return status.bad_request(f"invalid continue token: continue key is not valid: {reason}")
+
+
 def encode_token(snap_id: int, index: int, rv: int, key: Key, prefix: str) -> str:
     """The continue token for the page starting at ``index`` of snapshot ``snap_id``, after the
     entry listed under ``key``, in the list ``prefix`` names (:func:`list_prefix`)."""
@@ -91,7 +96,7 @@ def decode_token(token: str) -> tuple[int, int, int, Key, str]:
                 or not all(isinstance(part, str) for part in key) or not isinstance(prefix, str)):
             raise ValueError("bad key")
     except (ValueError, TypeError, KeyError, binascii.Error) as err:
-        raise status.bad_request(f"continue key is not valid: {err}") from None
+        raise invalid_token(str(err)) from None
     return snap_id, index, rv, (key[0], key[1], key[2]), prefix
 
 
@@ -127,23 +132,17 @@ class Snapshots:
         snap = self._snapshots.get(snap_id)
         if snap is not None:
             if snap.resource != resource:
-                raise status.bad_request(
-                    f"continue key is not valid: it continues a list of {snap.resource}, "
-                    f"not of {resource}")
+                raise invalid_token(f"it continues a list of {snap.resource}, not of {resource}")
             if snap.namespace != namespace:
-                raise status.bad_request(
-                    "continue key is not valid: it continues a list of "
-                    + (f'namespace "{snap.namespace}"' if snap.namespace
-                       else "every namespace"))
+                raise invalid_token("it continues a list of " + (
+                    f'namespace "{snap.namespace}"' if snap.namespace else "every namespace"))
             if snap.cluster != cluster:
-                raise status.bad_request("continue key is not valid: it continues a list of "
-                                         "another logical cluster")
+                raise invalid_token("it continues a list of another logical cluster")
             if start > len(snap.items):
-                raise status.bad_request("continue key is not valid: it points past the end "
-                                         "of its list")
+                raise invalid_token("it points past the end of its list")
         elif prefix != list_prefix(resource, namespace, cluster):
-            raise status.bad_request("continue key is not valid: it continues a list of "
-                                     "another resource, namespace or logical cluster")
+            raise invalid_token(
+                "it continues a list of another resource, namespace or logical cluster")
         if snap_id == INCONSISTENT:
             items, now = current()
             return Snapshot(now, items, resource, namespace, cluster), start_after(items, key), None

@@ -20,6 +20,8 @@ from kinformer.testing._apiserver.clusters import ROOT, WILDCARD
 from kinformer.testing._apiserver.records import Entry, Event
 from kinformer.testing._apiserver.storage.watchers import EVENT, STOP, Watcher
 
+LIST_TOO_OLD = "The resourceVersion for the provided list is too old."  # etcd storage's 410
+
 
 class WatchCache:
     """The last ``history_size`` events of every type, and the open watchers by logical cluster
@@ -79,13 +81,14 @@ class WatchCache:
         self, current: dict[Any, Entry], gr: str, rv: int, cluster: str = ROOT,
     ) -> dict[Any, Entry]:
         """The objects of ``gr`` at ``rv``, rebuilt from ``current`` by undoing every later event;
-        410 when ``rv`` is compacted.
+        410 when ``rv`` is compacted, in the words of etcd's storage, which such a list reaches
+        on a real server.
 
         For one logical cluster ``current`` is keyed by (namespace, name); across them (the
         wildcard) by (cluster, namespace, name).
         """
         if rv < self.compacted:
-            raise status.too_old(rv, self.compacted)
+            raise status.expired(LIST_TOO_OLD)
         across = cluster == WILDCARD
         state = dict(current)
         for ev in reversed(self._history):

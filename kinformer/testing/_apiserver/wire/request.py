@@ -208,7 +208,7 @@ def list_options(query: dict[str, str], watch: bool) -> tuple[str, str]:
     _check_list_options(query, rv, rv_match, watch)
     if rv and not rv.isdigit():
         raise status.bad_request(f'invalid resource version "{rv}"')
-    if query.get("continue") and rv and not watch:
+    if query.get("continue") and rv not in ("", "0") and not watch:  # "0" reads as no version
         raise status.bad_request(
             "specifying resource version is not allowed when using continue")
     return rv, rv_match
