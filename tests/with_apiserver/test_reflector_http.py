@@ -157,6 +157,40 @@ def test_a_paged_relist_after_a_compaction_lists_at_the_current_version_and_surv
         o["metadata"]["name"] for o in apiserver.list_objects(CONFIGMAPS, "default"))
 
 
+def test_a_server_restored_to_an_older_state_is_listed_again_at_its_current_version() -> None:
+    # a server restored from a backup is behind the reflector's version: the watch and the
+    # relist there answer 504 with cause ResourceVersionTooLarge, and the list at "" (the
+    # current version) brings the store to the restored state
+    before = FakeAPIServer(future_rv_wait=0.2)
+    before.start()
+    port = before.port
+    try:
+        before.bulk_create(CONFIGMAPS, [cm(f"cm-{i}", None, "default", data={"v": "1"})
+                                        for i in range(5)])
+        client = before.api_client()
+        r = Running(client)
+        try:
+            assert r.converges_to(before)
+            assert before.wait_for_watchers(CONFIGMAPS, 1, TIMEOUT)
+            ahead = r.reflector.last_sync_resource_version()
+            before.stop()
+            with FakeAPIServer(port=port, future_rv_wait=0.2) as restored:
+                restored.create(CONFIGMAPS, cm("restored", None, "default", data={"v": "2"}))
+                assert int(ahead) > int(restored.current_resource_version())
+                assert wait_for(lambda: r.data() == {"restored": "2"}, TIMEOUT)
+                assert r.reflector.last_sync_resource_version() == str(
+                    restored.current_resource_version())
+                lists = [(q.get("resourceVersion"), code) for method, path, q, code
+                         in restored.requests if method == "GET" and "configmaps" in path
+                         and q.get("watch") != "true"]
+                assert lists[-2:] == [(ahead, 504), (None, 200)]
+        finally:
+            r.stop()
+            client.close()
+    finally:
+        before.stop()
+
+
 def test_a_garbage_watch_line_is_never_cached_and_the_reflector_recovers(
     apiserver: FakeAPIServer, running: Running, core: kubernetes.client.CoreV1Api
 ) -> None:
