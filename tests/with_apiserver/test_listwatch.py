@@ -413,20 +413,25 @@ def test_a_quiet_watch_hears_its_bookmarks_and_is_never_cut_at_the_default_propo
     interval = 0.3
     read_timeout = interval * DEFAULT_READ_TIMEOUT / SERVER_BOOKMARK_INTERVAL
     with FakeAPIServer(bookmark_interval=interval) as server:
-        lw = ListWatch.for_resource(server.api_client(), CONFIGMAPS, namespace="default",
+        client = server.api_client()
+        lw = ListWatch.for_resource(client, CONFIGMAPS, namespace="default",
                                     read_timeout=read_timeout)
         reflector = Reflector(lw, Indexer(), name="quiet")
 
         def watches() -> int:
             return sum(1 for _m, _p, query, _s in server.requests if query.get("watch") == "true")
 
-        with helpers.running(reflector.run):
-            assert server.wait_for_watchers(CONFIGMAPS, 1, 5)
-            # a write the watch does not see: only a bookmark brings its version
-            server.create(CONFIGMAPS, {"metadata": {"name": "elsewhere", "namespace": "kube-system"}})
-            latest = str(server.current_resource_version())
-            assert wait_for(lambda: reflector.last_sync_resource_version() == latest, 5)
-            assert not wait_for(lambda: watches() > 1, timeout=6 * interval)
+        try:
+            with helpers.running(reflector.run):
+                assert server.wait_for_watchers(CONFIGMAPS, 1, 5)
+                # a write the watch does not see: only a bookmark brings its version
+                server.create(CONFIGMAPS, {"metadata": {"name": "elsewhere",
+                                                        "namespace": "kube-system"}})
+                latest = str(server.current_resource_version())
+                assert wait_for(lambda: reflector.last_sync_resource_version() == latest, 5)
+                assert not wait_for(lambda: watches() > 1, timeout=6 * interval)
+        finally:
+            client.close()
         assert watches() == 1, server.requests
 
 
