@@ -153,6 +153,31 @@ def test_a_broken_watch_is_a_logged_typed_error_then_a_relist_after_backoff(
         running.tracker.keys)
 
 
+def test_an_event_without_a_resource_version_is_stored_and_the_watch_resumes_where_it_was(
+    running: Running, apiserver: FakeAPIServer
+) -> None:
+    # client-go would resume from "" (every object again as ADDED); kinformer keeps the last
+    # version it was given
+    apiserver.create(CONFIGMAPS, cm("before", None, "default"))
+    assert running.informer.wait_for_sync(timeout=TIMEOUT)
+    assert apiserver.wait_for_watchers(CONFIGMAPS, 1, TIMEOUT)
+    held = running.informer.last_sync_resource_version()
+    unversioned = {"type": "ADDED", "object": {"kind": "ConfigMap", "apiVersion": "v1",
+                                               "metadata": {"name": "plain", "namespace": "default"}}}
+    assert apiserver.inject_watch_garbage(line(unversioned)) == 1
+    assert wait_for(lambda: "plain" in running.tracker.keys, TIMEOUT)
+    assert running.informer.last_sync_resource_version() == held
+    def watches() -> list[dict[str, str]]:
+        return [q for _method, _path, q, _code in apiserver.requests if q.get("watch") == "true"]
+
+    lists, opened = running.lists(), len(watches())
+    assert apiserver.end_watches() == 1
+    assert wait_for(lambda: len(watches()) > opened, TIMEOUT)
+    assert watches()[-1]["resourceVersion"] == held
+    assert running.lists() == lists
+    assert running.informer.last_error() is None
+
+
 def test_a_resource_version_the_server_cannot_take_back_is_relisted_past(
     running: Running, apiserver: FakeAPIServer
 ) -> None:
