@@ -12,6 +12,7 @@ from helpers import Background, clock_waits
 
 from kinformer import errors
 from kinformer.cache.store import DeletedFinalStateUnknown
+from kinformer.controllers import controller as controller_module
 from kinformer.controllers.controller import Controller, Result, Skipped
 from kinformer.handlers import FilteringResourceEventHandler
 from kinformer.testing.clock import FakeClock
@@ -263,6 +264,45 @@ def test_shutdown_ends_a_blocking_run_and_is_harmless_before_one() -> None:
     assert controller.shutdown(timeout=TIMEOUT)
     running.thread.join(TIMEOUT)
     assert not running.thread.is_alive()  # run returned without its stop being cancelled
+
+
+def test_run_returns_only_once_a_reconcile_still_running_after_the_stop_has_returned(
+    monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A run that returned with a reconcile still in it would let whatever runs next (a fresh
+    instance under a ControllerManager, another replica) reconcile that key beside it."""
+    monkeypatch.setattr(controller_module, "JOIN_TIMEOUT", 0.05)
+    monkeypatch.setattr(controller_module, "STUCK_WARN_INTERVAL", 0.05)
+    entered = threading.Event()
+    release = threading.Event()
+
+    def hang(key: str) -> None:
+        entered.set()
+        release.wait(TIMEOUT)  # until the test lets it go
+
+    recorder = Reconciles(hang)
+    controller = Controller("hung", recorder, workers=2)
+    running = Background(controller.run)
+    try:
+        controller.enqueue("default/a")
+        assert entered.wait(TIMEOUT)
+
+        def warnings() -> list[str]:
+            return [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING
+                    and "still reconciling key=default/a" in r.getMessage()]
+
+        with caplog.at_level(logging.WARNING, logger="kinformer.controllers.controller"):
+            assert not controller.shutdown(timeout=0)  # cancelled; its worker is still in hang
+            # said, then said again, past its join timeout twice: and still waiting
+            assert wait_for(lambda: len(warnings()) >= 2 or not running.thread.is_alive(), TIMEOUT)
+            assert running.thread.is_alive(), "run returned while its reconcile still ran"
+            assert len(warnings()) >= 2
+        assert "worker kinformer-controller-hung-" in warnings()[0]
+    finally:
+        release.set()
+    running.stop()  # returns now that the reconcile has
+    assert controller.shutdown(timeout=0)
+    assert recorder.next_call() == "default/a"
 
 
 def test_the_event_handler_enqueues_object_keys() -> None:

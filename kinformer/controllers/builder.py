@@ -329,10 +329,11 @@ class BuiltController:
     :meth:`run` registers the handlers on the source's informers (shared with everyone else
     using the source), starts the source (a no-op for what runs already), and reconciles on
     the workers until ``stop``; then it removes its handlers, lets each worker finish its
-    reconcile and returns. Workers start once every informer the controller reads has synced
-    (the requests of the initial lists queue meanwhile, behind live ones); over member
-    clusters each request waits instead for its own member's informers, and a request for a
-    member no longer engaged is dropped.
+    reconcile, however long that takes (as :class:`~kinformer.Controller` does), and returns.
+    Workers start once every informer the controller reads has synced (the requests of the
+    initial lists queue meanwhile, behind live ones); over member clusters each request waits
+    instead for its own member's informers, and a request for a member no longer engaged is
+    dropped.
 
     Lifecycle: :meth:`run` blocks; :meth:`start` is :meth:`run` on a thread and returns at once;
     :meth:`shutdown` stops either as ``stop`` would and joins (:meth:`join` only waits). A
@@ -379,8 +380,9 @@ class BuiltController:
 
     def shutdown(self, timeout: float | None = JOIN_TIMEOUT) -> bool:
         """Stop a running controller as its ``stop`` would and wait until it has finished; True
-        once it has (at once when it never ran), False after ``timeout`` seconds. The source
-        and its informers keep running: they are the source's."""
+        once it has (at once when it never ran), False after ``timeout`` seconds (a reconcile
+        still running: the run goes on waiting for it). The source and its informers keep
+        running: they are the source's."""
         return self._once.shutdown(timeout)
 
     def _run(self, ctx: context.Context, stop: context.StopSignal) -> None:

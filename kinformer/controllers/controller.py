@@ -33,7 +33,8 @@ from kinformer.workqueue import RateLimitingQueue
 
 log = logging.getLogger(__name__)
 
-JOIN_TIMEOUT = 30.0  # seconds run() waits for workers to finish their current reconcile
+JOIN_TIMEOUT = 30.0  # seconds run() waits for its workers before naming those still reconciling
+STUCK_WARN_INTERVAL = 300.0  # seconds between further warnings while a stopped worker reconciles on
 UNREACHABLE_QUIET = 60.0  # seconds a key said unreachable is not said again at WARNING
 
 
@@ -76,11 +77,16 @@ class Controller:
     """Runs ``workers`` threads that feed queued keys to ``reconciler``.
 
     Lifecycle: ``run(ctx)`` blocks until ``ctx`` (a Context or threading.Event) is cancelled,
-    then shuts the queue down, lets each worker finish the reconcile it is in and joins them;
-    keys still queued are not reconciled. ``start(ctx)`` is the same ``run`` on a thread and
-    returns at once; ``shutdown()`` stops either early and joins. ``enqueue`` is thread-safe
-    and may be called before ``run``. A controller runs once: a second ``run`` or ``start``
-    raises :class:`~kinformer.AlreadyStartedError`.
+    then shuts the queue down, lets each worker finish the reconcile it is in and joins them,
+    however long that takes; keys still queued are not reconciled. A worker still reconciling
+    :data:`JOIN_TIMEOUT` seconds after the stop is named in a WARNING with its key, again every
+    :data:`STUCK_WARN_INTERVAL` seconds: once ``run`` has returned no reconcile of this
+    controller runs, so whatever runs next (a fresh instance, another replica) never reconciles
+    a key beside it, as controller-runtime's ``Start`` waits for its workers.
+    ``start(ctx)`` is the same ``run`` on a thread and returns at once; ``shutdown(timeout)``
+    stops either early and joins, returning False while a reconcile runs on past ``timeout``.
+    ``enqueue`` is thread-safe and may be called before ``run``. A controller runs once: a
+    second ``run`` or ``start`` raises :class:`~kinformer.AlreadyStartedError`.
 
     A reconcile that raises, or returns what is not a :class:`Result` or None, is logged at
     ERROR with its traceback and retried with backoff;
@@ -129,7 +135,7 @@ class Controller:
 
     def run(self, stop: context.StopSignal) -> None:
         """Reconcile keys on ``workers`` threads until ``stop`` is cancelled (or :meth:`shutdown`);
-        blocks, and returns once the workers exited."""
+        blocks, and returns once the workers exited, after the reconciles they were in."""
         self._run(self._once.claim(stop))
 
     def start(self, stop: context.StopSignal) -> None:
@@ -139,7 +145,8 @@ class Controller:
 
     def shutdown(self, timeout: float | None = JOIN_TIMEOUT) -> bool:
         """Stop a running controller as its ``stop`` would and wait until its workers exited;
-        True once they have (at once when it never ran), False after ``timeout`` seconds."""
+        True once they have (at once when it never ran), False after ``timeout`` seconds (a
+        reconcile still running: the run goes on waiting for it, and :meth:`join` can too)."""
         return self._once.shutdown(timeout)
 
     def _run(self, ctx: context.Context) -> None:
@@ -150,19 +157,48 @@ class Controller:
 
     def _work(self, ctx: context.Context) -> None:
         log.info("controller started name=%s workers=%d", self.name, self.workers)
+        # per worker, the key it reconciles (None between keys); each slot written by its own
+        # worker, read only to name a worker that does not return
+        reconciling: list[str | None] = [None] * self.workers
         threads = [
-            _threads.spawn(self._worker, _threads.thread_name("controller", f"{self.name}-{i}"), ctx)
+            _threads.spawn(self._worker, _threads.thread_name("controller", f"{self.name}-{i}"),
+                           ctx, reconciling, i)
             for i in range(self.workers)
         ]
         try:
             ctx.wait()
         finally:
             self.queue.shut_down()
-            _threads.join_all(threads, JOIN_TIMEOUT)
+            self._join_workers(threads, reconciling)
             log.info("controller stopped name=%s", self.name)
 
-    def _worker(self, ctx: context.Context) -> None:
-        process_queue(self.queue, ctx, self._reconcile)
+    def _join_workers(self, threads: list[threading.Thread], reconciling: list[str | None]) -> None:
+        """Join every worker however long its reconcile takes, naming each one still running
+        after :data:`JOIN_TIMEOUT` seconds, then every :data:`STUCK_WARN_INTERVAL` seconds."""
+        stopped = time.monotonic()
+        wait = JOIN_TIMEOUT
+        while True:
+            deadline = time.monotonic() + wait
+            for thread in threads:
+                thread.join(max(0.0, deadline - time.monotonic()))
+            stuck = [i for i, thread in enumerate(threads) if thread.is_alive()]
+            if not stuck:
+                return
+            for i in stuck:
+                log.warning("controller %s: worker %s still reconciling key=%s %.0fs after the "
+                            "controller was stopped; run returns once it has", self.name,
+                            threads[i].name, reconciling[i] or "-", time.monotonic() - stopped)
+            wait = STUCK_WARN_INTERVAL
+
+    def _worker(self, ctx: context.Context, reconciling: list[str | None], index: int) -> None:
+        def process(key: str) -> None:
+            reconciling[index] = key
+            try:
+                self._reconcile(key)
+            finally:
+                reconciling[index] = None
+
+        process_queue(self.queue, ctx, process)
 
     def _reconcile(self, key: str) -> None:
         try:

@@ -16,7 +16,14 @@ from typing import Any
 from helpers import crd, load_example
 from kubernetes import client as k8s
 
-from kinformer import Context, ControllerManager, DiscoveringDynamicSharedInformerFactory, ManagedController
+from kinformer import (
+    Context,
+    Controller,
+    ControllerManager,
+    DiscoveringDynamicSharedInformerFactory,
+    ManagedController,
+)
+from kinformer.controllers import controller as controller_module
 from kinformer.gvr import GroupVersionResource
 from kinformer.testing import FakeAPIServer, wait_for
 
@@ -232,6 +239,87 @@ def test_a_controller_still_running_after_its_stop_is_not_started_again_beside_i
         release.set()
         assert entered.get(timeout=TIMEOUT) == 2
         assert manager.running_controllers() == {"stubborn"}
+    finally:
+        release.set()
+        stop_all(ctx, ddsif, runner)
+    assert overlapped == []
+
+
+def test_a_controller_whose_reconcile_hangs_is_not_started_again_beside_that_reconcile(
+    apiserver: FakeAPIServer, api_client: Any, ctx: Context, caplog: Any, monkeypatch: Any
+) -> None:
+    """A Controller stopped while one of its reconciles hangs: its run used to return after its
+    join timeout with that reconcile still going, so the manager started a fresh instance when
+    the CRD came back, and both reconciled the same Widget at once."""
+    monkeypatch.setattr(controller_module, "JOIN_TIMEOUT", 0.05)
+    extensions = k8s.ApiextensionsV1Api(api_client)
+    objects = k8s.CustomObjectsApi(api_client)
+    release = threading.Event()
+    reconciled: queue.Queue[tuple[int, str]] = queue.Queue()
+    lock = threading.Lock()
+    in_flight: list[str] = []
+    overlapped: list[str] = []
+    numbers = itertools.count(1)
+
+    class Reconciler:
+        def __init__(self, number: int) -> None:
+            self.number = number
+
+        def reconcile(self, key: str) -> None:
+            with lock:
+                if key in in_flight:
+                    overlapped.append(key)
+                in_flight.append(key)
+            reconciled.put((self.number, key))
+            try:
+                if self.number == 1:
+                    release.wait(TIMEOUT)  # the first instance hangs until the test lets it go
+            finally:
+                with lock:
+                    in_flight.remove(key)
+
+    def create(create_ctx: Context) -> Callable[[Context], None]:
+        widgets = ddsif.for_resource(WIDGETS)
+        controller = Controller("widgets", Reconciler(next(numbers)))
+        registration = widgets.informer().add_event_handler(controller.event_handler())
+
+        def start(run_ctx: Context) -> None:
+            try:
+                controller.run(run_ctx)
+            finally:
+                widgets.informer().remove_event_handler(registration)
+
+        return start
+
+    def install() -> None:
+        extensions.create_custom_resource_definition(crd(WIDGETS))
+        assert wait_for(lambda: WIDGETS in ddsif.served_resources(), TIMEOUT)
+        objects.create_namespaced_custom_object(
+            WIDGETS.group, WIDGETS.version, "default", WIDGETS.resource,
+            {"apiVersion": "example.com/v1", "kind": "Widget", "metadata": {"name": "w"}})
+
+    ddsif = DiscoveringDynamicSharedInformerFactory(api_client, lambda g: g.group == "example.com")
+    manager = ControllerManager(
+        "e2e", ddsif.informer_source(), {"widgets": ManagedController({WIDGETS}, create)}, stop_timeout=1.0
+    )
+    ddsif.start(ctx)
+    runner = threading.Thread(target=manager.start, args=(ctx,), name="test-controller-manager")
+    runner.start()
+    try:
+        assert ddsif.wait_ready(TIMEOUT)
+        install()
+        assert reconciled.get(timeout=TIMEOUT) == (1, "default/w")
+        extensions.delete_custom_resource_definition(WIDGETS.group_resource)
+        assert wait_for(lambda: manager.running_controllers() == set(), TIMEOUT)
+
+        install()
+        assert wait_for(lambda: "waits for its previous instance" in caplog.text or overlapped, TIMEOUT)
+        assert overlapped == []
+        assert reconciled.empty() and manager.running_controllers() == set()
+        assert "still reconciling key=default/w" in caplog.text
+        release.set()
+        assert reconciled.get(timeout=TIMEOUT) == (2, "default/w")
+        assert manager.running_controllers() == {"widgets"}
     finally:
         release.set()
         stop_all(ctx, ddsif, runner)
