@@ -420,6 +420,26 @@ def test_stopping_the_manager_joins_every_controller_and_unsubscribes(served: Se
     assert not any(t.name.endswith(running.manager.name) for t in threading.enumerate())
 
 
+def test_the_manager_hands_unsubscribe_the_queue_it_was_given_when_it_takes_one(served: Served) -> None:
+    """So that a source ends that subscription only, not a newer one under the same name (the
+    same manager restarted while this run still stopped)."""
+    ended: list[tuple[str, queue.Queue[object]]] = []
+    given: list[queue.Queue[object]] = []
+
+    def subscribe(subscriber: str) -> queue.Queue[object]:
+        given.append(served.subscribe(subscriber))
+        return given[-1]
+
+    def unsubscribe(subscriber: str, subscription: queue.Queue[object]) -> None:
+        ended.append((subscriber, subscription))
+
+    manager = ControllerManager("queued", InformerSource(subscribe, served.informers, unsubscribe), {})
+    with helpers.running(manager.run):
+        assert wait_for(lambda: given)
+    assert len(given) == 1
+    assert ended == [(manager.name, given[0])]
+
+
 def test_start_accepts_an_event_and_runs_only_once(served: Served, factory: Factory) -> None:
     served.serve(WIDGETS, synced=True)
     manager = ControllerManager("event", served.source(), {"w": ManagedController({WIDGETS}, factory.create)})

@@ -82,7 +82,9 @@ class ControllerManager:
     running ``stop_timeout`` seconds after it was stopped is named in a warning, and no fresh
     instance of it starts until that one has returned. A failed reconcile or
     ``create`` is logged and retried with backoff. On cancel every controller is stopped and
-    joined before ``run`` returns. ``running_controllers`` is thread-safe. A manager runs once,
+    joined before ``run`` returns, and then its own subscription ended (handing
+    ``unsubscribe`` its queue when it takes one: a manager of the same name started meanwhile
+    keeps hearing). ``running_controllers`` is thread-safe. A manager runs once,
     by either name (:class:`~kinformer.AlreadyStartedError`). ``stop_timeout`` and
     ``resync_interval`` are finite seconds, else :class:`~kinformer.ConfigurationError`.
 
@@ -160,11 +162,10 @@ class ControllerManager:
                 self._lingering = {}
                 self._held_back.clear()
             self._stop(running, [r.thread for r in lingering])
-            if self._source.unsubscribe is not None:
-                try:
-                    self._source.unsubscribe(self.name)
-                except Exception:
-                    log.exception("controller manager %s: unsubscribe failed", self.name)
+            try:
+                source.end_subscription(self._source, self.name, subscription)
+            except Exception:
+                log.exception("controller manager %s: unsubscribe failed", self.name)
             log.info("controller manager stopped name=%s", self.name)
 
     def _forward(self, ctx: context.Context, subscription: queue.Queue[Any]) -> None:

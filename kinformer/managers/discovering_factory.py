@@ -476,10 +476,17 @@ class DiscoveringDynamicSharedInformerFactory:
             log.warning("ddsif subscriber %r subscribed again; its old queue gets no more notifications", id)
         return q
 
-    def unsubscribe(self, id: str) -> None:
-        """Stop notifying ``id``; a no-op for an unknown id."""
+    def unsubscribe(self, id: str, subscription: queue.Queue[None] | None = None) -> None:
+        """Stop notifying ``id``; a no-op for an unknown id.
+
+        Given ``subscription``, the queue :meth:`subscribe` returned, only while it is still
+        ``id``'s: a subscriber stopping late does not end the subscription of one that
+        subscribed again under its id meanwhile (a manager restarted while its previous run
+        still stops), which would then never hear of another change.
+        """
         with self._lock:
-            self._subscribers.pop(id, None)
+            if subscription is None or self._subscribers.get(id) is subscription:
+                self._subscribers.pop(id, None)
 
     def informer_source(self) -> source.InformerSource:
         """This factory as a ControllerManager's source: ``subscribe``, ``informers``, ``unsubscribe``."""

@@ -343,3 +343,58 @@ def test_a_controller_starts_soon_after_discovery_answered_503_at_startup(
         assert manager.running_controllers() == {"widgets"}
     finally:
         stop_all(ctx, ddsif, runner)
+
+
+def test_a_manager_stopping_late_leaves_the_subscription_of_its_restart_alone(
+    apiserver: FakeAPIServer, api_client: Any, ctx: Context, caplog: Any
+) -> None:
+    """A manager restarted under the same name while its previous run still stopped: the old
+    run, done at last, ended the subscription by name, the new run's with it, and the new
+    manager never heard of another change."""
+    extensions = k8s.ApiextensionsV1Api(api_client)
+    release = threading.Event()
+    entered = threading.Event()
+
+    def create_stubborn(create_ctx: Context) -> Callable[[Context], None]:
+        def start(run_ctx: Context) -> None:
+            entered.set()
+            release.wait(TIMEOUT)  # ignores its context until the test lets it go
+
+        return start
+
+    instances = Instances()
+    ddsif = DiscoveringDynamicSharedInformerFactory(api_client, lambda g: g.group == "example.com")
+    first_ctx, second_ctx = ctx.child("first"), ctx.child("second")
+    first = ControllerManager("e2e", ddsif.informer_source(),
+                              {"widgets": ManagedController({WIDGETS}, create_stubborn)},
+                              stop_timeout=TIMEOUT)
+    second = ControllerManager("e2e", ddsif.informer_source(),
+                               {"gadgets": ManagedController({GADGETS}, instances.create)})
+    ddsif.start(ctx)
+    first_runner = threading.Thread(target=first.start, args=(first_ctx,), name="test-first-manager")
+    second_runner = threading.Thread(target=second.start, args=(second_ctx,), name="test-second-manager")
+    first_runner.start()
+    try:
+        assert ddsif.wait_ready(TIMEOUT)
+        extensions.create_custom_resource_definition(crd(WIDGETS))
+        assert entered.wait(TIMEOUT)
+        first_ctx.cancel()  # the first run now waits for its stubborn controller
+
+        second_runner.start()
+        assert wait_for(lambda: "subscribed again" in caplog.text, TIMEOUT)
+        release.set()
+        first_runner.join(TIMEOUT)
+        assert not first_runner.is_alive()  # it has unsubscribed
+
+        extensions.create_custom_resource_definition(crd(GADGETS))
+        assert wait_for(lambda: second.running_controllers() == {"gadgets"}, TIMEOUT), \
+            "the manager started second never heard of gadgets"
+        instances.next()
+    finally:
+        release.set()
+        second_ctx.cancel()
+        for runner in (first_runner, second_runner):
+            if runner.ident is not None:
+                runner.join(TIMEOUT)
+                assert not runner.is_alive()
+        ddsif.stop()

@@ -398,6 +398,28 @@ def test_subscriptions_coalesce_and_resubscribing_replaces_the_queue(
     ddsif.stop()
 
 
+def test_unsubscribing_with_the_old_queue_leaves_a_newer_subscription_of_the_id(
+    apiserver: FakeAPIServer, api_client: Any, ctx: Context
+) -> None:
+    """A subscriber that stops after its id subscribed again (a manager restarted while its
+    previous run still stopped) ends its own subscription only, not the newer one."""
+    clock, ddsif = polled(api_client)
+    old = ddsif.subscribe("manager")
+    new = ddsif.subscribe("manager")
+    ddsif.unsubscribe("manager", old)
+    started(ddsif, ctx)
+    install(api_client, WIDGETS)
+    poll_once(clock)
+    new.get(timeout=0)
+    assert old.empty()
+
+    ddsif.unsubscribe("manager", new)
+    install(api_client, GADGETS)
+    poll_once(clock)
+    assert new.empty()
+    ddsif.stop()
+
+
 def test_an_informer_asked_for_a_type_that_is_not_served_is_dropped_by_the_next_pass(
     apiserver: FakeAPIServer, api_client: Any, ctx: Context
 ) -> None:
