@@ -5,6 +5,7 @@ over logical clusters and over member clusters holding the same default/app."""
 from __future__ import annotations
 
 import contextlib
+import logging
 import queue as stdlib_queue
 import threading
 from collections.abc import Iterable, Iterator
@@ -27,6 +28,7 @@ from kinformer import (
     StaticClusterProvider,
     StoppedError,
 )
+from kinformer.controllers import controller as controller_module
 from kinformer.gvr import GroupVersionResource
 from kinformer.testing import FakeAPIServer, wait_for
 
@@ -186,6 +188,31 @@ def test_shutdown_stops_a_started_controller_and_leaves_its_source_running(
     finally:
         stop.set()
         factory.shutdown()
+
+
+def test_a_built_controller_stops_only_once_its_hung_reconcile_returned(
+        api_client: Any, stop: threading.Event, monkeypatch: pytest.MonkeyPatch,
+        caplog: pytest.LogCaptureFixture) -> None:
+    """Its handlers and its run stay until the reconcile in flight has returned: a run that
+    ended beside it would let a fresh controller reconcile the same request alongside."""
+    monkeypatch.setattr(controller_module, "JOIN_TIMEOUT", 0.05)
+    core = k8s.CoreV1Api(api_client)
+    factory = DynamicSharedInformerFactory(api_client)
+    recorder = Recorder()
+    recorder.gate = threading.Event()
+    controller = ControllerBuilder("hung", factory).for_resource(CONFIGMAPS).complete(recorder)
+    with started(controller, stop, factory):
+        try:
+            core.create_namespaced_config_map("default", cm("stuck", None, "default"))
+            assert recorder.until(Request("stuck", "default"))  # and held at the gate
+            with caplog.at_level(logging.WARNING, logger="kinformer.controllers.controller"):
+                assert not controller.shutdown(timeout=0)
+                assert wait_for(lambda: "still reconciling key=default/stuck" in caplog.text
+                                or controller.join(timeout=0), TIMEOUT)
+                assert not controller.join(timeout=0), "run returned while its reconcile still ran"
+        finally:
+            recorder.gate.set()
+        assert controller.join(TIMEOUT)
 
 
 def test_owns_matches_the_kind_given_or_discovered(
