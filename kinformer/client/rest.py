@@ -203,6 +203,16 @@ def _cancelled_error(where: str) -> errors.TransportError:
     return errors.TransportError(f"{where}: request cancelled")
 
 
+def _check_own_cluster(cluster: str, path: str, where: str) -> None:
+    """Refuse ``path`` (``/clusters/<name>/...``) when it names another logical cluster than
+    ``cluster``, the one the client's host is scoped to: such a client never reaches another."""
+    named = urllib.parse.unquote(path.split("/", 3)[2])
+    if named != cluster:
+        raise errors.ConfigurationError(
+            f"{where}: the client's host is scoped to the logical cluster {cluster!r} "
+            f"(/clusters/{cluster}), not {named!r}; use a client of {named!r} or of /clusters/*")
+
+
 # ---- requests ----------------------------------------------------------------------------------
 
 
@@ -219,7 +229,10 @@ class Client:
     :func:`split_cluster_host`) is the server's own URL plus that cluster's prefix: a path
     that names a cluster itself (``/clusters/<name>/...``, as a ListWatch of that cluster
     sends it) goes to the server's URL, never below the host's prefix a second time; any
-    other path goes below the host's prefix, as the official client sends it.
+    other path goes below the host's prefix, as the official client sends it. A host of one
+    logical cluster reaches that cluster only: a path naming another one (or ``*``) raises
+    :class:`~kinformer.ConfigurationError` before anything is sent; a host of ``/clusters/*``
+    reaches whichever cluster the path names.
     """
 
     def __init__(self, client: Any) -> None:
@@ -258,6 +271,8 @@ class Client:
         server, cluster = split_cluster_host(host)
         if cluster is not None and not path.startswith("/clusters/"):
             path = cluster_prefix(cluster) + path
+        elif cluster not in (None, _cluster.ALL_LOGICAL_CLUSTERS):
+            _check_own_cluster(cluster, path, where)
         serialized = self.api_client.param_serialize(  # (method, url, headers, body, post params)
             method=method,
             resource_path=path,

@@ -47,9 +47,11 @@ class CachedClient:
     read from the cache does), else to the one logical cluster the source watches, else
     through ``api_client`` as it is; it fails with :class:`~kinformer.ConfigurationError` when
     it names no cluster over every logical cluster (``cluster="*"``) or over member clusters,
-    and when the object names another cluster than ``cluster`` or the source's one: a write
-    never lands in a cluster nobody named. API errors are the typed ones of
-    :mod:`kinformer.errors`; a miss in the cache is :class:`~kinformer.NotFoundError`.
+    when ``cluster`` is not the one logical cluster the source watches, and when the object
+    names another cluster than ``cluster`` or the source's one: a write never lands in a
+    cluster nobody named, nor outside the one the source (or ``api_client``'s host) is scoped
+    to. API errors are the typed ones of :mod:`kinformer.errors`; a miss in the cache is
+    :class:`~kinformer.NotFoundError`.
     """
 
     def __init__(self, source: Source, api_client: Any = None) -> None:
@@ -143,7 +145,11 @@ class CachedClient:
             return cluster  # a member, or none: _client_for refuses that
         named = _cluster.cluster_of(obj) if obj is not None else ""
         watched: str | None = getattr(self._source, "cluster", None)
-        given = cluster or (watched if watched and watched != "*" else "")
+        one = watched if watched and watched != _cluster.ALL_LOGICAL_CLUSTERS else ""
+        if cluster and one and cluster != one:
+            raise errors.ConfigurationError(
+                f"{gvr}: the source watches the logical cluster {one!r} only, the write names {cluster!r}")
+        given = cluster or one
         if named and given and named != given:
             raise errors.ConfigurationError(
                 f"{gvr}: the object names the logical cluster {named!r}, the write {given!r}")

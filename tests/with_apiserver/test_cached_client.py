@@ -176,6 +176,40 @@ def test_a_write_without_a_cluster_goes_where_its_object_or_source_names_or_fail
         one.shutdown()
 
 
+@pytest.mark.parametrize("scoped", ["host", "source"])
+def test_a_write_to_another_cluster_than_the_one_watched_is_refused_and_never_sent(
+        logical_clusters_server: FakeAPIServer, client_of: Any, scoped: str) -> None:
+    server = logical_clusters_server
+    for cluster in ("root:a", "root:b"):
+        server.create(CONFIGMAPS, cm("app", None, "default", data={"in": cluster}), cluster=cluster)
+    if scoped == "host":  # a kcp kubeconfig's context on /clusters/root:a
+        api_client = client_of("root:a")
+        factory = DynamicSharedInformerFactory(api_client)
+    else:
+        api_client = client_of(None)
+        factory = DynamicSharedInformerFactory(api_client, cluster="root:a")
+    client = CachedClient(factory, api_client)
+    server.clear_requests()
+    writes = [
+        lambda: client.create(CONFIGMAPS, cm("new", None, "default"), cluster="root:b"),
+        lambda: client.patch(CONFIGMAPS, "app", {"data": {"in": "x"}}, "default", cluster="root:b"),
+        lambda: client.update(CONFIGMAPS, cm("app", None, "default", data={"in": "x"}), cluster="root:b"),
+        lambda: client.delete(CONFIGMAPS, "app", "default", cluster="root:b"),
+    ]
+    for write in writes:
+        with pytest.raises(ConfigurationError, match="'root:a'"):
+            write()
+    assert [r for r in server.requests if r[0] != "GET"] == []
+    assert server.get(CONFIGMAPS, "default", "app", cluster="root:b")["data"] == {"in": "root:b"}
+    with pytest.raises(NotFoundError):
+        server.get(CONFIGMAPS, "default", "new", cluster="root:b")
+    # the cluster it is scoped to, named or not, is written as before
+    client.patch(CONFIGMAPS, "app", {"data": {"in": "patched"}}, "default", cluster="root:a")
+    client.create(CONFIGMAPS, cm("new", None, "default"))
+    assert server.get(CONFIGMAPS, "default", "app", cluster="root:a")["data"] == {"in": "patched"}
+    assert server.get(CONFIGMAPS, "default", "new", cluster="root:a")["metadata"]["name"] == "new"
+
+
 def test_writes_over_members_go_through_that_members_client(kube_fleet: dict[str, FakeAPIServer]) -> None:
     clients = {name: server.api_client() for name, server in kube_fleet.items()}
     for name, server in kube_fleet.items():

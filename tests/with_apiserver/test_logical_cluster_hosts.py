@@ -95,6 +95,28 @@ def test_a_request_naming_a_cluster_under_a_wildcard_host_goes_to_that_cluster_o
         "/clusters/root:b/api/v1/namespaces/default/configmaps"]
 
 
+@pytest.mark.parametrize("other", ["root:b", "*"])
+def test_a_client_of_one_logical_cluster_never_reaches_another(
+    server: FakeAPIServer, client_of: Callable[[str | None], Any], other: str
+) -> None:
+    seed(server, "root:b")
+    scoped = rest.Client(client_of("root:a"))
+    server.clear_requests()
+    with pytest.raises(ConfigurationError, match="scoped to the logical cluster 'root:a'"):
+        scoped.request_json("POST", f"/clusters/{other}/api/v1/namespaces/default/configmaps",
+                            body={"metadata": {"name": "written"}})
+    with pytest.raises(ConfigurationError, match="scoped to the logical cluster 'root:a'"):
+        scoped.request_json("DELETE", f"/clusters/{other}/api/v1/namespaces/default/configmaps/app")
+    assert server.requests == []  # refused before anything was sent
+    assert data_cluster(server.get(CONFIGMAPS, "default", "app", cluster="root:b")) == "root:b"
+    # its own cluster, named in the path or not, is reached once
+    scoped.request_json("POST", "/clusters/root:a/api/v1/namespaces/default/configmaps",
+                        body={"metadata": {"name": "written"}})
+    assert server.get(CONFIGMAPS, "default", "written", cluster="root:a")["metadata"]["annotations"] == {
+        "kcp.io/cluster": "root:a"}
+    assert doubled(server) == []
+
+
 # -- ListWatch.for_resource ---------------------------------------------------------------------------
 
 
