@@ -186,6 +186,10 @@ class SharedIndexInformer:
             fifo = applier.fifo
             # the collector policy wraps what the reflector gets: see collector_policy
             pauses = collector_policy.ListPauses()
+            transform = self._transform
+            of_clusters = self.cluster_aware or listerwatcher.describe(self._lister_watcher).cluster
+            if transform is not None and of_clusters and not isinstance(transform, transforms.JSONTransform):
+                transform = _cluster.keeping_cluster(transform)  # keys and handlers name the cluster
             refl = reflector.Reflector(
                 collector_policy.PausingListerWatcher(self._lister_watcher, pauses),
                 collector_policy.pausing_sink(fifo, pauses),
@@ -195,7 +199,7 @@ class SharedIndexInformer:
                 clock=self._clock,
                 watch_error_handler=collector_policy.ending_pauses(pauses, self._watch_error_handler),
                 shard_selector=self._shard_selector,
-                transform=transforms.chain(self._transform, self._pack) if self._pack else self._transform,
+                transform=transforms.chain(transform, self._pack) if self._pack else transform,
                 use_watch_list=self._use_watch_list,
             )
             self._fifo, self._reflector = fifo, refl
@@ -322,7 +326,10 @@ class SharedIndexInformer:
         """Apply ``fn`` to every object before it is cached; raises AlreadyStartedError after run.
 
         The reflector applies it once to each object as it arrives, a list's objects page by
-        page (see :mod:`kinformer.transforms`).
+        page (see :mod:`kinformer.transforms`). On an informer of logical clusters (cluster-aware,
+        or of one logical cluster) what ``fn`` returns keeps the ``kcp.io/cluster`` annotation
+        of what it was given (put back when ``fn`` dropped it), so the cache's keys and the
+        clusters handlers are told still name each object's cluster.
         """
         with self._start_lock:
             if self._started:

@@ -29,7 +29,7 @@ from kinformer import (
     to_cluster_aware_key,
     with_cluster_indexes,
 )
-from kinformer.cache.cluster import cluster_and_namespace_index_value, cluster_of
+from kinformer.cache.cluster import cluster_and_namespace_index_value, cluster_of, keeping_cluster
 from kinformer.cache.store import ExplicitKey
 
 
@@ -180,3 +180,21 @@ def test_with_cluster_indexes_adds_both_and_keeps_what_is_given() -> None:
 
     assert with_cluster_indexes({CLUSTER_INDEX: mine})[CLUSTER_INDEX] is mine
     assert set(with_cluster_indexes(None)) == {CLUSTER_INDEX, CLUSTER_AND_NAMESPACE_INDEX}
+
+
+def test_keeping_cluster_gives_a_transforms_result_back_its_objects_cluster() -> None:
+    def drop(obj: Any) -> Any:
+        obj["metadata"]["annotations"] = None
+        return obj
+
+    kept = keeping_cluster(drop)
+    assert cluster_aware_key_func(kept(in_cluster("root:a", "app"))) == "root:a|default/app"
+    relabelled = keeping_cluster(lambda obj: {**obj, "metadata": {**obj["metadata"], "annotations": {
+        LOGICAL_CLUSTER_ANNOTATION: "root:b", "x": "y"}}})
+    assert relabelled(in_cluster("root:a", "app"))["metadata"]["annotations"] == {
+        LOGICAL_CLUSTER_ANNOTATION: "root:a", "x": "y"}
+    model = keeping_cluster(lambda obj: client.V1ConfigMap(metadata=client.V1ObjectMeta(name="app")))
+    assert cluster_of(model(in_cluster("root:a", "app"))) == "root:a"
+    assert keeping_cluster(drop)(cm("plain"))["metadata"]["annotations"] is None  # no cluster to keep
+    with pytest.raises(KeyFuncError, match="dropped the logical cluster 'root:a'"):
+        keeping_cluster(lambda obj: "packed")(in_cluster("root:a", "app"))

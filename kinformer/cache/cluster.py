@@ -23,6 +23,7 @@ inline, as ``store.meta_namespace_key_func`` does; anything else goes through ``
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from typing import Any
 
 from kinformer import errors, meta
@@ -40,6 +41,7 @@ __all__ = [
     "cluster_aware_key_func",
     "cluster_index_func",
     "cluster_of",
+    "keeping_cluster",
     "split_cluster_aware_key",
     "to_cluster_aware_key",
     "with_cluster_indexes",
@@ -85,6 +87,42 @@ def cluster_of(obj: Any) -> str:
         pass
     value = meta.annotations(obj).get(LOGICAL_CLUSTER_ANNOTATION)
     return value if isinstance(value, str) else ""
+
+
+def keeping_cluster(transform: Callable[[Any], Any]) -> Callable[[Any], Any]:
+    """``transform``, giving what it returns back the logical cluster of the object it was given.
+
+    A cluster-aware cache keys each object by the cluster its annotation names, read after the
+    informer's transform: one that drops ``metadata.annotations`` (to save memory) or rewrites
+    them would key two clusters' ``default/app`` as one. The annotation is put back on the
+    result, or on a new ``annotations`` of it; a result that cannot carry it raises
+    :class:`~kinformer.KeyFuncError`, so the object is never cached under another cluster.
+    """
+    def kept(obj: Any) -> Any:
+        cluster = cluster_of(obj)  # before the transform, which may change obj in place
+        out = transform(obj)
+        if cluster and cluster_of(out) != cluster:
+            _name_cluster(out, cluster)
+        return out
+
+    return kept
+
+
+def _name_cluster(obj: Any, cluster: str) -> None:
+    """Set ``obj``'s :data:`LOGICAL_CLUSTER_ANNOTATION` to ``cluster`` (decoded JSON or a model)."""
+    metadata = obj.get("metadata") if isinstance(obj, dict) else getattr(obj, "metadata", None)
+    if isinstance(metadata, dict):
+        annotations = metadata.get("annotations")
+        if not isinstance(annotations, dict):
+            annotations = metadata["annotations"] = {}
+        annotations[LOGICAL_CLUSTER_ANNOTATION] = cluster
+        return
+    if metadata is not None and hasattr(metadata, "annotations"):
+        metadata.annotations = {**(metadata.annotations or {}), LOGICAL_CLUSTER_ANNOTATION: cluster}
+        return
+    raise errors.KeyFuncError(
+        f"the transform dropped the logical cluster {cluster!r} of an object, and what it "
+        f"returned has no metadata to name it in: {type(obj).__name__}")
 
 
 def is_cluster_aware(indexer: Any) -> bool:

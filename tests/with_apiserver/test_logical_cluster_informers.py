@@ -393,3 +393,49 @@ def test_a_compact_wildcard_informer_keeps_each_clusters_own_json_cut_from_the_l
                 assert obj["kind"] == "ConfigMap" and obj["apiVersion"] == "v1"
             assert sorted(o["metadata"]["name"] for o in indexer.by_index("cluster", cluster)) == [
                 f"app-{i}" for i in range(8)]
+
+
+def drop_annotations(obj: Any) -> Any:
+    """A memory-saving transform: every annotation goes, as nothing here reads them."""
+    obj["metadata"].pop("annotations", None)
+    return obj
+
+
+@pytest.mark.parametrize("compact", [False, True], ids=["dict", "compact"])
+def test_a_transform_dropping_annotations_keeps_each_objects_logical_cluster(
+    server: FakeAPIServer, client_of: Callable[[str | None], Any], compact: bool
+) -> None:
+    seed(server, "root:a", "root:b")
+    factory = DynamicSharedInformerFactory(client_of("*"), compact=compact)
+    configmaps = factory.for_resource(CONFIGMAPS)
+    informer = configmaps.informer()
+    informer.set_transform(drop_annotations)
+    calls = Calls()
+    informer.add_event_handler(calls.handler)
+    factory.start(threading.Event())
+    try:
+        assert all(factory.wait_for_cache_sync(timeout=TIMEOUT).values())
+        assert sorted([calls.next(), calls.next()]) == [("add", "root:a", "app"), ("add", "root:b", "app")]
+        indexer = informer.get_indexer()
+        assert sorted(indexer.list_keys()) == ["root:a|default/app", "root:b|default/app"]
+        lister = configmaps.lister()
+        assert isinstance(lister, GenericClusterLister) and lister.clusters() == ["root:a", "root:b"]
+        assert data_cluster(lister.cluster("root:b").by_namespace("default").get("app")) == "root:b"
+        k8s.CoreV1Api(client_of("root:a")).delete_namespaced_config_map("app", "default")
+        assert calls.next() == ("delete", "root:a", "app")
+        assert wait_for(lambda: indexer.list_keys() == ["root:b|default/app"], TIMEOUT)
+    finally:
+        factory.shutdown()
+
+
+def test_a_transform_dropping_annotations_on_one_logical_cluster_still_names_it(
+    server: FakeAPIServer, client_of: Callable[[str | None], Any]
+) -> None:
+    seed(server, "root:a", "root:b")
+    informer = SharedIndexInformer(ListWatch.for_resource(client_of("root:a"), CONFIGMAPS))
+    informer.set_transform(drop_annotations)
+    calls = Calls()
+    informer.add_event_handler(calls.handler)
+    with running(informer.run):
+        assert informer.wait_for_sync(TIMEOUT)
+        assert calls.next() == ("add", "root:a", "app")  # the cluster a handler is told
