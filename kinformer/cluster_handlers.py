@@ -111,6 +111,55 @@ class PerClusterHandler(Protocol):
     def for_cluster(self, cluster: str) -> ResourceEventHandler: ...
 
 
+class _FilteredClusterHandler(ClusterEventHandler):
+    """A :class:`~kinformer.FilteringResourceEventHandler` in front of a cluster handler, made a
+    cluster handler itself (see :func:`as_cluster_handler`): it filters as client-go's does and
+    passes each notification's cluster, and ``on_disengaged``, on."""
+
+    __slots__ = ("filter_func", "handler")
+
+    def __init__(self, filter_func: Callable[[Any], bool], handler: ClusterEventHandler) -> None:
+        self.filter_func = filter_func
+        self.handler = handler
+
+    def on_add(self, cluster: str, obj: Any) -> None:
+        if self.filter_func(obj):
+            self.handler.on_add(cluster, obj)
+
+    def on_update(self, cluster: str, old: Any, new: Any) -> None:
+        new_passes = self.filter_func(new)
+        old_passes = self.filter_func(old)
+        if new_passes and old_passes:
+            self.handler.on_update(cluster, old, new)
+        elif new_passes:
+            self.handler.on_add(cluster, new)
+        elif old_passes:
+            self.handler.on_delete(cluster, old)
+
+    def on_delete(self, cluster: str, obj: Any) -> None:
+        if self.filter_func(obj):
+            self.handler.on_delete(cluster, obj)
+
+    def on_disengaged(self, cluster: str) -> None:
+        self.handler.on_disengaged(cluster)
+
+    def __repr__(self) -> str:
+        return f"<FilteringResourceEventHandler {self.handler!r}>"
+
+
+def as_cluster_handler(handler: Any) -> Any:
+    """``handler`` as an informer should call it: itself, unless it is a
+    :class:`~kinformer.FilteringResourceEventHandler` in front of a :class:`ClusterEventHandler`
+    (through any number of filters); then a cluster handler applying the same filters, so the
+    handler behind them is still called with the cluster (``on_add(cluster, obj)``), never with
+    the plain arguments (``on_add(obj, is_in_initial_list)``) in their place."""
+    if isinstance(handler, handlers.FilteringResourceEventHandler):
+        inner = as_cluster_handler(handler.handler)
+        if isinstance(inner, ClusterEventHandler):
+            return _FilteredClusterHandler(handler.filter_func, inner)
+    return handler
+
+
 def _check(handler: Any) -> ClusterEventHandler:
     if not isinstance(handler, ClusterEventHandler):
         raise TypeError(f"not a ClusterEventHandler: {handler!r}")

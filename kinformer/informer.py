@@ -34,7 +34,7 @@ from kinformer.cache import cluster as _cluster
 from kinformer.cache import compact_store, store
 from kinformer.client import listerwatcher
 from kinformer.clock import REAL_CLOCK, Clock
-from kinformer.cluster_handlers import ClusterAnnotationHandler, ClusterEventHandler
+from kinformer.cluster_handlers import ClusterAnnotationHandler, ClusterEventHandler, as_cluster_handler
 from kinformer.handlers import ResourceEventHandler, wait_for_cache_sync
 from kinformer.metrics import provider as metrics_provider
 from kinformer.reflector import reflector
@@ -387,10 +387,12 @@ class SharedIndexInformer:
         A :class:`~kinformer.ClusterEventHandler` (``ClusterEventHandlerFuncs`` or a subclass)
         is called with each object's logical cluster, read from its ``kcp.io/cluster``
         annotation (``""`` without one): ``on_add(cluster, obj)``, ``on_update(cluster, old,
-        new)``, ``on_delete(cluster, obj)``. Any other handler is called as usual.
+        new)``, ``on_delete(cluster, obj)``, also behind a
+        :class:`~kinformer.FilteringResourceEventHandler`. Any other handler is called as usual.
         """
         period = _checks.seconds("resync_period", resync_period)
         registered = handler
+        handler = as_cluster_handler(handler)  # a filter in front of a cluster handler is one
         if isinstance(handler, ClusterEventHandler):
             handler = ClusterAnnotationHandler(handler)
         if self._compact:  # each handler changes only its own copies of what it is handed

@@ -18,7 +18,7 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from kinformer import errors, factory
+from kinformer import cluster_handlers, errors, factory
 from kinformer.cache.cluster_lister import GenericClusterLister
 from kinformer.clusters.delivery import HandlerDelivery
 from kinformer.clusters.member import Fleet, Member
@@ -206,12 +206,14 @@ class MultiClusterInformer:
         :class:`~kinformer.cluster_handlers.PerClusterHandler` (``for_cluster(cluster)`` makes
         the handler each engaged cluster calls as usual: a controller's
         :meth:`~kinformer.Controller.event_handler` is one, queueing keys that name the
-        cluster) or any :class:`~kinformer.ResourceEventHandler` (called as usual). Clusters
-        engaged later deliver to it too.
+        cluster) or any :class:`~kinformer.ResourceEventHandler` (called as usual). A
+        :class:`~kinformer.FilteringResourceEventHandler` in front of a cluster handler is a
+        cluster handler too (``on_disengaged`` included). Clusters engaged later deliver to it too.
         """
         for method in ("on_add", "on_update", "on_delete"):
             if not callable(getattr(handler, method, None)):
                 raise TypeError(f"not an event handler (no {method}): {handler!r}")
+        handler = cluster_handlers.as_cluster_handler(handler)  # a filter in front of one is one
         binding = _HandlerBinding(self._fleet, self._gvr, HandlerDelivery(handler, self._subject))
         registration = ClusterHandlerRegistration(binding)
         with self._fleet.lock:

@@ -18,11 +18,13 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
+from _fleet import DrivenProvider
 from helpers import CONFIGMAPS, TIMEOUT, cm, crd, running
 from kubernetes import client as k8s
 
 from kinformer import (
     AmbiguousNameError,
+    ClusterEventHandlerFuncs,
     Context,
     Controller,
     ControllerManager,
@@ -253,6 +255,82 @@ def test_a_multi_cluster_lister_pairs_objects_with_members_and_finds_a_name_in_o
             "default", {"metadata": {"name": "solo"}, "data": {"cluster": "member-2"}})
         assert wait_for(lambda: len(lister.list()) == 3, TIMEOUT)
         assert data_cluster(lister.by_namespace("default").get("solo")) == "member-2"
+    finally:
+        factory.shutdown()
+
+
+# -- a filter in front of a cluster handler --------------------------------------------------------
+
+
+class FilteredCalls:
+    """A ClusterEventHandlerFuncs behind a FilteringResourceEventHandler that passes objects
+    labelled ``watched=yes``; what it was called with, as ``(call, cluster, data cluster)``."""
+
+    def __init__(self) -> None:
+        self.calls: queue.Queue[tuple[str, Any, Any]] = queue.Queue()
+        put = self.calls.put
+        self.handler = FilteringResourceEventHandler(
+            lambda obj: (obj["metadata"].get("labels") or {}).get("watched") == "yes",
+            ClusterEventHandlerFuncs(
+                add_func=lambda c, o: put(("add", c, data_cluster(o))),
+                update_func=lambda c, old, new: put(("update", c, data_cluster(new))),
+                delete_func=lambda c, o: put(("delete", c, data_cluster(o))),
+                disengaged_func=lambda c: put(("disengaged", c, None))))
+
+    def next(self) -> tuple[str, Any, Any]:
+        return self.calls.get(timeout=TIMEOUT)
+
+
+def seed_watched(create: Callable[[str, Any], None], clusters: tuple[str, str]) -> None:
+    """``default/app`` (labelled watched=yes) and ``default/other`` in each cluster."""
+    for cluster in clusters:
+        create(cluster, cm("app", None, "default", data={"cluster": cluster}, watched="yes"))
+        create(cluster, cm("other", None, "default", data={"cluster": cluster}))
+
+
+def filtered_apart(calls: FilteredCalls, clusters: tuple[str, str], api: Callable[[str], Any]) -> None:
+    """Both clusters' ``app`` added with their cluster; ``other`` never; an update that leaves
+    the filter is that cluster's delete."""
+    one, two = clusters
+    assert sorted([calls.next(), calls.next()]) == [("add", one, one), ("add", two, two)]
+    api(two).patch_namespaced_config_map("app", "default", {"metadata": {"labels": {"watched": "no"}}})
+    assert calls.next() == ("delete", two, two)
+    api(one).delete_namespaced_config_map("app", "default")
+    assert calls.next() == ("delete", one, one)
+
+
+def test_a_filter_in_front_of_a_cluster_handler_on_every_logical_cluster_passes_the_cluster_on(
+    logical_clusters_server: FakeAPIServer, client_of: Callable[[str | None], Any]
+) -> None:
+    seed_watched(lambda cluster, obj: logical_clusters_server.create(CONFIGMAPS, obj, cluster=cluster),
+                 LOGICAL)
+    factory = DynamicSharedInformerFactory(client_of("*"))
+    calls = FilteredCalls()
+    factory.for_resource(CONFIGMAPS).informer().add_event_handler(calls.handler)
+    factory.start(threading.Event())
+    try:
+        assert factory.wait_for_cache_sync(timeout=TIMEOUT) == {CONFIGMAPS: True}
+        filtered_apart(calls, LOGICAL, lambda cluster: k8s.CoreV1Api(client_of(cluster)))
+    finally:
+        factory.shutdown()
+    assert calls.calls.empty()
+
+
+def test_a_filter_in_front_of_a_cluster_handler_over_members_passes_the_member_on(
+    kube_fleet: dict[str, FakeAPIServer], clients: dict[str, Any]
+) -> None:
+    seed_watched(lambda cluster, obj: kube_fleet[cluster].create(CONFIGMAPS, obj), MEMBERS)
+    provider = DrivenProvider()
+    factory = MultiClusterInformerFactory(provider)
+    calls = FilteredCalls()
+    factory.for_resource(CONFIGMAPS).add_event_handler(calls.handler)
+    factory.start(threading.Event())
+    try:
+        for name in MEMBERS:
+            provider.engage(name, clients[name])
+        filtered_apart(calls, MEMBERS, lambda member: k8s.CoreV1Api(clients[member]))
+        provider.disengage("member-1")
+        assert calls.next() == ("disengaged", "member-1", None)
     finally:
         factory.shutdown()
 
