@@ -16,6 +16,7 @@ import logging
 
 from kinformer import context as _context
 from kinformer import errors
+from kinformer.cache import cluster as _cluster
 from kinformer.cache import store as _store
 from kinformer.reflector import failures, sink, watch, watch_loop
 from kinformer.reflector import shared as _shared
@@ -75,7 +76,9 @@ class WatchListSync:
                 log.warning("reflector %s: watch-list failed: %s; listing instead", self.name, exc)
                 return None
             shared.metrics.watches.inc()
-            temporary = _store.new_store(_store.deletion_handling_meta_namespace_key_func)
+            # keyed with each object's logical cluster: a watch across them (/clusters/*)
+            # streams one default/app per cluster, and a plain key would keep only the last
+            temporary = _store.new_store(_cluster.cluster_aware_key_func)
             end = watch.handle_initial_events(
                 ctx, opened, sink.Sink.of(temporary), self.name, shared.clock, self._timeout,
                 keep=shared.shard.client_filter(), transform=shared.transform,

@@ -439,3 +439,24 @@ def test_a_transform_dropping_annotations_on_one_logical_cluster_still_names_it(
     with running(informer.run):
         assert informer.wait_for_sync(TIMEOUT)
         assert calls.next() == ("add", "root:a", "app")  # the cluster a handler is told
+
+
+def test_a_watch_list_across_logical_clusters_keeps_each_clusters_object(
+    server: FakeAPIServer, client_of: Callable[[str | None], Any]
+) -> None:
+    seed(server, "root:a", "root:b")
+    factory = DynamicSharedInformerFactory(client_of("*"), use_watch_list=True)
+    informer = factory.for_resource(CONFIGMAPS).informer()
+    calls = Calls()
+    informer.add_event_handler(calls.handler)
+    factory.start(threading.Event())
+    try:
+        assert all(factory.wait_for_cache_sync(timeout=TIMEOUT).values())
+        assert sorted(informer.get_indexer().list_keys()) == ["root:a|default/app", "root:b|default/app"]
+        assert sorted([calls.next(), calls.next()]) == [("add", "root:a", "app"), ("add", "root:b", "app")]
+        assert list_requests(server) == []  # streamed through the watch, not listed
+        seed(server, "root:c")
+        assert calls.next() == ("add", "root:c", "app")
+        assert data_cluster(factory.for_resource(CONFIGMAPS).lister().get("root:a|default/app")) == "root:a"
+    finally:
+        factory.shutdown()
