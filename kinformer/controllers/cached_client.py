@@ -42,7 +42,9 @@ class CachedClient:
 
     ``cluster`` names the cluster of the object: a logical cluster (its reads narrow the cache
     to it; its writes go to ``/clusters/<cluster>``) or a member. ``""`` reads across clusters
-    (a name held by two raises, as the cluster lister does). A write with ``""`` goes to the
+    (a name held by two raises, as the cluster lister does). Over a source of one logical
+    cluster, a read naming another raises :class:`~kinformer.ConfigurationError`: that cache
+    cannot tell whether the object exists there. A write with ``""`` goes to the
     logical cluster the object written names (its ``kcp.io/cluster`` annotation, as an object
     read from the cache does), else to the one logical cluster the source watches, else
     through ``api_client`` as it is; it fails with :class:`~kinformer.ConfigurationError` when
@@ -83,6 +85,10 @@ class CachedClient:
         return found
 
     def _lister(self, gvr: GroupVersionResource, cluster: str) -> Any:
+        one = self._one_cluster()
+        if cluster and one and cluster != one:  # its cache cannot tell: NotFound would be a guess
+            raise errors.ConfigurationError(
+                f"{gvr}: the source watches the logical cluster {one!r} only, the read names {cluster!r}")
         lister = self._source.for_resource(gvr).lister()
         if cluster and isinstance(lister, GenericClusterLister):
             return lister.cluster(cluster)
@@ -145,7 +151,7 @@ class CachedClient:
             return cluster  # a member, or none: _client_for refuses that
         named = _cluster.cluster_of(obj) if obj is not None else ""
         watched: str | None = getattr(self._source, "cluster", None)
-        one = watched if watched and watched != _cluster.ALL_LOGICAL_CLUSTERS else ""
+        one = self._one_cluster()
         if cluster and one and cluster != one:
             raise errors.ConfigurationError(
                 f"{gvr}: the source watches the logical cluster {one!r} only, the write names {cluster!r}")
@@ -159,6 +165,13 @@ class CachedClient:
                 f"{gvr}: a write over every logical cluster needs cluster= (or an object "
                 "naming its cluster)")
         return meant
+
+    def _one_cluster(self) -> str:
+        """The one logical cluster the source watches; ``""`` for every one, or none."""
+        if self._multi:
+            return ""
+        watched: str | None = getattr(self._source, "cluster", None)
+        return watched if watched and watched != _cluster.ALL_LOGICAL_CLUSTERS else ""
 
     def _client_for(self, cluster: str) -> rest.Client:
         if not self._multi:

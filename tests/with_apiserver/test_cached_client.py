@@ -210,6 +210,33 @@ def test_a_write_to_another_cluster_than_the_one_watched_is_refused_and_never_se
     assert server.get(CONFIGMAPS, "default", "new", cluster="root:a")["metadata"]["name"] == "new"
 
 
+@pytest.mark.parametrize("scoped", ["host", "source"])
+def test_a_read_of_another_cluster_than_the_one_watched_is_refused_not_missing(
+        logical_clusters_server: FakeAPIServer, client_of: Any, scoped: str) -> None:
+    server = logical_clusters_server
+    for cluster in ("root:a", "root:b"):
+        server.create(CONFIGMAPS, cm("app", None, "default", data={"in": cluster}), cluster=cluster)
+    api_client = client_of("root:a") if scoped == "host" else client_of(None)
+    factory = (DynamicSharedInformerFactory(api_client) if scoped == "host"
+               else DynamicSharedInformerFactory(api_client, cluster="root:a"))
+    client = CachedClient(factory, api_client)
+    factory.for_resource(CONFIGMAPS)
+    stop = threading.Event()
+    factory.start(stop)
+    try:
+        assert all(factory.wait_for_cache_sync(timeout=TIMEOUT).values())
+        # root:b holds default/app too: its cache cannot say so, and must not say NotFound
+        with pytest.raises(ConfigurationError, match="watches the logical cluster 'root:a' only"):
+            client.get(CONFIGMAPS, "app", "default", cluster="root:b")
+        with pytest.raises(ConfigurationError, match="watches the logical cluster 'root:a' only"):
+            client.list(CONFIGMAPS, "default", cluster="root:b")
+        assert client.get(CONFIGMAPS, "app", "default", cluster="root:a")["data"] == {"in": "root:a"}
+        assert [o["data"] for o in client.list(CONFIGMAPS, "default")] == [{"in": "root:a"}]
+    finally:
+        stop.set()
+        factory.shutdown()
+
+
 def test_writes_over_members_go_through_that_members_client(kube_fleet: dict[str, FakeAPIServer]) -> None:
     clients = {name: server.api_client() for name, server in kube_fleet.items()}
     for name, server in kube_fleet.items():
