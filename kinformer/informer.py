@@ -75,7 +75,9 @@ class SharedIndexInformer:
     :class:`~kinformer.DeletedFinalStateUnknown` keeps its own ``key``); the FIFO in front of
     it keys with the same function. Over every kcp logical cluster at once
     (``ListWatch.for_resource(cluster="*")``) it is cluster-aware (:attr:`cluster_aware`), so
-    ``default/app`` of two logical clusters are two objects. ``compact=True`` keeps each
+    ``default/app`` of two logical clusters are two objects; a ``key_func`` of namespace/name
+    alone (:func:`~kinformer.meta_namespace_key_func` and its deletion-handling form) is refused
+    there with :class:`~kinformer.ConfigurationError`, as it would merge them. ``compact=True`` keeps each
     object as compact JSON bytes (:class:`~kinformer.cache.compact_store.CompactIndexer`):
     every read and every handler gets a fresh copy of its own, reads cost a decode, writes an
     encode, and the mutation detector stays off. Both choices are made once, when the informer

@@ -5,8 +5,9 @@ Three choices, each made once, here, when a :class:`~kinformer.SharedIndexInform
 - **Cluster-awareness** comes from the ListerWatcher's own word
   (:class:`~kinformer.client.listerwatcher.DescribedListerWatcher`): over every kcp logical
   cluster at once (``cluster="*"``) the cache is keyed
-  :func:`~kinformer.cluster_aware_key_func` (unless the caller gave a key function) with both
-  cluster indexes, so ``default/app`` of two clusters are two objects.
+  :func:`~kinformer.cluster_aware_key_func` (unless the caller gave a key function; one of
+  ``namespace/name`` alone is refused) with both cluster indexes, so ``default/app`` of two
+  clusters are two objects.
 - **The store kind**: a dict cache (:class:`~kinformer.Indexer`, or the mutation detector's
   :class:`~kinformer.cache.mutation_detector.CheckedIndexer` when it is on) or, with
   ``compact=True``, a :class:`~kinformer.cache.compact_store.CompactIndexer` keeping each
@@ -24,12 +25,15 @@ import itertools
 from collections.abc import Callable
 from typing import Any
 
+from kinformer import errors
 from kinformer.cache import cluster as _cluster
 from kinformer.cache import compact_store, mutation_detector, store
 from kinformer.client import listerwatcher
 from kinformer.gvr import GroupVersionResource
 
 _ids = itertools.count(1)
+# the key functions that read no cluster: refused for a cache of many logical clusters
+_NAMESPACE_NAME_KEYS = (store.meta_namespace_key_func, store.deletion_handling_meta_namespace_key_func)
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -54,6 +58,11 @@ def new_cache(
 ) -> InformerCache:
     """The cache of an informer named ``name`` over ``lister_watcher`` (see the module docstring)."""
     if listerwatcher.describe(lister_watcher).cluster == _cluster.ALL_LOGICAL_CLUSTERS:
+        if key_func in _NAMESPACE_NAME_KEYS:
+            raise errors.ConfigurationError(
+                f"informer {name}: {key_func.__name__} keys by namespace/name alone, so across "
+                "logical clusters (cluster=\"*\") it would keep one of each cluster's default/app; "
+                "leave key_func out for cluster_aware_key_func")
         key_func = key_func or _cluster.cluster_aware_key_func  # one cache of many clusters
         indexers = _cluster.with_cluster_indexes(indexers)
     keys = (store.deletion_handling_meta_namespace_key_func if key_func is None

@@ -29,6 +29,8 @@ from kinformer import (
     NotFoundError,
     ResourceEventHandlerFuncs,
     SharedIndexInformer,
+    deletion_handling_meta_namespace_key_func,
+    meta_namespace_key_func,
 )
 from kinformer.gvr import GroupVersionResource
 from kinformer.testing import FakeAPIServer, wait_for
@@ -295,6 +297,22 @@ def test_key_func_keys_the_cache_and_its_fifo_of_any_informer(
         server.clear_faults()
         assert wait_for(lambda: informer.get_indexer().list_keys() == [
             o for o in uids if o != gone["metadata"]["uid"]], TIMEOUT)
+
+
+@pytest.mark.parametrize("key_func", [meta_namespace_key_func, deletion_handling_meta_namespace_key_func])
+def test_a_namespace_name_key_func_across_logical_clusters_is_refused(
+    server: FakeAPIServer, client_of: Callable[[str | None], Any], key_func: Any
+) -> None:
+    seed(server, "root:a", "root:b")
+    for client, cluster in ((client_of(None), "*"), (client_of("*"), None)):
+        with pytest.raises(ConfigurationError, match=f"{key_func.__name__} keys by namespace/name"):
+            SharedIndexInformer(ListWatch.for_resource(client, CONFIGMAPS, cluster=cluster),
+                                key_func=key_func)
+    # over one logical cluster it keys as asked: one default/app there
+    informer = SharedIndexInformer(ListWatch.for_resource(client_of("root:a"), CONFIGMAPS), key_func=key_func)
+    with running(informer.run):
+        assert informer.wait_for_sync(TIMEOUT)
+        assert informer.get_indexer().list_keys() == ["default/app"]
 
 
 def test_informers_of_one_resource_in_two_logical_clusters_are_named_apart(
