@@ -20,6 +20,7 @@ from typing import Any
 
 from kinformer import context as _context
 from kinformer import errors, meta
+from kinformer.cache.cluster import ALL_LOGICAL_CLUSTERS
 from kinformer.client import rest
 from kinformer.gvr import GroupVersionResource
 
@@ -36,10 +37,17 @@ class LeaseClient:
     :class:`~kinformer.ConflictError` (409: a stale update, or a create that found the Lease),
     :class:`~kinformer.NotFoundError`, :class:`~kinformer.TransportError`, and other
     :class:`~kinformer.APIError` subclasses; an answer that is not an object is a
-    :class:`~kinformer.DecodeError`.
+    :class:`~kinformer.DecodeError`. A client whose host is every kcp logical cluster
+    (``/clusters/*``, which serves list and watch only) raises
+    :class:`~kinformer.ConfigurationError` here: a Lease lives in one logical cluster.
     """
 
     def __init__(self, client: Any, namespace: str, name: str) -> None:
+        if rest.host_cluster(client) == ALL_LOGICAL_CLUSTERS:
+            raise errors.ConfigurationError(
+                f"Lease {namespace}/{name}: the client's host is every logical cluster "
+                f"(/clusters/*), where a Lease can be listed but never read or written; give a "
+                f"client of the one logical cluster that holds it (/clusters/<name>)")
         self._rest = rest.Client(client)
         self.namespace = namespace
         self.name = name

@@ -17,11 +17,17 @@ from kubernetes import client as k8s
 from kinformer import (
     CachedDiscoveryClient,
     ConfigurationError,
+    Context,
     DiscoveringDynamicSharedInformerFactory,
     DynamicSharedInformerFactory,
     GenericClusterLister,
+    LeaderElectionConfig,
+    LeaderElector,
+    LeaseLock,
     ListOptions,
     ListWatch,
+    NotFoundError,
+    ShardCoordinator,
     SharedIndexInformer,
 )
 from kinformer.client import rest
@@ -29,6 +35,7 @@ from kinformer.gvr import GroupVersionResource
 from kinformer.testing import FakeAPIServer, wait_for
 
 WIDGETS = GroupVersionResource("example.com", "v1", "widgets")
+LEASES = GroupVersionResource("coordination.k8s.io", "v1", "leases")
 
 
 @pytest.fixture
@@ -115,6 +122,28 @@ def test_a_client_of_one_logical_cluster_never_reaches_another(
     assert server.get(CONFIGMAPS, "default", "written", cluster="root:a")["metadata"]["annotations"] == {
         "kcp.io/cluster": "root:a"}
     assert doubled(server) == []
+
+
+def test_a_lease_needs_a_client_of_one_logical_cluster(
+    server: FakeAPIServer, client_of: Callable[[str | None], Any]
+) -> None:
+    every = client_of("*")
+    server.clear_requests()
+    with pytest.raises(ConfigurationError, match="every logical cluster"):
+        LeaseLock(every, "default", "ctl", "me")
+    with pytest.raises(ConfigurationError, match="every logical cluster"):
+        ShardCoordinator(every, "workers", "me")
+    assert server.requests == []
+    # a client of one logical cluster leads there, and only there
+    led = threading.Event()
+    elector = LeaderElector(LeaderElectionConfig(
+        LeaseLock(client_of("root:a"), "default", "ctl", "me"),
+        on_started_leading=lambda ctx: led.set(), release_on_cancel=False))
+    with running(elector.run, Context("elector")):
+        assert led.wait(TIMEOUT)
+    assert server.get(LEASES, "default", "ctl", cluster="root:a")["spec"]["holderIdentity"] == "me"
+    with pytest.raises(NotFoundError):
+        server.get(LEASES, "default", "ctl", cluster="root:b")
 
 
 # -- ListWatch.for_resource ---------------------------------------------------------------------------
