@@ -24,9 +24,11 @@ from kubernetes import client as k8s
 
 from kinformer import (
     AmbiguousNameError,
+    CachedClient,
     ClusterEventHandlerFuncs,
     Context,
     Controller,
+    ControllerBuilder,
     ControllerManager,
     DiscoveringDynamicSharedInformerFactory,
     DynamicSharedInformerFactory,
@@ -38,6 +40,7 @@ from kinformer import (
     ManagedController,
     MultiClusterInformerFactory,
     NotFoundError,
+    Request,
     SharedIndexInformer,
     StaticClusterProvider,
     aio,
@@ -256,6 +259,49 @@ def test_a_multi_cluster_lister_pairs_objects_with_members_and_finds_a_name_in_o
         assert wait_for(lambda: len(lister.list()) == 3, TIMEOUT)
         assert data_cluster(lister.by_namespace("default").get("solo")) == "member-2"
     finally:
+        factory.shutdown()
+
+
+# -- a relist across logical clusters ---------------------------------------------------------------
+
+
+def test_a_relist_across_logical_clusters_deletes_only_what_one_cluster_lost(
+    logical_clusters_server: FakeAPIServer, client_of: Callable[[str | None], Any]
+) -> None:
+    server = logical_clusters_server
+    seed_logical(server)
+    factory = DynamicSharedInformerFactory(client_of("*"))
+    client = CachedClient(factory, client_of("*"))
+    seen: queue.Queue[tuple[Request, str]] = queue.Queue()
+
+    class Apps:
+        def reconcile(self, request: Request) -> None:
+            try:
+                found = data_cluster(client.get(CONFIGMAPS, request.name, request.namespace,
+                                                cluster=request.cluster))
+            except NotFoundError:
+                found = "gone"
+            seen.put((request, found))
+
+    controller = ControllerBuilder("apps", factory).for_resource(CONFIGMAPS).complete(Apps())
+    controller.start(threading.Event())
+    try:
+        live = {(Request("app", "default", cluster), cluster) for cluster in LOGICAL}
+        assert {seen.get(timeout=TIMEOUT), seen.get(timeout=TIMEOUT)} == live
+        # root:a's app goes while no watch is open, and the watch cannot resume: a relist
+        server.forbid("configmaps", "watch")
+        server.drop_watches()
+        server.delete(CONFIGMAPS, "default", "app", cluster="root:a")
+        server.compact()
+        server.allow("configmaps", "watch")
+        after = [seen.get(timeout=TIMEOUT)]
+        while after[-1] != (Request("app", "default", "root:a"), "gone"):
+            after.append(seen.get(timeout=TIMEOUT))
+        assert (Request("app", "default", "root:b"), "gone") not in after
+        lister = factory.for_resource(CONFIGMAPS).lister()
+        assert [cluster for cluster, _ in lister.items()] == ["root:b"]
+    finally:
+        controller.shutdown()
         factory.shutdown()
 
 
