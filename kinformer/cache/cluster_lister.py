@@ -118,7 +118,19 @@ class GenericClusterLister(GenericLister):
 
     def cluster(self, name: str) -> GenericLister:
         """A lister of ``name``'s objects only (``list``, ``get``, ``by_namespace``); empty for a
-        cluster this lister does not hold, and live: it follows the cluster leaving or joining."""
+        cluster this lister does not hold, and live: it follows the cluster leaving or joining.
+
+        Over member clusters, which all have names, ``""`` (the cluster of a key without one,
+        ``split_cluster_aware_key("default/app")[0]``) raises
+        :class:`~kinformer.ConfigurationError` rather than answer as an empty cluster: look a
+        name up across the members with :meth:`get` or :meth:`by_namespace` instead. Over
+        logical clusters ``""`` holds the objects that name no cluster.
+        """
+        if not name and isinstance(self._clusters, _MemberClusters):
+            raise errors.ConfigurationError(
+                f"{self._gvr.group_resource}: cluster(\"\") names no member cluster (a key without "
+                "a cluster?); give the member, or look the name up across members with get() or "
+                "by_namespace()")
         return GenericLister(self._clusters.view(name), self._gvr)
 
     def clusters(self) -> builtins.list[str]:

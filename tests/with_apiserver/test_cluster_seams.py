@@ -26,6 +26,7 @@ from kinformer import (
     AmbiguousNameError,
     CachedClient,
     ClusterEventHandlerFuncs,
+    ConfigurationError,
     Context,
     Controller,
     ControllerBuilder,
@@ -377,6 +378,23 @@ def test_a_filter_in_front_of_a_cluster_handler_over_members_passes_the_member_o
         filtered_apart(calls, MEMBERS, lambda member: k8s.CoreV1Api(clients[member]))
         provider.disengage("member-1")
         assert calls.next() == ("disengaged", "member-1", None)
+    finally:
+        factory.shutdown()
+
+
+def test_a_multi_cluster_lister_refuses_the_cluster_of_a_key_without_one(members: dict[str, Any]) -> None:
+    factory = MultiClusterInformerFactory(StaticClusterProvider(members))
+    configmaps = factory.for_resource(CONFIGMAPS)
+    factory.start(threading.Event())
+    try:
+        assert factory.wait_for_cache_sync(timeout=TIMEOUT)
+        lister = configmaps.lister()
+        cluster, namespace, name = split_cluster_aware_key("default/app")  # a key naming no member
+        with pytest.raises(ConfigurationError, match="names no member cluster"):
+            lister.cluster(cluster)
+        with pytest.raises(AmbiguousNameError):  # the lookup across members says why it cannot answer
+            lister.by_namespace(namespace).get(name)
+        assert data_cluster(lister.cluster("member-2").by_namespace(namespace).get(name)) == "member-2"
     finally:
         factory.shutdown()
 
