@@ -24,7 +24,7 @@ import threading
 from collections.abc import Callable, Iterable
 from typing import Any, Protocol, runtime_checkable
 
-from kinformer import _checks, _threads, context, errors, factory, handlers, informer, meta
+from kinformer import _checks, _threads, cluster_handlers, context, errors, factory, handlers, informer, meta
 from kinformer.cache import store
 from kinformer.client import discovery as client_discovery
 from kinformer.client import listwatch, rest
@@ -496,8 +496,16 @@ class DiscoveringDynamicSharedInformerFactory:
         """Hear of every object change of every type, as ``(gvr, obj...)``.
 
         The handler sees only events after this call (no replay), on the informers' handler
-        threads: calls for different types may run at once.
+        threads: calls for different types may run at once. Each object names its logical
+        cluster in its ``kcp.io/cluster`` annotation (a tombstone in its key). A
+        :class:`~kinformer.ClusterEventHandler`, whose first argument is a cluster, raises
+        TypeError here: it would be told the type as its cluster; add it to
+        ``for_resource(gvr).informer()`` instead.
         """
+        if isinstance(handler, cluster_handlers.ClusterEventHandler):
+            raise TypeError(
+                f"{handler!r} is a ClusterEventHandler (cluster, obj), not a GVREventHandler "
+                "(gvr, obj); add it to for_resource(gvr).informer(), which tells it each cluster")
         with self._lock:
             self._handlers = (*self._handlers, handler)
 

@@ -23,6 +23,7 @@ from kinformer import (
     DiscoveringDynamicSharedInformerFactory,
     DynamicSharedInformerFactory,
     GenericClusterLister,
+    GVREventHandlerFuncs,
     ListOptions,
     ListWatch,
     ManagedController,
@@ -478,3 +479,27 @@ def test_a_watch_list_across_logical_clusters_keeps_each_clusters_object(
         assert data_cluster(factory.for_resource(CONFIGMAPS).lister().get("root:a|default/app")) == "root:a"
     finally:
         factory.shutdown()
+
+
+def test_the_wildcard_discovering_factory_refuses_a_cluster_handler_and_names_clusters_to_its_own(
+    server: FakeAPIServer, client_of: Callable[[str | None], Any]
+) -> None:
+    ddsif = DiscoveringDynamicSharedInformerFactory(
+        client_of("*"), lambda gvr: gvr == CONFIGMAPS, cluster="*")
+    calls = Calls()
+    with pytest.raises(TypeError, match="ClusterEventHandler"):  # it would be told the type as cluster
+        ddsif.add_event_handler(calls.handler)
+    heard: queue.Queue[tuple[GroupVersionResource, str]] = queue.Queue()
+    ddsif.add_event_handler(GVREventHandlerFuncs(
+        add_func=lambda gvr, obj: heard.put((gvr, obj["metadata"]["annotations"][ANNOTATION]))))
+    ctx = Context("test")
+    ddsif.start(ctx)
+    try:
+        assert ddsif.wait_ready(TIMEOUT)
+        assert ddsif.for_resource(CONFIGMAPS).informer().wait_for_sync(TIMEOUT)
+        seed(server, "root:a", "root:b")
+        assert sorted([heard.get(timeout=TIMEOUT), heard.get(timeout=TIMEOUT)]) == [
+            (CONFIGMAPS, "root:a"), (CONFIGMAPS, "root:b")]
+    finally:
+        ctx.cancel()
+        ddsif.stop()
