@@ -323,6 +323,14 @@ class FakeAPIServer:
         """Write half an event line on every open watch, then close it abruptly."""
         return self._storage.signal_watchers(watchers.CUT)
 
+    def freeze_watches(self) -> int:
+        """Stop writing to every open watch while keeping its connection open, as a hung server
+        or a network path that died silently does: no event, bookmark or clean end at
+        ``timeoutSeconds`` reaches it any more, and it ends only when its client gives up and
+        closes the connection, or at :meth:`stop`; until then it counts in
+        :meth:`watcher_count`. Watches opened later are served as usual. Returns how many."""
+        return self._storage.signal_watchers(watchers.FREEZE)
+
     def compact(self) -> int:
         """Forget the event history: watches and Exact lists from older versions get 410."""
         return self._storage.compact()

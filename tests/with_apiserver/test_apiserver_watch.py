@@ -331,6 +331,34 @@ def test_cut_watches_midline_leaves_half_a_line_then_closes(
         stream.next()
 
 
+def test_frozen_watches_stay_open_and_silent_until_their_client_gives_up(
+    apiserver: FakeAPIServer, api: k8s.CoreV1Api, streams: list[Stream],
+) -> None:
+    """A frozen watch sends neither events nor bookmarks nor its clean end at timeoutSeconds:
+    its client's read times out. It counts as open until the client closes it, and a watch
+    opened after the freeze is served as usual."""
+    since = api.list_namespaced_config_map(NS).metadata.resource_version
+    frozen = api.list_namespaced_config_map(
+        NS, watch=True, _preload_content=False, _request_timeout=(5, 1.0),
+        resource_version=since, timeout_seconds=1, allow_watch_bookmarks=True)
+    lines = k8s_watch.watch.iter_resp_lines(frozen)
+    try:
+        assert json.loads(next(lines))["type"] == "BOOKMARK"  # alive: a bookmark every 0.2 s
+        assert apiserver.wait_for_watchers(CONFIGMAPS, 1, timeout=5)
+        assert apiserver.freeze_watches() == 1
+        api.create_namespaced_config_map(NS, cm_manifest("a"))
+        with pytest.raises(urllib3.exceptions.ReadTimeoutError):
+            for line in lines:  # anything but the bookmarks and events it would have sent
+                assert json.loads(line)["type"] == "BOOKMARK"
+        assert apiserver.watcher_count(CONFIGMAPS) == 1  # still open on the server's side
+    finally:
+        frozen.close()
+    assert wait_for(lambda: apiserver.watcher_count(CONFIGMAPS) == 0, timeout=5)
+    later = open_stream(streams, api, resource_version=since, allow_watch_bookmarks=True)
+    assert later.next()["object"]["metadata"]["name"] == "a"
+    assert later.next()["type"] == "BOOKMARK"
+
+
 def test_watcher_count_follows_open_and_closed_watches(
     apiserver: FakeAPIServer, api: k8s.CoreV1Api, streams: list[Stream],
 ) -> None:

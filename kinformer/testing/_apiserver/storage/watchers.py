@@ -23,6 +23,7 @@ STOP = "stop"  # end the stream cleanly
 DROP = "drop"  # close the connection abruptly
 GARBAGE = "garbage"  # write a malformed line
 CUT = "cut"  # write half a line, then close abruptly
+FREEZE = "freeze"  # write nothing more, keep the connection open until the client closes it
 
 
 class FieldSelector:

@@ -3,8 +3,8 @@
 :class:`WatchStream` owns the writing side of one open watch: events filtered by the
 watcher's selectors (leaving a selector is DELETED with the previous object, entering it is
 ADDED), periodic bookmarks, the clean end after ``timeoutSeconds`` or once the watcher falls too
-far behind, and the fault switches' abrupt ends. It runs on the connection's thread; only a
-slow client makes it wait.
+far behind, and the fault switches' abrupt ends and freeze. It runs on the connection's thread;
+only a slow client, or a freeze, makes it wait.
 """
 
 from __future__ import annotations
@@ -12,6 +12,7 @@ from __future__ import annotations
 import contextlib
 import io
 import queue
+import select
 import socket
 import time
 from collections.abc import Callable
@@ -24,6 +25,7 @@ from kinformer.testing._apiserver.storage.storage import Storage
 
 MAX_BATCH = 512  # watch events written per chunk when a watcher has a backlog
 IDLE_WAIT = 3600.0  # seconds to wait for an item when neither bookmarks nor a timeout are due
+FROZEN_POLL = 0.05  # seconds between a frozen stream's looks at its client and its queue
 
 
 def bookmark_line(kind: str, api_version: str, rv: int, initial_end: bool = False) -> bytes:
@@ -76,6 +78,25 @@ class WatchStream:
         """Shut the connection down without a terminating chunk."""
         with contextlib.suppress(OSError):
             self._connection.shutdown(socket.SHUT_RDWR)
+
+    def freeze(self) -> None:
+        """Write nothing more, and keep the connection open, until the client closes it or the
+        server drops it (``drop_watches()``, ``stop()``): a hung server, or a
+        network path that went silent, as the client sees it. Items queued meanwhile are lost."""
+        connection, get_nowait = self._connection, self._watcher.queue.get_nowait
+        while True:
+            try:
+                readable, _, _ = select.select([connection], [], [], FROZEN_POLL)
+            except (OSError, ValueError):  # closed under it
+                return
+            if readable:  # a watch's client sends nothing more: it closed, or the server shut it
+                return
+            try:
+                while True:
+                    if get_nowait()[0] == w.DROP:
+                        return
+            except queue.Empty:
+                pass
 
     def bookmark(self, rv: int, initial_end: bool = False) -> bytes:
         """A bookmark line of this watch (its objects' kind, or PartialObjectMetadata)."""
@@ -157,6 +178,10 @@ class WatchStream:
                 self.end()
                 return True
             if ending == w.DROP:
+                self.abort()
+                return False
+            if ending == w.FREEZE:
+                self.freeze()
                 self.abort()
                 return False
             if ending == w.CUT:
