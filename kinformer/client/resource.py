@@ -20,6 +20,7 @@ from typing import Any
 from kinformer import _checks, _json, errors, meta
 from kinformer import context as _context
 from kinformer import gvr as _gvr
+from kinformer.client import cadence as _cadence
 from kinformer.client import listerwatcher, rest
 
 log = logging.getLogger(__name__)
@@ -172,7 +173,11 @@ class HTTPResource:
     :class:`~kinformer.TransportError`. Every request waits at most the ``(connect, read)``
     timeouts for its answer; with ``watch_margin``, a watch asking the server to end it after
     ``timeoutSeconds`` then waits up to ``timeoutSeconds + watch_margin`` for each read of its
-    events (the member clusters' informers read so), else the read timeout again.
+    events (the member clusters' informers read so), else the read timeout again. With
+    ``bookmark_timeout`` too, a watch that asked for bookmarks waits only that long once the
+    server proved it sends them at least that often (a :class:`~kinformer.client.cadence.BookmarkCadence`
+    shared by this collection's watches, one after another), so a connection that dies silently
+    is noticed within ``bookmark_timeout`` instead of at the watch's end.
     """
 
     def __init__(
@@ -189,6 +194,7 @@ class HTTPResource:
         cluster_prefix: str = "",
         *,
         watch_margin: float | None = None,
+        bookmark_timeout: float | None = None,
     ) -> None:
         self._client = client
         self._gvr = gvr
@@ -203,6 +209,9 @@ class HTTPResource:
         # watch without bookmarks is never cut short by the client
         self._watch_margin = (None if watch_margin is None
                               else _checks.seconds("watch_margin", watch_margin, positive=True))
+        # what this collection's watches learned of the server's bookmarks (None: not asked)
+        self._cadence = (None if bookmark_timeout is None
+                         else _cadence.BookmarkCadence(bookmark_timeout, gvr.group_resource))
         self._shard_selector = shard_selector
         self._api_version = gvr.version if gvr.group == "" else f"{gvr.group}/{gvr.version}"
 
@@ -278,10 +287,16 @@ class HTTPResource:
             ctx=ctx, what=f"watch {self._gvr.group_resource}",
         )
         response.keep_open()
+        patient = self._timeout[1]
         if self._watch_margin is not None and options.timeout_seconds:
-            response.set_read_timeout(
-                max(self._timeout[1], options.timeout_seconds + self._watch_margin))
-        return HTTPWatch(response, self._gvr.group_resource)
+            patient = max(patient, options.timeout_seconds + self._watch_margin)
+        cadence = None
+        if self._cadence is not None and options.allow_watch_bookmarks:
+            cadence = self._cadence.watch(patient)
+        read_timeout = patient if cadence is None else cadence.read_timeout
+        if read_timeout != self._timeout[1]:
+            response.set_read_timeout(read_timeout)
+        return HTTPWatch(response, self._gvr.group_resource, cadence)
 
 
 class HTTPWatch:
@@ -293,7 +308,9 @@ class HTTPWatch:
     :class:`~kinformer.DecodeError`; an event cut off by the end of the stream ends it quietly;
     a broken connection, or silence for longer than the read timeout, raises
     :class:`~kinformer.TransportError`. ERROR events are yielded (see
-    :func:`~kinformer.client.listerwatcher.error_from_event`).
+    :func:`~kinformer.client.listerwatcher.error_from_event`). ``silent`` says whether it
+    ended so, by silence. With a ``cadence``, a bookmark that proves the server's cadence
+    tightens the read timeout of the reads after it (:mod:`kinformer.client.cadence`).
 
     Or read it a socket read at a time with :meth:`batches` (a
     :class:`~kinformer.client.listerwatcher.BatchWatch`), as the reflector does.
@@ -304,12 +321,20 @@ class HTTPWatch:
 
     checked = True
 
-    def __init__(self, response: rest.Response, subject: str) -> None:
+    def __init__(self, response: rest.Response, subject: str,
+                 cadence: _cadence.WatchCadence | None = None) -> None:
         self._response = response
         self._subject = subject
+        self._cadence = cadence
         self._closed = threading.Event()
         self._lock = threading.Lock()  # guards _iterating: who releases the response on close
         self._iterating = False
+
+    @property
+    def silent(self) -> bool:
+        """Whether a read waited its whole read timeout for nothing: the server, or the
+        connection to it, went quiet."""
+        return self._response.silent
 
     def close(self) -> None:
         if self._closed.is_set():
@@ -341,6 +366,7 @@ class HTTPWatch:
             self._iterating = True
         read1 = self._response.read1
         closed = self._closed.is_set
+        cadence = self._cadence
         try:
             while not closed():
                 try:
@@ -348,6 +374,8 @@ class HTTPWatch:
                 except errors.TransportError:
                     if closed():
                         return
+                    if cadence is not None and self._response.silent:
+                        cadence.silent()
                     raise
                 if not chunk:
                     if pending.strip() and not closed():
@@ -363,6 +391,10 @@ class HTTPWatch:
                 if closed():
                     return
                 batch, error = self._decode_lines(lines)
+                if cadence is not None:
+                    tightened = cadence.heard(batch.types, batch.objects)
+                    if tightened is not None:
+                        self._response.set_read_timeout(tightened)
                 if batch.types:
                     yield batch
                 if error is not None:

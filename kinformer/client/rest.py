@@ -368,7 +368,8 @@ class Response:
 
     Either :meth:`read` the body whole, or :meth:`keep_open` and stream it with :meth:`read1`
     on one thread, while any thread may :meth:`shutdown` the stream; :meth:`release` ends it.
-    Read errors raise :class:`~kinformer.TransportError`; a read timeout says how long it waited.
+    Read errors raise :class:`~kinformer.TransportError`; a read timeout says how long it waited,
+    and sets :attr:`silent`.
     """
 
     __slots__ = (
@@ -380,6 +381,7 @@ class Response:
         "_read_timeout",
         "_released",
         "headers",
+        "silent",
         "status",
         "where",
     )
@@ -401,6 +403,7 @@ class Response:
         self._handle = handle  # the ctx registration that cancels _call; removed when it ends
         self._lock = threading.Lock()  # guards _released: the connection is given up exactly once
         self._released = False
+        self.silent = False  # a read of the body waited its whole read timeout for nothing
         read1 = getattr(raw, "read1", None)
         if read1 is None:  # urllib3 < 2: a chunked stream arrives chunk by chunk through stream()
             chunks = raw.stream(256 * 1024)
@@ -459,12 +462,13 @@ class Response:
     def read1(self, amount: int) -> bytes:
         """The next bytes of the body as soon as any arrive (at most ``amount``); b"" at its end.
 
-        Blocks until data comes, the read timeout passes (TransportError), or
+        Blocks until data comes, the read timeout passes (TransportError, :attr:`silent`), or
         :meth:`shutdown` wakes it (TransportError, or b"").
         """
         try:
             chunk: bytes = self._read1(amount)
         except urllib3.exceptions.ReadTimeoutError as exc:
+            self.silent = True
             raise errors.TransportError(f"{self.where}: no data for {self._read_timeout}s") from exc
         except (urllib3.exceptions.HTTPError, OSError, ValueError, AttributeError) as exc:
             raise transport_error(exc, self.where) from exc
