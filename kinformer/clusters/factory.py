@@ -47,7 +47,10 @@ class MultiClusterInformerFactory:
     ``compact=True`` gives every informer a compact cache (see
     :class:`~kinformer.SharedIndexInformer`). ``request_timeout`` is the ``(connect, read)``
     seconds every request to a member waits (default 10 and 30); a watch then waits for its
-    events as long as it asked the server to keep it open, plus 30 s.
+    events as long as it asked the server to keep it open, plus 30 s, or only 90 s once the
+    member's server proved it sends a bookmark at least that often (kube-apiserver sends one a
+    minute): a member whose connection dies silently, or whose server hangs, shows as
+    ``"failing"`` within 90 s instead of looking synced until its watch would have ended.
     Everything stops when ``stop`` fires or :meth:`shutdown` is called.
 
     Engaging a cluster never waits on the network: a cluster that cannot be reached, or that

@@ -191,7 +191,7 @@ class ReportingListerWatcher:
         if initial:
             self._listed_under = uid
         self.health.watching(initial)
-        return _ReportingWatch(opened, self._identity, self.health)
+        return _ReportingWatch(opened, self._member, self._identity, self.health)
 
     def _failed(self, error: BaseException, ctx: context.Context | None) -> None:
         if ctx is not None and ctx.cancelled():
@@ -210,13 +210,19 @@ class _ReportingWatch:
 
     The server ends a healthy watch only at its ``timeoutSeconds``; any other end (a server
     stopping, a connection cut) may mean another cluster answers next, so the identity is read
-    again before the informer watches on. A stream that fails for another reason than a broken
-    connection (a line that does not decode) makes the informer failing until its relist.
-    Iterate it or read its ``batches``, as the HTTP watch it wraps.
+    again before the informer watches on. A stream that went silent past its read timeout (the
+    server hangs, or the path to it died without a reset: its ``silent``) marks the member down
+    and the informer failing, as a request that got no answer does, until a request answers
+    again; one cut or reset is only a lost connection, as the next request tells. A stream that
+    fails for another reason than a broken connection (a line that does not decode) makes the
+    informer failing until its relist. Iterate it or read its ``batches``, as the HTTP watch it
+    wraps.
     """
 
-    def __init__(self, inner: Any, identity: Identity, health: InformerHealth) -> None:
+    def __init__(self, inner: Any, member: MemberHealth, identity: Identity,
+                 health: InformerHealth) -> None:
         self._inner = inner
+        self._member = member
         self._identity = identity
         self._health = health
         self._closed = False
@@ -245,7 +251,12 @@ class _ReportingWatch:
             self._ended()
 
     def _failed(self, error: BaseException) -> None:
-        if not self._closed and not is_network_failure(error):
+        if self._closed:
+            return
+        if not is_network_failure(error):
+            self._health.failed(error)
+        elif getattr(self._inner, "silent", False):
+            self._member.failed(error)
             self._health.failed(error)
 
     def _ended(self) -> None:

@@ -8,9 +8,11 @@ stops it when the cluster is disengaged: an informer registry as a
 informer per resource type the multi-cluster informers (``informer.py``) asked for, under a
 child :class:`~kinformer.Context` of the factory's, so stopping it touches no other cluster.
 Each informer's requests time out (:data:`REQUEST_TIMEOUT`, a watch's events after its
-server-side timeout plus :data:`WATCH_READ_MARGIN`) and report to the member's health and
-identity (``health.py``, ``identity.py``). Nothing here waits on the network: informers
-start on their own threads and retry with backoff while the cluster cannot be reached.
+server-side timeout plus :data:`WATCH_READ_MARGIN`, or after :data:`BOOKMARK_READ_TIMEOUT` once
+the server proved it sends bookmarks that often) and report to the member's health and
+identity (``health.py``, ``identity.py``): a watch gone silent marks the member down. Nothing
+here waits on the network: informers start on their own threads and retry with backoff while
+the cluster cannot be reached.
 Nothing here is a reference cycle either: a stopped member's caches are freed as soon as it
 is dropped, so a re-engage does not leave a cache behind for the cyclic collector (see
 ``_gc.py``: while a stopped informer is alive every cache stays unfrozen, and the next list
@@ -45,6 +47,10 @@ REQUEST_TIMEOUT = (10.0, 30.0)
 # a watch asks the server to end it after 5-10 minutes; its events are waited for that long plus
 # this, so an idle watch is never cut by the client, and a silent dead one is noticed after it
 WATCH_READ_MARGIN = 30.0
+# ...unless its server proved it sends a bookmark at least this often (kube-apiserver's minute
+# plus the margin): then each read waits this long, so a member whose connection died silently
+# (a partition, a node gone) or whose server hangs shows as failing after 90 s, not 10 minutes
+BOOKMARK_READ_TIMEOUT = listwatch.SERVER_BOOKMARK_INTERVAL + WATCH_READ_MARGIN
 
 
 class Member:
@@ -138,11 +144,13 @@ def _new_informer(cluster: str, api_client: Any, default_resync: float, profile:
                   gvr: GroupVersionResource) -> factory.GenericInformer:
     """The informer of ``gvr`` in member ``cluster``, as a ``DynamicSharedInformerFactory`` makes
     it, with the namespace index and ``indexers``, named by :func:`informer_name`; its requests
-    time out (a watch's reads after its server-side timeout plus a margin) and report to the
-    member's health and identity (``health.py``)."""
+    time out (a watch's reads after its server-side timeout plus a margin, or after
+    :data:`BOOKMARK_READ_TIMEOUT` once its server proved it bookmarks that often) and report to
+    the member's health and identity (``health.py``)."""
     connect, read = reporting.timeout
     http = resource.HTTPResource(rest.Client(api_client), gvr, namespace, None, None, read, connect,
-                                 tweak_list_options, watch_margin=WATCH_READ_MARGIN)
+                                 tweak_list_options, watch_margin=WATCH_READ_MARGIN,
+                                 bookmark_timeout=BOOKMARK_READ_TIMEOUT)
     inner = listwatch.ListWatch(http.list, http.watch)
     inner.resource = gvr
     inner.cluster = rest.host_cluster(api_client)  # a member on kcp's /clusters/*: cluster-aware
