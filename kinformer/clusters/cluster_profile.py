@@ -24,7 +24,7 @@ from typing import Any, NamedTuple
 from kinformer import _checks, context, errors, meta
 from kinformer.cache import store
 from kinformer.client import listwatch
-from kinformer.clusters import exec_credential
+from kinformer.clusters import exec_credential, kubeconfig
 from kinformer.clusters.provider import Disengage, Engage, HubWatch
 from kinformer.gvr import GroupVersionResource
 from kinformer.informer import SharedIndexInformer
@@ -300,7 +300,7 @@ class _ProfileHandler:
             source = exec_credential.ExecCredentialSource(
                 self._known[provider].exec_config_for(details), details, f"ClusterProfile {cluster}",
                 timeout=self._plugin_timeout)
-            api_client = exec_credential.exec_api_client(details, source)
+            api_client = exec_credential.exec_api_client(details, source, kubeconfig.member_settings)
         except (errors.ExecPluginError, errors.ConfigurationError) as err:
             backoff = self._retry_period if failed is None or failed.digest != digest else min(
                 RETRY_MAX, failed.backoff * 2)

@@ -296,7 +296,8 @@ class ExecCredentialSource:
         return f"<ExecCredentialSource {self.what} {os.path.basename(self.config.command)}>"
 
 
-def exec_api_client(cluster: Mapping[str, Any], source: ExecCredentialSource) -> Any:
+def exec_api_client(cluster: Mapping[str, Any], source: ExecCredentialSource,
+                    configure: Callable[[Any], object] | None = None) -> Any:
     """A new ``kubernetes.client.ApiClient`` for the kubeconfig-style ``cluster`` (``server``,
     ``certificate-authority-data``, ``tls-server-name``, ``proxy-url``,
     ``insecure-skip-tls-verify``) that authenticates with ``source``'s credential.
@@ -306,6 +307,8 @@ def exec_api_client(cluster: Mapping[str, Any], source: ExecCredentialSource) ->
     :class:`~kinformer.ConfigurationError`. Every request then asks ``source.refresh()`` first,
     so a credential past its expiry is replaced before it is sent. A client certificate lives
     in owner-only files that :func:`close_api_client` removes; close the client with it.
+    ``configure``, when given, is called with the ``Configuration`` before the client is made
+    of it (a member's settings, say).
     """
     from kubernetes import client
 
@@ -332,6 +335,8 @@ def exec_api_client(cluster: Mapping[str, Any], source: ExecCredentialSource) ->
         configuration.proxy = str(cluster["proxy-url"])
     configuration.kinformer_credentials = _Credentials(source)
     configuration.kinformer_credentials.apply(configuration, credential)
+    if configure is not None:
+        configure(configuration)
     return client.ApiClient(configuration)
 
 

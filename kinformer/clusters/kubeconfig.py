@@ -40,8 +40,16 @@ LOAD_JOIN_TIMEOUT = 5.0  # a stop kills a loading plugin within a moment; this o
 
 def member_configuration() -> Any:
     """A fresh ``kubernetes.client.Configuration`` for a member cluster's client: as the
-    official client's loaders make one, with urllib3's retries off (``retries = False``) and,
-    where the official client offers it (``keep_alive``), TCP keepalive on.
+    official client's loaders make one, with :func:`member_settings`."""
+    from kubernetes.client import Configuration
+
+    return member_settings(type.__call__(Configuration))  # without the copy of the default one
+
+
+def member_settings(configuration: Any) -> Any:
+    """``configuration``, before a member's ``ApiClient`` is made of it, with urllib3's
+    retries off (``retries = False``) and, where the official client offers it
+    (``keep_alive``), TCP keepalive on.
 
     kinformer's own requests never use urllib3's retries, and retry with backoff of their
     own; urllib3's would retry each other request to a member that went down three times,
@@ -50,12 +58,10 @@ def member_configuration() -> Any:
     9 unanswered end the connection): a watch whose peer vanished without a reset breaks
     within three minutes even on a server that sends no bookmarks, where it would wait for
     its end (up to 10.5 minutes), and an idle watch is not dropped silently by a NAT or load
-    balancer. Only clients the providers make are so; a client given to
+    balancer. Only clients the providers make are so (the kubeconfig providers' and
+    :class:`~kinformer.ClusterProfileProvider`'s); a client given to
     :class:`~kinformer.StaticClusterProvider` stays as its owner made it.
     """
-    from kubernetes.client import Configuration
-
-    configuration: Any = type.__call__(Configuration)  # without the copy of the default one
     configuration.retries = False
     if hasattr(configuration, "keep_alive"):  # newer official clients; kinformer's pools read it
         configuration.keep_alive = True

@@ -8,6 +8,7 @@ import json
 import logging
 import os
 import re
+import socket
 import sys
 import threading
 from collections.abc import Callable, Iterator
@@ -28,6 +29,7 @@ from kinformer import (
     MultiClusterInformer,
     MultiClusterInformerFactory,
 )
+from kinformer.client import pool
 from kinformer.clusters.exec_credential import ExecConfig, ExecCredential, parse_exec_credential
 from kinformer.testing import FakeAPIServer, wait_for
 
@@ -208,6 +210,24 @@ def test_each_profile_engages_its_member_with_the_plugins_token(
     assert east["spec"]["cluster"]["config"] == {"audience": "member"}
     assert runs[0]["args"] == ["token-plugin"]
     assert TOKEN not in caplog.text
+
+
+def test_a_profiles_member_client_neither_retries_by_itself_nor_leaves_idle_connections_unprobed(
+    hub: FakeAPIServer, members: dict[str, FakeAPIServer], plugin: Plugin, start: Any,
+) -> None:
+    """As the kubeconfig providers' clients: urllib3's own retries off (a member that is down
+    fails a request at once, not after three retries with a WARNING each) and TCP keepalive on
+    (a watch whose peer vanished breaks within minutes), on kinformer's connections and on the
+    official client's alike."""
+    hub.create(PROFILES, profile("team-a", "member", members["east"]))
+    factory, _, _ = start([plugin.provider("token-plugin")])
+    assert factory.wait_for_cache_sync(timeout=TIMEOUT)
+    made = factory.api_client_for("team-a/member")
+    assert made is not None
+    assert made.configuration.retries is False
+    keepalive = (socket.SOL_SOCKET, socket.SO_KEEPALIVE, 1)
+    assert keepalive in pool.pool_manager(made.configuration).connection_pool_kw["socket_options"]
+    assert keepalive in made.rest_client.pool_manager.connection_pool_kw["socket_options"]
 
 
 def test_the_first_known_provider_is_used_and_cluster_info_only_when_asked(
