@@ -15,6 +15,7 @@
       KeyFuncError(KeyError)                an object has no metadata to key by
       InvalidKeyError(ValueError)           a store key that is not [cluster|][namespace/]name
       AmbiguousNameError(LookupError)       a name without its cluster that several clusters hold
+      ClustersMergedError                   two logical clusters' objects came under one cache key
       InvalidResourceVersionError(ValueError)   a resourceVersion that is not a decimal integer
       FIFOClosedError                       DeltaFIFO.pop on a closed, drained queue
       DecodeError(ValueError)               an undecodable body or watch line
@@ -132,6 +133,35 @@ class AmbiguousNameError(KinformerError, LookupError):
         first = next((c for c in self.clusters if c), "")  # one "" needs no prefix: show another
         hint = hint or f'ask for one, with a cluster-aware key ("{first}|{key}") or cluster(name)'
         super().__init__(f'{resource} "{key}" is in {len(self.clusters)} clusters ({named}): {hint}')
+
+
+class ClustersMergedError(KinformerError):
+    """Objects of two logical clusters came under one key of a cache keyed without the cluster.
+
+    An informer over a ListerWatcher that does not say it spans logical clusters (a wrapper
+    around a ``/clusters/*`` ListWatch, a ListerWatcher of one's own) keys ``namespace/name``,
+    so ``default/app`` of ``root:a`` and of ``root:b`` would be one object: one lost, handlers
+    told of an update that is two objects. Raised by a FIFO's ``replace`` for a list holding
+    one key twice for objects whose ``kcp.io/cluster`` annotations differ (nothing is queued),
+    and ended the informer's watch with when a change would replace a cached object of
+    another cluster. ``key`` is the key both had, ``clusters`` the two clusters (sorted;
+    ``""`` for an object without the annotation).
+    """
+
+    def __init__(self, key: str, clusters: list[str], informer: str = "") -> None:
+        self.key = key
+        self.clusters = sorted(clusters)
+        self.informer = informer
+        named = " and ".join(repr(c) for c in self.clusters)
+        where = f"informer {informer}: " if informer else ""
+        super().__init__(
+            f'{where}objects of logical clusters {named} share the key "{key}": a cache keyed '
+            "without the cluster keeps one object for both; list them through "
+            "ListWatch.for_resource(cluster=\"*\") (cluster-aware) or key with "
+            "cluster_aware_key_func")
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (type(self), (self.key, self.clusters, self.informer))
 
 
 class InvalidResourceVersionError(KinformerError, ValueError):

@@ -659,3 +659,20 @@ def test_pops_once_synced_hand_over_outside_the_initial_list_as_before() -> None
     assert flags == [True, False, False] and fifo.list_keys() == [] and fifo.has_synced()
     with pytest.raises(TimeoutError):
         fifo.pop(None, timeout=0.01)
+
+
+@pytest.mark.parametrize("populated", [False, True])
+def test_a_list_holding_one_key_for_two_logical_clusters_objects_is_refused(populated: bool) -> None:
+    taken: list[dict[str, Any]] = []
+    fifo = DeltaFIFO(take_first_list=lambda items, rv, runs: bool(taken.append(items)) or True)
+    if populated:
+        fifo.replace([helpers.cm("other", "3")], "3")
+    queued = len(fifo)
+    of_a = helpers.cm("app", "1", annotations={"kcp.io/cluster": "root:a"})
+    of_b = helpers.cm("app", "2", annotations={"kcp.io/cluster": "root:b"})
+    for listed in (lambda: fifo.replace([of_a, of_b], "5"),
+                   lambda: fifo.replace_listed([of_a, of_b], ["ns/app", "ns/app"], None, "5")):
+        with pytest.raises(kinformer.ClustersMergedError) as caught:
+            listed()
+        assert (caught.value.key, caught.value.clusters) == ("ns/app", ["root:a", "root:b"])
+    assert len(fifo) == queued and len(taken) == (1 if populated else 0)  # nothing queued or taken

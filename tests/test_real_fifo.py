@@ -491,3 +491,21 @@ def test_a_declined_first_list_a_fifo_used_already_or_closed_queues_the_replaced
     assert taker.seen == [] and len(used) == 2 and len(closed) == 1
     with pytest.raises(errors.ConfigurationError):
         RealFIFO(known_objects=Indexer(), atomic=False, take_first_list=taker)
+
+
+@pytest.mark.parametrize("atomic", [True, False])
+def test_a_list_holding_one_key_for_two_logical_clusters_objects_is_refused(atomic: bool) -> None:
+    fifo = RealFIFO(atomic=atomic, known_objects=None if atomic else known())
+    of_a = cm("app", "1", annotations={"kcp.io/cluster": "root:a"})
+    of_b = cm("app", "2", annotations={"kcp.io/cluster": "root:b"})
+    with pytest.raises(kinformer.ClustersMergedError) as caught:
+        fifo.replace([cm("other", "3"), of_a, of_b], "5")
+    assert (caught.value.key, caught.value.clusters) == ("ns/app", ["root:a", "root:b"])
+    with pytest.raises(kinformer.ClustersMergedError):
+        fifo.replace_listed([of_a, of_b], ["ns/app", "ns/app"], None, "5")
+    assert len(fifo) == 0 and not fifo.has_synced()  # nothing queued
+    # one cluster's object listed twice is no merge of clusters: queued as before, the last last
+    newer = cm("app", "4", annotations={"kcp.io/cluster": "root:a"})
+    fifo.replace([of_a, newer], "5")
+    kind, obj, _ = popped(fifo)[-1]
+    assert obj.items == {"ns/app": newer} if atomic else (kind, obj) == (REPLACED, newer)

@@ -125,6 +125,26 @@ def _name_cluster(obj: Any, cluster: str) -> None:
         f"returned has no metadata to name it in: {type(obj).__name__}")
 
 
+def check_one_cluster_per_key(pairs: list[tuple[str, Any]]) -> None:
+    """Raise :class:`~kinformer.ClustersMergedError` when ``pairs`` (a list's objects with their
+    keys, in order) hold one key twice for objects of two logical clusters.
+
+    A FIFO's ``replace`` calls it before queueing anything. A cache keyed without the cluster
+    (``namespace/name``) over a source it does not know spans clusters would otherwise keep the
+    last of the two and drop the other. The usual list, every key distinct, costs one C-speed
+    pass; clusters are read only for a key listed twice (two objects of one cluster, or two
+    without the annotation, are left to the FIFO, which keeps the last).
+    """
+    if len(dict(pairs)) == len(pairs):
+        return
+    first: dict[str, str] = {}
+    for key, obj in pairs:
+        cluster = cluster_of(obj)
+        seen = first.setdefault(key, cluster)
+        if seen != cluster:
+            raise errors.ClustersMergedError(key, [seen, cluster])
+
+
 def is_cluster_aware(indexer: Any) -> bool:
     """Whether ``indexer`` is keyed by :func:`cluster_aware_key_func` with both cluster indexes
     (an informer over ``cluster="*"``, or a member's on kcp's ``/clusters/*``)."""

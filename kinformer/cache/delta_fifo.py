@@ -24,6 +24,7 @@ from collections.abc import Callable, Iterable
 from typing import Any, NamedTuple
 
 from kinformer import meta
+from kinformer.cache import cluster as _cluster
 from kinformer.cache.fifo_base import FIFOBase, TransformFunc
 from kinformer.cache.store import (
     DeletedFinalStateUnknown,
@@ -211,7 +212,8 @@ class DeltaFIFO(FIFOBase):
 
         Keys queued or known but missing from ``objs`` get ``Deleted(DeletedFinalStateUnknown)``
         carrying the newest state seen. Every object is keyed and transformed before anything is
-        queued, so an error leaves the FIFO unchanged. A first list may go to
+        queued, so an error leaves the FIFO unchanged; so does a key listed twice for objects of
+        two logical clusters (:class:`~kinformer.ClustersMergedError`). A first list may go to
         ``take_first_list`` instead (see the class docstring), with ``resource_version``; the
         queue does not use it.
         """
@@ -223,6 +225,7 @@ class DeltaFIFO(FIFOBase):
                 return
             objs = listed  # a key listed twice (or nothing listed): queue it, keyed once more
         pairs = self._keyed(objs)
+        _cluster.check_one_cluster_per_key(pairs)  # a key listed twice: not two clusters' objects
         with self._cond:
             self._replace_locked(pairs)
 

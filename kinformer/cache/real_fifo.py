@@ -23,6 +23,7 @@ from collections.abc import Callable, Iterable
 from typing import Any, NamedTuple, cast
 
 from kinformer import errors, meta
+from kinformer.cache import cluster as _cluster
 from kinformer.cache.delta_fifo import Delta, Deltas, DeltaType
 from kinformer.cache.fifo_base import FIFOBase, TransformFunc
 from kinformer.cache.store import (
@@ -237,7 +238,9 @@ class RealFIFO(FIFOBase):
     def replace(self, objs: Iterable[Any], resource_version: str = "") -> None:
         """Queue a whole (re)list: one ``ReplacedAll`` (atomic), or deletions then ``Replaced``.
 
-        Every object is keyed and transformed first: an error leaves the FIFO unchanged.
+        Every object is keyed and transformed first: an error leaves the FIFO unchanged, as
+        does a key listed twice for objects of two logical clusters
+        (:class:`~kinformer.ClustersMergedError`).
         """
         keyed: dict[str, Any] | None = None
         if self._atomic and self._transformer is None and isinstance(objs, list):
@@ -271,6 +274,8 @@ class RealFIFO(FIFOBase):
                  namespace_runs: meta.NamespaceRuns | None, resource_version: str) -> None:
         """:meth:`replace`, with the list keyed already (atomic mode) or not (None)."""
         pairs = self._keyed(objs) if keyed is None else []
+        if keyed is None:  # a keyed list had no key twice; this one may: not two clusters' objects
+            _cluster.check_one_cluster_per_key(pairs)
         with self._cond:
             if self._atomic:
                 items = keyed if keyed is not None else dict(pairs)

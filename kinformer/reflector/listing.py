@@ -122,6 +122,9 @@ class Lister:
         self._shared.listed()  # before the store: once it is synced, the error is gone
         try:
             self._shared.store.take_list(result)
+        except errors.ClustersMergedError as exc:  # kept as it is: the informer tells it apart
+            log.warning("reflector %s: unable to sync list result: %s", self.name, exc)
+            raise
         except Exception as exc:
             log.warning("reflector %s: unable to sync list result: %s", self.name, exc)
             raise errors.KinformerError(
