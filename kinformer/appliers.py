@@ -29,6 +29,7 @@ from collections.abc import Callable
 from typing import Any
 
 from kinformer import _gc, errors, meta, processor
+from kinformer.cache import cluster as _cluster
 from kinformer.cache import delta_fifo, real_fifo, store
 from kinformer.cache.thread_safe_store import NOT_APPLIED
 
@@ -48,21 +49,44 @@ _FREEING = frozenset((_DELETED, delta_fifo.DeltaType.REPLACED))  # deltas that f
 _ADD, _UPDATE, _DELETE = processor.ADD, processor.UPDATE, processor.DELETE
 _Notification = processor.Notification
 _new_notification = tuple.__new__  # builds a Notification without NamedTuple.__new__'s frame
+_CLUSTER = _cluster.LOGICAL_CLUSTER_ANNOTATION
 
 
-def _same_version(old: Any, new: Any) -> bool:
-    """Whether two states of an object carry the same resourceVersion (a resync, not a change).
+_CHANGE, _RESYNC, _MERGE = 0, 1, 2  # what an update is: see _update_kind
 
-    Once per update applied, so two decoded objects are compared inline; anything else goes
-    through :func:`kinformer.meta.resource_version`, with the same answer.
+
+def _update_kind(old: Any, new: Any) -> int:
+    """What a new state under a cached key is: ``_RESYNC`` when both carry the same
+    resourceVersion (a resync, not a change), ``_MERGE`` when a new version names another
+    logical cluster (``kcp.io/cluster``) than the cached one (two objects merged by a key
+    without the cluster, not an update), else ``_CHANGE``.
+
+    Once per update applied, so two decoded objects are compared inline, those without
+    annotations (the usual ones) in two more lookups; anything else goes through
+    :func:`kinformer.meta.resource_version` and :func:`kinformer.cache.cluster.cluster_of`,
+    with the same answer.
     """
     if type(old) is dict and type(new) is dict:
         old_meta, new_meta = old.get("metadata"), new.get("metadata")
         if type(old_meta) is dict and type(new_meta) is dict:
             old_rv, new_rv = old_meta.get("resourceVersion"), new_meta.get("resourceVersion")
             if type(old_rv) is str and type(new_rv) is str:
-                return old_rv == new_rv
-    return meta.resource_version(old) == meta.resource_version(new)
+                if old_rv == new_rv:
+                    return _RESYNC
+                old_notes, new_notes = old_meta.get("annotations"), new_meta.get("annotations")
+                if not old_notes and not new_notes:
+                    return _CHANGE
+                if type(old_notes) is dict and type(new_notes) is dict:
+                    same = (old_notes.get(_CLUSTER) or "") == (new_notes.get(_CLUSTER) or "")
+                    return _CHANGE if same else _MERGE
+    if meta.resource_version(old) == meta.resource_version(new):
+        return _RESYNC
+    return _CHANGE if _cluster.cluster_of(old) == _cluster.cluster_of(new) else _MERGE
+
+
+MergedFunc = Callable[[str, Any, Any], None]
+"""``merged(key, old, new)``: a change would have put ``new`` where ``old``, an object of another
+logical cluster, was cached under ``key`` (:class:`Applier`); called with the delta lock held."""
 
 
 class InformerProfile(str, enum.Enum):
@@ -96,9 +120,14 @@ class Applier:
     inside the FIFO's ``replace``). Every change to the cache and every notification happens
     under ``lock``, the informer's delta lock; the cache takes every change of a batch before
     any handler hears of it.
+
+    A change of a new resourceVersion whose object names another logical cluster
+    (``kcp.io/cluster``) than the one cached under its key is two objects merged by a key
+    without the cluster, not an update: no handler hears of it, and ``merged(key, old, new)``
+    is called instead (the informer then fails: :mod:`kinformer.merge_guard`).
     """
 
-    __slots__ = ("_freed", "_indexer", "_lock", "_name", "_processor", "fifo")
+    __slots__ = ("_freed", "_indexer", "_lock", "_merged", "_name", "_processor", "fifo")
 
     fifo: FIFO
 
@@ -108,11 +137,13 @@ class Applier:
         shared_processor: processor.SharedProcessor,
         lock: threading.Lock,
         name: str,
+        merged: MergedFunc | None = None,
     ) -> None:
         self._indexer = indexer
         self._processor = shared_processor
         self._lock = lock
         self._name = name
+        self._merged = merged
         self._freed = 0  # objects deleted or replaced by a relist since the allocator's last trim
         self.fifo = self._new_fifo()
 
@@ -176,7 +207,11 @@ class Applier:
             old = indexer.get_by_key(key)
             indexer.update(obj, key)
             if old is not None:
-                if _same_version(old, obj):
+                kind = _update_kind(old, obj)
+                if kind:
+                    if kind == _MERGE:
+                        self._merge_found(key, old, obj)
+                        continue
                     sync_at.append(len(out))
                 append(_new_notification(_Notification, (_UPDATE, old, obj)))
             else:
@@ -210,10 +245,28 @@ class Applier:
                 append(_new_notification(_Notification, (_ADD, obj, is_in_initial_list)))
                 initial += is_in_initial_list
             else:
-                if _same_version(old, obj):
+                kind = _update_kind(old, obj)
+                if kind:
+                    if kind == _MERGE:
+                        self._merge_found(key, old, obj)
+                        continue
                     sync_at.append(len(out))
                 append(_new_notification(_Notification, (_UPDATE, old, obj)))
         return initial
+
+    def _merge_found(self, key: str, old: Any, new: Any) -> None:
+        """``new`` replaced ``old`` of another logical cluster under ``key``: tell ``merged``
+        (a raising one is logged), or log it when there is none."""
+        merged = self._merged
+        if merged is None:
+            log.error("informer %s: %s", self._name, errors.ClustersMergedError(
+                key, [_cluster.cluster_of(old), _cluster.cluster_of(new)]))
+            return
+        try:
+            merged(key, old, new)
+        except Exception:
+            log.exception("informer %s: failed to report two clusters' objects under %s",
+                          self._name, key)
 
     def _trim_after_delivery(self, objects: int) -> None:
         """Once the handlers are done with a list of ``objects`` (1,000 or more), give the C
@@ -438,10 +491,12 @@ def new_applier(
     shared_processor: processor.SharedProcessor,
     lock: threading.Lock,
     name: str,
+    merged: MergedFunc | None = None,
 ) -> Applier:
-    """The applier of ``profile``, with its FIFO, over ``indexer`` and ``shared_processor``."""
+    """The applier of ``profile``, with its FIFO, over ``indexer`` and ``shared_processor``;
+    ``merged`` hears of two logical clusters' objects under one key (see :class:`Applier`)."""
     kind = ModernApplier if profile is InformerProfile.MODERN else ClassicApplier
-    return kind(indexer, shared_processor, lock, name)
+    return kind(indexer, shared_processor, lock, name, merged)
 
 
 def fifo_key_func(indexer: store.InformerIndexer) -> store.KeyFunc:

@@ -26,6 +26,7 @@ from kinformer import (
     context,
     errors,
     informer_cache,
+    merge_guard,
     processor,
     sharding,
     transforms,
@@ -77,7 +78,13 @@ class SharedIndexInformer:
     (``ListWatch.for_resource(cluster="*")``) it is cluster-aware (:attr:`cluster_aware`), so
     ``default/app`` of two logical clusters are two objects; a ``key_func`` of namespace/name
     alone (:func:`~kinformer.meta_namespace_key_func` and its deletion-handling form) is refused
-    there with :class:`~kinformer.ConfigurationError`, as it would merge them. ``compact=True`` keeps each
+    there with :class:`~kinformer.ConfigurationError`, as it would merge them. Over a
+    ListerWatcher that does not say it spans logical clusters, two clusters' objects that
+    meet under one key (a list holding both, or a change replacing a cached object of another
+    cluster) are never merged silently: no handler hears of it, the informer counts as unsynced
+    until a list is taken whole, its :meth:`last_error` and watch error handler get
+    :class:`~kinformer.ClustersMergedError`, one ERROR line says so, and the reflector lists
+    again after a backoff step (:mod:`kinformer.merge_guard`). ``compact=True`` keeps each
     object as compact JSON bytes (:class:`~kinformer.cache.compact_store.CompactIndexer`):
     every read and every handler gets a fresh copy of its own, reads cost a decode, writes an
     encode, and the mutation detector stays off. Both choices are made once, when the informer
@@ -148,6 +155,7 @@ class SharedIndexInformer:
         self._fifo: appliers.FIFO | None = None
         self._reflector: reflector.Reflector | None = None
         self._shard_selector = listerwatcher.describe(lister_watcher).shard_selector
+        self._merges = merge_guard.MergeGuard(self._name)  # two clusters' objects under one key
 
     @property
     def name(self) -> str:
@@ -183,8 +191,10 @@ class SharedIndexInformer:
             # the profile's FIFO and how popped deltas reach the cache; the reflector applies
             # the transform as objects arrive (a list page by page), so the FIFO needs none:
             # what it drops is freed while the list still downloads
+            merges = self._merges
             applier = appliers.new_applier(
-                self._profile, self._indexer, self._processor, self._block_deltas, self._name)
+                self._profile, self._indexer, self._processor, self._block_deltas, self._name,
+                merges.changed)
             fifo = applier.fifo
             # the collector policy wraps what the reflector gets: see collector_policy
             pauses = collector_policy.ListPauses()
@@ -194,17 +204,19 @@ class SharedIndexInformer:
                 transform = _cluster.keeping_cluster(transform)  # keys and handlers name the cluster
             refl = reflector.Reflector(
                 collector_policy.PausingListerWatcher(self._lister_watcher, pauses),
-                collector_policy.pausing_sink(fifo, pauses),
+                merges.sink(collector_policy.pausing_sink(fifo, pauses)),
                 self._resync_check_period,
                 self._name,
                 should_resync=self._processor.should_resync,
                 clock=self._clock,
-                watch_error_handler=collector_policy.ending_pauses(pauses, self._watch_error_handler),
+                watch_error_handler=merges.watch_error_handler(
+                    collector_policy.ending_pauses(pauses, self._watch_error_handler)),
                 shard_selector=self._shard_selector,
                 transform=transforms.chain(transform, self._pack) if self._pack else transform,
                 use_watch_list=self._use_watch_list,
             )
             self._fifo, self._reflector = fifo, refl
+            merges.reflector = refl
             self._started = True
         log.info("informer %s starting", self._name)
         # synced and object count, read when metrics are collected: no cost per event
@@ -243,9 +255,11 @@ class SharedIndexInformer:
         return self._stopped
 
     def has_synced(self) -> bool:
-        """True once the first full list has been applied to the cache (handlers may lag)."""
+        """True once the first full list has been applied to the cache (handlers may lag), and
+        False again while the cache would hold two logical clusters' objects under one key
+        (see :attr:`cluster_aware`) until a list is taken whole."""
         fifo = self._fifo
-        return fifo is not None and fifo.has_synced()
+        return fifo is not None and fifo.has_synced() and self._merges.merged is None
 
     def wait_for_sync(
         self, timeout: float | None = None, stop: context.StopSignal | None = None

@@ -155,6 +155,8 @@ class Reflector:
         self._last_error: BaseException | None = None
         self._synced_once = False
         self._started = False
+        self._round: watch_loop.WatchAbort | None = None  # the round under way, between rounds None
+        self._failure: BaseException | None = None  # fail_round's error, kept for the next round
         # the parts, each run by the run thread only
         shared = _shared.Shared(
             listerwatcher.with_context(lister_watcher), self._store, self._shard, self._version,
@@ -206,6 +208,21 @@ class Reflector:
         and sends nothing until the next change.
         """
         self._shard.set(selector)
+
+    def fail_round(self, error: BaseException) -> None:
+        """End the round under way with ``error``, from any thread (its owner found the store
+        wrong, as an informer that merged two logical clusters' objects does).
+
+        The open watch is closed, ``error`` is recorded (:meth:`last_error`, the watch error
+        handler) and the reflector relists after a backoff step. Called between rounds, the
+        next round ends so as soon as its list is done; only the first error is kept.
+        """
+        with self._lock:
+            current = self._round
+            if current is None:
+                self._failure = self._failure or error
+                return
+        current.abort(error)
 
     def set_watch_error_handler(self, handler: WatchErrorHandler) -> None:
         """Set ``handler(reflector, error)``, called with each error that ends a round.
@@ -273,6 +290,10 @@ class Reflector:
         if opened is None:
             self._lister.sync(ctx)
         abort = watch_loop.WatchAbort()
+        with self._lock:  # fail_round reaches this round from now on
+            self._round, failure, self._failure = abort, self._failure, None
+        if failure is not None:
+            abort.abort(failure)
         self._shard.open_round(abort.end_round)  # a shard changed during the list ends it at once
         done = threading.Event()
         resync_thread = None
@@ -283,6 +304,8 @@ class Reflector:
         try:
             self._watch_loop.run(ctx, opened, abort)
         finally:
+            with self._lock:
+                self._round = None
             self._shard.close_round()
             done.set()
             if resync_thread is not None:

@@ -33,7 +33,8 @@ _Outcome = watch.WatchOutcome
 class WatchAbort:
     """How another thread ends the round's watch: it closes the open watch and says why.
 
-    The resync timer calls :meth:`abort` with the error that ends the round; a change of shard
+    The resync timer (and :meth:`Reflector.fail_round <kinformer.Reflector.fail_round>`) calls
+    :meth:`abort` with the error that ends the round; a change of shard
     calls :meth:`end_round`, which ends it without an error. Thread-safe: the run thread
     attaches each watch it reads and asks why when the watch ends.
     """
@@ -118,9 +119,9 @@ class WatchLoop:
                 opened.watch.close()  # a WatchList stream not read on
             if abort.ended:  # the shard changed: relist it
                 return
-            if abort.error is not None:  # the resync timer failed while no watch was open
+            if abort.error is not None:  # the resync timer (or fail_round) ended it, no watch open
                 shared.record_error(abort.error)
-                log.warning("reflector %s: resync failed; relisting", self.name)
+                log.warning("reflector %s: round ended: %s; relisting", self.name, abort.error)
                 return
             if opened is None:
                 rv = shared.version.value
