@@ -983,3 +983,28 @@ def test_a_lister_watcher_with_a_ctx_parameter_gets_the_run_context_and_one_with
         with running(reflector.run) as ctx:
             assert wait_for(lambda: len(seen) == 2, TIMEOUT)
         assert seen == ([ctx, ctx] if isinstance(lister_watcher, KeywordOnly) else ["list", "watch"])
+
+
+def test_fail_round_ends_the_open_watch_with_its_error_and_relists_after_backoff(
+    harness: Harness,
+) -> None:
+    harness.script.list_and_answer([cm("a", "100")], "100")
+    harness.script.watch_and_answer()
+    failure = errors.ClustersMergedError("ns/a", ["root:a", "root:b"])
+    harness.reflector.fail_round(failure)
+    assert step_when_waiting(harness.clock) == pytest.approx(0.8)
+    assert harness.reflector.last_error() is failure
+    assert harness.script.list_and_answer([cm("a", "100")], "100").resource_version == "100"
+    harness.script.watch_and_answer()
+    assert harness.reflector.last_error() is None  # the relist came whole
+
+
+def test_fail_round_between_rounds_ends_the_next_round_once_its_list_is_done(harness: Harness) -> None:
+    harness.script.expect("list")  # the first round's list waits for its answer: no round open
+    failure = errors.ClustersMergedError("ns/a", ["root:a", "root:b"])
+    harness.reflector.fail_round(failure)
+    harness.script.answer(ListResult([cm("a", "100")], "100"))
+    assert step_when_waiting(harness.clock) == pytest.approx(0.8)  # no watch started
+    assert harness.reflector.last_error() is failure
+    assert harness.script.list_and_answer([cm("a", "100")], "100").resource_version == "100"
+    harness.script.watch_and_answer()  # this round goes on

@@ -31,9 +31,10 @@ class Watched:
     """An informer over every logical cluster through a ListWatch of the user's own, which does
     not say it spans clusters, with a recording handler and watch error handler."""
 
-    def __init__(self, client: Any, profile: str) -> None:
+    def __init__(self, client: Any, profile: str, **options: Any) -> None:
         wildcard = ListWatch.for_resource(client, CONFIGMAPS, cluster="*")
-        self.informer = SharedIndexInformer(ListWatch(wildcard.list, wildcard.watch), profile=profile)
+        self.informer = SharedIndexInformer(
+            ListWatch(wildcard.list, wildcard.watch), profile=profile, **options)
         assert not self.informer.cluster_aware
         self.errors: queue.Queue[BaseException] = queue.Queue()
         self.informer.set_watch_error_handler(lambda _, error: self.errors.put(error))
@@ -128,3 +129,24 @@ def test_one_clusters_objects_through_a_plain_list_watch_sync_as_ever(
         assert wait_for(lambda: ("update", "root:a") in watched.calls.queue, TIMEOUT)
         assert informer.has_synced() and informer.last_error() is None
         assert merge_records(caplog) == []
+
+
+@pytest.mark.parametrize("options", [{"use_watch_list": True}, {"compact": True}])
+def test_a_streamed_or_compact_informer_unaware_of_logical_clusters_fails_alike(
+    server: FakeAPIServer, client_of: Callable[[str | None], Any], options: dict[str, Any],
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    seed(server, "root:a", "root:b")
+    watched = Watched(client_of(None), "modern", **options)
+    informer = watched.informer
+    with caplog.at_level(logging.ERROR), running(informer.run):
+        error = watched.next_merge_error()
+        assert (error.key, error.clusters) == ("default/app", ["root:a", "root:b"])
+        assert not informer.has_synced() and watched.heard() == []
+        server.delete(CONFIGMAPS, "default", "app", cluster="root:b")
+        assert informer.wait_for_sync(TIMEOUT)
+        seed(server, "root:b")  # through the watch: a change of another cluster under a cached key
+        assert wait_for(lambda: not informer.has_synced(), TIMEOUT)
+        assert isinstance(informer.last_error(), ClustersMergedError)
+        assert [c for c in watched.heard() if c[0] == "update"] == []
+        assert len(merge_records(caplog)) == 1
