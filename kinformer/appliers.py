@@ -58,14 +58,15 @@ _CHANGE, _RESYNC, _MERGE = 0, 1, 2  # what an update is: see _update_kind
 def _update_kind(old: Any, new: Any) -> int:
     """What a new state under a cached key is: ``_RESYNC`` when both carry the same
     resourceVersion (a resync, not a change), ``_MERGE`` when a new version names another
-    logical cluster (``kcp.io/cluster``) than the cached one (two objects merged by a key
-    without the cluster, not an update), else ``_CHANGE``.
+    logical cluster (``kcp.io/cluster``) than the cached one and is another object (its uid
+    differs: two objects merged by a key without the cluster, not an update), else ``_CHANGE``.
 
     Once per update applied, so two decoded objects are compared inline, those without
     annotations (the usual ones) in two more lookups; anything else goes through
     :func:`kinformer.meta.resource_version` and :func:`kinformer.cache.cluster.cluster_of`,
     with the same answer.
     """
+    versions_differ = False
     if type(old) is dict and type(new) is dict:
         old_meta, new_meta = old.get("metadata"), new.get("metadata")
         if type(old_meta) is dict and type(new_meta) is dict:
@@ -76,12 +77,16 @@ def _update_kind(old: Any, new: Any) -> int:
                 old_notes, new_notes = old_meta.get("annotations"), new_meta.get("annotations")
                 if not old_notes and not new_notes:
                     return _CHANGE
-                if type(old_notes) is dict and type(new_notes) is dict:
-                    same = (old_notes.get(_CLUSTER) or "") == (new_notes.get(_CLUSTER) or "")
-                    return _CHANGE if same else _MERGE
-    if meta.resource_version(old) == meta.resource_version(new):
+                if (type(old_notes) is dict and type(new_notes) is dict
+                        and (old_notes.get(_CLUSTER) or "") == (new_notes.get(_CLUSTER) or "")):
+                    return _CHANGE
+                versions_differ = True
+    if not versions_differ and meta.resource_version(old) == meta.resource_version(new):
         return _RESYNC
-    return _CHANGE if _cluster.cluster_of(old) == _cluster.cluster_of(new) else _MERGE
+    if _cluster.cluster_of(old) == _cluster.cluster_of(new):
+        return _CHANGE
+    old_uid = meta.uid(old)  # one object whose annotation was edited is still one object
+    return _CHANGE if old_uid and old_uid == meta.uid(new) else _MERGE
 
 
 MergedFunc = Callable[[str, Any, Any], None]

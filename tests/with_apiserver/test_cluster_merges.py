@@ -150,3 +150,21 @@ def test_a_streamed_or_compact_informer_unaware_of_logical_clusters_fails_alike(
         assert isinstance(informer.last_error(), ClustersMergedError)
         assert [c for c in watched.heard() if c[0] == "update"] == []
         assert len(merge_records(caplog)) == 1
+
+
+def test_one_object_whose_cluster_annotation_is_edited_is_updated_not_refused(
+    apiserver: FakeAPIServer, api_client: Any, caplog: pytest.LogCaptureFixture,
+) -> None:
+    apiserver.create(CONFIGMAPS, cm("app", None, "default", annotations={"kcp.io/cluster": "x"}))
+    informer = SharedIndexInformer(ListWatch.for_resource(api_client, CONFIGMAPS))
+    updates: queue.Queue[str] = queue.Queue()
+    informer.add_event_handler(ResourceEventHandlerFuncs(
+        update_func=lambda old, new: updates.put(new["metadata"]["annotations"]["kcp.io/cluster"])))
+    with caplog.at_level(logging.ERROR), running(informer.run):
+        assert informer.wait_for_sync(TIMEOUT)
+        apiserver.wait_for_watchers(CONFIGMAPS, count=1, timeout=TIMEOUT)
+        edited = cm("app", None, "default", annotations={"kcp.io/cluster": "y"})
+        apiserver.update(CONFIGMAPS, edited)  # a plain server: the annotation is the user's own
+        assert updates.get(timeout=TIMEOUT) == "y"  # the same uid: one object, updated
+        assert informer.has_synced() and informer.last_error() is None
+        assert merge_records(caplog) == []
