@@ -39,7 +39,17 @@
           ServerTimeoutError                    504 (reason Timeout)
 
 :func:`api_error_from_status` maps an HTTP status and a ``Status`` body onto this tree
-through one table. Errors carry what a log line needs, never credentials.
+through one table. Errors carry what a log line needs, never credentials: every error's
+message, and an :class:`APIError`'s reason and ``Status`` body, pass through :func:`redact`
+when the error is made, which hides what looks like a credential (an ``Authorization``
+header's value, a ``Bearer`` or ``Basic`` credential, a URL's user and password, a private
+key's PEM, a token or password in a URL's query or under a credential's key), so a server
+that echoes a request into its answer, or a library that quotes one in its exception, cannot
+put a token into a log line through one; the request path also hides the exact credentials
+it sent (``api_error_from_status(..., secrets=...)``).
+
+>>> redact("denied: Authorization: Bearer abc.def.ghi from https://ann:pw@host/x?token=t0k")
+'denied: Authorization: [redacted] from https://[redacted]@host/x?token=[redacted]'
 
 >>> err = api_error_from_status(410, {"kind": "Status", "reason": "Expired", "message": "too old"})
 >>> type(err).__name__, err.status, err.reason, is_expired(err)
@@ -49,11 +59,68 @@ through one table. Errors carry what a log line needs, never credentials.
 from __future__ import annotations
 
 import json
+import re
+from collections.abc import Iterable
 from typing import Any
+
+REDACTED = "[redacted]"
+_MIN_SECRET = 4  # a shorter exact secret is not hidden: it would blank out ordinary words
+
+# (pattern, replacement) pairs, applied in order; each keeps the words around the credential
+_CREDENTIALS: tuple[tuple[re.Pattern[str], str], ...] = (
+    # a private key's PEM, whole or cut short
+    (re.compile(r"-----BEGIN ([A-Z0-9 ]*)PRIVATE KEY-----.*?(?:-----END \1PRIVATE KEY-----|\Z)",
+                re.DOTALL), REDACTED),
+    # an Authorization (or Proxy-Authorization) header's value (a scheme and its credential),
+    # however it is quoted
+    (re.compile(r"(?i)(\b(?:proxy-)?authorization[\"']?\s*[:=]\s*[\"']?)"
+                r"(?:[a-z][\w-]*[ \t]+)?[^\s\"',}]+"),
+     r"\1" + REDACTED),
+    # a credential of the Bearer or Basic scheme anywhere else
+    (re.compile(r"\b(Bearer|Basic)(\s+)[\w.~+/=-]{8,}"), r"\1\2" + REDACTED),
+    # the user and password of a URL (https://user:password@host)
+    (re.compile(r"(?i)\b([a-z][a-z0-9+.-]*://)[^/\s@?#\"']+@"), r"\1" + REDACTED + "@"),
+    # a credential in a URL's query
+    (re.compile(r"(?i)([?&;](?:access_token|id_token|token|password|passwd|secret|"
+                r"client_secret|api_key|apikey|sig|signature)=)[^&#\s\"']+"), r"\1" + REDACTED),
+    # a credential under its key, in JSON or YAML (a kubeconfig's or an ExecCredential's)
+    (re.compile(r"(?i)((?:\"(?:token|access_token|id_token|refresh_token)\"|\b(?:password|"
+                r"client-key-data|clientKeyData|id-token|refresh-token|access-token|"
+                r"client-secret))[\"']?\s*[:=]\s*[\"']?)[^\s\"',}]+"), r"\1" + REDACTED),
+)
+
+
+def redact(text: str, secrets: Iterable[str] = ()) -> str:
+    """``text`` with each of ``secrets`` (exact values of 4 characters or more) and whatever
+    looks like a credential replaced by ``[redacted]``; the rest of it as it was."""
+    for secret in sorted({s for s in secrets if isinstance(s, str) and len(s) >= _MIN_SECRET},
+                         key=len, reverse=True):
+        text = text.replace(secret, REDACTED)
+    for pattern, replacement in _CREDENTIALS:
+        text = pattern.sub(replacement, text)
+    return text
+
+
+def _redacted(value: Any, secrets: Iterable[str] = ()) -> Any:
+    """``value`` with :func:`redact` applied to every string in it (dicts and lists copied)."""
+    if isinstance(value, str):
+        return redact(value, secrets)
+    if isinstance(value, dict):
+        return {_redacted(k, secrets): _redacted(v, secrets) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_redacted(v, secrets) for v in value]
+    return value
 
 
 class KinformerError(Exception):
-    """Base class of every error kinformer raises on purpose."""
+    """Base class of every error kinformer raises on purpose.
+
+    Its string arguments pass through :func:`redact`: a message quoting a credential (a URL
+    with a password, an echoed header) never carries it.
+    """
+
+    def __init__(self, *args: Any) -> None:
+        super().__init__(*(redact(a) if isinstance(a, str) else a for a in args))
 
 
 class ConfigurationError(KinformerError, ValueError):
@@ -226,15 +293,18 @@ class APIError(KinformerError):
         reason: str = "",
         message: str = "",
         body: dict[str, Any] | None = None,
+        *,
+        secrets: Iterable[str] = (),
     ) -> None:
+        secrets = tuple(secrets)
         self.status = status
-        self.reason = reason
-        self.message = message
-        self.body = body or {}
+        self.reason = redact(reason, secrets)
+        self.message = redact(message, secrets)
+        self.body = _redacted(body, secrets) if body else {}
         # seconds the server asked to wait before asking again: a Status's
         # details.retryAfterSeconds, or the response's Retry-After (set where it is read)
         self.retry_after: float | None = _retry_after_seconds(self.body)
-        super().__init__(status, reason, message)
+        super().__init__(status, self.reason, self.message)
 
     @property
     def causes(self) -> list[dict[str, Any]]:
@@ -343,8 +413,13 @@ def api_error_class(status: int) -> type[APIError]:
     return APIError
 
 
-def api_error_from_status(status: int, body: Any = None) -> APIError:
-    """Build the typed error for an HTTP status and a ``Status`` body (dict, bytes or str)."""
+def api_error_from_status(status: int, body: Any = None, *,
+                          secrets: Iterable[str] = ()) -> APIError:
+    """Build the typed error for an HTTP status and a ``Status`` body (dict, bytes or str).
+
+    ``secrets``: the credentials the request sent, hidden wherever the body echoes them
+    (besides what :func:`redact` hides anyway).
+    """
     decoded: dict[str, Any] | None = None
     if isinstance(body, (bytes, bytearray)):
         body = body.decode("utf-8", "replace")
@@ -356,8 +431,8 @@ def api_error_from_status(status: int, body: Any = None) -> APIError:
         if isinstance(loaded, dict):
             decoded = loaded
         else:
-            message = body.strip()[:200]
-            return api_error_class(status)(status, "", message, None)
+            message = redact(body.strip(), secrets)[:200]  # hidden whole, then cut short
+            return api_error_class(status)(status, "", message, None, secrets=secrets)
     elif isinstance(body, dict):
         decoded = body
     reason = ""
@@ -368,7 +443,7 @@ def api_error_from_status(status: int, body: Any = None) -> APIError:
             status = code
         reason = str(decoded.get("reason") or "")
         message = str(decoded.get("message") or "")
-    return api_error_class(status)(status, reason, message, decoded)
+    return api_error_class(status)(status, reason, message, decoded, secrets=secrets)
 
 
 def is_expired(err: BaseException) -> bool:

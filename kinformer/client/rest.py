@@ -199,6 +199,25 @@ def _text(exc: BaseException) -> str:
     return _POOL_PREFIX.sub("", text)
 
 
+_CREDENTIAL_HEADERS = ("authorization", "proxy-authorization")
+
+
+def _sent_credentials(headers: Any, api_client: Any) -> list[str]:
+    """The credentials a request carried: its ``Authorization`` header (whole, and the
+    credential after its scheme), a proxy's, and the password of its ``Configuration``, so an
+    error body that echoes one hides it."""
+    configuration = api_client.configuration
+    sent = [v for k, v in dict(headers or {}).items() if str(k).lower() in _CREDENTIAL_HEADERS]
+    sent += [v for k, v in dict(getattr(configuration, "proxy_headers", None) or {}).items()
+             if str(k).lower() in _CREDENTIAL_HEADERS]
+    found = [str(v) for v in sent if v]
+    found += [v.split(None, 1)[1] for v in found if len(v.split(None, 1)) == 2]
+    password = getattr(configuration, "password", None)
+    if password:
+        found.append(str(password))
+    return found
+
+
 def _cancelled_error(where: str) -> errors.TransportError:
     return errors.TransportError(f"{where}: request cancelled")
 
@@ -303,7 +322,8 @@ class Client:
                 if call is not None and call.cancelled:
                     raise
                 error_body = b""  # a broken error body still gives a typed error
-            error = errors.api_error_from_status(response.status, error_body)
+            error = errors.api_error_from_status(
+                response.status, error_body, secrets=_sent_credentials(serialized[2], self.api_client))
             header = errors.parse_retry_after(response.headers.get("Retry-After"))
             if header is not None:
                 error.retry_after = header
