@@ -206,6 +206,34 @@ def test_a_cluster_without_a_server_url_is_a_config_error_naming_it(
     assert result.stderr == f"error: cluster k: cannot use context k: {says}\n"
 
 
+def test_a_server_url_with_a_password_never_shows_it_in_an_error_line(
+    guarded: FakeAPIServer, pair: tuple[FakeAPIServer, FakeAPIServer], tmp_path: Path,
+) -> None:
+    password = "url-passw0rd-42"
+    refused = named(guarded, "k")  # the server refuses its token: the 401 line names the server
+    refused["clusters"][0]["cluster"]["server"] = guarded.url.replace("://", f"://ann:{password}@")
+    refused["users"][0]["user"]["token"] = "not-the-token"
+    shown = guarded.url.replace("://", "://[redacted]@")
+    path = write(tmp_path / "kubeconfig", refused)
+    result = kinformer("watch", "cm", "--once", "--kubeconfig", path)
+    assert (result.returncode, result.stderr) == (5, f"error: discovery: Unauthorized (401) "
+                                                     f"from {shown}: check the credentials in the "
+                                                     "kubeconfig\n")
+    schemeless = named(pair[0], "f")
+    schemeless["clusters"][0]["cluster"]["server"] = f"ftp://ann:{password}@127.0.0.1:21"
+    path = write(tmp_path / "fleet", merged(refused, schemeless, named(pair[0], "ok", "first-ns"),
+                                            current="ok"))
+    result = kinformer("watch", "cm", "--all-contexts", "--once", "--kubeconfig", path)
+    assert result.returncode == 8, result.stderr
+    assert [row.split()[:2] for row in result.stdout.splitlines()[1:]] == [["ok", "in-first"]]
+    assert password not in result.stderr + result.stdout
+    assert sorted(result.stderr.splitlines()) == [
+        'error: cluster f: cannot use context f: cluster "f" has no server URL: '
+        '"ftp://[redacted]@127.0.0.1:21" is not http:// or https://HOST',
+        f"error: cluster k: discovery: Unauthorized (401) from {shown}: check the "
+        "credentials in the kubeconfig"]
+
+
 def exec_credential(token: str) -> str:
     """What a credential plugin prints: an ExecCredential carrying ``token``."""
     return json.dumps({"apiVersion": "client.authentication.k8s.io/v1beta1", "kind": "ExecCredential",

@@ -41,9 +41,14 @@ EXIT_CODES: tuple[tuple[int, str], ...] = (
 
 
 class CommandError(Exception):
-    """A failure that ends the command: ``message`` goes to stderr, ``code`` is the exit code."""
+    """A failure that ends the command: ``message`` goes to stderr, ``code`` is the exit code.
+
+    The message never carries a credential: a server URL's password, a token it quotes, are
+    replaced by ``[redacted]`` (:func:`kinformer.errors.redact`).
+    """
 
     def __init__(self, code: int, message: str) -> None:
+        message = errors.redact(message)
         super().__init__(message)
         self.code = code
         self.message = message
