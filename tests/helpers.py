@@ -11,8 +11,8 @@ requests through the official client's ``ApiClient`` (:func:`request`, :func:`cr
 :func:`api_error`), plain HTTP exchanges (:func:`http_exchange`), clients (:func:`client_for`,
 :func:`client_with_token`), the live client threads (:func:`client_threads`), a child
 child process run for a ``with`` block with its output read as lines (:class:`ChildProcess`,
-:data:`KINFORMER` and :class:`Lines`) and a server that accepts connections and never answers
-(:class:`SilentServer`).
+:data:`KINFORMER` and :class:`Lines`), a server that accepts connections and never answers
+(:class:`SilentServer`) and one that refuses every request echoing it (:class:`EchoingServer`).
 
 Test files in ``tests/`` and ``tests/with_apiserver/`` import it as ``helpers``: pytest's default
 ("prepend") import mode puts ``tests/`` on ``sys.path`` when it loads ``tests/conftest.py``, which
@@ -23,6 +23,7 @@ also has pytest rewrite the asserts in here. kinformer names come from ``kinform
 from __future__ import annotations
 
 import contextlib
+import http.server
 import importlib.util
 import json
 import queue
@@ -623,3 +624,43 @@ class SilentServer:
         self._thread.join(TIMEOUT)
         for conn in self._conns:
             conn.close()
+
+
+class EchoingServer(http.server.ThreadingHTTPServer):
+    """A loopback server answering every request 401 with a body that echoes it: the request
+    line and headers as text, or a ``Status`` whose message quotes the bearer token."""
+
+    daemon_threads = True
+
+    def __init__(self, as_status: bool) -> None:
+        super().__init__(("127.0.0.1", 0), _Echo)
+        self.as_status = as_status
+        self.thread = threading.Thread(target=self.serve_forever, name="test-echoing-server")
+        self.thread.start()
+
+    def close(self) -> None:
+        self.shutdown()
+        self.server_close()
+        self.thread.join(TIMEOUT)
+
+
+class _Echo(http.server.BaseHTTPRequestHandler):
+    server: EchoingServer
+
+    def do_GET(self) -> None:
+        if self.server.as_status:
+            credential = self.headers.get("Authorization", "").split()[-1]
+            body = json.dumps({"kind": "Status", "apiVersion": "v1", "status": "Failure",
+                               "code": 401, "reason": "Unauthorized",
+                               "message": f"token {credential} has expired ({self.path})"}).encode()
+        else:
+            headers = "".join(f"{k}: {v}\n" for k, v in self.headers.items())
+            body = f"denied {self.command} {self.path}\n{headers}".encode()
+        self.send_response(401)
+        self.send_header("Content-Type", "application/json" if self.server.as_status else "text/plain")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def log_message(self, format: str, *args: Any) -> None:
+        pass

@@ -7,6 +7,8 @@ runs the checks added for it and answers like kube-apiserver: 200 ``ok``, or 500
 Prometheus text format of the registry the
 :class:`~kinformer.metrics.prometheus.PrometheusMetricsProvider` fills (the ``prometheus``
 extra). Ready-made checks: :func:`informers_synced_check`, :func:`leader_election_check`.
+A failed check's reason is its exception's message with credentials hidden
+(:func:`kinformer.errors.redact`): a probe body is read by whoever can reach the port.
 """
 
 from __future__ import annotations
@@ -298,7 +300,8 @@ class ProbeServer:
             if entry.fn() is False:
                 outcome.reason = "returned False"
         except Exception as exc:
-            outcome.reason = " ".join(str(exc).split()) or type(exc).__name__
+            # any exception: one of the official client's quotes the answer, which may echo a token
+            outcome.reason = errors.redact(" ".join(str(exc).split())) or type(exc).__name__
         finally:
             with self._lock:
                 entry.running = None

@@ -10,8 +10,6 @@ the server's error answer echoes the request that carried it.
 
 from __future__ import annotations
 
-import http.server
-import json
 import logging
 import queue
 import threading
@@ -19,7 +17,7 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
-from helpers import CONFIGMAPS, client_for, client_with_token
+from helpers import CONFIGMAPS, EchoingServer, client_for, client_with_token
 
 from kinformer import errors
 from kinformer.client.discovery import CachedDiscoveryClient
@@ -201,46 +199,6 @@ def test_the_bearer_token_never_shows_in_logs_errors_or_reprs(
     assert any(r.name.startswith("urllib3") and r.levelno == logging.DEBUG for r in caplog.records)
     for text in [caplog.text, *shown, *(r.getMessage() for r in caplog.records)]:
         assert TOKEN not in text and WRONG_TOKEN not in text, text
-
-
-class EchoingServer(http.server.ThreadingHTTPServer):
-    """A loopback server answering every request 401 with a body that echoes it: the request
-    line and headers as text, or a ``Status`` whose message quotes the bearer token."""
-
-    daemon_threads = True
-
-    def __init__(self, as_status: bool) -> None:
-        super().__init__(("127.0.0.1", 0), _Echo)
-        self.as_status = as_status
-        self.thread = threading.Thread(target=self.serve_forever, name="test-echoing-server")
-        self.thread.start()
-
-    def close(self) -> None:
-        self.shutdown()
-        self.server_close()
-        self.thread.join(TIMEOUT)
-
-
-class _Echo(http.server.BaseHTTPRequestHandler):
-    server: EchoingServer
-
-    def do_GET(self) -> None:
-        if self.server.as_status:
-            credential = self.headers.get("Authorization", "").split()[-1]
-            body = json.dumps({"kind": "Status", "apiVersion": "v1", "status": "Failure",
-                               "code": 401, "reason": "Unauthorized",
-                               "message": f"token {credential} has expired ({self.path})"}).encode()
-        else:
-            headers = "".join(f"{k}: {v}\n" for k, v in self.headers.items())
-            body = f"denied {self.command} {self.path}\n{headers}".encode()
-        self.send_response(401)
-        self.send_header("Content-Type", "application/json" if self.server.as_status else "text/plain")
-        self.send_header("Content-Length", str(len(body)))
-        self.end_headers()
-        self.wfile.write(body)
-
-    def log_message(self, format: str, *args: Any) -> None:
-        pass
 
 
 @pytest.mark.parametrize("as_status", [False, True], ids=["text", "status"])

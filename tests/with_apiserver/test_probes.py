@@ -14,7 +14,7 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from helpers import CONFIGMAPS, TIMEOUT, running
+from helpers import CONFIGMAPS, TIMEOUT, EchoingServer, client_for, running
 
 from kinformer import (
     AlreadyStartedError,
@@ -80,6 +80,27 @@ def test_a_raising_or_false_check_fails_with_kube_apiserver_listing(probes: Prob
         "readyz check failed\n"
     )
     assert fetch(probes.url + "/healthz")[:2] == (200, "ok")  # liveness has its own checks
+
+
+def test_a_check_whose_error_quotes_a_token_fails_without_it() -> None:
+    from kubernetes import client as k8s
+
+    token = "probe-secret-token-31415"
+    echoing = EchoingServer(as_status=False)  # its 401 echoes the request, Authorization included
+    client = client_for(f"http://127.0.0.1:{echoing.server_address[1]}", token)
+    probes = ProbeServer(check_timeout=TIMEOUT)  # the official client's first call takes a while
+    try:
+        with probes:
+            probes.add_readyz_check("api", lambda: k8s.CoreV1Api(client).list_namespace())
+            status, body, _ = fetch(probes.url + "/readyz")
+    finally:
+        client.close()
+        echoing.close()
+    assert status == 500 and token not in body
+    line = body.splitlines()[0]  # the official client's ApiException, on one line
+    assert line.startswith("[-]api failed: (401) Reason: Unauthorized HTTP response headers: ")
+    assert "HTTP response body: denied GET /api/v1/namespaces " in line
+    assert "authorization: [redacted]" in line.lower()
 
 
 def test_exclude_skips_a_check_and_a_path_runs_one(probes: ProbeServer) -> None:
