@@ -42,8 +42,8 @@
 through one table. Errors carry what a log line needs, never credentials: every error's
 message, and an :class:`APIError`'s reason and ``Status`` body, pass through :func:`redact`
 when the error is made, which hides what looks like a credential (an ``Authorization``
-header's value, a ``Bearer`` or ``Basic`` credential, a URL's user and password, a private
-key's PEM, a token or password in a URL's query or under a credential's key), so a server
+header's value, a ``Bearer`` or ``Basic`` credential, a JSON Web Token, a URL's user and
+password, a private key's PEM, a token or password in a URL's query or under a credential's key), so a server
 that echoes a request into its answer, or a library that quotes one in its exception, cannot
 put a token into a log line through one; the request path also hides the exact credentials
 it sent (``api_error_from_status(..., secrets=...)``).
@@ -78,6 +78,8 @@ _CREDENTIALS: tuple[tuple[re.Pattern[str], str], ...] = (
      r"\1" + REDACTED),
     # a credential of the Bearer or Basic scheme anywhere else
     (re.compile(r"\b(Bearer|Basic)(\s+)[\w.~+/=-]{8,}"), r"\1\2" + REDACTED),
+    # a JSON Web Token (a service account's, an OIDC ID token), bare
+    (re.compile(r"\beyJ[\w-]{8,}\.[\w-]{8,}\.[\w-]*"), REDACTED),
     # the user and password of a URL (https://user:password@host)
     (re.compile(r"(?i)\b([a-z][a-z0-9+.-]*://)[^/\s@?#\"']+@"), r"\1" + REDACTED + "@"),
     # a credential in a URL's query

@@ -27,17 +27,20 @@ from typing import Any
 
 from kubernetes.config import kube_config as _kube_config
 
-from kinformer import context
+from kinformer import context, errors
+from kinformer.clusters import exec_credential
 
 kube_config: Any = _kube_config  # untyped
 PLUGIN_POLL = 0.05  # seconds between looks at ctx while a credential plugin runs
-SAID_MAX = 200  # characters of a failed plugin's last line of stderr shown
 KILL_WAIT = 1.0  # seconds to collect a killed plugin's output (a child of its own may hold it)
 
 
 class CredentialsError(Exception):
     """A context's credentials cannot be had: its user is missing, or its plugin failed. The
-    message names the user and plugin, never a credential."""
+    message names the user and plugin, never a credential (it is redacted)."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(errors.redact(message))
 
 
 class PluginStopped(Exception):
@@ -172,8 +175,8 @@ def run_plugin(provider: Any, ctx: context.Context, command: str, user: str,
                 _kill(process)
                 raise PluginStopped(command, user) from None
     if process.returncode != 0:  # its stderr says why (its stdout, which may hold a token, never shows)
-        said = [line.strip() for line in (stderr or "").splitlines() if line.strip()]
-        reason = f": {said[-1][:SAID_MAX]}" if said else ""
+        said = exec_credential.plugin_said(stderr, stdout)
+        reason = f": {said}" if said else ""
         raise CredentialsError(f"{plugin} failed with exit status {process.returncode}{reason}")
     try:
         data = json.loads(stdout)

@@ -166,16 +166,31 @@ def run_plugin(config: ExecConfig, cluster: Mapping[str, Any] | None = None,
         raise errors.ExecPluginError(
             f"exec plugin {name} could not start: {err.strerror or type(err).__name__}{hint}") from None
     if done.returncode != 0:
-        said = _last_line(done.stderr)
+        said = plugin_said(done.stderr, done.stdout)
         raise errors.ExecPluginError(
             f"exec plugin {name} exited with code {done.returncode}" + (f": {said}" if said else ""))
     return parse_exec_credential(done.stdout, config.api_version, name)
 
 
-def _last_line(stderr: bytes) -> str:
-    """The last non-empty line a failed plugin wrote on stderr, cut short: its own error message."""
-    lines = [line.strip() for line in stderr.decode("utf-8", "replace").splitlines() if line.strip()]
-    return lines[-1][:_STDERR_LIMIT] if lines else ""
+def plugin_said(stderr: bytes | str | None, stdout: bytes | str | None = None) -> str:
+    """The last non-empty line a failed plugin wrote on stderr, cut short: its own error
+    message, with any credential in it hidden (:func:`kinformer.errors.redact`): what looks
+    like one, and the token or key it printed on ``stdout`` all the same."""
+    if isinstance(stderr, bytes):
+        stderr = stderr.decode("utf-8", "replace")
+    lines = [line.strip() for line in (stderr or "").splitlines() if line.strip()]
+    return errors.redact(lines[-1], _printed_credentials(stdout))[:_STDERR_LIMIT] if lines else ""
+
+
+def _printed_credentials(stdout: bytes | str | None) -> list[str]:
+    """The token and key of the ``ExecCredential`` a plugin printed, if it printed one."""
+    try:
+        status = json.loads(stdout or "").get("status")
+    except (ValueError, UnicodeDecodeError, AttributeError):
+        return []
+    if not isinstance(status, dict):
+        return []
+    return [v for k, v in status.items() if k in ("token", "clientKeyData") and isinstance(v, str)]
 
 
 def parse_exec_credential(output: bytes | str, api_version: str = API_VERSIONS[0],

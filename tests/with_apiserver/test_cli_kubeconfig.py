@@ -234,6 +234,9 @@ def test_a_server_url_with_a_password_never_shows_it_in_an_error_line(
         "credentials in the kubeconfig"]
 
 
+JWT = "eyJhbGciOiJSUzI1NiJ9.eyJzdWIiOiJjbGktdXNlciJ9.c2lnbmF0dXJlLW9mLXRoZS10b2tlbg"
+
+
 def exec_credential(token: str) -> str:
     """What a credential plugin prints: an ExecCredential carrying ``token``."""
     return json.dumps({"apiVersion": "client.authentication.k8s.io/v1beta1", "kind": "ExecCredential",
@@ -262,6 +265,12 @@ def test_a_credential_plugin_gives_the_token_and_one_that_fails_is_a_config_erro
         "echo '{\"apiVersion\": \"client.authentication.k8s.io/v1beta1\", \"kind\": \"ExecCredential\", "
         "\"status\": {}}'": "gave neither a token nor a client certificate and key",
         "echo the-token": "answered no ExecCredential of client.authentication.k8s.io/v1beta1",
+        # a failing plugin quoting its token: the one it printed, a bearer token, a JWT
+        f"echo '{exec_credential('the-token')}'; echo 'the-token: expired' >&2; exit 4":
+            "failed with exit status 4: [redacted]: expired",
+        "echo 'sent Authorization: Bearer the-token-of-the-plugin' >&2; exit 5":
+            "failed with exit status 5: sent Authorization: [redacted]",
+        f"echo 'token {JWT} expired' >&2; exit 6": "failed with exit status 6: token [redacted] expired",
     }
     for i, (body, says) in enumerate(cases.items()):
         command = plugin(tmp_path, f"bad-{i}", body)
@@ -269,7 +278,7 @@ def test_a_credential_plugin_gives_the_token_and_one_that_fails_is_a_config_erro
         result = kinformer("watch", "cm", "--once", "--kubeconfig", path)
         assert (result.returncode, result.stderr) == (
             7, f"error: kubeconfig {path}: credential plugin {command} of user k {says}\n")
-        assert "the-token" not in result.stderr
+        assert "the-token" not in result.stderr and JWT not in result.stderr
 
 
 def test_a_context_naming_a_user_the_kubeconfig_lacks_is_a_config_error(

@@ -38,7 +38,8 @@ PROFILES_V1ALPHA2 = GroupVersionResource("multicluster.x-k8s.io", "v1alpha2", "c
 TOKEN = "plugin-t0ken-never-logged"
 EXEC_API = "client.authentication.k8s.io/v1"
 
-PLUGIN = '''\
+JWT = "eyJhbGciOiJSUzI1NiJ9.eyJzdWIiOiJwbHVnaW4tdXNlciJ9.c2lnbmF0dXJlLW9mLXRoZS10b2tlbg"
+PLUGIN = f'JWT = "{JWT}"\n' + '''\
 import datetime, json, os, sys
 log = os.environ["PLUGIN_LOG"]
 before = sum(1 for _ in open(log)) if os.path.exists(log) else 0
@@ -53,6 +54,13 @@ if mode == "exit" or (mode == "fail-first" and before == 0) or (mode == "expire-
 if mode == "garbage":
     print("token: " + os.environ["PLUGIN_TOKEN"])
     sys.exit(0)
+if mode in ("echo-exit", "jwt-exit"):  # fails, quoting its token (printed too, or a JWT)
+    said = os.environ["PLUGIN_TOKEN"] if mode == "echo-exit" else JWT
+    if mode == "echo-exit":
+        print(json.dumps({"apiVersion": "client.authentication.k8s.io/v1", "kind": "ExecCredential",
+                          "status": {"token": said}}))
+    sys.stderr.write("plugin: the identity service refused " + said + " for now\\n")
+    sys.exit(4)
 if mode == "hang":
     read_end, _write_end = os.pipe()
     os.read(read_end, 1)  # nothing is ever written: the plugin never answers
@@ -382,6 +390,10 @@ def test_a_profile_no_known_provider_reaches_is_logged_once_and_skipped(
     ("exit", "exec plugin python.* exited with code 3: plugin: the identity service said no"),
     ("garbage", "exec plugin python.* printed no JSON ExecCredential"),
     ("hang", r"exec plugin python.* gave no credential within 0.5 s"),
+    ("echo-exit", r"exec plugin python.* exited with code 4: plugin: the identity service refused "
+                  r"\[redacted\] for now"),
+    ("jwt-exit", r"exec plugin python.* exited with code 4: plugin: the identity service refused "
+                 r"\[redacted\] for now"),
 ])
 def test_a_failing_plugin_is_logged_once_and_its_profile_skipped(
     hub: FakeAPIServer, members: dict[str, FakeAPIServer], plugin: Plugin, start: Any,
@@ -401,7 +413,7 @@ def test_a_failing_plugin_is_logged_once_and_its_profile_skipped(
     assert len(naming) == 1 and naming[0].levelno == logging.ERROR
     assert re.search(f"ClusterProfile team-a/member skipped: access provider broken: {says}",
                      naming[0].getMessage())
-    assert TOKEN not in caplog.text
+    assert TOKEN not in caplog.text and JWT not in caplog.text
 
 
 def test_a_profile_whose_plugin_failed_is_retried_and_engages_once_it_works(
