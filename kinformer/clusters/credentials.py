@@ -8,7 +8,10 @@ provider's other members behind it. :func:`load_context` loads a context with th
 loader, except that the plugin is run here: its process is killed as soon as ``ctx`` is
 cancelled (a timeout passed, Ctrl-C, a stop), and :class:`PluginStopped` says so. No thread is
 started for it; the thread that loads waits on the process in short steps. A credential
-refreshed later (an ``expirationTimestamp`` passed) runs the plugin as the official loader does.
+refreshed later (an ``expirationTimestamp`` passed) runs the plugin here too, waited for as the
+official loader waits for it (as long as it runs); one that fails then is logged at ERROR, its
+stderr line redacted (the official loader logs its whole stderr), and the last credential is
+kept, as the official loader keeps it.
 
 A plugin that fails or gives no credential, and a context naming a user the kubeconfig lacks,
 raise :class:`CredentialsError`, where the official loader logs and goes on without
@@ -19,6 +22,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import logging
 import subprocess
 import sys
 import threading
@@ -31,6 +35,7 @@ from kinformer import context, errors
 from kinformer.clusters import exec_credential
 
 kube_config: Any = _kube_config  # untyped
+log = logging.getLogger(__name__)
 PLUGIN_POLL = 0.05  # seconds between looks at ctx while a credential plugin runs
 KILL_WAIT = 1.0  # seconds to collect a killed plugin's output (a child of its own may hold it)
 
@@ -91,7 +96,7 @@ def load_context(merger: Any, context_name: str | None, configuration: Any,
     try:
         loader.load_and_set(configuration)
     finally:
-        loader.ctx = None  # a later refresh runs the plugin as the official loader does
+        loader.ctx = None  # a later refresh waits for the plugin as the official loader does
 
 
 class _Loader(kube_config.KubeConfigLoader):  # type: ignore[misc]  # untyped base
@@ -105,16 +110,25 @@ class _Loader(kube_config.KubeConfigLoader):  # type: ignore[misc]  # untyped ba
     def _load_from_exec_plugin(self) -> bool | None:
         if "exec" not in self._user:
             return None
-        if self.ctx is None:  # a refresh, after the start
-            return bool(super()._load_from_exec_plugin())
         base_path = self._get_base_path(self._cluster.path)
         exec_config = self._user["exec"]
         command = str(exec_config.safe_get("command"))
-        status = run_plugin(kube_config.ExecProvider(exec_config, base_path, self._cluster),
-                            self.ctx, command, self.user_name, self.interactive)
-        if not self._use(status, base_path):
-            raise CredentialsError(f"credential plugin {command} of user {self.user_name} gave "
-                                   "neither a token nor a client certificate and key")
+        refresh = self.ctx is None  # after the start: waited for as the official loader waits
+        try:
+            status = run_plugin(kube_config.ExecProvider(exec_config, base_path, self._cluster),
+                                self.ctx or context.Context("credentials-refresh"), command,
+                                self.user_name, self.interactive)
+            if not self._use(status, base_path):
+                raise CredentialsError(f"credential plugin {command} of user {self.user_name} gave "
+                                       "neither a token nor a client certificate and key")
+        except CredentialsError as err:
+            if not refresh:
+                raise
+            # the official loader logs the plugin's whole stderr here, and goes on with the
+            # credential it had: so does this, with the line redacted, that credential too
+            held = str(getattr(self, "token", "") or "").removeprefix("Bearer ")
+            log.error("%s; the last credential is kept", errors.redact(str(err), [held]))
+            return None
         return True
 
     @property

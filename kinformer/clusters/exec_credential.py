@@ -291,9 +291,11 @@ class ExecCredentialSource:
                 first = self._backoff == 0.0
                 self._backoff = min(RETRY_MAX, max(RETRY_MIN, self._backoff * 2))
                 self._retry_at = time.monotonic() + self._backoff
+                held = [] if credential is None else [credential.token or "",
+                                                      credential.client_key_data or ""]
                 log.log(logging.ERROR if first else logging.DEBUG,
-                        "%s: credential not refreshed: %s; retrying in %.0f s", self.what, err,
-                        self._backoff)
+                        "%s: credential not refreshed: %s; retrying in %.0f s", self.what,
+                        errors.redact(str(err), held), self._backoff)
                 return credential
 
     def _run(self) -> ExecCredential:

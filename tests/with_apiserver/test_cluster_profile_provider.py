@@ -54,6 +54,9 @@ if mode == "exit" or (mode == "fail-first" and before == 0) or (mode == "expire-
 if mode == "garbage":
     print("token: " + os.environ["PLUGIN_TOKEN"])
     sys.exit(0)
+if mode == "expire-then-echo" and before:  # fails, quoting the token it gave before
+    sys.stderr.write("plugin: the identity service refused " + os.environ["PLUGIN_TOKEN"] + "\\n")
+    sys.exit(3)
 if mode in ("echo-exit", "jwt-exit"):  # fails, quoting its token (printed too, or a JWT)
     said = os.environ["PLUGIN_TOKEN"] if mode == "echo-exit" else JWT
     if mode == "echo-exit":
@@ -68,7 +71,7 @@ if mode == "certificate":
     status = {"clientCertificateData": "CERT PEM", "clientKeyData": "KEY PEM"}
 else:
     status = {"token": os.environ["PLUGIN_TOKEN"]}
-if mode in ("expired-first", "expire-then-fail") and before == 0:
+if mode in ("expired-first", "expire-then-fail", "expire-then-echo") and before == 0:
     past = datetime.datetime.now(datetime.timezone.utc) - datetime.timedelta(minutes=5)
     status["expirationTimestamp"] = past.strftime("%Y-%m-%dT%H:%M:%SZ")
 print(json.dumps({"apiVersion": "client.authentication.k8s.io/v1", "kind": "ExecCredential",
@@ -454,14 +457,18 @@ def test_an_expired_credential_runs_the_plugin_again_when_the_member_is_asked(
     assert len(plugin.runs("expiring")) == 2
 
 
+@pytest.mark.parametrize(("mode", "says"), [
+    ("expire-then-fail", "plugin: the identity service said no"),
+    ("expire-then-echo", "plugin: the identity service refused [redacted]"),  # its last token
+])
 def test_a_failed_refresh_is_logged_once_and_the_provider_goes_on(
     hub: FakeAPIServer, members: dict[str, FakeAPIServer], plugin: Plugin, start: Any,
-    caplog: pytest.LogCaptureFixture,
+    caplog: pytest.LogCaptureFixture, mode: str, says: str,
 ) -> None:
     caplog.set_level(logging.INFO, logger="kinformer")
     hub.create(PROFILES, profile("team-a", "member", members["east"], "expiring"))
     _factory, _configmaps, recorder = start(
-        [plugin.provider("expiring", "expire-then-fail"), plugin.provider("token-plugin")])
+        [plugin.provider("expiring", mode), plugin.provider("token-plugin")])
     # the refresh failed: the last credential was sent (this server still takes it)
     assert recorder.next() == ("add", "team-a/member", "app")
     hub.create(PROFILES, profile("team-b", "member", members["west"]))
@@ -469,8 +476,8 @@ def test_a_failed_refresh_is_logged_once_and_the_provider_goes_on(
     refused = [r for r in caplog.records if "team-a/member" in r.getMessage() and r.levelno >= logging.ERROR]
     assert [r.getMessage() for r in refused] == [
         f"ClusterProfile team-a/member: credential not refreshed: exec plugin "
-        f"{os.path.basename(sys.executable)} exited with code 3: plugin: the identity service said no; "
-        "retrying in 1 s"]
+        f"{os.path.basename(sys.executable)} exited with code 3: {says}; retrying in 1 s"]
+    assert TOKEN not in caplog.text
 
 
 def test_v1alpha1_credential_providers_are_read_as_access_providers(

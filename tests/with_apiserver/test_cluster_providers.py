@@ -273,6 +273,41 @@ def test_a_context_whose_credential_plugin_hangs_or_fails_holds_no_other_back(
     assert len(failed) == 1 and "exit status 1: no login session" in failed[0].getMessage()
 
 
+def test_a_refresh_whose_plugin_fails_quoting_its_token_logs_it_redacted(
+    kube_fleet: Fleet, tmp_path: Path, caplog: pytest.LogCaptureFixture,
+) -> None:
+    """The official loader, refreshing an expired credential, logged a failed plugin's whole
+    stderr on the root logger: a plugin that quoted its token there put it into the log."""
+    caplog.set_level(logging.DEBUG)  # every logger, the official client's too
+    server = kube_fleet["member-1"]
+    server.create(CONFIGMAPS, cm("app", None, "default", data={"cluster": "member-1"}))
+    document = json.loads(Path(fleet_kubeconfig(kube_fleet, tmp_path / "kubeconfig")).read_text())
+    credential = json.dumps({"apiVersion": "client.authentication.k8s.io/v1beta1", "kind": "ExecCredential",
+                             "status": {"token": TOKEN, "expirationTimestamp": "2000-01-01T00:00:00Z"}})
+    runs = tmp_path / "runs"  # the first run gives a credential expired already; later runs fail
+    refreshes = plugin_script(tmp_path, "refresh",
+                              f"echo run >> {runs}\n"
+                              f"[ \"$(wc -l < {runs})\" -gt 1 ] && "
+                              f"{{ echo 'refused {TOKEN}' >&2; exit 4; }}\n"
+                              f"echo '{credential}'")
+    document["users"][0]["user"] = {"exec": {"apiVersion": "client.authentication.k8s.io/v1beta1",
+                                             "command": refreshes}}
+    path = tmp_path / "with-plugin"
+    path.write_text(json.dumps(document))
+    factory = MultiClusterInformerFactory(KubeconfigContextsProvider(path, contexts=["member-1"]))
+    configmaps = factory.for_resource(CONFIGMAPS)
+    factory.start(threading.Event())
+    try:  # each request refreshes, fails, and goes on with the last token (this server takes any)
+        assert wait_for(lambda: configmaps.lister().cluster("member-1").list() != [], TIMEOUT)
+    finally:
+        factory.shutdown()
+    assert len(runs.read_text().splitlines()) > 1
+    assert TOKEN not in caplog.text
+    failed = [r.getMessage() for r in caplog.records if r.levelno >= logging.ERROR]
+    assert failed and all(m == f"credential plugin {refreshes} of user member-1 failed with exit "
+                               "status 4: refused [redacted]; the last credential is kept" for m in failed)
+
+
 def test_a_credential_plugin_past_its_time_is_killed_and_its_context_skipped(
     kube_fleet: Fleet, tmp_path: Path, caplog: pytest.LogCaptureFixture,
 ) -> None:
