@@ -49,6 +49,8 @@ import urllib3
 import urllib3.connection
 import urllib3.exceptions
 
+from kinformer import errors
+
 log = logging.getLogger(__name__)
 
 
@@ -350,7 +352,8 @@ def send(
             # goes again, once, on a new connection, as Go's transport sends it
             if not (_running.reused and method.upper() in _IDEMPOTENT):
                 raise
-        log.debug("%s %s: the kept-alive connection was closed under it; sending it again", method, url)
+        log.debug("%s %s: the kept-alive connection was closed under it; sending it again", method,
+                  errors.redact(url))  # a host's https://user:password@ shows no password
         return _urlopen(manager, method, url, headers, body, timeout)
     finally:
         _running.call = None

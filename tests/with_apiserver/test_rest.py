@@ -324,14 +324,20 @@ class ClosingKeptAliveServer:
         self.sock.close()
 
 
-def test_a_kept_alive_connection_closed_under_a_get_sends_it_again_once_on_a_new_one() -> None:
+def test_a_kept_alive_connection_closed_under_a_get_sends_it_again_once_on_a_new_one(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    caplog.set_level(logging.DEBUG, logger="kinformer")
     server = ClosingKeptAliveServer()
-    api = client_for(server.url)
+    api = client_for(server.url.replace("://", "://ann:url-passw0rd@"))  # a password in the URL
     try:
         client = rest.Client(api)
         assert client.get_json("/api/v1/namespaces")["kind"] == "NamespaceList"
         assert client.get_json("/api/v1/namespaces")["kind"] == "NamespaceList"  # reused, closed, sent again
         assert server.requests.count(b"GET /api/v1/namespaces HTTP/1.1") == 3
+        again = server.url.replace("://", "://[redacted]@") + "/api/v1/namespaces"
+        assert f"GET {again}: the kept-alive connection was closed under it" in caplog.text
+        assert "url-passw0rd" not in caplog.text
         with pytest.raises(errors.TransportError, match="connection broken"):  # a POST is not sent twice
             client.request("POST", "/api/v1/namespaces", body={"metadata": {"name": "x"}})
     finally:
