@@ -132,7 +132,24 @@ def namespace_and_name(obj: Any) -> tuple[str, str]:
 
 def no_metadata(obj: Any) -> errors.KeyFuncError:
     """The error for an object without metadata: ``object has no meta: <type> <repr>``."""
-    return errors.KeyFuncError(f"object has no meta: {type(obj).__name__} {obj!r:.200}")
+    return errors.KeyFuncError(f"object has no meta: {type(obj).__name__} {shown(obj)}")
+
+
+_CONTENTS = ("data", "stringData", "binaryData", "string_data", "binary_data")  # a Secret's, a ConfigMap's
+
+
+def shown(obj: Any, limit: int = 200) -> str:
+    """``obj``'s repr for an error message, cut at ``limit`` characters, with what its
+    ``data``, ``stringData`` and ``binaryData`` hold (a Secret's credentials) left out: their
+    keys are shown, each value as ``[redacted]``. A model object holding any shows its type,
+    namespace and name alone."""
+    if isinstance(obj, dict):
+        if any(isinstance(obj.get(field), dict) for field in _CONTENTS):
+            obj = {k: dict.fromkeys(v, errors.REDACTED) if k in _CONTENTS and isinstance(v, dict) else v
+                   for k, v in obj.items()}
+    elif any(isinstance(getattr(obj, field, None), dict) for field in _CONTENTS):
+        return f"{type(obj).__name__} {object_key(namespace(obj), name(obj))!r}"[:limit]
+    return f"{obj!r:.{limit}}"
 
 
 def has_name(obj: Any) -> bool:

@@ -109,7 +109,7 @@ class CompactIndexer:
         try:
             return self._key_func(obj)
         except Exception as exc:
-            raise errors.KeyFuncError(f"couldn't create key for object {obj!r:.200}: {exc}") from exc
+            raise errors.KeyFuncError(f"couldn't create key for object {meta.shown(obj)}: {exc}") from exc
 
     @property
     def key_func(self) -> KeyFunc:

@@ -150,7 +150,7 @@ def index_func_to_key_func_adapter(index_func: IndexFunc) -> KeyFunc:
     def key_func(obj: Any) -> str:
         values = index_func(obj)
         if len(values) == 0:
-            raise errors.KeyFuncError(f"unexpected empty indexKeys for {obj!r:.200}")
+            raise errors.KeyFuncError(f"unexpected empty indexKeys for {meta.shown(obj)}")
         if len(values) > 1:
             raise errors.KeyFuncError(f"too many keys: {list(values)!r}")
         return values[0]
@@ -259,7 +259,7 @@ class Indexer(IndexedMap):
         try:
             return self._key_func(obj)
         except Exception as exc:
-            raise errors.KeyFuncError(f"couldn't create key for object {obj!r:.200}: {exc}") from exc
+            raise errors.KeyFuncError(f"couldn't create key for object {meta.shown(obj)}: {exc}") from exc
 
     add = IndexedMap._write
     """``add(obj, key=None)``: insert or replace ``obj`` under its key (one call: the shared write path).

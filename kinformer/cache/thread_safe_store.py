@@ -125,7 +125,7 @@ class IndexedMap:
                     key = self._key_func(obj)
                 except Exception as exc:
                     raise errors.KeyFuncError(
-                        f"couldn't create key for object {obj!r:.200}: {exc}"
+                        f"couldn't create key for object {meta.shown(obj)}: {exc}"
                     ) from exc
         lock = self._lock
         if values is None:

@@ -10,6 +10,7 @@ the server's error answer echoes the request that carried it.
 
 from __future__ import annotations
 
+import base64
 import logging
 import queue
 import threading
@@ -19,7 +20,7 @@ from typing import Any
 import pytest
 from helpers import CONFIGMAPS, EchoingServer, client_for, client_with_token
 
-from kinformer import errors
+from kinformer import Indexer, errors, meta
 from kinformer.client.discovery import CachedDiscoveryClient
 from kinformer.client.listerwatcher import ListOptions
 from kinformer.client.listwatch import ListWatch
@@ -222,3 +223,27 @@ def test_an_error_answer_echoing_the_request_never_carries_its_token(as_status: 
     else:
         assert error.message.startswith("denied GET /api/v1/namespaces/default/configmaps\n")
         assert "\nAccept: application/json\n" in error.message
+
+
+def test_a_secret_a_key_function_cannot_key_is_named_without_its_data(server: FakeAPIServer) -> None:
+    from kubernetes import client as k8s
+
+    encoded = base64.b64encode(f"token: {TOKEN}".encode()).decode()
+    server.create(SECRETS, {"metadata": {"name": "member", "namespace": "default"},
+                            "data": {"kubeconfig": encoded}})
+    client = client_with_token(server, TOKEN)
+    try:
+        listed = ListWatch.for_resource(client, SECRETS, "default").list(ListOptions()).items
+        typed = k8s.CoreV1Api(client).read_namespaced_secret("member", "default")
+    finally:
+        client.close()
+    by_owner = Indexer(key_func=lambda obj: meta.labels(obj)["owner"])  # the Secret has no owner
+    for obj in (*listed, typed):
+        with pytest.raises(errors.KeyFuncError) as raised:
+            by_owner.add(obj)
+        assert encoded not in str(raised.value) and "member'" in str(raised.value)
+        assert str(raised.value).startswith("couldn't create key for object ")
+    with pytest.raises(errors.KeyFuncError) as raised:  # no metadata: the repr is all it can show
+        Indexer().add({"data": {"kubeconfig": encoded}})
+    shown = "{'data': {'kubeconfig': '[redacted]'}}"
+    assert str(raised.value) == f"couldn't create key for object {shown}: object has no meta: dict {shown}"
