@@ -59,6 +59,7 @@ it sent (``api_error_from_status(..., secrets=...)``).
 from __future__ import annotations
 
 import json
+import logging
 import re
 from collections.abc import Iterable
 from typing import Any
@@ -112,6 +113,27 @@ def _redacted(value: Any, secrets: Iterable[str] = ()) -> Any:
     if isinstance(value, list):
         return [_redacted(v, secrets) for v in value]
     return value
+
+
+class RedactingFilter(logging.Filter):
+    """A log filter passing each record's message, and its traceback, through :func:`redact`.
+
+    For loggers whose records quote errors kinformer did not make (a user's ListerWatcher
+    built on the official client raises its ``ApiException``, which quotes the server's
+    answer). Only records that are emitted pay for it.
+    """
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        message = record.getMessage()
+        hidden = redact(message)
+        if hidden != message:
+            record.msg, record.args = hidden, None
+        if record.exc_info and not record.exc_text:
+            record.exc_text = redact(logging.Formatter().formatException(record.exc_info))
+        return True
+
+
+REDACTING = RedactingFilter()
 
 
 class KinformerError(Exception):

@@ -22,6 +22,7 @@ from kinformer.reflector import failures, pager
 from kinformer.reflector import shared as _shared
 
 log = logging.getLogger(__name__)
+log.addFilter(errors.REDACTING)  # errors of any ListerWatcher: none may quote a token
 
 
 def named_items(items: list[Any], name: str) -> list[Any]:

@@ -19,6 +19,7 @@ from kinformer import errors
 from kinformer.client import listerwatcher
 
 log = logging.getLogger(__name__)
+log.addFilter(errors.REDACTING)  # errors of any ListerWatcher: none may quote a token
 
 DEFAULT_PAGE_SIZE = 500  # client-go's pager default
 

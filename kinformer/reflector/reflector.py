@@ -41,6 +41,7 @@ from kinformer.reflector import failures, listing, shard_state, sink, watch_even
 from kinformer.reflector import shared as _shared
 
 log = logging.getLogger(__name__)
+log.addFilter(errors.REDACTING)  # errors of any ListerWatcher: none may quote a token
 
 MIN_WATCH_TIMEOUT = 300.0  # watches time out server-side after [min, 2*min) seconds
 INITIAL_EVENTS_TIMEOUT = 60.0  # WatchList: give up on the end bookmark and list instead

@@ -36,6 +36,7 @@ from kinformer.client import listerwatcher
 from kinformer.reflector import sink, watch_events
 
 log = logging.getLogger(__name__)
+log.addFilter(errors.REDACTING)  # errors of any ListerWatcher: none may quote a token
 
 INITIAL_EVENTS_WARN_EVERY = 10.0  # WatchList: how often to say we are still waiting for the end bookmark
 

@@ -19,12 +19,13 @@ import logging
 from collections.abc import Callable
 from typing import Any
 
-from kinformer import meta
+from kinformer import errors, meta
 from kinformer.cache.delta_fifo import DeltaType
 from kinformer.client import listerwatcher
 from kinformer.reflector import sink
 
 log = logging.getLogger(__name__)
+log.addFilter(errors.REDACTING)  # errors of any ListerWatcher: none may quote a token
 
 _ACTIONS = {"ADDED": DeltaType.ADDED, "MODIFIED": DeltaType.UPDATED, "DELETED": DeltaType.DELETED}
 _CHANGES = frozenset(_ACTIONS)

@@ -22,6 +22,7 @@ from kinformer.reflector import failures, sink, watch, watch_loop
 from kinformer.reflector import shared as _shared
 
 log = logging.getLogger(__name__)
+log.addFilter(errors.REDACTING)  # errors of any ListerWatcher: none may quote a token
 
 _Outcome = watch.WatchOutcome
 

@@ -23,6 +23,7 @@ from kinformer.reflector import failures, watch
 from kinformer.reflector import shared as _shared
 
 log = logging.getLogger(__name__)
+log.addFilter(errors.REDACTING)  # errors of any ListerWatcher: none may quote a token
 
 VERY_SHORT_WATCH = 1.0  # a watch closing sooner than this with no events means trouble
 INTERNAL_ERROR_WINDOW_RESET = 60.0  # a minute without a 500 starts a new in-place retry window

@@ -247,3 +247,32 @@ def test_a_secret_a_key_function_cannot_key_is_named_without_its_data(server: Fa
         Indexer().add({"data": {"kubeconfig": encoded}})
     shown = "{'data': {'kubeconfig': '[redacted]'}}"
     assert str(raised.value) == f"couldn't create key for object {shown}: object has no meta: dict {shown}"
+
+
+def test_a_list_function_on_the_official_client_whose_error_quotes_the_token_logs_it_redacted(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    from kubernetes import client as k8s
+
+    caplog.set_level(logging.DEBUG, logger="kinformer")
+    server = EchoingServer(as_status=False)
+    client = client_for(f"http://127.0.0.1:{server.server_address[1]}", TOKEN)
+    core = k8s.CoreV1Api(client)  # its ApiException quotes the answer, which echoes the request
+    informer = SharedIndexInformer(ListWatch(lambda options: core.list_namespaced_config_map("default"),
+                                             lambda options: iter(())),
+                                   clock=FakeClock(), name="official")
+    stop = Context()
+    thread = threading.Thread(target=informer.run, args=(stop,), name="test-informer-run")
+    thread.start()
+    try:
+        assert wait_for(lambda: informer.last_error() is not None, TIMEOUT)
+    finally:
+        stop.cancel()
+        thread.join(TIMEOUT)
+        client.close()
+        server.close()
+    assert isinstance(informer.last_error(), k8s.ApiException)  # the error itself, as raised
+    failed = [r.getMessage() for r in caplog.records if "list at rv='0' failed" in r.getMessage()]
+    assert failed and "HTTP response body: denied GET /api/v1/namespaces/default/configmaps" in failed[0]
+    assert "authorization: [redacted]" in failed[0].lower()
+    assert TOKEN not in caplog.text
