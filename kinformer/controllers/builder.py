@@ -36,6 +36,7 @@ from kinformer.metrics import provider as metrics_provider
 from kinformer.workqueue.priority import PriorityQueue
 
 log = logging.getLogger(__name__)
+log.addFilter(errors.REDACTING)  # a reconciler's errors: none may quote a token
 
 
 @runtime_checkable

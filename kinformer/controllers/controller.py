@@ -32,6 +32,7 @@ from kinformer.controllers import lifecycle
 from kinformer.workqueue import RateLimitingQueue
 
 log = logging.getLogger(__name__)
+log.addFilter(errors.REDACTING)  # a reconciler's errors: none may quote a token
 
 JOIN_TIMEOUT = 30.0  # seconds run() waits for its workers before naming those still reconciling
 STUCK_WARN_INTERVAL = 300.0  # seconds between further warnings while a stopped worker reconciles on

@@ -20,7 +20,14 @@ from typing import Any
 import pytest
 from helpers import CONFIGMAPS, EchoingServer, client_for, client_with_token
 
-from kinformer import Indexer, errors, meta
+from kinformer import (
+    Controller,
+    Indexer,
+    ItemExponentialFailureRateLimiter,
+    RateLimitingQueue,
+    errors,
+    meta,
+)
 from kinformer.client.discovery import CachedDiscoveryClient
 from kinformer.client.listerwatcher import ListOptions
 from kinformer.client.listwatch import ListWatch
@@ -276,3 +283,37 @@ def test_a_list_function_on_the_official_client_whose_error_quotes_the_token_log
     assert failed and "HTTP response body: denied GET /api/v1/namespaces/default/configmaps" in failed[0]
     assert "authorization: [redacted]" in failed[0].lower()
     assert TOKEN not in caplog.text
+
+
+def test_a_reconcile_failing_with_an_error_that_quotes_the_token_logs_it_redacted(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    from kubernetes import client as k8s
+
+    caplog.set_level(logging.DEBUG, logger="kinformer")
+    server = EchoingServer(as_status=False)  # its answer echoes the request's headers
+    client = client_for(f"http://127.0.0.1:{server.server_address[1]}", TOKEN)
+    core = k8s.CoreV1Api(client)
+
+    class Reads:
+        def reconcile(self, key: str) -> None:
+            namespace, name = key.split("/")
+            core.read_namespaced_config_map(name, namespace)
+
+    queue: RateLimitingQueue[str] = RateLimitingQueue(
+        ItemExponentialFailureRateLimiter(1.0, 60.0), FakeClock(), name="official")  # no retry
+    controller = Controller("official", Reads(), queue=queue)
+    stop = Context()
+    thread = threading.Thread(target=controller.run, args=(stop,), name="test-controller-run")
+    thread.start()
+    try:
+        controller.enqueue("default/app")
+        assert wait_for(lambda: any("reconcile failed" in r.getMessage() for r in caplog.records), TIMEOUT)
+    finally:
+        stop.cancel()
+        thread.join(TIMEOUT)
+        client.close()
+        server.close()
+    assert TOKEN not in caplog.text
+    assert "HTTP response body: denied GET /api/v1/namespaces/default/configmaps/app" in caplog.text
+    assert "authorization: [redacted]" in caplog.text.lower()
