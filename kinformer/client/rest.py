@@ -218,6 +218,21 @@ def _sent_credentials(headers: Any, api_client: Any) -> list[str]:
     return found
 
 
+def _cause(exc: BaseException) -> BaseException | None:
+    """``exc`` to chain under kinformer's error, or None when its message or one of the
+    exceptions it chains quotes a credential (urllib3 quotes a URL it cannot parse whole,
+    ``https://user:password@...`` included): a traceback of the error then shows none."""
+    seen: BaseException | None = exc
+    for _ in range(8):
+        if seen is None:
+            return exc
+        text = str(seen)
+        if errors.redact(text) != text:
+            return None
+        seen = seen.__cause__ or seen.__context__
+    return exc
+
+
 def _cancelled_error(where: str) -> errors.TransportError:
     return errors.TransportError(f"{where}: request cancelled")
 
@@ -344,8 +359,8 @@ class Client:
             raise _cancelled_error(where) from exc
         except (urllib3.exceptions.HTTPError, OSError) as exc:
             if call is not None and call.cancelled:
-                raise _cancelled_error(where) from exc
-            raise transport_error(exc, where) from exc
+                raise _cancelled_error(where) from _cause(exc)
+            raise transport_error(exc, where) from _cause(exc)
 
     def get_json(
         self,
@@ -447,8 +462,8 @@ class Response:
             complete = True
         except (urllib3.exceptions.HTTPError, OSError, ValueError, AttributeError) as exc:
             if call is not None and call.cancelled:
-                raise _cancelled_error(self.where) from exc
-            raise transport_error(exc, self.where) from exc
+                raise _cancelled_error(self.where) from _cause(exc)
+            raise transport_error(exc, self.where) from _cause(exc)
         finally:
             intact = self._end_call()
             self.release(reuse=complete and intact)
@@ -489,9 +504,9 @@ class Response:
             chunk: bytes = self._read1(amount)
         except urllib3.exceptions.ReadTimeoutError as exc:
             self.silent = True
-            raise errors.TransportError(f"{self.where}: no data for {self._read_timeout}s") from exc
+            raise errors.TransportError(f"{self.where}: no data for {self._read_timeout}s") from _cause(exc)
         except (urllib3.exceptions.HTTPError, OSError, ValueError, AttributeError) as exc:
-            raise transport_error(exc, self.where) from exc
+            raise transport_error(exc, self.where) from _cause(exc)
         return chunk
 
     def shutdown(self) -> None:

@@ -11,6 +11,7 @@ import json
 import logging
 import socket
 import threading
+import traceback
 from collections.abc import Iterator
 from typing import Any
 
@@ -156,6 +157,27 @@ def test_a_name_that_does_not_resolve_is_a_transport_error_naming_it() -> None:
         api.close()
     assert str(raised.value).startswith(
         "discovery /api: DNS lookup failed: Failed to resolve 'kinformer-test.invalid' (")
+
+
+def test_a_url_that_does_not_parse_names_it_without_its_password_even_in_a_traceback() -> None:
+    api = client_for("https://ann:url-passw0rd@127.0.0.1:99999")  # no such port
+    try:
+        with pytest.raises(errors.TransportError) as raised:
+            rest.Client(api).request("GET", "/api")
+    finally:
+        api.close()
+    assert str(raised.value) == ("GET /api: LocationParseError: Failed to parse: "
+                                 "https://[redacted]@127.0.0.1:99999/api")
+    assert "url-passw0rd" not in "".join(traceback.format_exception(raised.value))
+    # a cause quoting no credential stays chained, for its traceback
+    with FakeAPIServer(token="s3cret") as server:
+        api = client_for(server.url)
+        try:
+            with pytest.raises(errors.TransportError) as raised:
+                rest.Client(api).request("GET", "/api")
+        finally:
+            api.close()
+    assert raised.value.__cause__ is not None
 
 
 def test_get_json_names_the_request_in_a_decode_error_and_types_error_statuses(
