@@ -7,8 +7,8 @@ changes the cache for everybody. When detection is on, the informer caches into 
 detector keeps a deep copy of it until the key is written again or deleted, and
 :meth:`MutationDetector.check` names the keys whose object no longer equals its copy; the log
 line of each also says which fields changed (:func:`field_changes`, as client-go's detector
-prints its diff). When it is off, the informer uses a plain :class:`~kinformer.Indexer` and
-nothing here runs.
+prints its diff), never a Secret's values. When it is off, the informer uses a plain
+:class:`~kinformer.Indexer` and nothing here runs.
 """
 
 from __future__ import annotations
@@ -34,6 +34,7 @@ _TRUE = ("1", "true")
 MAX_CHANGES = 5  # field paths one log line names; more are counted ("and 3 more")
 MAX_VALUE = 40  # characters of a value shown before and after a change
 _PLAIN_KEY = re.compile(r"[A-Za-z_][A-Za-z0-9_-]*\Z")  # printed after a dot; others in brackets
+_CONTENTS = ("data", "stringData")  # a Secret's credentials: never shown
 
 
 def field_changes(original: Any, current: Any, limit: int = MAX_CHANGES) -> list[str]:
@@ -41,32 +42,44 @@ def field_changes(original: Any, current: Any, limit: int = MAX_CHANGES) -> list
 
     ``metadata.labels.app: 'a' -> 'b'``, ``data.x: added``, ``spec.replicas: removed``; list
     items as ``[2]``, keys that are not plain words as ``['app.kubernetes.io/name']``; values
-    shortened to :data:`MAX_VALUE` characters. Past ``limit`` changes one last entry counts the
-    rest (``and 3 more``). Only JSON-like values (dicts, lists, scalars) are walked into.
+    shortened to :data:`MAX_VALUE` characters; a Secret's (its ``kind``, or the ``type`` every
+    Secret has) under ``data`` or ``stringData`` never shown: ``data.token: changed``. Past
+    ``limit`` changes one last entry counts the rest (``and 3 more``). Only JSON-like values
+    (dicts, lists, scalars) are walked into.
     """
     found: list[str] = []
-    _walk(original, current, "", found)
+    _walk(original, current, "", found, _is_secret(original) or _is_secret(current))
     if len(found) > limit:
         return [*found[:limit], f"and {len(found) - limit} more"]
     return found
 
 
-def _walk(old: Any, new: Any, path: str, found: list[str]) -> None:
+def _walk(old: Any, new: Any, path: str, found: list[str], secret: bool) -> None:
     if type(old) is dict and type(new) is dict:
         for key in old:
             child = _join(path, key)
             if key not in new:
                 found.append(f"{child}: removed")
             else:
-                _walk(old[key], new[key], child, found)
+                _walk(old[key], new[key], child, found, secret)
         found.extend(f"{_join(path, key)}: added" for key in new if key not in old)
     elif type(old) is list and type(new) is list:
         for index, (before, after) in enumerate(zip(old, new, strict=False)):  # the rest below
-            _walk(before, after, f"{path}[{index}]", found)
+            _walk(before, after, f"{path}[{index}]", found, secret)
         found.extend(f"{path}[{i}]: removed" for i in range(len(new), len(old)))
         found.extend(f"{path}[{i}]: added" for i in range(len(old), len(new)))
     elif type(old) is not type(new) or old != new:
-        found.append(f"{path or '(the object)'}: {_short(old)} -> {_short(new)}")
+        if secret and re.split(r"[.\[]", path, maxsplit=1)[0] in _CONTENTS:
+            found.append(f"{path}: changed")
+        else:
+            found.append(f"{path or '(the object)'}: {_short(old)} -> {_short(new)}")
+
+
+def _is_secret(obj: Any) -> bool:
+    """Whether ``obj`` is a Secret: its ``kind`` says so, or (a listed one has no kind) it has
+    the top-level ``type`` string every Secret has and no other object with data does."""
+    return type(obj) is dict and (obj.get("kind") == "Secret" or (
+        isinstance(obj.get("type"), str) and any(field in obj for field in _CONTENTS)))
 
 
 def _join(path: str, key: Any) -> str:
@@ -76,7 +89,7 @@ def _join(path: str, key: Any) -> str:
 
 
 def _short(value: Any) -> str:
-    text = repr(value)
+    text = meta.shown(value, MAX_VALUE + 1) if _is_secret(value) else repr(value)
     return text if len(text) <= MAX_VALUE else text[:MAX_VALUE - 3] + "..."
 
 

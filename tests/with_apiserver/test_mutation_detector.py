@@ -8,6 +8,7 @@ written again or deleted is forgotten. Off, nothing is tracked.
 
 from __future__ import annotations
 
+import base64
 import logging
 import threading
 from typing import Any
@@ -20,12 +21,14 @@ from kinformer import (
     ConfigurationError,
     DynamicSharedInformerFactory,
     GroupVersionKind,
+    GroupVersionResource,
     InformerManager,
     ListWatch,
     ResourceEventHandlerFuncs,
     SharedIndexInformer,
     _threads,
 )
+from kinformer.testing import FakeAPIServer
 from kinformer.testing.waiting import wait_for
 
 TIMEOUT = 10.0
@@ -95,6 +98,29 @@ def test_the_error_names_the_fields_that_changed_once_per_key(
     [message] = errors_about(caplog, "default/a")
     changes = message.split("before changing it): ", 1)[1]
     assert changes == "metadata.labels.app: 'a' -> 'b'; data.k: removed; data.x: added"
+
+
+def test_a_handler_decoding_a_secret_in_place_is_reported_without_its_values(
+    apiserver: FakeAPIServer, api_client: Any, caplog: pytest.LogCaptureFixture
+) -> None:
+    token = "decoded-secret-token-2718"
+    secrets = GroupVersionResource("", "v1", "secrets")
+    apiserver.create(secrets, {"metadata": {"name": "member", "namespace": "default"}, "type": "Opaque",
+                               "data": {"token": base64.b64encode(token.encode()).decode()}})
+
+    def decode(obj: Any) -> None:  # the bug: the cached Secret itself decoded
+        obj["data"]["token"] = base64.b64decode(obj["data"]["token"]).decode()
+        obj["metadata"]["labels"] = {"decoded": "yes"}
+
+    informer = SharedIndexInformer(ListWatch.for_resource(api_client, secrets, namespace="default"),
+                                   name="secrets", detect_mutations=True, mutation_check_period=PERIOD)
+    informer.add_event_handler(ResourceEventHandlerFuncs(add_func=decode))
+    caplog.set_level(logging.ERROR, logger=LOGGER)
+    with running(informer.run):
+        assert wait_for(lambda: errors_about(caplog, "default/member"), TIMEOUT)
+    [message] = errors_about(caplog, "default/member")
+    assert message.split("before changing it): ", 1)[1] == "metadata.labels: added; data.token: changed"
+    assert token not in caplog.text and base64.b64encode(token.encode()).decode() not in caplog.text
 
 
 def test_the_error_stays_short_however_much_changed(
