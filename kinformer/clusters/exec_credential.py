@@ -57,11 +57,11 @@ class ExecConfig:
     :meth:`from_dict` reads the kubeconfig spelling (``command``, ``args``, ``env`` as
     ``[{"name", "value"}]``, ``apiVersion``, ``provideClusterInfo``, ``interactiveMode``,
     ``installHint``). Plugins run without a terminal: ``interactiveMode: Always`` is refused.
-    The repr leaves out the environment's values.
+    The repr leaves out the arguments and the environment (either may carry a credential).
     """
 
     command: str
-    args: tuple[str, ...] = ()
+    args: tuple[str, ...] = field(default=(), repr=False)
     env: tuple[tuple[str, str], ...] = field(default=(), repr=False)
     api_version: str = API_VERSIONS[0]
     provide_cluster_info: bool = False

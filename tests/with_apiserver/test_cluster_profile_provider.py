@@ -545,6 +545,9 @@ def test_credentials_never_show_in_a_repr_and_bad_output_is_refused_without_quot
 def test_bad_settings_are_refused(api_client: Any, plugin: Plugin) -> None:
     good = [plugin.provider("token-plugin")]
     assert "PLUGIN_TOKEN" not in repr(ExecConfig.from_dict(good[0]["execConfig"]))
+    flagged = ExecConfig.from_dict({"command": "get-token", "args": ["--token=arg-t0ken-never-shown"]})
+    assert repr(flagged) == ("ExecConfig(command='get-token', api_version='client.authentication.k8s.io/v1', "
+                             "provide_cluster_info=False)")
     cases: list[tuple[dict[str, Any], str]] = [
         ({}, "access_providers is required"),
         ({"access_providers": []}, "access_providers is empty"),
