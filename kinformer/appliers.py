@@ -34,6 +34,7 @@ from kinformer.cache import delta_fifo, real_fifo, store
 from kinformer.cache.thread_safe_store import NOT_APPLIED
 
 log = logging.getLogger(__name__)
+log.addFilter(errors.REDACTING)  # a store's or handler's errors: none may quote a token
 
 INITIAL_BATCH = 1000  # items of a queued first list applied per FIFO lock hold
 STEADY_BATCH = 1000  # keys applied per FIFO lock hold once synced

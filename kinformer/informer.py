@@ -41,6 +41,7 @@ from kinformer.metrics import provider as metrics_provider
 from kinformer.reflector import reflector
 
 log = logging.getLogger(__name__)
+log.addFilter(errors.REDACTING)  # a store's or handler's errors: none may quote a token
 
 POP_TIMEOUT = 1.0  # the delta loop looks at its stop signal at least this often
 JOIN_TIMEOUT = 30.0  # reflector and delta loop close their own streams; this only bounds a bug

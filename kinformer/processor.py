@@ -26,6 +26,7 @@ from kinformer.clock import Clock
 from kinformer.handlers import ResourceEventHandler
 
 log = logging.getLogger(__name__)
+log.addFilter(errors.REDACTING)  # a handler's errors: none may quote a token
 
 ADD = "add"
 UPDATE = "update"

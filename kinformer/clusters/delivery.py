@@ -20,11 +20,12 @@ from collections import deque
 from collections.abc import Callable
 from typing import Any
 
-from kinformer import _threads, processor
+from kinformer import _threads, errors, processor
 from kinformer.cluster_handlers import ClusterEventHandler, PerClusterHandler
 from kinformer.handlers import ResourceEventHandler
 
 log = logging.getLogger(__name__)
+log.addFilter(errors.REDACTING)  # a handler's errors: none may quote a token
 
 _numbers = itertools.count(1)
 

@@ -33,6 +33,7 @@ from kinformer.gvr import APIResourceMeta, GroupVersionResource
 from kinformer.managers import crd, source
 
 log = logging.getLogger(__name__)
+log.addFilter(errors.REDACTING)  # a handler's errors: none may quote a token
 
 DEFAULT_POLL_INTERVAL = 30.0  # fleet's discovery period; CRD changes are seen at once where watched
 MIN_UPDATE_INTERVAL = 1.0  # kcp: at least a second between passes, so a burst of CRD events is one pass

@@ -25,6 +25,7 @@ from kinformer import (
     Indexer,
     ItemExponentialFailureRateLimiter,
     RateLimitingQueue,
+    ResourceEventHandlerFuncs,
     errors,
     meta,
 )
@@ -316,4 +317,33 @@ def test_a_reconcile_failing_with_an_error_that_quotes_the_token_logs_it_redacte
         server.close()
     assert TOKEN not in caplog.text
     assert "HTTP response body: denied GET /api/v1/namespaces/default/configmaps/app" in caplog.text
+    assert "authorization: [redacted]" in caplog.text.lower()
+
+
+def test_a_handler_failing_with_an_error_that_quotes_the_token_logs_it_redacted(
+    apiserver: FakeAPIServer, api_client: Any, caplog: pytest.LogCaptureFixture,
+) -> None:
+    from kubernetes import client as k8s
+
+    caplog.set_level(logging.DEBUG, logger="kinformer")
+    echoing = EchoingServer(as_status=False)  # its answer echoes the request's headers
+    client = client_for(f"http://127.0.0.1:{echoing.server_address[1]}", TOKEN)
+    core = k8s.CoreV1Api(client)
+    apiserver.create(CONFIGMAPS, {"metadata": {"name": "app", "namespace": "default"}})
+    informer = SharedIndexInformer(ListWatch.for_resource(api_client, CONFIGMAPS, "default"), name="copies")
+    # a handler copying each object elsewhere, through the official client
+    informer.add_event_handler(ResourceEventHandlerFuncs(
+        add_func=lambda obj: core.create_namespaced_config_map("copies", obj)))
+    stop = Context()
+    thread = threading.Thread(target=informer.run, args=(stop,), name="test-informer-run")
+    thread.start()
+    try:
+        assert wait_for(lambda: any("failed on add" in r.getMessage() for r in caplog.records), TIMEOUT)
+    finally:
+        stop.cancel()
+        thread.join(TIMEOUT)
+        client.close()
+        echoing.close()
+    assert TOKEN not in caplog.text
+    assert "HTTP response body: denied POST /api/v1/namespaces/copies/configmaps" in caplog.text
     assert "authorization: [redacted]" in caplog.text.lower()
