@@ -77,8 +77,10 @@ _CREDENTIALS: tuple[tuple[re.Pattern[str], str], ...] = (
     (re.compile(r"(?i)(\b(?:proxy-)?authorization[\"']?\s*[:=]\s*[\"']?)"
                 r"(?:[a-z][\w-]*[ \t]+)?[^\s\"',}]+"),
      r"\1" + REDACTED),
-    # a credential of the Bearer or Basic scheme anywhere else
-    (re.compile(r"\b(Bearer|Basic)(\s+)[\w.~+/=-]{8,}"), r"\1\2" + REDACTED),
+    # a credential of the Bearer or Basic scheme anywhere else (a word, as in "Basic
+    # authentication", is none: a credential has a digit, a symbol or a capital inside)
+    (re.compile(r"\b(Bearer|Basic)(\s+)(?=[\w.~+/=-]*(?:[\d.~+/=_-]|[a-z][A-Z]))[\w.~+/=-]{8,}"),
+     r"\1\2" + REDACTED),
     # a JSON Web Token (a service account's, an OIDC ID token), bare
     (re.compile(r"\beyJ[\w-]{8,}\.[\w-]{8,}\.[\w-]*"), REDACTED),
     # the user and password of a URL (https://user:password@host)

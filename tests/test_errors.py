@@ -93,3 +93,41 @@ def test_an_ambiguous_name_is_a_lookup_error_naming_its_clusters() -> None:
     assert err.clusters == ["root:a", "root:b"]
     assert str(err) == ('configmaps "default/app" is in 2 clusters (root:a, root:b): ask for one, '
                         'with a cluster-aware key ("root:a|default/app") or cluster(name)')
+
+
+@pytest.mark.parametrize(("text", "shown"), [
+    ("Authorization: Bearer abc.def.ghi", "Authorization: [redacted]"),
+    ("{'authorization': 'Basic dXNlcjpwYXNz'}", "{'authorization': '[redacted]'}"),
+    ("proxy-authorization=Negotiate YIIabc, next", "proxy-authorization=[redacted], next"),
+    ("sent Bearer s3cret-t0ken and more", "sent Bearer [redacted] and more"),
+    ("at https://ann:pw@host:6443/api", "at https://[redacted]@host:6443/api"),
+    ("GET /api?labelSelector=a&token=t0k&limit=5", "GET /api?labelSelector=a&token=[redacted]&limit=5"),
+    ('{"token": "t0k3n-value", "kind": "X"}', '{"token": "[redacted]", "kind": "X"}'),
+    ("client-key-data: LS0tLS1CRUdJTg==", "client-key-data: [redacted]"),
+    ("id eyJhbGciOiJSUzI1NiJ9.eyJzdWIiOiJhIn0.c2lnbmF0dXJl here", "id [redacted] here"),
+    ("key -----BEGIN EC PRIVATE KEY-----\nMHcCAQEE\n-----END EC PRIVATE KEY----- done",
+     "key [redacted] done"),
+    ("cut -----BEGIN PRIVATE KEY-----\nMIIEvQIBADANBgkqhkiG9w0BAQEFAA", "cut [redacted]"),
+])
+def test_redact_hides_what_looks_like_a_credential_and_keeps_the_rest(text: str, shown: str) -> None:
+    assert errors.redact(text) == shown
+
+
+@pytest.mark.parametrize("text", [
+    "Basic authentication is not enabled", "Bearer tokens only", "invalid continue token: abc",
+    "GET /api/v1/namespaces/default/configmaps?watch=true&resourceVersion=12",
+    "https://127.0.0.1:6443/clusters/root:org", "(410) Expired: too old resource version: 1 (5)",
+])
+def test_redact_leaves_ordinary_messages_alone(text: str) -> None:
+    assert errors.redact(text) == text
+
+
+def test_redact_hides_exact_secrets_and_every_error_redacts_its_message() -> None:
+    assert errors.redact("token t0k-42 expired; t0k-42 again", ["t0k-42", "", "ab"]) == (
+        "token [redacted] expired; [redacted] again")
+    assert errors.redact("ab cd", ["ab"]) == "ab cd"  # too short to hide
+    assert str(errors.TransportError("GET https://ann:pw@host/api: refused")) == (
+        "GET https://[redacted]@host/api: refused")
+    error = errors.api_error_from_status(401, {"kind": "Status", "reason": "Unauthorized",
+                                               "message": "token t0k-42 expired"}, secrets=["t0k-42"])
+    assert (error.message, error.body["message"]) == ("token [redacted] expired",) * 2
