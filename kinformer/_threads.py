@@ -12,9 +12,10 @@ import threading
 from collections.abc import Callable, Iterable
 from typing import Any
 
-from kinformer import _checks
+from kinformer import _checks, errors
 
 log = logging.getLogger(__name__)
+log.addFilter(errors.REDACTING)  # a thread's crash: no traceback may quote a token
 
 PREFIX = "kinformer-"
 

@@ -26,9 +26,10 @@ import logging
 import threading
 from collections.abc import Callable
 
-from kinformer import _checks
+from kinformer import _checks, errors
 
 log = logging.getLogger(__name__)
+log.addFilter(errors.REDACTING)  # a callback's errors: none may quote a token
 
 _POLL_INTERVAL = 0.05  # how often a bridge thread looks at a plain Event it cannot subscribe to
 _ids = itertools.count(1)

@@ -29,6 +29,7 @@ from kinformer.leaderelection.record import LeaderElectionRecord, lease_seconds
 from kinformer.metrics import provider as metrics_provider
 
 log = logging.getLogger(__name__)
+log.addFilter(errors.REDACTING)  # a callback's errors: none may quote a token
 
 JOIN_WARN_INTERVAL = 10.0  # seconds between warnings while run() waits for a callback to return
 RELEASE_ATTEMPTS = 3  # writes of the released record, each after reading the Lease again on a 409

@@ -44,6 +44,7 @@ from kinformer.leaderelection.record import format_micro_time, lease_seconds
 from kinformer.reflector import reflector
 
 log = logging.getLogger(__name__)
+log.addFilter(errors.REDACTING)  # a listener's errors: none may quote a token
 
 GROUP_LABEL = "kinformer.io/shard-group"
 REQUEST_TIMEOUT = 10.0  # seconds per Lease request at most; a renewal gets only what its Lease has left

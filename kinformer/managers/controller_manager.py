@@ -33,6 +33,7 @@ from kinformer.managers import source
 from kinformer.workqueue import RateLimitingQueue
 
 log = logging.getLogger(__name__)
+log.addFilter(errors.REDACTING)  # a controller's errors: none may quote a token
 
 CONTROLLER_NAME_PREFIX = "syncer-controller-manager-"
 RESYNC_KEY = "resync"  # the one key on the manager's queue: notifications coalesce into it

@@ -15,7 +15,15 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from helpers import TIMEOUT, client_threads, metric_value, running, step_when_waiting
+from helpers import (
+    TIMEOUT,
+    EchoingServer,
+    client_for,
+    client_threads,
+    metric_value,
+    running,
+    step_when_waiting,
+)
 
 from kinformer import (
     AlreadyStartedError,
@@ -320,6 +328,37 @@ def test_a_leader_whose_work_fails_steps_down_and_releases_the_lease(
         thread.join(TIMEOUT)
     assert callbacks.stopped.is_set() and not elector.is_leader()
     assert lease_spec(apiserver)["holderIdentity"] == ""  # another replica may lead at once
+
+
+def test_a_leaders_work_failing_with_an_error_that_quotes_a_token_is_logged_redacted(
+    lock: LeaseLock, clock: FakeClock, caplog: pytest.LogCaptureFixture,
+) -> None:
+    from kubernetes import client as k8s
+
+    token = "leader-secret-token-1618"
+    echoing = EchoingServer(as_status=False)  # its answer echoes the request's headers
+    client = client_for(f"http://127.0.0.1:{echoing.server_address[1]}", token)
+
+    def reads(ctx: Context) -> None:  # its work reads through the official client, refused
+        k8s.CoreV1Api(client).read_namespaced_config_map("app", "default")
+
+    elector = LeaderElector(LeaderElectionConfig(
+        lock, lease_duration=LEASE, renew_deadline=RENEW, retry_period=RETRY, release_on_cancel=True,
+        on_started_leading=reads, on_stopped_leading=lambda: None), clock=clock)
+    stop = threading.Event()
+    thread = threading.Thread(target=elector.run, args=(stop,), name="test-elector")
+    thread.start()
+    try:
+        assert wait_for(lambda: "on_started_leading failed" in caplog.text, TIMEOUT)
+    finally:
+        stop.set()
+        thread.join(TIMEOUT)
+        client.close()
+        echoing.close()
+    assert not thread.is_alive()
+    assert token not in caplog.text
+    assert "HTTP response body: denied GET /api/v1/namespaces/default/configmaps/app" in caplog.text
+    assert "authorization: [redacted]" in caplog.text.lower()
 
 
 def test_stop_cancels_the_leaders_context_before_on_stopped_leading_and_keeps_the_lease(
