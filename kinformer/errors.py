@@ -43,10 +43,12 @@ through one table. Errors carry what a log line needs, never credentials: every 
 message, and an :class:`APIError`'s reason and ``Status`` body, pass through :func:`redact`
 when the error is made, which hides what looks like a credential (an ``Authorization``
 header's value, a ``Bearer`` or ``Basic`` credential, a JSON Web Token, a URL's user and
-password, a private key's PEM, a token or password in a URL's query or under a credential's key), so a server
-that echoes a request into its answer, or a library that quotes one in its exception, cannot
-put a token into a log line through one; the request path also hides the exact credentials
-it sent (``api_error_from_status(..., secrets=...)``).
+password, a private key's PEM, a token or password in a URL's query or under a credential's
+key), so a server that echoes a request into its answer, or a library that quotes one in its
+exception, cannot put a token into a log line through one; the request path also hides the
+exact credentials it sent (``api_error_from_status(..., secrets=...)``).
+:class:`RedactingFilter` does the same for the log records of the modules that log errors
+kinformer did not make.
 
 >>> redact("denied: Authorization: Bearer abc.def.ghi from https://ann:pw@host/x?token=t0k")
 'denied: Authorization: [redacted] from https://[redacted]@host/x?token=[redacted]'
