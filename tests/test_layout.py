@@ -77,6 +77,16 @@ def test_one_module_builds_requests_and_one_pool_sends_them() -> None:
     assert _modules_calling("call_api") == []  # the caller's ApiClient never carries them
 
 
+def test_every_module_logging_a_traceback_redacts_its_records() -> None:
+    """A traceback quotes whatever its exceptions carry (the official client's ApiException
+    quotes the server's answer, which may echo the request's token): each module that logs one
+    has its logger redact what it logs (kinformer.errors.RedactingFilter)."""
+    unredacted = [path.relative_to(PACKAGE).as_posix() for path in sorted(PACKAGE.rglob("*.py"))
+                  if re.search(r"\blog\.exception\(|exc_info=True", text := path.read_text(encoding="utf-8"))
+                  and "log.addFilter(errors.REDACTING)" not in text]
+    assert unredacted == []
+
+
 def test_ci_runs_exactly_the_test_command_of_the_readme() -> None:
     section = (CHECKOUT / "README.md").read_text(encoding="utf-8").split("## Run the tests", 1)[1]
     match = re.search(r"```\n(.*?)```", section, re.DOTALL)

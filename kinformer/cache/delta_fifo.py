@@ -23,7 +23,7 @@ from collections import deque
 from collections.abc import Callable, Iterable
 from typing import Any, NamedTuple
 
-from kinformer import meta
+from kinformer import errors, meta
 from kinformer.cache import cluster as _cluster
 from kinformer.cache.fifo_base import FIFOBase, TransformFunc
 from kinformer.cache.store import (
@@ -34,6 +34,7 @@ from kinformer.cache.store import (
 )
 
 log = logging.getLogger(__name__)
+log.addFilter(errors.REDACTING)  # a key function's errors: none may quote a token
 
 __all__ = [
     "Delta",

@@ -24,6 +24,7 @@ from kinformer.cache.store import (
 )
 
 log = logging.getLogger(__name__)
+log.addFilter(errors.REDACTING)  # a key function's errors: none may quote a token
 
 TransformFunc = Callable[[Any], Any]
 """Applied once to every incoming object before it is queued."""

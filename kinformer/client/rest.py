@@ -42,6 +42,7 @@ from kinformer.cache import cluster as _cluster
 from kinformer.client import pool as _pool
 
 log = logging.getLogger(__name__)
+log.addFilter(errors.REDACTING)  # a transport's errors: none may quote a token
 
 DEFAULT_CONNECT_TIMEOUT = 10.0  # seconds to open a connection (TCP and TLS)
 DEFAULT_READ_TIMEOUT = 30.0  # seconds of silence before a read fails; watches pass their own

@@ -28,6 +28,7 @@ from kinformer import context as context_module
 from kinformer.metrics import provider as provider_module
 
 log = logging.getLogger(__name__)
+log.addFilter(errors.REDACTING)  # a request's errors: none may quote a token
 
 CHECK_TIMEOUT = 0.5  # seconds a check may take; the kubelet gives a whole probe 1 s by default
 REQUEST_TIMEOUT = 5.0  # seconds a client may take to send its request before it is dropped

@@ -47,6 +47,7 @@ from kinformer.testing._apiserver.wire import request as parsing
 from kinformer.testing._apiserver.wire.request import Request
 
 log = logging.getLogger(__name__)
+log.addFilter(errors.REDACTING)  # a request's errors: none may quote a token
 
 
 class Handler(http.server.BaseHTTPRequestHandler):
