@@ -10,6 +10,8 @@ import ast
 import configparser
 import importlib
 import importlib.metadata
+import inspect
+import itertools
 import re
 import subprocess
 import sys
@@ -175,3 +177,49 @@ def test_the_docs_environment_installs_what_autodoc_imports_and_ci_builds_the_do
         if not {d.lower().replace("_", "-") for d in provided_by.get(name, [name])} & installed
     )
     assert missing == [], f"tox -e docs would not install what autodoc imports: {missing}"
+
+
+def _documented_modules() -> set[str]:
+    found: set[str] = set()
+    for page in (CHECKOUT / "docs" / "api").glob("*.rst"):
+        found |= set(re.findall(r"^\.\. automodule:: (\S+)", page.read_text(encoding="utf-8"), re.M))
+    return found
+
+
+def _with_attribute_docstrings(module: str) -> set[str]:
+    """The module-level names of ``module`` assigned with a string right after (what autodoc
+    reads as their docstring)."""
+    body = ast.parse(inspect.getsource(importlib.import_module(module))).body
+    names: set[str] = set()
+    for node, after in itertools.pairwise(body):
+        if not (isinstance(after, ast.Expr) and isinstance(after.value, ast.Constant)
+                and isinstance(after.value.value, str)):
+            continue
+        targets = node.targets if isinstance(node, ast.Assign) else (
+            [node.target] if isinstance(node, ast.AnnAssign) else [])
+        names |= {target.id for target in targets if isinstance(target, ast.Name)}
+    return names
+
+
+def test_every_exported_name_is_in_the_api_reference() -> None:
+    # autodoc (members, not undoc-members) shows a module's names of its __all__ that have a
+    # docstring: a class's or function's own, or a string right after a constant's assignment
+    imported_from = {
+        alias.asname or alias.name: node.module
+        for node in ast.parse((PACKAGE / "__init__.py").read_text(encoding="utf-8")).body
+        if isinstance(node, ast.ImportFrom) and node.module
+        for alias in node.names
+    }
+    documented = _documented_modules()
+    missing = []
+    for name in kinformer.__all__:
+        obj = getattr(kinformer, name)
+        if inspect.isclass(obj) or inspect.isfunction(obj):
+            module, has_doc = obj.__module__, bool(inspect.getdoc(obj))
+        else:  # a constant or a type alias: documented where it is assigned
+            module = imported_from[name]
+            has_doc = name in _with_attribute_docstrings(module)
+        listed = getattr(importlib.import_module(module), "__all__", None)
+        if module not in documented or not has_doc or (listed is not None and name not in listed):
+            missing.append(f"{module}.{name}")
+    assert missing == [], f"exported but not in docs/api: {missing}"

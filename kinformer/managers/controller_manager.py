@@ -36,6 +36,8 @@ log = logging.getLogger(__name__)
 log.addFilter(errors.REDACTING)  # a controller's errors: none may quote a token
 
 CONTROLLER_NAME_PREFIX = "syncer-controller-manager-"
+"""What a manager's ``name`` starts with, before its suffix (kcp's syncer prefix); its work
+queue and its notification thread are named after it."""
 RESYNC_KEY = "resync"  # the one key on the manager's queue: notifications coalesce into it
 RESYNC_INTERVAL = 1.0  # seconds between looks while a required informer is served but not synced
 STOP_TIMEOUT = 10.0  # seconds to wait for a stopped controller's thread before warning about it
