@@ -327,7 +327,7 @@ class FakeAPIServer:
         """Stop writing to every open watch while keeping its connection open, as a hung server
         or a network path that died silently does: no event, bookmark or clean end at
         ``timeoutSeconds`` reaches it any more, and it ends only when its client gives up and
-        closes the connection, or at :meth:`stop`; until then it counts in
+        closes the connection, at :meth:`drop_watches` or at :meth:`stop`; until then it counts in
         :meth:`watcher_count`. Watches opened later are served as usual. Returns how many."""
         return self._storage.signal_watchers(watchers.FREEZE)
 
