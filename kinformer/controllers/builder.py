@@ -262,6 +262,7 @@ class _Reconcile:
         if synced is None:
             log.debug("cluster %s is not engaged: dropping request=%s", request.cluster, request)
             self._stale_since.pop(request, None)
+            self._tracker.forget(request)  # its writes went to caches that stopped with the member
             return None
         if not synced:  # its cache cannot yet tell a missing object from a late one
             return _controller.Skipped(requeue_after=STALE_REQUEUE_DELAY if probe else None)

@@ -99,7 +99,10 @@ class StalenessTracker:
         for a name (a member cluster that left and came back) replaces the stopped one, whose
         cache never moves again. Once ``stopped()``, the gauge is left out of scrapes, and it
         is taken away at the next call here (or :meth:`close`), so members that left leave no
-        series behind.
+        series behind. The records of writes through a stopped cache go with its gauge: they
+        hold nothing back any more (see :meth:`ensure_ready`), and each would keep the whole
+        stopped cache, its informer and its client alive for as long as the request is not
+        reconciled again, which for a member that left may be never.
         """
         with self._lock:
             gone = [name for name, gauge in self._gauges.items()
@@ -110,8 +113,20 @@ class StalenessTracker:
                 if current is not None:
                     dropped.append(current)
                 self._gauges[informer] = _StoreVersionGauge(informer, cache, stopped)
+            if any(gauge.stopped() for gauge in dropped):
+                self._drop_stopped_locked()
         for gauge in dropped:
             gauge.remove()
+
+    def _drop_stopped_locked(self) -> None:
+        """Drop every record whose informer stopped: its cache never moves again."""
+        for key in [k for k, records in self._written.items()
+                    if any(r[3] is not None and r[3]() for r in records.values())]:
+            records = self._written[key]
+            for informer in [i for i, r in records.items() if r[3] is not None and r[3]()]:
+                del records[informer]
+            if not records:
+                del self._written[key]
 
     def close(self) -> None:
         """Take the gauges of :meth:`observe` away (the controller stopped)."""
