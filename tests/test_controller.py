@@ -13,7 +13,7 @@ from helpers import Background, clock_waits
 from kinformer import errors
 from kinformer.cache.store import DeletedFinalStateUnknown
 from kinformer.controllers import controller as controller_module
-from kinformer.controllers.controller import Controller, Result, Skipped
+from kinformer.controllers.controller import UNREACHABLE_QUIET, Controller, Result, Skipped
 from kinformer.handlers import FilteringResourceEventHandler
 from kinformer.testing.clock import FakeClock
 from kinformer.testing.waiting import wait_for
@@ -140,6 +140,29 @@ def test_one_outage_is_one_warning_even_when_a_reconcile_succeeds_in_between(
 
     assert wait_for(lambda: len(said()) == 2)  # logged after the reconcile returned
     assert said() == ["WARNING", "DEBUG"]
+
+
+def test_keys_said_unreachable_long_ago_are_not_kept(running: Running, recorder: Reconciles) -> None:
+    """Each key that failed to reach a server was remembered for good, to keep an outage to
+    one WARNING: a controller of objects that come and go, through outages, held every key it
+    ever saw. What was said longer than the quiet period ago is let go."""
+    def refused(key: str) -> None:
+        raise ConnectionRefusedError("connection refused")
+
+    for i in range(10):
+        recorder.outcomes = [refused, succeed]  # retried once: the object was deleted meanwhile
+        running.controller.enqueue(f"default/gone-{i}")
+        assert recorder.next_call() == f"default/gone-{i}"
+        assert clock_waits(running.clock, 1.0)
+        running.clock.step(1.0)
+        assert recorder.next_call() == f"default/gone-{i}"
+        assert wait_for(lambda: running.queue.num_requeues(f"default/gone-{i}") == 0)  # noqa: B023
+    running.clock.step(UNREACHABLE_QUIET)
+    recorder.outcomes = [refused]
+    running.controller.enqueue("default/b")
+    assert recorder.next_call() == "default/b"
+    assert wait_for(lambda: running.queue.num_requeues("default/b") == 1)
+    assert list(running.controller._said_unreachable) == ["default/b"]
 
 
 def test_a_skipped_reconcile_keeps_the_keys_backoff(running: Running, recorder: Reconciles) -> None:

@@ -18,7 +18,6 @@ from __future__ import annotations
 import functools
 import logging
 import threading
-import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Protocol
@@ -116,10 +115,13 @@ class Controller:
         self.queue: RateLimitingQueue[str] = queue if queue is not None else RateLimitingQueue(name=name)
         self.workers = _checks.integer(f"controller {name}: workers", workers, minimum=1)
         self._once = lifecycle.RunOnce(name)
-        # key -> time.monotonic() it was last said unreachable at WARNING: one outage is one
-        # line, even when a reconcile in flight as the server went and one that needed no
-        # write in between (resetting its retries) make two failing runs of it
+        # key -> the queue clock's time it was last said unreachable at WARNING: one outage is
+        # one line, even when a reconcile in flight as the server went and one that needed no
+        # write in between (resetting its retries) make two failing runs of it. Entries older
+        # than UNREACHABLE_QUIET say nothing more and are swept once per UNREACHABLE_QUIET, so
+        # the keys of objects long deleted, or of members long gone, do not pile up here
         self._said_unreachable: dict[str, float] = {}
+        self._said_swept = self.queue.clock.now()
         self._said_lock = threading.Lock()
 
     def enqueue(self, key: str) -> None:
@@ -214,12 +216,7 @@ class Controller:
         except BaseException as err:  # a SystemExit or CancelledError too: the worker must live on
             retries = self.queue.num_requeues(key)
             if _unreachable(err):  # expected while a server is down: no traceback, said once
-                now = time.monotonic()
-                with self._said_lock:
-                    loud = retries == 0 and now - self._said_unreachable.get(key, -UNREACHABLE_QUIET) \
-                        >= UNREACHABLE_QUIET
-                    if loud:
-                        self._said_unreachable[key] = now
+                loud = self._say_unreachable(key, retries)
                 log.log(logging.WARNING if loud else logging.DEBUG,
                         "controller %s: reconcile of key=%s could not reach the server, retrying "
                         "with backoff (retries=%d): %s", self.name, key, retries, _one_line(err))
@@ -235,6 +232,21 @@ class Controller:
                 self.queue.forget(key)
             if result is not None and result.requeue_after is not None:
                 self.queue.add_after(key, result.requeue_after)
+
+    def _say_unreachable(self, key: str, retries: int) -> bool:
+        """Whether ``key``'s failure to reach a server is said at WARNING: its first failure,
+        unless it was said within UNREACHABLE_QUIET."""
+        now = self.queue.clock.now()
+        with self._said_lock:
+            said = self._said_unreachable
+            if now - self._said_swept >= UNREACHABLE_QUIET:
+                self._said_swept = now
+                for old in [k for k, at in said.items() if now - at >= UNREACHABLE_QUIET]:
+                    del said[old]
+            loud = retries == 0 and now - said.get(key, now - UNREACHABLE_QUIET) >= UNREACHABLE_QUIET
+            if loud:
+                said[key] = now
+        return loud
 
     def __repr__(self) -> str:
         return f"<Controller {self.name} workers={self.workers}>"

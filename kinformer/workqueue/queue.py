@@ -83,6 +83,11 @@ class WorkQueue(Generic[T]):
         self._updater: threading.Thread | None = None  # the metrics updater, from the first get
         self._updater_stop = threading.Event()
 
+    @property
+    def clock(self) -> clock_module.Clock:
+        """The clock the queue times its waits and metrics on."""
+        return self._clock
+
     def add(self, item: T) -> None:
         """Mark ``item`` for processing; a no-op if it is already waiting or after shutdown.
 
