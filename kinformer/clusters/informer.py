@@ -190,7 +190,11 @@ class MultiClusterInformer:
         self._subject = factory.gvr_subject(gvr)
         # each handler added, by its registration; guarded by fleet.lock
         self._bindings: dict[ClusterHandlerRegistration, _HandlerBinding] = {}
-        self._retired: list[HandlerDelivery] = []  # removed; joined on shutdown; fleet.lock
+        # removed, their threads perhaps still in a callback: joined on shutdown; fleet.lock.
+        # Those whose threads exited are let go at the next add or remove: each holds its
+        # handler (a controller's holds the whole controller), so a process that adds and
+        # removes handlers for weeks (controllers started and stopped) would keep them all
+        self._retired: list[HandlerDelivery] = []
         self._lister = GenericClusterLister.from_cluster_indexers(_Indexers(fleet, gvr), gvr)
 
     @property
@@ -217,6 +221,7 @@ class MultiClusterInformer:
         binding = _HandlerBinding(self._fleet, self._gvr, HandlerDelivery(handler, self._subject))
         registration = ClusterHandlerRegistration(binding)
         with self._fleet.lock:
+            self._prune_retired_locked()
             self._bindings[registration] = binding
             for member in self._fleet.members():
                 binding.attach(member)
@@ -231,7 +236,12 @@ class MultiClusterInformer:
             if binding is None:
                 return
             binding.remove()
+            self._prune_retired_locked()
             self._retired.append(binding.delivery)
+
+    def _prune_retired_locked(self) -> None:
+        """Forget the removed handlers' deliveries whose threads exited (or never started)."""
+        self._retired = [d for d in self._retired if d.thread is not None and d.thread.is_alive()]
 
     # -- reading ------------------------------------------------------------------------------
 

@@ -20,6 +20,7 @@ from kinformer import (
     ControllerBuilder,
     MultiClusterInformerFactory,
     Request,
+    StaticClusterProvider,
 )
 from kinformer.testing import FakeAPIServer, wait_for
 
@@ -106,3 +107,41 @@ def test_a_request_of_a_member_that_left_drops_its_write_records(churn: Churn) -
     assert churn.controller.tracker.written(request) is not None
     churn.controller.queue.add(request.key)
     assert wait_for(lambda: churn.controller.tracker.written(request) is None, timeout=TIMEOUT)
+
+
+def test_controllers_started_and_stopped_over_members_are_let_go(
+    apiserver: FakeAPIServer, api_client: Any,
+) -> None:
+    """A multi-cluster informer kept every handler ever removed from it (to join its delivery
+    thread at shutdown): each controller started and stopped over a long-lived factory stayed
+    in memory with its queue, tracker and reconciler. Only deliveries whose threads may still
+    run are kept now."""
+    apiserver.create(CONFIGMAPS, cm("app", None, "default"))
+    apiserver.create(CONFIGMAPS, cm("app-child", None, "default"))
+    factory = MultiClusterInformerFactory(StaticClusterProvider({"a": api_client}))
+    multi = factory.for_resource(CONFIGMAPS)
+    factory.start(threading.Event())
+
+    def delivering() -> bool:
+        return any(t.name.startswith("kinformer-clusterhandler-") for t in threading.enumerate())
+
+    def run_once() -> None:
+        """Run a controller until it reconciled, stop it and wait for its delivery thread."""
+        reconciler = WritesAChild(CachedClient(factory))
+        controller = ControllerBuilder("restarted", factory).for_resource(CONFIGMAPS).complete(reconciler)
+        stop = threading.Event()
+        controller.start(stop)
+        try:
+            assert reconciler.done.get(timeout=TIMEOUT) == Request("app", "default", "a")
+        finally:
+            stop.set()
+            assert controller.join(TIMEOUT)
+        assert wait_for(lambda: not delivering(), timeout=TIMEOUT)
+
+    try:
+        for _ in range(3):
+            run_once()
+        # the last one's, kept until the next handler comes or goes; the others' are let go
+        assert [d.handler._controller.name for d in multi._retired] == ["restarted"]
+    finally:
+        factory.shutdown()
