@@ -411,6 +411,10 @@ class SharedProcessor:
 
     def _start(self, listener: ProcessorListener) -> None:
         name = _threads.thread_name("handler", f"{self._name}-{next(self._numbers)}")
+        # the threads of removed listeners that exited need no join at stop: without this, an
+        # informer that handlers come to and go from for weeks (controllers started and
+        # stopped) kept each one's thread, a few KiB apiece
+        self._threads = [t for t in self._threads if t.is_alive()]
         self._threads.append(listener.start(name))
 
 

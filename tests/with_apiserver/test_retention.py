@@ -18,11 +18,12 @@ from kinformer import (
     BuiltController,
     CachedClient,
     ControllerBuilder,
+    DynamicSharedInformerFactory,
     MultiClusterInformerFactory,
     Request,
     StaticClusterProvider,
 )
-from kinformer.testing import FakeAPIServer, wait_for
+from kinformer.testing import FakeAPIServer, Recorder, wait_for
 
 
 class WritesAChild:
@@ -143,5 +144,32 @@ def test_controllers_started_and_stopped_over_members_are_let_go(
             run_once()
         # the last one's, kept until the next handler comes or goes; the others' are let go
         assert [d.handler._controller.name for d in multi._retired] == ["restarted"]
+    finally:
+        factory.shutdown()
+
+
+def test_handlers_added_and_removed_leave_no_threads_behind(api_client: Any, ctx: Any) -> None:
+    """An informer kept the thread of every handler ever added to it, to join at stop: one
+    more per controller started and stopped on a long-lived informer (about 2 KiB each)."""
+    factory = DynamicSharedInformerFactory(api_client)
+    informer = factory.for_resource(CONFIGMAPS).informer()
+    factory.start(ctx)
+    assert all(factory.wait_for_cache_sync(ctx).values())
+
+    def handler_threads() -> list[threading.Thread]:
+        return [t for t in threading.enumerate() if t.name.startswith("kinformer-handler-")]
+
+    kept = []
+    try:
+        for _ in range(5):
+            registration = informer.add_event_handler(Recorder())
+            [thread] = handler_threads()
+            kept.append(weakref.ref(thread))
+            informer.remove_event_handler(registration)
+            del thread, registration
+            assert wait_for(lambda: not handler_threads(), timeout=TIMEOUT)
+        informer.add_event_handler(Recorder())
+        gc.collect()
+        assert [ref() for ref in kept] == [None] * 5
     finally:
         factory.shutdown()
