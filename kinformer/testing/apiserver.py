@@ -287,6 +287,15 @@ class FakeAPIServer:
             else:
                 self._state.delays.pop(verb, None)
 
+    def pace_initial_events(self, seconds: float, end_bookmark: bool = True) -> None:
+        """Write the initial events of watches started from now on (``sendInitialEvents``, or
+        no resourceVersion) one at a time, ``seconds`` apart: a large state over a slow link, or
+        a loaded server. ``end_bookmark=False`` leaves out the bookmark that ends them, as a
+        server that ignores ``sendInitialEvents`` does. ``pace_initial_events(0)`` undoes both."""
+        seconds = _checks.seconds("seconds", seconds)
+        with self._state.lock:
+            self._state.initial_pacing = (seconds, bool(end_bookmark))
+
     def forbid(self, resource: str, verb: str | None = None) -> None:
         """Answer 403 Forbidden to ``verb`` (every verb if None) on ``resource`` (a plural)."""
         with self._state.lock:
@@ -299,13 +308,15 @@ class FakeAPIServer:
 
     def clear_faults(self) -> None:
         """Undo every :meth:`fail_next`, :meth:`fail_discovery`, :meth:`corrupt_next`,
-        :meth:`set_delay` and :meth:`forbid` still in force: the server answers normally again."""
+        :meth:`set_delay`, :meth:`pace_initial_events` and :meth:`forbid` still in force: the
+        server answers normally again."""
         with self._state.lock:
             self._state.failures.clear()
             self._state.discovery_failures.clear()
             self._state.raw_answers.clear()
             self._state.delays.clear()
             self._state.forbidden.clear()
+            self._state.initial_pacing = (0.0, True)
 
     def drop_watches(self) -> int:
         """End every open watch abruptly (no terminating chunk); returns how many."""

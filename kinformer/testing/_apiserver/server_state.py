@@ -55,12 +55,13 @@ class ServerState:
         self.bookmark_interval = bookmark_interval
         self.address = "127.0.0.1:0"
         self.stopping = threading.Event()
-        self.lock = threading.Lock()  # guards failures, raw_answers, delays, forbidden, requests
+        self.lock = threading.Lock()  # guards the switches below, and requests
         self.failures: list[_Failure] = []
         self.discovery_failures: list[_Failure] = []  # verb unused; resource: a path, or None
         self.raw_answers: list[_RawAnswer] = []
         self.delays: dict[str | None, float] = {}
         self.forbidden: set[tuple[str, str | None]] = set()
+        self.initial_pacing = (0.0, True)  # seconds between initial events; their end bookmark sent
         self.requests: collections.deque[tuple[str, str, dict[str, str], int]] = (
             collections.deque(maxlen=REQUEST_LOG_SIZE))
 
@@ -96,6 +97,10 @@ class ServerState:
                     self.raw_answers.remove(answer)
                 return answer.body
         return None
+
+    def pacing(self) -> tuple[float, bool]:
+        with self.lock:
+            return self.initial_pacing
 
     def delay_for(self, verb: str) -> float:
         with self.lock:

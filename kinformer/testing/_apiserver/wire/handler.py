@@ -535,7 +535,7 @@ class Handler(http.server.BaseHTTPRequestHandler):
             if target.kind == "PartialObjectMetadata" else (rt.kind, rt.api_version)
         stream = watchstream.WatchStream(self.wfile, self.connection, self.state.storage,
                                          watcher, self.state.bookmark_interval, render,
-                                         bookmark_type)
+                                         bookmark_type, self.state.pacing(), self.state.stopping)
         if expired is not None:
             stream.write_chunk(watchstream.error_line(expired))
             stream.end()

@@ -14,6 +14,7 @@ import io
 import queue
 import select
 import socket
+import threading
 import time
 from collections.abc import Callable
 from typing import Any
@@ -58,6 +59,8 @@ class WatchStream:
         bookmark_interval: float,
         render: Callable[[Entry], bytes] | None = None,
         bookmark_type: tuple[str, str] | None = None,
+        pacing: tuple[float, bool] = (0.0, True),
+        stopping: threading.Event | None = None,
     ) -> None:
         self._wfile = wfile
         self._render = render
@@ -66,6 +69,8 @@ class WatchStream:
         self._storage = storage
         self._watcher = watcher
         self._interval = bookmark_interval
+        self._pace, self._initial_end = pacing  # FakeAPIServer.pace_initial_events
+        self._stopping = stopping or threading.Event()
 
     def write_chunk(self, data: bytes) -> None:
         self._wfile.write(b"%x\r\n%s\r\n" % (len(data), data))
@@ -150,8 +155,11 @@ class WatchStream:
                     if watcher.matches(payload.obj):
                         out.append(b'{"type":"ADDED","object":' + self.object_data(payload)
                                    + b"}\n")
+                        if self._pace:
+                            break  # paced: each on its own, the next after a pause
                 elif tag == w.INITIAL_END:
-                    out.append(self.bookmark(payload, initial_end=True))
+                    if self._initial_end:
+                        out.append(self.bookmark(payload, initial_end=True))
                 elif tag == w.GARBAGE:
                     out.append(payload if payload.endswith(b"\n") else payload + b"\n")
                 else:
@@ -174,6 +182,8 @@ class WatchStream:
                 next_bookmark = now + interval
             if out:
                 self.write_chunk(b"".join(out))
+                if self._pace and watcher.initial_left and self._stopping.wait(self._pace):
+                    ending = w.DROP  # the server stops
             if ending == w.STOP:
                 self.end()
                 return True
