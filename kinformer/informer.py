@@ -94,7 +94,9 @@ class SharedIndexInformer:
     ``use_watch_list=True`` streams the first state through a watch (``sendInitialEvents``,
     client-go's WatchList, KEP-3157) instead of a list, falling back to a list where the server
     or its ListerWatcher cannot; it is off by default, unlike client-go 1.35+, because a server
-    that never sends the initial-events-end bookmark leaves such an informer unsynced.
+    that never sends the initial-events-end bookmark holds such an informer unsynced until the
+    reflector gives the stream up (:class:`~kinformer.Reflector`: a minute without an event, or
+    the watch's ``timeoutSeconds``) and lists.
 
     ``name`` names its threads and log lines; by default the resource the lister-watcher of
     :meth:`ListWatch.for_resource <kinformer.ListWatch.for_resource>` lists (``v1/configmaps``),

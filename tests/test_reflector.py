@@ -725,16 +725,139 @@ def test_watch_list_falls_back_to_a_list_when_the_end_bookmark_never_comes() -> 
     try:
         _options, watch = h.script.watch_and_answer()
         watch.add(cm("a", "10"))
-        assert clock_waits(h.clock, 10.0)  # the first "still waiting" warning
-        h.clock.step(30.0)
+        # the stream stalls after "a": it is given up on 30 s after the timer saw "a" arrive,
+        # which it may see at its start or at its next look, a quarter of the timeout later
+        assert 30.0 <= step_until_listing(h) <= 37.5
         listed = h.script.expect("list")
         assert listed.resource_version == "0"
         assert watch.closed
         assert isinstance(h.reflector.last_error(), errors.SyncTimeoutError)
+        assert "no object for 30s after 1 objects" in str(h.reflector.last_error())
         h.script.answer(ListResult([cm("a", "10"), cm("b", "11")], "80"))
         assert h.script.watch_and_answer()[0].resource_version == "80"
         assert h.reflector.last_error() is None
         assert names(h.store.list()) == ["a", "b"]
+    finally:
+        h.stop()
+
+
+def step_until_listing(h: Harness, most: float = 1000.0) -> float:
+    """Step the clock, a wait at a time, until the reflector asks for a list; the time stepped.
+
+    Each step is the shortest wait with time left; fails past ``most`` seconds.
+    """
+    stepped = 0.0
+    while True:
+        assert wait_for(
+            lambda: not h.script.no_request_yet() or any(w > 0 for w in h.clock.waiters()), TIMEOUT
+        ), "neither a request nor a wait on the clock"
+        if not h.script.no_request_yet():
+            return stepped
+        waits = [w for w in h.clock.waiters() if w > 0]
+        if not waits:
+            continue  # a waiter woke between the two looks
+        assert stepped < most, f"no list after {stepped}s"
+        h.clock.step(min(waits))
+        stepped += min(waits)
+
+
+def feed_initial_events(h: Harness, watch: ChannelWatch, seen: list[str], steps: int) -> float:
+    """Send two initial events per step of the clock (a step is the shortest wait on it).
+
+    The second of each pair is waited for by the transform (``seen``), so the first was
+    counted before the clock moves. Returns the time stepped; stops early, with the time
+    stepped, when the reflector asks for something else (a list).
+    """
+    stepped = 0.0
+    for i in range(steps):
+        watch.add(cm(f"a{i}", str(2 * i + 1)))
+        watch.add(cm(f"b{i}", str(2 * i + 2)))
+        assert wait_for(lambda i=i: f"b{i}" in seen or not h.script.no_request_yet(), TIMEOUT)
+        if not h.script.no_request_yet():
+            return stepped
+        stepped += step_when_waiting(h.clock)
+    return stepped
+
+
+def seen_by(seen: list[str]) -> Any:
+    """A transform that records each object's name."""
+
+    def record(obj: Any) -> Any:
+        seen.append(obj["metadata"]["name"])
+        return obj
+
+    return record
+
+
+def test_a_watch_list_slower_than_the_timeout_but_flowing_completes() -> None:
+    seen: list[str] = []
+    h = Harness(use_watch_list=True, transform=seen_by(seen)).start()
+    try:
+        _options, watch = h.script.watch_and_answer()
+        assert feed_initial_events(h, watch, seen, 15) >= 120.0  # twice the 60 s timeout
+        assert h.script.no_request_yet()  # no list: the stream was never given up on
+        assert not watch.closed
+        watch.send(WatchEvent("BOOKMARK", bookmark("100", end=True)))
+        assert wait_for(h.reflector.has_synced_once, TIMEOUT)
+        assert len(h.store.list()) == 30
+        assert h.reflector.last_sync_resource_version() == "100"
+        assert h.reflector.last_error() is None
+    finally:
+        h.stop()
+
+
+def test_a_watch_list_that_stalls_after_flowing_falls_back_a_timeout_after_its_last_event() -> None:
+    seen: list[str] = []
+    h = Harness(use_watch_list=True, transform=seen_by(seen)).start()
+    try:
+        _options, watch = h.script.watch_and_answer()
+        assert feed_initial_events(h, watch, seen, 9) == pytest.approx(90.0)
+        assert h.script.no_request_yet()
+        # the last two came after the step to 80 s, and nothing more: given up on 60 s after
+        # the look that saw them arrive (at 80 s or at 90 s), and no later
+        assert 50.0 <= step_until_listing(h) <= 60.0
+        h.script.expect("list")
+        assert watch.closed
+        assert "no object for 60s after 18 objects" in str(h.reflector.last_error())
+    finally:
+        h.stop()
+
+
+def test_a_watch_list_flowing_forever_without_its_end_bookmark_falls_back_at_its_timeout_seconds(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    seen: list[str] = []
+    h = Harness(use_watch_list=True, transform=seen_by(seen)).start()
+    try:
+        with caplog.at_level(logging.WARNING, logger="kinformer"):
+            options, watch = h.script.watch_and_answer()
+            assert options.timeout_seconds == 300  # min_watch_timeout, with random() = 0
+            assert feed_initial_events(h, watch, seen, 100) == pytest.approx(300.0)
+            h.script.expect("list")
+        assert watch.closed
+        error = h.reflector.last_error()
+        assert isinstance(error, errors.SyncTimeoutError)
+        assert "not within 300s, the watch's timeoutSeconds" in str(error)
+        waiting = [r.getMessage() for r in caplog.records if "still waiting" in r.getMessage()]
+        assert len(waiting) == 29  # every 10 s until 300 s
+        # the count at each: the events that came by then (the next two may have come already)
+        first = "reflector test: still waiting for the initial events (10s, {} objects so far)"
+        assert waiting[0] in (first.format(2), first.format(4))
+    finally:
+        h.stop()
+
+
+def test_a_watch_list_the_server_ends_at_its_timeout_seconds_without_the_bookmark_falls_back() -> None:
+    seen: list[str] = []
+    h = Harness(use_watch_list=True, transform=seen_by(seen)).start()
+    try:
+        _options, watch = h.script.watch_and_answer()
+        assert feed_initial_events(h, watch, seen, 29) == pytest.approx(290.0)
+        assert clock_waits(h.clock, 10.0)
+        h.clock.set(h.clock.now() + 10.0)  # the server's own timeout, as the timer's wakes
+        watch.end()
+        h.script.expect("list")  # not another stream, which would end the same way
+        assert isinstance(h.reflector.last_error(), errors.SyncTimeoutError)
     finally:
         h.stop()
 

@@ -44,7 +44,7 @@ log = logging.getLogger(__name__)
 log.addFilter(errors.REDACTING)  # errors of any ListerWatcher: none may quote a token
 
 MIN_WATCH_TIMEOUT = 300.0  # watches time out server-side after [min, 2*min) seconds
-INITIAL_EVENTS_TIMEOUT = 60.0  # WatchList: give up on the end bookmark and list instead
+INITIAL_EVENTS_TIMEOUT = 60.0  # WatchList: give up on a stream this long without an event; list
 
 WatchErrorHandler = Callable[["Reflector", BaseException], None]
 
@@ -93,6 +93,17 @@ class Reflector:
     take a ``ctx`` (see :class:`~kinformer.ListerWatcher`; the HTTP one does) has a list or
     watch start still waiting for the server broken off by the stop; with any other, that
     request runs to its end before ``run`` returns.
+
+    With ``use_watch_list`` the first state of each round comes as a watch's initial events
+    (``sendInitialEvents``, :mod:`~kinformer.reflector.watch_list`), and a stream is read for
+    as long as it keeps sending: it is given up on, and the round lists instead, when no object
+    came for ``initial_events_timeout`` seconds before the end bookmark (a stalled stream), or
+    when the bookmark has not come by the watch's own ``timeoutSeconds`` (``min_watch_timeout``
+    to twice that, when the server ends the watch anyway: a server that sends events but
+    ignores ``sendInitialEvents``). Silence is timed from a look at the count of objects taken
+    at least every quarter of ``initial_events_timeout`` (and every 10 s), so it is noticed
+    up to a quarter of it late. While it waits, a WARNING every 10 s says for how long and how
+    many objects came so far.
 
     Durations (``resync_period``, ``min_watch_timeout``, ``initial_events_timeout``,
     ``max_internal_error_retry_duration``) are finite seconds and ``page_size`` a count ``>= 0``,

@@ -25,6 +25,7 @@ import dataclasses
 import enum
 import http.client
 import logging
+import math
 import threading
 from collections.abc import Callable, Iterator
 from typing import Any
@@ -125,6 +126,7 @@ def handle_any_watch(
     exit_on_initial_events_end: bool = False,
     keep: Callable[[Any], bool] | None = None,
     transform: Callable[[Any], Any] | None = None,
+    on_start: Callable[[watch_events.EventWriter], None] | None = None,
 ) -> WatchEnd:
     """Apply the events of ``opened`` to ``store``, in order, until the stream ends; blocks.
 
@@ -147,7 +149,9 @@ def handle_any_watch(
     With ``keep``, an ADDED, MODIFIED or DELETED event whose object ``keep`` refuses leaves the
     store alone but counts, its version included (a shard filtered on the client). With
     ``transform``, the store gets ``transform(obj)`` of each event it would get; an error there
-    is logged as a store error is.
+    is logged as a store error is. ``on_start`` is given the writer before the first read: its
+    ``events`` counts the events written so far, for another thread to watch the stream's
+    progress by.
     """
     # a line per change, but none per initial event: like a list, they are summed up once
     debug = log.isEnabledFor(logging.DEBUG) and not exit_on_initial_events_end
@@ -155,6 +159,8 @@ def handle_any_watch(
         store, name, last_version, propagate_now=propagate_now,
         checked=opened.checked,
         debug=debug, keep=keep, transform=transform)
+    if on_start is not None:
+        on_start(writer)
     cancelled = ctx.done.is_set  # checked per event (per read for a BatchWatch): one call, not two
     handle = ctx.on_cancel(opened.watch.close)
     try:
@@ -221,6 +227,29 @@ def _read_batches(
                         resource_version=meta.resource_version(event.object) or "")
 
 
+class _Progress:
+    """How far one WatchList stream's initial events got, shared with its timer thread.
+
+    ``writer`` is the stream's writer once reading began (its counts grow as events are
+    written: reading them costs the reader nothing); ``timed_out`` says why the timer gave up
+    on the stream, written before it closes the watch and read after it was joined.
+    """
+
+    __slots__ = ("timed_out", "writer")
+
+    def __init__(self) -> None:
+        self.writer: watch_events.EventWriter | None = None
+        self.timed_out = ""
+
+    def objects(self) -> int:
+        """The events with an object so far: bookmarks carry none of the initial state."""
+        writer = self.writer
+        return 0 if writer is None else writer.events - writer.bookmarks
+
+    def started(self, writer: watch_events.EventWriter) -> None:
+        self.writer = writer
+
+
 def handle_initial_events(
     ctx: _context.Context,
     opened: OpenWatch,
@@ -230,19 +259,28 @@ def handle_initial_events(
     timeout: float,
     keep: Callable[[Any], bool] | None = None,
     transform: Callable[[Any], Any] | None = None,
+    *,
+    cap: float = math.inf,
 ) -> WatchEnd:
     """Apply a WatchList stream's initial events to ``store`` until the end bookmark; blocks.
 
     ``store`` is the temporary store the events build up in (nothing reaches the reflector's
     store before the end bookmark); no resourceVersion is handed on. Returns INITIAL_EVENTS_END
     with the bookmark's version, leaving the watch open to be read on; or how the stream ended
-    before it. A timer thread warns every few seconds while waiting and closes the watch after
-    ``timeout`` seconds, which returns TIMED_OUT with a :class:`~kinformer.SyncTimeoutError`;
-    the timer is joined before this returns.
+    before it. A timer thread warns every few seconds while waiting, with the count of objects
+    so far, and gives up on a stream that stalls or never ends: it closes the watch when no
+    object came for ``timeout`` seconds (a stream still flowing is left alone, however long it
+    takes; a bookmark other than the end one carries no object and does not count), or
+    ``cap`` seconds after the watch was asked for, whichever comes first; that returns
+    TIMED_OUT with a :class:`~kinformer.SyncTimeoutError`, as does a stream the server ended
+    cleanly at ``cap`` or later (its ``timeoutSeconds`` ran out first). The timer looks at the
+    count of objects at least every quarter of ``timeout``, so silence is noticed between
+    ``timeout`` and a quarter more after the last object; the reader pays nothing per event
+    for it. The timer is joined before this returns.
     """
     unused = watch_events.LastVersion()  # the initial events' versions: only the end bookmark's counts
     finished = threading.Event()
-    timed_out = threading.Event()
+    progress = _Progress()
     timer = _threads.spawn(
         _initial_events_timer,
         _threads.thread_name("watchlist", name),
@@ -251,19 +289,21 @@ def handle_initial_events(
         name,
         clock,
         timeout,
+        cap,
         finished,
-        timed_out,
+        progress,
     )
     try:
         end = handle_any_watch(ctx, opened, store, name, unused, exit_on_initial_events_end=True,
-                               keep=keep, transform=transform)
+                               keep=keep, transform=transform, on_start=progress.started)
     finally:
         finished.set()
         _threads.join_all([timer])
-    if timed_out.is_set() and end.outcome in (
-        WatchOutcome.CLOSED, WatchOutcome.DROPPED, WatchOutcome.FAILED
-    ):
-        error = errors.SyncTimeoutError(f"no initial-events-end bookmark within {timeout}s")
+    reason = progress.timed_out
+    if not reason and end.outcome is WatchOutcome.CLOSED and clock.now() - opened.started >= cap:
+        reason = f"the watch ended after {cap:g}s, its timeoutSeconds"
+    if reason and end.outcome in (WatchOutcome.CLOSED, WatchOutcome.DROPPED, WatchOutcome.FAILED):
+        error = errors.SyncTimeoutError(f"no initial-events-end bookmark: {reason}")
         return WatchEnd(WatchOutcome.TIMED_OUT, end.events, error)
     return end
 
@@ -274,25 +314,44 @@ def _initial_events_timer(
     name: str,
     clock: _clock.Clock,
     timeout: float,
+    cap: float,
     finished: threading.Event,
-    timed_out: threading.Event,
+    progress: _Progress,
 ) -> None:
-    """Warn every few seconds until ``finished``; at ``timeout``, set ``timed_out`` and close the watch."""
-    started = clock.now()
-    deadline = started + timeout
+    """Until ``finished``: warn every few seconds; close the watch once it stalled or ran too long.
+
+    Stalled: the count of objects (events but bookmarks) stayed the same for ``timeout``
+    seconds, timed from the look that saw it last change; too long: ``cap`` seconds since the
+    watch was asked for. Either sets ``progress.timed_out`` to why before closing the watch.
+    """
+    started = opened.started
+    look = min(INITIAL_EVENTS_WARN_EVERY, timeout / 4)  # the most time between two looks at the count
+    seen = progress.objects()
+    moved = clock.now()  # when a look last saw the count change (or the timer began)
+    next_warning = moved + INITIAL_EVENTS_WARN_EVERY
     while True:
-        remaining = deadline - clock.now()
-        if remaining <= 0:
+        now = clock.now()
+        count = progress.objects()
+        if count != seen:
+            seen, moved = count, now
+        if now - moved >= timeout:
+            progress.timed_out = f"no object for {timeout:g}s after {count} objects"
             break
-        if clock.wait(finished, min(INITIAL_EVENTS_WARN_EVERY, remaining)):
+        if now - started >= cap:
+            progress.timed_out = f"not within {cap:g}s, the watch's timeoutSeconds ({count} objects)"
+            break
+        if now >= next_warning:
+            log.warning(
+                "reflector %s: still waiting for the initial events (%.0fs, %d objects so far)",
+                name,
+                now - started,
+                count,
+            )
+            while next_warning <= now:
+                next_warning += INITIAL_EVENTS_WARN_EVERY
+        wait = min(look, moved + timeout - now, started + cap - now, next_warning - now)
+        if clock.wait(finished, wait):
             return
         if ctx.cancelled():
             return
-        if clock.now() < deadline:
-            log.warning(
-                "reflector %s: still waiting for the initial events (%.0fs)",
-                name,
-                clock.now() - started,
-            )
-    timed_out.set()
     opened.watch.close()

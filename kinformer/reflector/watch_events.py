@@ -56,6 +56,8 @@ def is_initial_events_end(obj: Any) -> bool:
 class EventWriter:
     """Writes the events of one watch to a store, in order, and counts them; one thread.
 
+    ``events`` counts the events written, ``bookmarks`` those of them that were bookmarks.
+
     See :func:`kinformer.reflector.watch.handle_any_watch` for the rules: an event that cannot
     be used is logged and skipped, a store error is logged and the event still counts, each
     counted event's version becomes ``last_version.value`` (held back while ``propagate_now``
@@ -64,7 +66,8 @@ class EventWriter:
     """
 
     __slots__ = ("_actions", "_add_batch", "_bookmark", "_checked", "_debug", "_keep", "_name",
-                 "_take_version", "_transform", "events", "last_version", "propagate_now")
+                 "_take_version", "_transform", "bookmarks", "events", "last_version",
+                 "propagate_now")
 
     def __init__(
         self,
@@ -91,6 +94,7 @@ class EventWriter:
         self.last_version = last_version
         self.propagate_now = propagate_now
         self.events = 0  # counted so far
+        self.bookmarks = 0  # of them, bookmarks: the rest carried objects
 
     def one(self, event_type: str, obj: Any) -> bool:
         """Apply one event that is not an ERROR; False when it was skipped (not counted)."""
@@ -114,8 +118,10 @@ class EventWriter:
                 keep, transform = self._keep, self._transform
                 if keep is None or keep(obj):
                     action(obj if transform is None else transform(obj))
-            elif self._bookmark is not None:
-                self._bookmark(rv)
+            else:
+                self.bookmarks += 1
+                if self._bookmark is not None:
+                    self._bookmark(rv)
         except Exception:
             log.exception("reflector %s: store failed on %s event", self._name, event_type)
         self.events += 1

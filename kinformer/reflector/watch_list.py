@@ -7,12 +7,20 @@ object as an ADDED event, then a bookmark annotated ``k8s.io/initial-events-end`
 the reflector's store with them at its version; the same watch is then read on by the watch loop
 (:mod:`kinformer.reflector.watch_loop`). When streaming does not work the reflector lists instead
 (:mod:`kinformer.reflector.listing`).
+
+How long a stream may take to send its end bookmark: as long as it keeps sending. It is given
+up on when no object came for ``initial_events_timeout`` seconds (a stalled stream), or when it
+reaches its watch's own ``timeoutSeconds`` (300 to 600 s), after which the server would end it
+anyway (a server that sends events but never the end bookmark: one that ignores
+``sendInitialEvents``). A large initial state over a slow link is so read whole however long it
+takes, and a server that stalls is still left within the timeout. The reflector then lists.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import logging
+import math
 
 from kinformer import context as _context
 from kinformer import errors
@@ -32,7 +40,8 @@ class WatchListSync:
 
     Runs on the reflector's thread only. Errors go to ``shared.record_error``, each stream
     started counts in ``shared.metrics.watches``, and ``shared.synced(rv)`` is told when the
-    store took the stream's initial state; the stream gets ``timeout`` seconds to send it.
+    store took the stream's initial state; the stream may go ``timeout`` seconds without an
+    object, and last until its watch's ``timeoutSeconds``, before its end bookmark.
     """
 
     __slots__ = ("_shared", "_timeout", "name")
@@ -50,8 +59,9 @@ class WatchListSync:
         read on by the watch loop. A refused connection or a 429 backs off and streams again;
         a version gone or too new streams again at once from the current one, as does a stream
         closed cleanly or dropped before its end bookmark. Anything else, a stream that ends at
-        once, or no end bookmark within ``initial_events_timeout`` returns None: list instead.
-        Raises :class:`~kinformer.reflector.failures.StopRequested` once stopped.
+        once, or a stream given up on (no object for ``initial_events_timeout`` seconds before
+        its end bookmark, or none by its watch's ``timeoutSeconds``) returns None: list
+        instead. Raises :class:`~kinformer.reflector.failures.StopRequested` once stopped.
         """
         shared = self._shared
         while not ctx.cancelled():
@@ -83,6 +93,7 @@ class WatchListSync:
             end = watch.handle_initial_events(
                 ctx, opened, sink.Sink.of(temporary), self.name, shared.clock, self._timeout,
                 keep=shared.shard.client_filter(), transform=shared.transform,
+                cap=float(options.timeout_seconds or math.inf),
             )
             if end.outcome is _Outcome.INITIAL_EVENTS_END:
                 objects = temporary.list()

@@ -242,6 +242,39 @@ def test_watch_list_syncs_from_the_stream_without_a_list_request(
         r.stop()
 
 
+def test_a_watch_list_slower_than_its_timeout_but_flowing_syncs_from_the_stream(
+    apiserver: FakeAPIServer, api_client: Any
+) -> None:
+    apiserver.bulk_create(CONFIGMAPS, [cm(f"cm-{i}", None, "default", data={"v": "1"}) for i in range(30)])
+    apiserver.pace_initial_events(0.05)  # 1.5 s of initial events, three times the timeout
+    r = Running(api_client, use_watch_list=True, initial_events_timeout=0.5)
+    try:
+        assert wait_for(r.reflector.has_synced_once, TIMEOUT)
+        assert r.converges_to(apiserver)
+        assert list_requests(apiserver) == []
+        assert r.errors == []
+    finally:
+        r.stop()
+
+
+def test_a_watch_list_that_stalls_before_its_end_bookmark_lists_a_timeout_later(
+    apiserver: FakeAPIServer, api_client: Any, core: kubernetes.client.CoreV1Api
+) -> None:
+    apiserver.bulk_create(CONFIGMAPS, [cm(f"cm-{i}", None, "default", data={"v": "1"}) for i in range(10)])
+    apiserver.pace_initial_events(0.05, end_bookmark=False)  # as a server ignoring sendInitialEvents
+    r = Running(api_client, use_watch_list=True, initial_events_timeout=0.5)
+    try:
+        assert wait_for(lambda: list_requests(apiserver), TIMEOUT)
+        assert isinstance(r.errors[0], errors.SyncTimeoutError)
+        assert "no object for 0.5s after 10 objects" in str(r.errors[0])
+        assert r.converges_to(apiserver)
+        assert r.reflector.last_error() is None
+        core.create_namespaced_config_map("default", cm_manifest("late", {"v": "1"}))
+        assert r.converges_to(apiserver)  # watched from the list's version
+    finally:
+        r.stop()
+
+
 def test_https_with_a_token_comes_from_the_api_client_configuration() -> None:
     with FakeAPIServer(token="s3cret") as server:
         server.create(CONFIGMAPS, cm("a", None, "default"))
