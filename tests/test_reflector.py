@@ -24,6 +24,7 @@ from kinformer.cache.store import Indexer
 from kinformer.client.listerwatcher import ListOptions, ListResult, WatchEvent
 from kinformer.client.listwatch import ListWatch
 from kinformer.context import Context
+from kinformer.reflector import watch_list
 from kinformer.reflector.reflector import Reflector
 from kinformer.testing import ChannelWatch
 from kinformer.testing.clock import FakeClock
@@ -858,6 +859,45 @@ def test_a_watch_list_the_server_ends_at_its_timeout_seconds_without_the_bookmar
         watch.end()
         h.script.expect("list")  # not another stream, which would end the same way
         assert isinstance(h.reflector.last_error(), errors.SyncTimeoutError)
+    finally:
+        h.stop()
+
+
+def test_after_a_watch_list_without_its_end_bookmark_relists_list_for_a_while() -> None:
+    h = Harness(use_watch_list=True).start()
+    try:
+        _options, watch = h.script.watch_and_answer()
+        watch.add(cm("a", "10"))
+        step_until_listing(h)  # a server that ignores sendInitialEvents: no end bookmark
+        h.script.list_and_answer([cm("a", "10")], "20")
+        _options, watch = h.script.watch_and_answer()
+        watch.error(status(410, "Expired"))
+        expired_and_backing_off(h)
+        # the relist lists at once: no minute spent on a stream that would end the same way
+        h.script.list_and_answer([cm("a", "10")], "30")
+        _options, watch = h.script.watch_and_answer()
+        h.clock.step(watch_list.LIST_AFTER_NO_END)
+        watch.error(status(410, "Expired"))
+        assert wait_for(lambda: h.clock.waiters() != [], TIMEOUT)
+        step_when_waiting(h.clock)
+        again = h.script.expect("watch")  # long enough: the server may have been upgraded
+        assert again.send_initial_events is True
+        h.script.answer(ChannelWatch())
+    finally:
+        h.stop()
+
+
+def test_after_a_watch_list_refused_relists_stream_again() -> None:
+    h = Harness(use_watch_list=True).start()
+    try:
+        h.script.expect("watch")
+        h.script.answer(errors.ForbiddenError(403, "Forbidden", "watch is not allowed"))
+        h.script.list_and_answer([cm("a", "1")], "9")
+        _options, watch = h.script.watch_and_answer()
+        watch.error(status(410, "Expired"))
+        expired_and_backing_off(h)
+        assert h.script.expect("watch").send_initial_events is True  # as client-go does
+        h.script.answer(ChannelWatch())
     finally:
         h.stop()
 

@@ -103,7 +103,10 @@ class Reflector:
     ignores ``sendInitialEvents``). Silence is timed from a look at the count of objects taken
     at least every quarter of ``initial_events_timeout`` (and every 10 s), so it is noticed
     up to a quarter of it late. While it waits, a WARNING every 10 s says for how long and how
-    many objects came so far.
+    many objects came so far. A stream given up on so shows a server that may never end one:
+    the relists of the next 10 minutes (``watch_list.LIST_AFTER_NO_END``) list without
+    streaming first. Any other fallback (a refused stream, an ERROR event) streams again at
+    the next relist, as client-go does.
 
     Durations (``resync_period``, ``min_watch_timeout``, ``initial_events_timeout``,
     ``max_internal_error_retry_duration``) are finite seconds and ``page_size`` a count ``>= 0``,

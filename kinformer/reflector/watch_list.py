@@ -13,7 +13,10 @@ up on when no object came for ``initial_events_timeout`` seconds (a stalled stre
 reaches its watch's own ``timeoutSeconds`` (300 to 600 s), after which the server would end it
 anyway (a server that sends events but never the end bookmark: one that ignores
 ``sendInitialEvents``). A large initial state over a slow link is so read whole however long it
-takes, and a server that stalls is still left within the timeout. The reflector then lists.
+takes, and a server that stalls is still left within the timeout. A stream given up on either
+way shows the server may never end one: the reflector lists, and lists again instead of
+streaming at the relists of the next :data:`LIST_AFTER_NO_END` seconds, rather than wait out a
+stream at each one; any other fallback streams again at the next relist, as client-go does.
 """
 
 from __future__ import annotations
@@ -34,6 +37,8 @@ log.addFilter(errors.REDACTING)  # errors of any ListerWatcher: none may quote a
 
 _Outcome = watch.WatchOutcome
 
+LIST_AFTER_NO_END = 600.0  # seconds to list directly after a stream that never sent its end bookmark
+
 
 class WatchListSync:
     """Streams the initial state of one reflector's resource into its store.
@@ -44,12 +49,18 @@ class WatchListSync:
     object, and last until its watch's ``timeoutSeconds``, before its end bookmark.
     """
 
-    __slots__ = ("_shared", "_timeout", "name")
+    __slots__ = ("_list_until", "_shared", "_timeout", "name")
 
     def __init__(self, shared: _shared.Shared, timeout: float) -> None:
         self._shared = shared
         self.name = shared.name
         self._timeout = timeout
+        self._list_until = -math.inf  # the clock's time until which relists list, not stream
+
+    def lists_instead(self) -> bool:
+        """Whether the next sync lists at once: a stream without an end bookmark was given up on
+        less than :data:`LIST_AFTER_NO_END` seconds ago."""
+        return self._shared.clock.now() < self._list_until
 
     def sync(self, ctx: _context.Context) -> watch.OpenWatch | None:
         """Stream the initial state through a watch into the store; the open watch, or None.
@@ -61,9 +72,14 @@ class WatchListSync:
         closed cleanly or dropped before its end bookmark. Anything else, a stream that ends at
         once, or a stream given up on (no object for ``initial_events_timeout`` seconds before
         its end bookmark, or none by its watch's ``timeoutSeconds``) returns None: list
-        instead. Raises :class:`~kinformer.reflector.failures.StopRequested` once stopped.
+        instead. After a stream given up on, it returns None at once, streaming nothing, for
+        :data:`LIST_AFTER_NO_END` seconds. Raises
+        :class:`~kinformer.reflector.failures.StopRequested` once stopped.
         """
         shared = self._shared
+        if self.lists_instead():
+            log.debug("reflector %s: the last watch-list sent no end bookmark; listing", self.name)
+            return None
         while not ctx.cancelled():
             rv = "" if shared.version.unavailable else shared.version.value
             options = dataclasses.replace(
@@ -135,6 +151,11 @@ class WatchListSync:
             if end.outcome is _Outcome.FAILED and failures.version_unavailable(end.error):
                 shared.version.unavailable = True
                 continue
+            if end.outcome is _Outcome.TIMED_OUT:
+                self._list_until = shared.clock.now() + LIST_AFTER_NO_END
+                log.warning("reflector %s: watch-list ended: %s; listing instead, and at the "
+                            "relists of the next %gs", self.name, end.error, LIST_AFTER_NO_END)
+                return None
             log.warning("reflector %s: watch-list ended: %s; listing instead", self.name, end.error)
             return None
         raise failures.StopRequested()
