@@ -21,6 +21,7 @@ from kinformer.client.listerwatcher import ListOptions
 from kinformer.client.listwatch import ListWatch
 from kinformer.reflector.reflector import Reflector
 from kinformer.testing import FakeAPIServer, wait_for
+from kinformer.testing.clock import FakeClock
 
 TIMEOUT = 5.0
 
@@ -271,6 +272,37 @@ def test_a_watch_list_that_stalls_before_its_end_bookmark_lists_a_timeout_later(
         assert r.reflector.last_error() is None
         core.create_namespaced_config_map("default", cm_manifest("late", {"v": "1"}))
         assert r.converges_to(apiserver)  # watched from the list's version
+    finally:
+        r.stop()
+
+
+def test_a_watch_list_flowing_without_its_end_bookmark_lists_at_its_timeout_seconds(
+    apiserver: FakeAPIServer, api_client: Any
+) -> None:
+    apiserver.bulk_create(CONFIGMAPS, [cm(f"cm-{i}", None, "default", data={"v": "1"}) for i in range(400)])
+    apiserver.pace_initial_events(0.02, end_bookmark=False)  # 8 s of objects, then nothing
+    seen: list[str] = []
+
+    def record(obj: Any) -> Any:
+        seen.append(obj["metadata"]["name"])
+        return obj
+
+    clock = FakeClock()  # the reflector's time: a minute passes per few objects
+    r = Running(api_client, use_watch_list=True, clock=clock, random=lambda: 0.0, transform=record)
+    try:
+        stepped = 0.0
+        while not list_requests(apiserver):
+            before = len(seen)  # two more: the first of them was counted
+            assert wait_for(lambda b=before: len(seen) >= b + 2 or list_requests(apiserver), TIMEOUT)
+            waiting = [w for w in clock.waiters() if w > 0]
+            if waiting and not list_requests(apiserver):
+                clock.step(min(waiting))
+                stepped += min(waiting)
+            assert stepped <= 300.0
+        assert stepped == pytest.approx(300.0)  # timeoutSeconds=300: min_watch_timeout, random() = 0
+        assert isinstance(r.errors[0], errors.SyncTimeoutError)
+        assert "not within 300s, the watch's timeoutSeconds" in str(r.errors[0])
+        assert wait_for(lambda: len(r.store.list()) == 400, TIMEOUT)  # listed
     finally:
         r.stop()
 
