@@ -95,7 +95,7 @@ class SharedIndexInformer:
     client-go's WatchList, KEP-3157) instead of a list, falling back to a list where the server
     or its ListerWatcher cannot; it is off by default, unlike client-go 1.35+, because a server
     that never sends the initial-events-end bookmark holds such an informer unsynced until the
-    reflector gives the stream up (:class:`~kinformer.Reflector`: a minute without an event, or
+    reflector gives the stream up (:class:`~kinformer.Reflector`: a minute without an object, or
     the watch's ``timeoutSeconds``) and lists.
 
     ``name`` names its threads and log lines; by default the resource the lister-watcher of

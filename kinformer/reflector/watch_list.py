@@ -10,13 +10,14 @@ the reflector's store with them at its version; the same watch is then read on b
 
 How long a stream may take to send its end bookmark: as long as it keeps sending. It is given
 up on when no object came for ``initial_events_timeout`` seconds (a stalled stream), or when it
-reaches its watch's own ``timeoutSeconds`` (300 to 600 s), after which the server would end it
-anyway (a server that sends events but never the end bookmark: one that ignores
-``sendInitialEvents``). A large initial state over a slow link is so read whole however long it
-takes, and a server that stalls is still left within the timeout. A stream given up on either
-way shows the server may never end one: the reflector lists, and lists again instead of
-streaming at the relists of the next :data:`LIST_AFTER_NO_END` seconds, rather than wait out a
-stream at each one; any other fallback streams again at the next relist, as client-go does.
+reaches its watch's own ``timeoutSeconds`` (``min_watch_timeout`` to twice that, 300 to 600 s
+by default), after which the server would end it anyway (a server that sends events but never
+the end bookmark: one that ignores ``sendInitialEvents``). A large initial state over a slow
+link is so read whole however long it takes, and a server that stalls is still left within the
+timeout. A stream given up on either way shows the server may never end one: the reflector
+lists, and lists again instead of streaming at the relists of the next
+:data:`LIST_AFTER_NO_END` seconds, rather than wait out a stream at each one; any other
+fallback streams again at the next relist, as client-go does.
 """
 
 from __future__ import annotations
