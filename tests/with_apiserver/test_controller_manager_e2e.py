@@ -231,7 +231,8 @@ def test_a_controller_still_running_after_its_stop_is_not_started_again_beside_i
         assert entered.get(timeout=TIMEOUT) == 1
         extensions.delete_custom_resource_definition(WIDGETS.group_resource)
         assert wait_for(lambda: "controller stubborn still running" in caplog.text, TIMEOUT)
-        assert manager.running_controllers() == set()
+        # said before the manager lets go of it: no longer running a moment later
+        assert wait_for(lambda: manager.running_controllers() == set(), TIMEOUT)
 
         extensions.create_custom_resource_definition(crd(WIDGETS))
         assert wait_for(lambda: "waits for its previous instance" in caplog.text, TIMEOUT)
