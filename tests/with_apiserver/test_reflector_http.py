@@ -143,7 +143,9 @@ def test_a_paged_relist_after_a_compaction_lists_at_the_current_version_and_surv
         apiserver.compact()
         apiserver.drop_watches()
         assert wait_for(lambda: len(store.list()) == 6, TIMEOUT)
-        assert reflector.last_sync_resource_version() == str(apiserver.current_resource_version())
+        # the reflector sets its version once the store has taken the list: a moment later
+        current = str(apiserver.current_resource_version())
+        assert wait_for(lambda: reflector.last_sync_resource_version() == current, TIMEOUT)
     lists = [(q.get("resourceVersion"), q.get("limit"), bool(q.get("continue")), code)
              for method, path, q, code in apiserver.requests
              if method == "GET" and "configmaps" in path and q.get("watch") != "true"]
@@ -179,8 +181,8 @@ def test_a_server_restored_to_an_older_state_is_listed_again_at_its_current_vers
                 restored.create(CONFIGMAPS, cm("restored", None, "default", data={"v": "2"}))
                 assert int(ahead) > int(restored.current_resource_version())
                 assert wait_for(lambda: r.data() == {"restored": "2"}, TIMEOUT)
-                assert r.reflector.last_sync_resource_version() == str(
-                    restored.current_resource_version())
+                current = str(restored.current_resource_version())  # set once the store took the list
+                assert wait_for(lambda: r.reflector.last_sync_resource_version() == current, TIMEOUT)
                 lists = [(q.get("resourceVersion"), code) for method, path, q, code
                          in restored.requests if method == "GET" and "configmaps" in path
                          and q.get("watch") != "true"]
