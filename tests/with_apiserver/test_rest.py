@@ -6,6 +6,7 @@ on loopback; the rest runs against FakeAPIServer.
 
 from __future__ import annotations
 
+import contextlib
 import http.server
 import json
 import logging
@@ -68,8 +69,12 @@ class StallingServer:
 
     def close(self) -> None:
         self.release.set()
+        # closing a listening socket does not wake an accept() blocked on it; a shutdown does
+        with contextlib.suppress(OSError):
+            self.sock.shutdown(socket.SHUT_RDWR)
         self.sock.close()
         self._thread.join(5)
+        assert not self._thread.is_alive(), "the stalling server's accept loop did not end"
 
 
 @pytest.fixture
